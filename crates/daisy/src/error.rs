@@ -1,0 +1,102 @@
+//! Errors. Operating errors (bad files, full pools, I/O) are values; bugs are assertions.
+//!
+//! Every error that concerns a pool file names the file, so a message printed by the CLI or a
+//! server log tells the operator which file is wrong and why.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when creating, opening or using a pool.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system call failed on the pool file.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not start with Daisy's magic bytes.
+    #[error("{path}: not a Daisy pool (bad magic bytes)")]
+    NotAPool { path: PathBuf },
+    /// The pool was written by a different on-media format version.
+    #[error("{path}: pool format version {found} is not supported (this build reads version {supported})")]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// The pool's layout name differs from the one the program asked for.
+    #[error("{path}: pool layout is {found:?}, expected {expected:?}")]
+    WrongLayout {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+    /// Checksums or invariants of on-media metadata do not hold.
+    #[error("{path}: pool is corrupt: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+    /// The file is shorter than the pool it claims to hold.
+    #[error("{path}: pool is truncated: file is {file_len} bytes, pool needs {needed} bytes")]
+    Truncated {
+        path: PathBuf,
+        file_len: u64,
+        needed: u64,
+    },
+    /// Another process (or another handle in this process) holds the pool open.
+    #[error("{path}: pool is already open (locked by another process or handle)")]
+    AlreadyOpen { path: PathBuf },
+    /// `create` refused to overwrite an existing file.
+    #[error("{path}: file already exists")]
+    AlreadyExists { path: PathBuf },
+    /// The path names a directory.
+    #[error("{path}: is a directory")]
+    IsADirectory { path: PathBuf },
+    /// A creation parameter is out of range.
+    #[error("invalid pool option: {0}")]
+    InvalidOption(String),
+    /// The pool cannot satisfy an allocation even after growing to its maximum size.
+    /// The transaction that asked was rolled back; nothing was written.
+    #[error("{path}: pool is full: cannot allocate {requested} bytes (pool size {size}, max size {max_size})")]
+    PoolFull {
+        path: PathBuf,
+        requested: u64,
+        size: u64,
+        max_size: u64,
+    },
+    /// A transaction wrote more log data than one log slot holds.
+    #[error("transaction too large: {needed} bytes of redo log, a log slot holds {capacity} (create the pool with a larger --log-slot-size)")]
+    TxTooLarge { needed: usize, capacity: usize },
+    /// A persistent pointer does not point at a live object of this pool.
+    #[error("invalid persistent pointer: offset {offset:#x}: {why}")]
+    InvalidPointer { offset: u64, why: &'static str },
+    /// The root object exists with a different size than the type asked for.
+    #[error("root object has {found} bytes, the requested type has {expected}")]
+    RootTypeMismatch { found: u64, expected: u64 },
+    /// A persistence operation failed earlier; the pool refuses further writes.
+    #[error("{path}: pool is poisoned after a failed persist; reopen it to recover")]
+    Poisoned { path: PathBuf },
+    /// The transaction closure returned an error of its own (user abort).
+    #[error("transaction aborted: {0}")]
+    Aborted(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: &std::path::Path, what: &'static str, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            what,
+            source,
+        }
+    }
+
+    pub(crate) fn corrupt(path: &std::path::Path, detail: impl Into<String>) -> Self {
+        Error::Corrupt {
+            path: path.to_path_buf(),
+            detail: detail.into(),
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The on-media format, version 1. docs/FORMAT.md is the prose version of this file; keep them
+//! in step, and bump [`FORMAT_VERSION`] for any change a version-1 reader would misread.
+//!
+//! ```text
+//! offset 0            Header        4 KiB, written once at create, crc32c-protected
+//! offset 4096         PoolState     4 KiB page, first cache line used: watermark, heap_end, root
+//! lanes_off           lanes         lane_count x slots_per_lane x slot_size bytes of redo log
+//! chunk_table_off     chunk table   one u64 per chunk of the *maximum* pool size
+//! heap_off            heap          chunks of CHUNK_SIZE bytes, up to heap_end
+//! ```
+//!
+//! Invariants (checked by `pool check`, asserted where cheap):
+//! * every offset field is a multiple of 4096 and the regions are in the order above;
+//! * `heap_end` is `heap_off + k * CHUNK_SIZE`, `<= max_size`, `<= file length`;
+//! * a chunk table entry is FREE, RUN(class) or LARGE(n) (the head of n chunks); the n-1
+//!   chunks after a LARGE head are covered by it and stay FREE in the table;
+//! * a RUN chunk starts with its allocation bitmap; bit i set <=> block i is allocated.
+
+use bytemuck::{Pod, Zeroable};
+
+/// First 8 bytes of every pool file.
+pub const MAGIC: [u8; 8] = *b"DAISYPL\0";
+/// The format this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+pub const HEADER_SIZE: u64 = 4096;
+pub const STATE_OFF: u64 = 4096;
+pub const STATE_SIZE: u64 = 4096;
+/// Heap chunk: unit of large allocations and of runs of small blocks.
+pub const CHUNK_SIZE: u64 = 256 * 1024;
+pub const LAYOUT_MAX: usize = 64;
+
+pub const DEFAULT_LANES: u32 = 32;
+pub const DEFAULT_SLOTS_PER_LANE: u32 = 4;
+pub const DEFAULT_SLOT_SIZE: u32 = 16 * 1024;
+pub const MIN_SLOT_SIZE: u32 = 256;
+pub const MAX_SLOT_SIZE: u32 = 64 * 1024 * 1024;
+
+/// The pool header. Written once by `create`, then only read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Header {
+    pub magic: [u8; 8],
+    pub format_version: u32,
+    /// crc32c of the whole struct with this field set to zero.
+    pub checksum: u32,
+    pub uuid: [u8; 16],
+    /// Layout name, NUL-padded UTF-8.
+    pub layout: [u8; LAYOUT_MAX],
+    pub created_unix_ns: u64,
+    pub max_size: u64,
+    pub lanes_off: u64,
+    pub chunk_table_off: u64,
+    pub heap_off: u64,
+    pub lane_count: u32,
+    pub slots_per_lane: u32,
+    pub slot_size: u32,
+    pub chunk_size: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Header>() == 152);
+
+impl Header {
+    pub fn compute_checksum(&self) -> u32 {
+        let mut h = *self;
+        h.checksum = 0;
+        crc32c::crc32c(bytemuck::bytes_of(&h))
+    }
+
+    pub fn layout_name(&self) -> String {
+        let end = self
+            .layout
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(LAYOUT_MAX);
+        String::from_utf8_lossy(&self.layout[..end]).into_owned()
+    }
+
+    pub fn max_chunks(&self) -> u64 {
+        (self.max_size - self.heap_off) / CHUNK_SIZE
+    }
+
+    pub fn lane_bytes(&self) -> u64 {
+        self.slots_per_lane as u64 * self.slot_size as u64
+    }
+}
+
+/// Mutable pool state, one cache line at [`STATE_OFF`]. Each field is one 8-byte word updated
+/// either by an atomic 8-byte store + flush + fence (`watermark`, `heap_end`) or through the
+/// redo log (`root_off`, `root_size`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct PoolState {
+    /// Every transaction with `seq <= watermark` is durably applied; recovery ignores its log.
+    pub watermark: u64,
+    /// End of the usable heap (bytes from the start of the file).
+    pub heap_end: u64,
+    /// Offset of the root object, 0 when none.
+    pub root_off: u64,
+    /// Size of the root object in bytes.
+    pub root_size: u64,
+}
+
+pub const STATE_WATERMARK: u64 = STATE_OFF;
+pub const STATE_HEAP_END: u64 = STATE_OFF + 8;
+pub const STATE_ROOT_OFF: u64 = STATE_OFF + 16;
+pub const STATE_ROOT_SIZE: u64 = STATE_OFF + 24;
+
+/// Header of one redo-log record (one per log slot).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct LogHeader {
+    /// crc32c of the record from `magic` to the end of the payload.
+    pub checksum: u32,
+    pub magic: u32,
+    /// Global commit sequence number, > 0.
+    pub seq: u64,
+    /// Durable watermark known when this record was written (see FORMAT.md, "Watermark").
+    pub claim: u64,
+    pub payload_len: u32,
+    pub n_entries: u32,
+}
+
+pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"DLOG");
+pub const LOG_HEADER_SIZE: usize = std::mem::size_of::<LogHeader>();
+const _: () = assert!(LOG_HEADER_SIZE == 32);
+
+/// Header of one log entry; a Copy entry's data follows, padded to 8 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct EntryHeader {
+    /// Pool offset the entry applies to.
+    pub target: u64,
+    /// `kind` in the low 8 bits, byte length in the high 56.
+    pub kind_len: u64,
+}
+
+pub const ENTRY_HEADER_SIZE: usize = std::mem::size_of::<EntryHeader>();
+
+/// What a log entry does to its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EntryKind {
+    /// Copy `len` bytes of data to the target.
+    Copy = 1,
+    /// Atomically OR an 8-byte mask into the 8-aligned target word (allocation bitmaps).
+    Or = 2,
+    /// Atomically clear the mask's bits in the 8-aligned target word.
+    AndNot = 3,
+}
+
+impl EntryKind {
+    pub fn from_u8(b: u8) -> Option<EntryKind> {
+        match b {
+            1 => Some(EntryKind::Copy),
+            2 => Some(EntryKind::Or),
+            3 => Some(EntryKind::AndNot),
+            _ => None,
+        }
+    }
+}
+
+impl EntryHeader {
+    pub fn new(target: u64, kind: EntryKind, len: u64) -> EntryHeader {
+        debug_assert!(len < (1 << 56));
+        EntryHeader {
+            target,
+            kind_len: (len << 8) | kind as u64,
+        }
+    }
+    pub fn kind(&self) -> Option<EntryKind> {
+        EntryKind::from_u8(self.kind_len as u8)
+    }
+    pub fn len(&self) -> u64 {
+        self.kind_len >> 8
+    }
+}
+
+/// Bytes a Copy entry of `len` data bytes takes in the log.
+#[inline]
+pub fn copy_entry_size(len: usize) -> usize {
+    ENTRY_HEADER_SIZE + len.next_multiple_of(8)
+}
+
+// ---- chunk table entries ----
+
+pub const CHUNK_FREE: u64 = 0;
+const KIND_SHIFT: u32 = 56;
+const KIND_RUN: u64 = 1;
+const KIND_LARGE: u64 = 2;
+
+/// A decoded chunk table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkEntry {
+    Free,
+    /// A run of blocks of size class `class`.
+    Run {
+        class: u16,
+    },
+    /// Head of a large allocation spanning `chunks` chunks.
+    Large {
+        chunks: u32,
+    },
+}
+
+impl ChunkEntry {
+    pub fn encode(self) -> u64 {
+        match self {
+            ChunkEntry::Free => CHUNK_FREE,
+            ChunkEntry::Run { class } => (KIND_RUN << KIND_SHIFT) | class as u64,
+            ChunkEntry::Large { chunks } => (KIND_LARGE << KIND_SHIFT) | chunks as u64,
+        }
+    }
+    pub fn decode(w: u64) -> Option<ChunkEntry> {
+        if w == CHUNK_FREE {
+            return Some(ChunkEntry::Free);
+        }
+        let low = w & ((1 << KIND_SHIFT) - 1);
+        match w >> KIND_SHIFT {
+            KIND_RUN if (low as usize) < SIZE_CLASSES.len() => {
+                Some(ChunkEntry::Run { class: low as u16 })
+            }
+            KIND_LARGE if low > 0 && low <= u32::MAX as u64 => {
+                Some(ChunkEntry::Large { chunks: low as u32 })
+            }
+            _ => None,
+        }
+    }
+}
+
+// ---- size classes ----
+
+/// Block sizes of runs. Allocations larger than the last class take whole chunks.
+pub const SIZE_CLASSES: [u32; 44] = [
+    16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
+    1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336,
+    16384, 20480, 24576, 28672, 32768, 40960, 49152, 57344, 65536,
+];
+
+pub const MAX_RUN_BLOCK: u64 = SIZE_CLASSES[SIZE_CLASSES.len() - 1] as u64;
+
+/// Smallest class that fits `size` bytes.
+#[inline]
+pub fn class_for(size: u64) -> Option<usize> {
+    if size <= 128 {
+        return Some((size.max(1) as usize).div_ceil(16) - 1);
+    }
+    if size > MAX_RUN_BLOCK {
+        return None;
+    }
+    Some(SIZE_CLASSES.partition_point(|&c| (c as u64) < size))
+}
+
+/// Geometry of a run of class `class`: (blocks, offset of block 0 from the chunk start).
+/// The bitmap occupies the start of the chunk, rounded up to a cache line.
+pub const fn run_geometry(class: usize) -> (u32, u32) {
+    let size = SIZE_CLASSES[class] as u64;
+    // Solve for n: bitmap(n) + n * size <= CHUNK_SIZE.
+    let mut n = CHUNK_SIZE / size;
+    loop {
+        let bitmap = (n.div_ceil(64) * 8).next_multiple_of(64);
+        if bitmap + n * size <= CHUNK_SIZE {
+            return (n as u32, bitmap as u32);
+        }
+        n -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_sorted_and_16_aligned() {
+        for w in SIZE_CLASSES.windows(2) {
+            assert!(w[0] < w[1]);
+        }
+        for c in SIZE_CLASSES {
+            assert_eq!(c % 16, 0);
+        }
+    }
+
+    #[test]
+    fn class_for_picks_smallest_fit() {
+        for size in 1..=MAX_RUN_BLOCK {
+            let c = class_for(size).unwrap();
+            assert!(SIZE_CLASSES[c] as u64 >= size, "size {size}");
+            if c > 0 {
+                assert!((SIZE_CLASSES[c - 1] as u64) < size, "size {size}");
+            }
+        }
+        assert_eq!(class_for(MAX_RUN_BLOCK + 1), None);
+    }
+
+    #[test]
+    fn run_geometry_fits_chunk() {
+        for c in 0..SIZE_CLASSES.len() {
+            let (n, off) = run_geometry(c);
+            assert!(n >= 3, "class {c}");
+            assert_eq!(off % 64, 0);
+            assert!(off as u64 + n as u64 * SIZE_CLASSES[c] as u64 <= CHUNK_SIZE);
+            assert!(off as u64 * 8 >= n as u64);
+        }
+    }
+
+    #[test]
+    fn chunk_entry_roundtrip() {
+        for e in [
+            ChunkEntry::Free,
+            ChunkEntry::Run { class: 0 },
+            ChunkEntry::Run { class: 43 },
+            ChunkEntry::Large { chunks: 1 },
+            ChunkEntry::Large { chunks: 1 << 20 },
+        ] {
+            assert_eq!(ChunkEntry::decode(e.encode()), Some(e));
+        }
+        assert_eq!(ChunkEntry::decode(7 << 56), None);
+        assert_eq!(ChunkEntry::decode((1 << 56) | 44), None);
+        assert_eq!(ChunkEntry::decode(2 << 56), None);
+    }
+}

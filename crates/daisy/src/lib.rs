@@ -1,0 +1,49 @@
+//! Daisy: crash-consistent persistent memory for ordinary programs.
+//!
+//! A [`Pool`] is a file mapped into memory. Programs allocate persistent objects in it, reach
+//! them through typed [`PPtr`]s from a root object, and change them inside transactions that
+//! survive process crashes and power failures: all of a transaction or none of it.
+//!
+//! ```no_run
+//! use daisy::{Pool, PoolOptions, PPtr};
+//! use bytemuck::{Pod, Zeroable};
+//!
+//! #[repr(C)]
+//! #[derive(Clone, Copy, Pod, Zeroable)]
+//! struct Root { counter: u64, head: PPtr<Node> }
+//!
+//! #[repr(C)]
+//! #[derive(Clone, Copy, Pod, Zeroable)]
+//! struct Node { value: u64, next: PPtr<Node> }
+//!
+//! # fn main() -> daisy::Result<()> {
+//! let pool = Pool::create("/dev/shm/example.pool", &PoolOptions::new("example").size(64 << 20))?;
+//! let root = pool.root::<Root>()?;
+//! pool.transaction(|tx| {
+//!     let r = tx.read(root)?;
+//!     let node = tx.alloc(&Node { value: r.counter, next: r.head })?;
+//!     tx.write(root, &Root { counter: r.counter + 1, head: node })
+//! })?;
+//! # Ok(()) }
+//! ```
+//!
+//! Module map (dependencies point down): `pool` (open, recovery, growth) -> `tx` (transactions)
+//! -> `alloc` (allocator state) and `log` (redo records) -> `layout` (on-media format) ->
+//! `persist` (flush and fence) -> `map` (the mapping; the only module with raw memory access).
+
+pub mod alloc;
+pub mod error;
+pub mod layout;
+pub mod log;
+pub mod map;
+pub mod persist;
+pub mod pool;
+pub mod ptr;
+pub mod tx;
+
+pub use bytemuck;
+pub use error::{Error, Result};
+pub use persist::{counters, FlushInstr, Mode};
+pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, RecoveryReport};
+pub use ptr::{PBytes, PPtr};
+pub use tx::Tx;

@@ -1,0 +1,385 @@
+//! The mapping of a pool file, and every raw memory operation on it.
+//!
+//! This is one of the two modules allowed to use `unsafe` (the other is the raw half of
+//! `persist`, which lives here too: the flush and fence instructions). Everything above works
+//! with pool *offsets* and calls the bounds-checked accessors below.
+//!
+//! Address space: at open we reserve the pool's maximum size as one `PROT_NONE` anonymous
+//! mapping, then map the file over its beginning with `MAP_FIXED`. Growing the pool maps the
+//! file's new extent right after the old one, inside the reservation, so the base address never
+//! changes and references into the pool stay valid while it grows.
+//!
+//! Concurrency: the mapping is shared memory that several threads (and, after a crash, the
+//! recovery code) read and write. We never hand out `&`/`&mut` references into it; all access
+//! is by raw pointer copies (`read`, `write`) or explicit atomics, so Rust's aliasing rules are
+//! not involved. Isolation between threads is the caller's responsibility (locks), exactly as
+//! in PMDK; a data race on pool memory produces torn values, not undefined behaviour in the
+//! library's own bookkeeping.
+
+use crate::persist::FlushInstr;
+use bytemuck::Pod;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p <= 0 {
+        4096
+    } else {
+        p as usize
+    }
+}
+
+/// A reserved address range with a pool file mapped over its beginning.
+pub struct Mapping {
+    base: *mut u8,
+    reserved: usize,
+    mapped: AtomicUsize,
+    /// True when the kernel accepted `MAP_SYNC` (a DAX file system: real persistent memory).
+    map_sync: bool,
+}
+
+// SAFETY: the mapping is plain shared memory; all access goes through raw-pointer copies and
+// atomics whose synchronisation is described in the module comment.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Reserve `reserve` bytes of address space and map `len` bytes of `file` at its start.
+    pub fn new(file: &std::fs::File, len: usize, reserve: usize) -> std::io::Result<Mapping> {
+        assert!(len <= reserve, "mapped length exceeds reservation");
+        // SAFETY: an anonymous PROT_NONE reservation touches no existing memory.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                reserve,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut m = Mapping {
+            base: base as *mut u8,
+            reserved: reserve,
+            mapped: AtomicUsize::new(0),
+            map_sync: false,
+        };
+        m.map_sync = m.map_extent(file, 0, len)?;
+        m.mapped.store(len, Ordering::Release);
+        Ok(m)
+    }
+
+    /// Map `[off, off+len)` of the file at the same offset of the reservation.
+    /// Returns whether `MAP_SYNC` was accepted.
+    fn map_extent(&self, file: &std::fs::File, off: usize, len: usize) -> std::io::Result<bool> {
+        if len == 0 {
+            return Ok(self.map_sync);
+        }
+        assert!(off + len <= self.reserved);
+        let fd = file.as_raw_fd();
+        // SAFETY: the target range lies inside our own reservation (asserted above), so
+        // MAP_FIXED replaces only memory this Mapping owns.
+        let addr = unsafe { self.base.add(off) } as *mut libc::c_void;
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        // Try MAP_SYNC first: it succeeds only on DAX file systems, where it guarantees that
+        // flushed stores are persistent without msync.
+        // SAFETY: as above.
+        let p = unsafe {
+            libc::mmap(
+                addr,
+                len,
+                prot,
+                libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC | libc::MAP_FIXED,
+                fd,
+                off as libc::off_t,
+            )
+        };
+        if p != libc::MAP_FAILED {
+            return Ok(true);
+        }
+        // SAFETY: as above.
+        let p = unsafe {
+            libc::mmap(
+                addr,
+                len,
+                prot,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                fd,
+                off as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(false)
+    }
+
+    /// Extend the mapping to `new_len` bytes of the file (the file must already be that long).
+    pub fn grow(&self, file: &std::fs::File, new_len: usize) -> std::io::Result<()> {
+        let old = self.mapped.load(Ordering::Acquire);
+        assert!(new_len >= old && new_len <= self.reserved);
+        self.map_extent(file, old, new_len - old)?;
+        self.mapped.store(new_len, Ordering::Release);
+        Ok(())
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    pub fn len(&self) -> usize {
+        self.mapped.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn reserved(&self) -> usize {
+        self.reserved
+    }
+
+    pub fn map_sync(&self) -> bool {
+        self.map_sync
+    }
+
+    /// Whether `[off, off+len)` lies inside the mapped part.
+    #[inline]
+    pub fn in_bounds(&self, off: u64, len: usize) -> bool {
+        (off as usize)
+            .checked_add(len)
+            .is_some_and(|end| end <= self.len())
+    }
+
+    /// Raw pointer to `off`. Panics when `[off, off+len)` is outside the mapping: callers
+    /// validate offsets that come from the media before they get here.
+    #[inline]
+    pub fn at(&self, off: u64, len: usize) -> *mut u8 {
+        assert!(
+            self.in_bounds(off, len),
+            "pool access out of bounds: {off:#x}+{len} > {:#x}",
+            self.len()
+        );
+        // SAFETY: in bounds of the mapped range, checked just above.
+        unsafe { self.base.add(off as usize) }
+    }
+
+    /// Copy a `T` out of the pool.
+    #[inline]
+    pub fn read<T: Pod>(&self, off: u64) -> T {
+        let p = self.at(off, std::mem::size_of::<T>());
+        // SAFETY: `p` is valid for size_of::<T>() bytes (checked by `at`), and every bit
+        // pattern is a valid `T` (Pod). read_unaligned copes with any alignment.
+        unsafe { std::ptr::read_unaligned(p as *const T) }
+    }
+
+    /// Copy a `T` into the pool (not yet persistent: flush and fence follow).
+    #[inline]
+    pub fn write<T: Pod>(&self, off: u64, v: &T) {
+        let p = self.at(off, std::mem::size_of::<T>());
+        // SAFETY: `p` is valid for size_of::<T>() bytes (checked by `at`).
+        unsafe { std::ptr::write_unaligned(p as *mut T, *v) }
+    }
+
+    /// Copy bytes out of the pool.
+    #[inline]
+    pub fn read_bytes(&self, off: u64, out: &mut [u8]) {
+        let p = self.at(off, out.len());
+        // SAFETY: source valid for out.len() bytes (checked); `out` is a distinct Rust buffer.
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) }
+    }
+
+    /// Copy bytes into the pool.
+    #[inline]
+    pub fn write_bytes(&self, off: u64, src: &[u8]) {
+        let p = self.at(off, src.len());
+        // SAFETY: destination valid for src.len() bytes (checked); `src` is a Rust buffer,
+        // which cannot overlap the mapping.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) }
+    }
+
+    /// Fill bytes of the pool with `byte`.
+    #[inline]
+    pub fn fill(&self, off: u64, len: usize, byte: u8) {
+        let p = self.at(off, len);
+        // SAFETY: destination valid for len bytes (checked).
+        unsafe { std::ptr::write_bytes(p, byte, len) }
+    }
+
+    /// The 8-byte word at `off` (8-aligned) as an atomic.
+    #[inline]
+    pub fn atomic_u64(&self, off: u64) -> &AtomicU64 {
+        assert!(off % 8 == 0, "unaligned atomic at {off:#x}");
+        let p = self.at(off, 8);
+        // SAFETY: in bounds, 8-aligned (base is page aligned), and the mapping outlives the
+        // returned reference (it borrows self). AtomicU64 has the same layout as u64.
+        unsafe { &*(p as *const AtomicU64) }
+    }
+
+    /// A read-only copy of the mapped bytes `[off, off+len)` (used by checks and tests).
+    pub fn snapshot(&self, off: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        self.read_bytes(off, &mut v);
+        v
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: base/reserved describe exactly the reservation made in `new`; unmapping it
+        // also removes the file mappings placed inside it.
+        unsafe {
+            libc::munmap(self.base as *mut libc::c_void, self.reserved);
+        }
+    }
+}
+
+/// `msync(MS_SYNC)` of a page-aligned range.
+pub fn msync(addr: usize, len: usize) -> std::io::Result<()> {
+    // SAFETY: msync only reads the page tables of the given range; an unmapped range returns
+    // ENOMEM, which we report.
+    let r = unsafe { libc::msync(addr as *mut libc::c_void, len, libc::MS_SYNC) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Write back the cache line containing `p`.
+#[inline(always)]
+pub fn flush_line(instr: FlushInstr, p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the flush instructions only need `p` to be a valid address for the purpose of
+    // a cache lookup; the caller passes addresses inside the pool mapping, and the instruction
+    // was checked to exist on this CPU when the pool chose its mode.
+    unsafe {
+        match instr {
+            FlushInstr::Clwb => {
+                std::arch::asm!("clwb [{0}]", in(reg) p, options(nostack, preserves_flags))
+            }
+            FlushInstr::Clflushopt => {
+                std::arch::asm!("clflushopt [{0}]", in(reg) p, options(nostack, preserves_flags))
+            }
+            FlushInstr::Clflush => std::arch::x86_64::_mm_clflush(p),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (instr, p);
+        unreachable!("pmem mode is only available on x86_64");
+    }
+}
+
+/// Store fence: orders and completes earlier flushes and non-temporal stores.
+#[inline(always)]
+pub fn sfence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: sfence has no operands and no memory-safety preconditions.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Copy with non-temporal stores where alignment allows; cached stores plus a flush at the
+/// unaligned edges. Durable after the next fence.
+///
+/// # Safety
+/// `dst..dst+src.len()` must be valid, writable, and not accessed concurrently.
+pub unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let len = src.len();
+        let head = ((16 - (dst as usize % 16)) % 16).min(len);
+        // SAFETY (whole block): indices stay inside [0, len) of both buffers, which the caller
+        // guarantees are valid; stream stores go to 16-aligned destinations.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, head);
+            let mut i = head;
+            while i + 16 <= len {
+                let v = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
+                _mm_stream_si128(dst.add(i) as *mut __m128i, v);
+                i += 16;
+            }
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(i), dst.add(i), len - i);
+            // The cached head and tail still need a write-back.
+            if head > 0 {
+                std::arch::x86_64::_mm_clflush(dst);
+            }
+            if i < len {
+                std::arch::x86_64::_mm_clflush(dst.add(i));
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len())
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`; false when another open file description holds the lock.
+pub fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+    // SAFETY: flock on a valid descriptor has no memory-safety preconditions.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// True when the file lives on tmpfs (DRAM that the origin documents use to emulate NVM).
+pub fn is_tmpfs(file: &std::fs::File) -> bool {
+    // SAFETY: statfs writes into the zeroed struct we pass; the fd is valid.
+    unsafe {
+        let mut s: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(file.as_raw_fd(), &mut s) != 0 {
+            return false;
+        }
+        s.f_type == libc::TMPFS_MAGIC
+    }
+}
+
+/// Name of the file system type holding `file` ("tmpfs", "ext4", ...), for reports.
+pub fn fs_type_name(file: &std::fs::File) -> &'static str {
+    // SAFETY: as in is_tmpfs.
+    let t = unsafe {
+        let mut s: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(file.as_raw_fd(), &mut s) != 0 {
+            return "unknown";
+        }
+        s.f_type
+    };
+    match t {
+        libc::TMPFS_MAGIC => "tmpfs",
+        libc::EXT4_SUPER_MAGIC => "ext4",
+        libc::XFS_SUPER_MAGIC => "xfs",
+        libc::BTRFS_SUPER_MAGIC => "btrfs",
+        0x794c7630 => "overlayfs",
+        _ => "other",
+    }
+}
+
+/// Reserve file space so later stores cannot fault with SIGBUS on a full file system.
+pub fn fallocate(file: &std::fs::File, off: u64, len: u64) -> std::io::Result<()> {
+    // SAFETY: posix_fallocate on a valid descriptor has no memory-safety preconditions.
+    let r =
+        unsafe { libc::posix_fallocate(file.as_raw_fd(), off as libc::off_t, len as libc::off_t) };
+    if r != 0 {
+        return Err(std::io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}

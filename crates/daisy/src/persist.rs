@@ -1,0 +1,347 @@
+//! Persistence primitives: how a store reaches the persistence domain.
+//!
+//! Two modes, chosen once per pool at open (see [`Mode`]):
+//!
+//! * **pmem**: the mapping is byte-addressable persistent memory (a DAX file mapped with
+//!   `MAP_SYNC`, or a file on tmpfs, which is how the origin documents emulate NVM). A store is
+//!   persistent once its cache line was written back (`clwb`, `clflushopt` or `clflush`, the best
+//!   the CPU has) and a fence (`sfence`) followed. Large copies use non-temporal stores, which
+//!   bypass the cache and need only the fence.
+//! * **msync**: an ordinary file on a disk. `flush` remembers the touched pages, `fence` calls
+//!   `msync(MS_SYNC)` on them. The same program therefore runs, slower, on a laptop's disk.
+//!
+//! The contract the rest of the library relies on: after `flush(range)` and a later `fence()`
+//! *on the same thread*, every byte stored to `range` before the flush is persistent. Stores
+//! are 8-byte atomic with respect to power failure when 8-byte aligned (x86 guarantee).
+//!
+//! Counting: the layer counts cache lines flushed and fences issued per thread when counting is
+//! switched on ([`counters::enable`]); when it is off the cost is one relaxed load and a
+//! predictable branch.
+//!
+//! Every flush and fence of the library goes through [`Persister`], which makes this the one
+//! seam a power-failure simulator needs to observe.
+
+use std::cell::RefCell;
+
+/// Cache line size assumed by the on-media format and the flush loop.
+pub const CACHE_LINE: usize = 64;
+
+/// Copies at least this long use non-temporal stores in pmem mode.
+pub const NT_THRESHOLD: usize = 1024;
+
+/// The cache-line write-back instruction used in pmem mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushInstr {
+    /// Write back, line may stay cached (best).
+    Clwb,
+    /// Write back and invalidate, weakly ordered.
+    Clflushopt,
+    /// Write back and invalidate, strongly ordered (oldest, slowest).
+    Clflush,
+}
+
+impl FlushInstr {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushInstr::Clwb => "clwb",
+            FlushInstr::Clflushopt => "clflushopt",
+            FlushInstr::Clflush => "clflush",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FlushInstr> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "clwb" => Some(FlushInstr::Clwb),
+            "clflushopt" => Some(FlushInstr::Clflushopt),
+            "clflush" => Some(FlushInstr::Clflush),
+            _ => None,
+        }
+    }
+
+    /// Whether this CPU executes the instruction.
+    pub fn supported(self) -> bool {
+        let (clflush, clflushopt, clwb) = cpu_flush_features();
+        match self {
+            FlushInstr::Clwb => clwb,
+            FlushInstr::Clflushopt => clflushopt,
+            FlushInstr::Clflush => clflush,
+        }
+    }
+
+    /// The best instruction this CPU has, honouring `DAISY_FLUSH` when it names a supported
+    /// instruction (tools such as valgrind 3.19 cannot decode clwb: `DAISY_FLUSH=clflush`).
+    pub fn detect() -> Result<FlushInstr, String> {
+        if let Ok(v) = std::env::var("DAISY_FLUSH") {
+            let f = FlushInstr::parse(&v).ok_or_else(|| {
+                format!("DAISY_FLUSH={v:?}: expected clwb, clflushopt or clflush")
+            })?;
+            if !f.supported() {
+                return Err(format!(
+                    "DAISY_FLUSH={v}: this CPU does not support {}",
+                    f.name()
+                ));
+            }
+            return Ok(f);
+        }
+        for f in [
+            FlushInstr::Clwb,
+            FlushInstr::Clflushopt,
+            FlushInstr::Clflush,
+        ] {
+            if f.supported() {
+                return Ok(f);
+            }
+        }
+        Err("this CPU has no cache-line flush instruction; use msync mode".into())
+    }
+
+    /// Every instruction the CPU supports, best first (for reports).
+    pub fn available() -> Vec<FlushInstr> {
+        [
+            FlushInstr::Clwb,
+            FlushInstr::Clflushopt,
+            FlushInstr::Clflush,
+        ]
+        .into_iter()
+        .filter(|f| f.supported())
+        .collect()
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn cpu_flush_features() -> (bool, bool, bool) {
+    use std::arch::x86_64::{__cpuid, __cpuid_count};
+    // cpuid exists on every x86_64 CPU; leaf 7 returns zeros where it is not defined.
+    let (l1, l7) = (__cpuid(1), __cpuid_count(7, 0));
+    let clflush = l1.edx & (1 << 19) != 0;
+    let clflushopt = l7.ebx & (1 << 23) != 0;
+    let clwb = l7.ebx & (1 << 24) != 0;
+    (clflush, clflushopt, clwb)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_flush_features() -> (bool, bool, bool) {
+    (false, false, false)
+}
+
+/// How a pool's stores are made persistent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Cache-line flushes plus a fence.
+    Pmem(FlushInstr),
+    /// `msync(MS_SYNC)` of the touched pages at each fence.
+    Msync,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Pmem(_) => "pmem",
+            Mode::Msync => "msync",
+        }
+    }
+
+    /// "pmem (clwb)" or "msync".
+    pub fn describe(self) -> String {
+        match self {
+            Mode::Pmem(f) => format!("pmem ({})", f.name()),
+            Mode::Msync => "msync".into(),
+        }
+    }
+}
+
+/// Per-thread flush and fence counters.
+pub mod counters {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static ENABLED: AtomicBool = AtomicBool::new(false);
+
+    thread_local! {
+        static FLUSHES: Cell<u64> = const { Cell::new(0) };
+        static FENCES: Cell<u64> = const { Cell::new(0) };
+        static MSYNCS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// Flush/fence counts of the calling thread since the last [`take`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Counts {
+        /// Cache lines written back (pmem) or pages synced (msync mode counts lines of the range).
+        pub flushes: u64,
+        /// Fences (sfence in pmem mode, a batch of msync calls in msync mode).
+        pub fences: u64,
+        /// msync system calls.
+        pub msyncs: u64,
+    }
+
+    /// Turn counting on or off for the whole process.
+    pub fn enable(on: bool) {
+        ENABLED.store(on, Ordering::Relaxed);
+    }
+
+    pub fn enabled() -> bool {
+        ENABLED.load(Ordering::Relaxed)
+    }
+
+    /// Return the calling thread's counts and reset them.
+    pub fn take() -> Counts {
+        Counts {
+            flushes: FLUSHES.with(|c| c.replace(0)),
+            fences: FENCES.with(|c| c.replace(0)),
+            msyncs: MSYNCS.with(|c| c.replace(0)),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn add_flushes(n: u64) {
+        if ENABLED.load(Ordering::Relaxed) {
+            FLUSHES.with(|c| c.set(c.get() + n));
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn add_fence() {
+        if ENABLED.load(Ordering::Relaxed) {
+            FENCES.with(|c| c.set(c.get() + 1));
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn add_msync() {
+        if ENABLED.load(Ordering::Relaxed) {
+            MSYNCS.with(|c| c.set(c.get() + 1));
+        }
+    }
+}
+
+thread_local! {
+    /// msync mode: page ranges flushed since the calling thread's last fence.
+    static PENDING_SYNC: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The persistence functions of one pool. Cheap to copy; holds no pointers.
+#[derive(Clone, Copy, Debug)]
+pub struct Persister {
+    mode: Mode,
+    page_size: usize,
+}
+
+impl Persister {
+    pub fn new(mode: Mode) -> Persister {
+        Persister {
+            mode,
+            page_size: crate::map::page_size(),
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Start writing back `[addr, addr+len)`; durable after the next [`fence`](Self::fence)
+    /// on this thread.
+    #[inline]
+    pub fn flush(&self, addr: *const u8, len: usize) {
+        if len == 0 {
+            return;
+        }
+        let start = addr as usize & !(CACHE_LINE - 1);
+        let end = addr as usize + len;
+        let lines = (end - start).div_ceil(CACHE_LINE);
+        counters::add_flushes(lines as u64);
+        match self.mode {
+            Mode::Pmem(instr) => {
+                let mut p = start;
+                while p < end {
+                    crate::map::flush_line(instr, p as *const u8);
+                    p += CACHE_LINE;
+                }
+            }
+            Mode::Msync => {
+                let pstart = addr as usize & !(self.page_size - 1);
+                let pend = (end + self.page_size - 1) & !(self.page_size - 1);
+                PENDING_SYNC.with(|p| {
+                    let mut p = p.borrow_mut();
+                    if let Some(last) = p.last_mut() {
+                        // Merge with the previous range when it touches or overlaps.
+                        if pstart <= last.1 && pend >= last.0 {
+                            last.0 = last.0.min(pstart);
+                            last.1 = last.1.max(pend);
+                            return;
+                        }
+                    }
+                    p.push((pstart, pend));
+                });
+            }
+        }
+    }
+
+    /// Wait until every range this thread flushed is persistent.
+    /// Returns an error only in msync mode, when the kernel reports a write-back failure.
+    #[inline]
+    pub fn fence(&self) -> std::io::Result<()> {
+        counters::add_fence();
+        match self.mode {
+            Mode::Pmem(_) => {
+                crate::map::sfence();
+                Ok(())
+            }
+            Mode::Msync => PENDING_SYNC.with(|p| {
+                let mut p = p.borrow_mut();
+                p.sort_unstable();
+                let mut result = Ok(());
+                let mut merged: Option<(usize, usize)> = None;
+                for &(s, e) in p.iter() {
+                    match merged {
+                        Some((ms, me)) if s <= me => merged = Some((ms, me.max(e))),
+                        Some((ms, me)) => {
+                            counters::add_msync();
+                            if let Err(err) = crate::map::msync(ms, me - ms) {
+                                result = Err(err);
+                            }
+                            merged = Some((s, e));
+                        }
+                        None => merged = Some((s, e)),
+                    }
+                }
+                if let Some((ms, me)) = merged {
+                    counters::add_msync();
+                    if let Err(err) = crate::map::msync(ms, me - ms) {
+                        result = Err(err);
+                    }
+                }
+                p.clear();
+                result
+            }),
+        }
+    }
+
+    /// `flush` + `fence`.
+    #[inline]
+    pub fn persist(&self, addr: *const u8, len: usize) -> std::io::Result<()> {
+        self.flush(addr, len);
+        self.fence()
+    }
+
+    /// Copy `src` to `dst` (pool memory) so that it is durable after the next fence.
+    /// Large copies use non-temporal stores in pmem mode.
+    ///
+    /// # Safety
+    /// `dst..dst+src.len()` must be mapped, writable pool memory that no other thread accesses.
+    #[inline]
+    pub unsafe fn copy_nodrain(&self, dst: *mut u8, src: &[u8]) {
+        match self.mode {
+            Mode::Pmem(_) if src.len() >= NT_THRESHOLD => {
+                // SAFETY: forwarded from the caller's contract.
+                unsafe { crate::map::copy_nt(dst, src) };
+                // Non-temporal stores count as flushed lines for the statistics.
+                counters::add_flushes(src.len().div_ceil(CACHE_LINE) as u64);
+            }
+            _ => {
+                // SAFETY: forwarded from the caller's contract.
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+                self.flush(dst, src.len());
+            }
+        }
+    }
+}

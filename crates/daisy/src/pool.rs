@@ -1,0 +1,1238 @@
+//! Pools: create, open (with validation and recovery), grow, close, info and check.
+//!
+//! Opening never writes before the whole file has been validated: a file that is not a pool, a
+//! truncated or corrupt pool, a pool of another layout or version, or a locked pool is refused
+//! with an error naming the file, and the file is left exactly as it was.
+
+use crate::alloc::{Geometry, HarvestedSet, Heap, LaneAlloc};
+use crate::error::{Error, Result};
+use crate::layout::*;
+use crate::log::{self, SlotState, TargetBounds};
+use crate::map::{self, Mapping};
+use crate::persist::{FlushInstr, Mode, Persister};
+use crate::ptr::PPtr;
+use crate::tx::{Lane, LaneState, Tx, TxBuffers};
+use bytemuck::{Pod, Zeroable};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Directory that emulates NVM, as in the origin documents.
+pub const DEFAULT_DIR: &str = "/dev/shm";
+pub const DEFAULT_SIZE: u64 = 1 << 30;
+pub const DEFAULT_MAX_SIZE: u64 = 64 << 30;
+
+/// Which persistence mode to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ModeChoice {
+    /// pmem on tmpfs and DAX (MAP_SYNC) files, msync elsewhere; `DAISY_MODE` overrides.
+    #[default]
+    Auto,
+    /// Force cache-line flushes (the caller asserts the file is persistent memory).
+    Pmem,
+    /// Force msync.
+    Msync,
+}
+
+impl ModeChoice {
+    pub fn parse(s: &str) -> Option<ModeChoice> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(ModeChoice::Auto),
+            "pmem" => Some(ModeChoice::Pmem),
+            "msync" => Some(ModeChoice::Msync),
+            _ => None,
+        }
+    }
+}
+
+/// Options for [`Pool::create`] and [`Pool::open`].
+#[derive(Clone, Debug)]
+pub struct PoolOptions {
+    pub layout: String,
+    /// Initial size of the file in bytes.
+    pub size: u64,
+    /// The pool grows on demand up to this size. Defaults to max(size, 64 GiB).
+    pub max_size: Option<u64>,
+    pub mode: ModeChoice,
+    pub lanes: u32,
+    pub log_slot_size: u32,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            layout: String::new(),
+            size: DEFAULT_SIZE,
+            max_size: None,
+            mode: ModeChoice::Auto,
+            lanes: DEFAULT_LANES,
+            log_slot_size: DEFAULT_SLOT_SIZE,
+        }
+    }
+}
+
+impl PoolOptions {
+    pub fn new(layout: &str) -> Self {
+        PoolOptions {
+            layout: layout.to_string(),
+            ..Default::default()
+        }
+    }
+    pub fn size(mut self, size: u64) -> Self {
+        self.size = size;
+        self
+    }
+    pub fn max_size(mut self, max: u64) -> Self {
+        self.max_size = Some(max);
+        self
+    }
+    pub fn mode(mut self, mode: ModeChoice) -> Self {
+        self.mode = mode;
+        self
+    }
+    pub fn lanes(mut self, lanes: u32) -> Self {
+        self.lanes = lanes;
+        self
+    }
+    pub fn log_slot_size(mut self, bytes: u32) -> Self {
+        self.log_slot_size = bytes;
+        self
+    }
+}
+
+/// A handle to an open pool. Cheap to clone; all clones share one mapping. The pool is closed
+/// (made durable and unlocked) when the last handle is dropped or [`Pool::close`] is called.
+#[derive(Clone)]
+pub struct Pool {
+    pub(crate) inner: Arc<PoolInner>,
+}
+
+pub(crate) struct PoolInner {
+    pub path: PathBuf,
+    pub file: File,
+    pub map: Mapping,
+    pub hdr: Header,
+    pub persist: Persister,
+    pub geo: Geometry,
+    pub lanes: Box<[Lane]>,
+    /// Next commit sequence number to hand out.
+    pub next_seq: AtomicU64,
+    /// Largest watermark known to be durable (in a fenced log record or the state page).
+    pub persisted_claim: AtomicU64,
+    pub lanes_in_use: AtomicUsize,
+    pub heap: Mutex<Heap>,
+    pub harvested: HarvestedSet,
+    pub poisoned: AtomicBool,
+    /// Fault injection for tests (see `fail_next_apply_for_test`).
+    pub fail_apply: AtomicBool,
+    pub root_lock: Mutex<()>,
+    pub fs_type: &'static str,
+    pub recovered: RecoveryReport,
+}
+
+/// What recovery found and did when the pool was opened.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    /// Valid log records found (committed transactions, replayed or already retired).
+    pub records_valid: usize,
+    /// Committed transactions whose effects recovery re-applied.
+    pub records_replayed: usize,
+    /// Torn (in-flight, never committed) records that recovery ignored.
+    pub records_torn: usize,
+    /// Time spent in open, microseconds.
+    pub open_micros: u64,
+}
+
+/// Figures printed by `daisy pool info`.
+#[derive(Clone, Debug)]
+pub struct PoolInfo {
+    pub path: PathBuf,
+    pub layout: String,
+    pub format_version: u32,
+    pub uuid: String,
+    pub mode: Mode,
+    pub map_sync: bool,
+    pub fs_type: &'static str,
+    pub file_size: u64,
+    pub size: u64,
+    pub max_size: u64,
+    pub heap_size: u64,
+    pub used: u64,
+    pub free: u64,
+    pub objects: u64,
+    pub lanes: u32,
+    pub log_slot_size: u32,
+    pub root: Option<(u64, u64)>,
+}
+
+/// One allocated object: offset and usable size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectInfo {
+    pub off: u64,
+    pub size: u64,
+}
+
+/// Result of [`Pool::check`].
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub problems: Vec<String>,
+    pub objects: u64,
+    pub used: u64,
+    pub log_records: usize,
+    /// Whether reachability was verified (it needs a walker that knows the layout).
+    pub reachability_checked: bool,
+    pub reachable: u64,
+}
+
+impl CheckReport {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+fn new_uuid() -> [u8; 16] {
+    let mut u = [0u8; 16];
+    if let Ok(mut f) = File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut u);
+    }
+    if u == [0u8; 16] {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        u = (t ^ std::process::id() as u128).to_le_bytes();
+    }
+    u[6] = (u[6] & 0x0f) | 0x40;
+    u[8] = (u[8] & 0x3f) | 0x80;
+    u
+}
+
+fn fmt_uuid(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The region sizes a header implies; used by create and validated by open.
+fn geometry_for(lanes: u32, slot_size: u32, max_size: u64) -> (u64, u64, u64) {
+    let lanes_off = STATE_OFF + STATE_SIZE;
+    let lane_bytes = lanes as u64 * DEFAULT_SLOTS_PER_LANE as u64 * slot_size as u64;
+    let chunk_table_off = (lanes_off + lane_bytes).next_multiple_of(4096);
+    // The table covers the maximum heap; the heap start depends on the table size, so size the
+    // table for the whole max_size (a slight over-estimate).
+    let table_bytes = (max_size / CHUNK_SIZE + 1) * 8;
+    let heap_off = (chunk_table_off + table_bytes).next_multiple_of(4096);
+    (lanes_off, chunk_table_off, heap_off)
+}
+
+fn choose_mode(path: &Path, file: &File, choice: ModeChoice, map_sync: bool) -> Result<Mode> {
+    let mut choice = choice;
+    if choice == ModeChoice::Auto {
+        if let Ok(v) = std::env::var("DAISY_MODE") {
+            choice = ModeChoice::parse(&v).ok_or_else(|| {
+                Error::InvalidOption(format!("DAISY_MODE={v:?}: expected auto, pmem or msync"))
+            })?;
+        }
+    }
+    let pmem = match choice {
+        ModeChoice::Pmem => true,
+        ModeChoice::Msync => false,
+        ModeChoice::Auto => map_sync || map::is_tmpfs(file),
+    };
+    if pmem {
+        let f = FlushInstr::detect()
+            .map_err(|e| Error::InvalidOption(format!("{}: {e}", path.display())))?;
+        Ok(Mode::Pmem(f))
+    } else {
+        Ok(Mode::Msync)
+    }
+}
+
+impl Pool {
+    /// Create a new pool file. Refuses to overwrite an existing file.
+    ///
+    /// The file is built under a temporary name and linked into place only when complete, so a
+    /// crash during create never leaves a half-initialised pool at `path`.
+    pub fn create(path: impl AsRef<Path>, opts: &PoolOptions) -> Result<Pool> {
+        let path = path.as_ref();
+        if opts.layout.len() >= LAYOUT_MAX {
+            return Err(Error::InvalidOption(format!(
+                "layout name is {} bytes, at most {} allowed",
+                opts.layout.len(),
+                LAYOUT_MAX - 1
+            )));
+        }
+        if opts.layout.as_bytes().contains(&0) {
+            return Err(Error::InvalidOption(
+                "layout name contains a NUL byte".into(),
+            ));
+        }
+        if opts.lanes == 0 || opts.lanes > 4096 {
+            return Err(Error::InvalidOption(format!(
+                "lanes = {}: must be between 1 and 4096",
+                opts.lanes
+            )));
+        }
+        if opts.log_slot_size < MIN_SLOT_SIZE
+            || opts.log_slot_size > MAX_SLOT_SIZE
+            || opts.log_slot_size % 64 != 0
+        {
+            return Err(Error::InvalidOption(format!(
+                "log slot size {} must be a multiple of 64 between {MIN_SLOT_SIZE} and {MAX_SLOT_SIZE}",
+                opts.log_slot_size
+            )));
+        }
+        let max_size = opts.max_size.unwrap_or(opts.size.max(DEFAULT_MAX_SIZE));
+        if max_size < opts.size {
+            return Err(Error::InvalidOption(format!(
+                "max size {max_size} is smaller than size {}",
+                opts.size
+            )));
+        }
+        if max_size > (1u64 << 46) {
+            return Err(Error::InvalidOption(format!(
+                "max size {max_size} bytes is not representable (limit 64 TiB)"
+            )));
+        }
+        let (lanes_off, chunk_table_off, heap_off) =
+            geometry_for(opts.lanes, opts.log_slot_size, max_size);
+        let min_size = heap_off + CHUNK_SIZE;
+        if opts.size < min_size {
+            return Err(Error::InvalidOption(format!(
+                "size {} bytes is too small: this geometry needs at least {min_size} bytes ({} KiB)",
+                opts.size,
+                min_size.div_ceil(1024)
+            )));
+        }
+        let heap_end = heap_off + (opts.size - heap_off) / CHUNK_SIZE * CHUNK_SIZE;
+        let max_size = heap_off + (max_size - heap_off) / CHUNK_SIZE * CHUNK_SIZE;
+
+        if path.is_dir() {
+            return Err(Error::IsADirectory {
+                path: path.to_path_buf(),
+            });
+        }
+        if path.exists() {
+            return Err(Error::AlreadyExists {
+                path: path.to_path_buf(),
+            });
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = dir.join(format!(
+            ".{}.creating-{}",
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "pool".into()),
+            std::process::id()
+        ));
+        let result = Self::create_at(
+            path,
+            &tmp,
+            opts,
+            max_size,
+            heap_end,
+            lanes_off,
+            chunk_table_off,
+            heap_off,
+        );
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_at(
+        path: &Path,
+        tmp: &Path,
+        opts: &PoolOptions,
+        max_size: u64,
+        heap_end: u64,
+        lanes_off: u64,
+        chunk_table_off: u64,
+        heap_off: u64,
+    ) -> Result<Pool> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(tmp)
+            .map_err(|e| Error::io(path, "create", e))?;
+        if !map::try_lock_exclusive(&file).map_err(|e| Error::io(path, "lock", e))? {
+            return Err(Error::AlreadyOpen {
+                path: path.to_path_buf(),
+            });
+        }
+        map::fallocate(&file, 0, heap_end)
+            .map_err(|e| Error::io(path, "allocate file space", e))?;
+        let mapping = Mapping::new(&file, heap_end as usize, max_size as usize)
+            .map_err(|e| Error::io(path, "mmap", e))?;
+        let mode = choose_mode(path, &file, opts.mode, mapping.map_sync())?;
+        let persist = Persister::new(mode);
+
+        let mut hdr = Header::zeroed();
+        hdr.magic = MAGIC;
+        hdr.format_version = FORMAT_VERSION;
+        hdr.uuid = new_uuid();
+        hdr.layout[..opts.layout.len()].copy_from_slice(opts.layout.as_bytes());
+        hdr.created_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        hdr.max_size = max_size;
+        hdr.lanes_off = lanes_off;
+        hdr.chunk_table_off = chunk_table_off;
+        hdr.heap_off = heap_off;
+        hdr.lane_count = opts.lanes;
+        hdr.slots_per_lane = DEFAULT_SLOTS_PER_LANE;
+        hdr.slot_size = opts.log_slot_size;
+        hdr.chunk_size = CHUNK_SIZE as u32;
+        hdr.checksum = hdr.compute_checksum();
+
+        // fallocate'd space reads as zeros: lanes are empty, the chunk table is all FREE.
+        let state = PoolState {
+            watermark: 0,
+            heap_end,
+            root_off: 0,
+            root_size: 0,
+        };
+        mapping.write(STATE_OFF, &state);
+        persist.flush(mapping.at(STATE_OFF, 64), 64);
+        mapping.write(0, &hdr);
+        persist.flush(mapping.at(0, HEADER_SIZE as usize), HEADER_SIZE as usize);
+        persist.fence().map_err(|e| Error::io(path, "persist", e))?;
+        file.sync_all().map_err(|e| Error::io(path, "fsync", e))?;
+
+        std::fs::hard_link(tmp, path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::AlreadyExists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                Error::io(path, "link into place", e)
+            }
+        })?;
+        let _ = std::fs::remove_file(tmp);
+        if let Some(dir) = path.parent() {
+            if let Ok(d) = File::open(if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            }) {
+                let _ = d.sync_all();
+            }
+        }
+        let fs_type = map::fs_type_name(&file);
+        Ok(Pool::assemble(
+            path,
+            file,
+            mapping,
+            hdr,
+            persist,
+            fs_type,
+            RecoveryReport::default(),
+            1,
+            0,
+            vec![(0, vec![0; DEFAULT_SLOTS_PER_LANE as usize]); opts.lanes as usize],
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        path: &Path,
+        file: File,
+        map: Mapping,
+        hdr: Header,
+        persist: Persister,
+        fs_type: &'static str,
+        recovered: RecoveryReport,
+        next_seq: u64,
+        watermark: u64,
+        lane_slots: Vec<(u32, Vec<u64>)>,
+    ) -> Pool {
+        let geo = Geometry {
+            heap_off: hdr.heap_off,
+            chunk_table_off: hdr.chunk_table_off,
+            max_chunks: hdr.max_chunks(),
+        };
+        let lanes: Box<[Lane]> = lane_slots
+            .into_iter()
+            .enumerate()
+            .map(|(i, (next_slot, slot_seq))| {
+                Lane::new(LaneState {
+                    index: i,
+                    next_slot,
+                    slot_seq,
+                    alloc: LaneAlloc::new(),
+                    buf: TxBuffers::default(),
+                })
+            })
+            .collect();
+        Pool {
+            inner: Arc::new(PoolInner {
+                path: path.to_path_buf(),
+                file,
+                harvested: HarvestedSet::new(geo.max_chunks),
+                geo,
+                map,
+                hdr,
+                persist,
+                lanes,
+                next_seq: AtomicU64::new(next_seq),
+                persisted_claim: AtomicU64::new(watermark),
+                lanes_in_use: AtomicUsize::new(0),
+                heap: Mutex::new(Heap::default()),
+                poisoned: AtomicBool::new(false),
+                fail_apply: AtomicBool::new(false),
+                root_lock: Mutex::new(()),
+                fs_type,
+                recovered,
+            }),
+        }
+    }
+
+    /// Open an existing pool whose layout name must be `layout`.
+    pub fn open(path: impl AsRef<Path>, layout: &str) -> Result<Pool> {
+        Self::open_with(path, Some(layout), ModeChoice::Auto)
+    }
+
+    /// Open an existing pool; `layout: None` accepts any layout (tools such as `pool info`).
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        layout: Option<&str>,
+        mode: ModeChoice,
+    ) -> Result<Pool> {
+        let t0 = std::time::Instant::now();
+        let path = path.as_ref();
+        if path.is_dir() {
+            return Err(Error::IsADirectory {
+                path: path.to_path_buf(),
+            });
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, "open", e))?;
+        let file_len = file
+            .metadata()
+            .map_err(|e| Error::io(path, "stat", e))?
+            .len();
+        let hdr = read_header(path, &file, file_len)?;
+        if let Some(expected) = layout {
+            let found = hdr.layout_name();
+            if found != expected {
+                return Err(Error::WrongLayout {
+                    path: path.to_path_buf(),
+                    found,
+                    expected: expected.to_string(),
+                });
+            }
+        }
+        validate_geometry(path, &hdr, file_len)?;
+        if !map::try_lock_exclusive(&file).map_err(|e| Error::io(path, "lock", e))? {
+            return Err(Error::AlreadyOpen {
+                path: path.to_path_buf(),
+            });
+        }
+        let map_len = file_len.min(hdr.max_size);
+        let mapping = Mapping::new(&file, map_len as usize, hdr.max_size as usize)
+            .map_err(|e| Error::io(path, "mmap", e))?;
+        let state: PoolState = mapping.read(STATE_OFF);
+        validate_state(path, &hdr, &state, file_len)?;
+        let mode = choose_mode(path, &file, mode, mapping.map_sync())?;
+        let persist = Persister::new(mode);
+
+        // ---- scan the logs (read-only) ----
+        let bounds = TargetBounds {
+            chunk_table_off: hdr.chunk_table_off,
+            data_end: state.heap_end,
+        };
+        let mut records = Vec::new();
+        let mut lane_slots = Vec::with_capacity(hdr.lane_count as usize);
+        let mut torn = 0usize;
+        let mut watermark = state.watermark;
+        for lane in 0..hdr.lane_count as u64 {
+            let k = hdr.slots_per_lane as usize;
+            let mut seqs = vec![0u64; k];
+            let mut invalid: Vec<(usize, String)> = Vec::new();
+            for slot in 0..k {
+                let off =
+                    hdr.lanes_off + lane * hdr.lane_bytes() + slot as u64 * hdr.slot_size as u64;
+                match log::parse_slot(&mapping, off, hdr.slot_size, bounds) {
+                    SlotState::Empty => {}
+                    SlotState::Valid(r) => {
+                        seqs[slot] = r.seq;
+                        watermark = watermark.max(r.claim);
+                        records.push(r);
+                    }
+                    SlotState::Invalid(why) => invalid.push((slot, why)),
+                }
+            }
+            // Slots are written round-robin, so the only slot that may legitimately hold a torn
+            // record is the one after the lane's newest valid record (slot 0 if none).
+            let newest = (0..k).filter(|&s| seqs[s] != 0).max_by_key(|&s| seqs[s]);
+            let in_flight = newest.map(|s| (s + 1) % k).unwrap_or(0);
+            for (slot, why) in invalid {
+                if slot != in_flight {
+                    return Err(Error::corrupt(
+                        path,
+                        format!(
+                            "log lane {lane} slot {slot}: {why} (not the lane's in-flight slot)"
+                        ),
+                    ));
+                }
+                torn += 1;
+            }
+            let next_slot = newest.map(|s| (s + 1) % k).unwrap_or(0) as u32;
+            lane_slots.push((next_slot, seqs));
+        }
+        let max_seq = records
+            .iter()
+            .map(|r| r.seq)
+            .max()
+            .unwrap_or(0)
+            .max(watermark);
+        // Sequence numbers must be unique among valid records.
+        records.sort_by_key(|r| r.seq);
+        for w in records.windows(2) {
+            if w[0].seq == w[1].seq {
+                return Err(Error::corrupt(
+                    path,
+                    format!("two log records with sequence number {}", w[0].seq),
+                ));
+            }
+        }
+
+        // ---- recovery: replay committed records newer than the watermark, in commit order ----
+        let replay: Vec<_> = records.iter().filter(|r| r.seq > watermark).collect();
+        let mut touched = Vec::new();
+        for r in &replay {
+            log::replay(&mapping, r, &mut touched);
+        }
+        if !replay.is_empty() || watermark != state.watermark {
+            for &(off, len) in &touched {
+                persist.flush(mapping.at(off, len as usize), len as usize);
+            }
+            persist.fence().map_err(|e| Error::io(path, "persist", e))?;
+            // Retire everything: from now on no old record is ever replayed again.
+            mapping.write(STATE_WATERMARK, &max_seq);
+            persist.flush(mapping.at(STATE_WATERMARK, 8), 8);
+            persist.fence().map_err(|e| Error::io(path, "persist", e))?;
+        }
+        let recovered = RecoveryReport {
+            records_valid: records.len(),
+            records_replayed: replay.len(),
+            records_torn: torn,
+            open_micros: t0.elapsed().as_micros() as u64,
+        };
+        let fs_type = map::fs_type_name(&file);
+        Ok(Pool::assemble(
+            path,
+            file,
+            mapping,
+            hdr,
+            persist,
+            fs_type,
+            recovered,
+            max_seq + 1,
+            max_seq,
+            lane_slots,
+        ))
+    }
+
+    /// Make everything durable and release the pool. Dropping the last handle does the same
+    /// but cannot report an error.
+    pub fn close(self) -> Result<()> {
+        self.inner.drain_all()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.inner.persist.mode()
+    }
+
+    pub fn layout(&self) -> String {
+        self.inner.hdr.layout_name()
+    }
+
+    pub fn uuid(&self) -> String {
+        fmt_uuid(&self.inner.hdr.uuid)
+    }
+
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovered
+    }
+
+    /// Current pool size (end of the heap) in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.state().heap_end
+    }
+
+    pub fn max_size(&self) -> u64 {
+        self.inner.hdr.max_size
+    }
+
+    /// Run `f` as one crash-consistent transaction. When this returns `Ok`, every change is
+    /// durable. When `f` returns `Err` or panics, nothing it did is visible, in DRAM or on media.
+    pub fn transaction<R, E, F>(&self, f: F) -> std::result::Result<R, E>
+    where
+        F: FnOnce(&mut Tx<'_>) -> std::result::Result<R, E>,
+        E: From<Error>,
+    {
+        let mut tx = Tx::begin(&self.inner)?;
+        let r = f(&mut tx)?;
+        tx.commit()?;
+        Ok(r)
+    }
+
+    /// The root object, created zeroed on first use. Its size must match `T`.
+    pub fn root<T: Pod>(&self) -> Result<PPtr<T>> {
+        let size = std::mem::size_of::<T>() as u64;
+        let st = self.inner.state();
+        if st.root_off != 0 {
+            if st.root_size != size {
+                return Err(Error::RootTypeMismatch {
+                    found: st.root_size,
+                    expected: size,
+                });
+            }
+            return Ok(PPtr::from_offset(st.root_off));
+        }
+        let _g = self
+            .inner
+            .root_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let st = self.inner.state();
+        if st.root_off != 0 {
+            return self.root::<T>();
+        }
+        self.transaction(|tx| {
+            let p = tx.alloc_zeroed_bytes(size.max(1))?;
+            tx.write(PPtr::<u64>::from_offset(STATE_ROOT_OFF), &p.offset())?;
+            tx.write(PPtr::<u64>::from_offset(STATE_ROOT_SIZE), &size)?;
+            Ok::<_, Error>(PPtr::from_offset(p.offset()))
+        })
+    }
+
+    /// Copy a `T` out of the pool (outside a transaction; sees committed data).
+    pub fn read<T: Pod>(&self, p: PPtr<T>) -> T {
+        self.inner
+            .check_ptr(p.offset(), std::mem::size_of::<T>() as u64);
+        self.inner.map.read(p.offset())
+    }
+
+    /// Copy `out.len()` bytes at `off` out of the pool.
+    pub fn read_bytes(&self, off: u64, out: &mut [u8]) {
+        self.inner.check_ptr(off, out.len() as u64);
+        self.inner.map.read_bytes(off, out)
+    }
+
+    /// Size and usage figures (scans the allocator metadata; not for hot paths).
+    pub fn info(&self) -> PoolInfo {
+        let i = &self.inner;
+        let st = i.state();
+        let objs = i.allocated_objects().unwrap_or_default();
+        let used: u64 = objs.iter().map(|o| o.size).sum();
+        let heap_size = st.heap_end - i.hdr.heap_off;
+        PoolInfo {
+            path: i.path.clone(),
+            layout: i.hdr.layout_name(),
+            format_version: i.hdr.format_version,
+            uuid: fmt_uuid(&i.hdr.uuid),
+            mode: i.persist.mode(),
+            map_sync: i.map.map_sync(),
+            fs_type: i.fs_type,
+            file_size: i.file.metadata().map(|m| m.len()).unwrap_or(0),
+            size: st.heap_end,
+            max_size: i.hdr.max_size,
+            heap_size,
+            used,
+            free: heap_size.saturating_sub(used),
+            objects: objs.len() as u64,
+            lanes: i.hdr.lane_count,
+            log_slot_size: i.hdr.slot_size,
+            root: (st.root_off != 0).then_some((st.root_off, st.root_size)),
+        }
+    }
+
+    /// Every allocated object, in offset order.
+    pub fn objects(&self) -> Result<Vec<ObjectInfo>> {
+        self.inner.allocated_objects()
+    }
+
+    /// Verify allocator metadata. `reachable`, when given, lists every object the layout's
+    /// walker reached from the root; the check then also reports leaks and dangling pointers.
+    pub fn check(&self, reachable: Option<&[u64]>) -> CheckReport {
+        self.inner.check(reachable)
+    }
+
+    /// Test hook: drop this handle the way a crash would, without making applied data
+    /// durable or retiring logs. The next open runs recovery over whatever is in the file.
+    #[doc(hidden)]
+    pub fn crash_for_test(self) {
+        self.inner.poisoned.store(true, Ordering::Release);
+    }
+
+    /// Test hook: the next commit stops right after its commit fence, before applying anything
+    /// in place, and poisons the pool (as if the process died there).
+    #[doc(hidden)]
+    pub fn fail_next_apply_for_test(&self) {
+        self.inner.fail_apply.store(true, Ordering::Release);
+    }
+
+    /// Make all committed transactions' data durable and retire their logs (one fence).
+    pub fn drain(&self) -> Result<()> {
+        self.inner.drain_all()
+    }
+}
+
+fn read_header(path: &Path, file: &File, file_len: u64) -> Result<Header> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; std::mem::size_of::<Header>()];
+    let n = file
+        .read_at(&mut buf, 0)
+        .map_err(|e| Error::io(path, "read header", e))?;
+    if n < MAGIC.len() || buf[..MAGIC.len()] != MAGIC {
+        return Err(Error::NotAPool {
+            path: path.to_path_buf(),
+        });
+    }
+    let version = u32::from_le_bytes(buf[8..12].try_into().unwrap());
+    if version != FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if file_len < HEADER_SIZE || n < buf.len() {
+        return Err(Error::Truncated {
+            path: path.to_path_buf(),
+            file_len,
+            needed: HEADER_SIZE,
+        });
+    }
+    let hdr: Header = bytemuck::pod_read_unaligned(&buf);
+    if hdr.compute_checksum() != hdr.checksum {
+        return Err(Error::corrupt(path, "header checksum mismatch"));
+    }
+    Ok(hdr)
+}
+
+fn validate_geometry(path: &Path, h: &Header, file_len: u64) -> Result<()> {
+    let bad = |what: &str| Err(Error::corrupt(path, format!("header: {what}")));
+    if h.chunk_size as u64 != CHUNK_SIZE {
+        return bad("unsupported chunk size");
+    }
+    if h.lane_count == 0 || h.lane_count > 4096 {
+        return bad("lane count out of range");
+    }
+    if h.slots_per_lane != DEFAULT_SLOTS_PER_LANE
+        || h.slot_size < MIN_SLOT_SIZE
+        || h.slot_size > MAX_SLOT_SIZE
+        || h.slot_size % 64 != 0
+    {
+        return bad("log geometry out of range");
+    }
+    if h.max_size > (1 << 46) {
+        return bad("max size out of range");
+    }
+    let (lanes_off, ct, heap) = geometry_for(h.lane_count, h.slot_size, h.max_size + CHUNK_SIZE);
+    let _ = (ct, heap);
+    if h.lanes_off != lanes_off
+        || h.chunk_table_off < h.lanes_off + h.lane_count as u64 * h.lane_bytes()
+        || h.heap_off < h.chunk_table_off + (h.max_size.saturating_sub(h.heap_off) / CHUNK_SIZE) * 8
+        || h.heap_off % 4096 != 0
+        || h.chunk_table_off % 4096 != 0
+        || h.max_size < h.heap_off + CHUNK_SIZE
+        || (h.max_size - h.heap_off) % CHUNK_SIZE != 0
+    {
+        return bad("region offsets are inconsistent");
+    }
+    if file_len < h.heap_off + CHUNK_SIZE {
+        return Err(Error::Truncated {
+            path: path.to_path_buf(),
+            file_len,
+            needed: h.heap_off + CHUNK_SIZE,
+        });
+    }
+    Ok(())
+}
+
+fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64) -> Result<()> {
+    if s.heap_end < h.heap_off + CHUNK_SIZE
+        || s.heap_end > h.max_size
+        || (s.heap_end - h.heap_off) % CHUNK_SIZE != 0
+    {
+        return Err(Error::corrupt(
+            path,
+            format!("pool state: heap end {:#x} is out of range", s.heap_end),
+        ));
+    }
+    if file_len < s.heap_end {
+        return Err(Error::Truncated {
+            path: path.to_path_buf(),
+            file_len,
+            needed: s.heap_end,
+        });
+    }
+    if s.root_off != 0
+        && (s.root_off < h.heap_off || s.root_off.saturating_add(s.root_size) > s.heap_end)
+    {
+        return Err(Error::corrupt(
+            path,
+            format!(
+                "pool state: root object {:#x}+{} is outside the heap",
+                s.root_off, s.root_size
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl PoolInner {
+    pub fn state(&self) -> PoolState {
+        self.map.read(STATE_OFF)
+    }
+
+    pub fn heap_end(&self) -> u64 {
+        self.map.atomic_u64(STATE_HEAP_END).load(Ordering::Acquire)
+    }
+
+    /// Panic-free bounds check for user-supplied pointers: out-of-range pointers are a bug in
+    /// the caller, reported with the offset.
+    pub fn check_ptr(&self, off: u64, len: u64) {
+        let end = off.checked_add(len);
+        assert!(
+            off >= self.hdr.heap_off && end.is_some_and(|e| e <= self.heap_end()),
+            "persistent pointer {off:#x}+{len} is outside the heap of {}",
+            self.path.display()
+        );
+    }
+
+    pub fn io_err(&self, what: &'static str, e: std::io::Error) -> Error {
+        self.poisoned.store(true, Ordering::Release);
+        Error::io(&self.path, what, e)
+    }
+
+    /// Grow the heap by at least `min_chunks` chunks. Called with the heap lock held.
+    pub fn grow(&self, heap: &mut Heap, min_chunks: u64, requested: u64) -> Result<()> {
+        let heap_end = self.heap_end();
+        let cur = (heap_end - self.hdr.heap_off) / CHUNK_SIZE;
+        let max = self.geo.max_chunks;
+        let full = || Error::PoolFull {
+            path: self.path.clone(),
+            requested,
+            size: heap_end,
+            max_size: self.hdr.max_size,
+        };
+        if cur + min_chunks > max {
+            return Err(full());
+        }
+        // Grow by a quarter of the current size (at least 16 chunks = 4 MiB), capped at max.
+        let step = min_chunks.max(16).max(cur / 4);
+        let new = (cur + step).min(max);
+        let new_end = self.hdr.heap_off + new * CHUNK_SIZE;
+        if let Err(e) = map::fallocate(&self.file, heap_end, new_end - heap_end) {
+            if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EFBIG) {
+                return Err(full());
+            }
+            return Err(Error::io(&self.path, "grow file", e));
+        }
+        if self.persist.mode() == Mode::Msync {
+            self.file.sync_all().map_err(|e| self.io_err("fsync", e))?;
+        }
+        if self.map.len() < new_end as usize {
+            self.map
+                .grow(&self.file, new_end as usize)
+                .map_err(|e| Error::io(&self.path, "mmap", e))?;
+        }
+        // The new extent is durable and mapped; publishing heap_end is one 8-byte store.
+        self.map
+            .atomic_u64(STATE_HEAP_END)
+            .store(new_end, Ordering::Release);
+        self.persist.flush(self.map.at(STATE_HEAP_END, 8), 8);
+        self.persist
+            .fence()
+            .map_err(|e| self.io_err("persist", e))?;
+        heap.insert_extent(cur, new - cur);
+        Ok(())
+    }
+
+    /// The durable watermark candidate: one less than the oldest transaction that is in flight
+    /// or applied but not yet fenced, on any lane.
+    pub fn compute_watermark(&self) -> u64 {
+        let mut m = self.next_seq.load(Ordering::SeqCst);
+        let n = self
+            .lanes_in_use
+            .load(Ordering::SeqCst)
+            .min(self.lanes.len());
+        for lane in &self.lanes[..n] {
+            m = m
+                .min(lane.inflight_lb.load(Ordering::SeqCst))
+                .min(lane.applied_unfenced.load(Ordering::SeqCst));
+        }
+        m - 1
+    }
+
+    /// Make the durable watermark reach at least `target` (every transaction with seq <=
+    /// target durably applied, and that fact itself durable). Helps idle lanes by flushing their
+    /// last applied ranges; waits only for lanes that are inside a commit.
+    pub fn advance_watermark(&self, target: u64) -> Result<()> {
+        if self.persisted_claim.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let mut spins = 0u32;
+        loop {
+            let n = self
+                .lanes_in_use
+                .load(Ordering::SeqCst)
+                .min(self.lanes.len());
+            for lane in &self.lanes[..n] {
+                if lane.applied_unfenced.load(Ordering::SeqCst) <= target {
+                    lane.help_flush(self)?;
+                }
+            }
+            let w = self.compute_watermark();
+            if w >= target {
+                let word = self.map.atomic_u64(STATE_WATERMARK);
+                word.fetch_max(w, Ordering::AcqRel);
+                self.persist.flush(self.map.at(STATE_WATERMARK, 8), 8);
+                self.persist
+                    .fence()
+                    .map_err(|e| self.io_err("persist", e))?;
+                self.persisted_claim.fetch_max(w, Ordering::AcqRel);
+                return Ok(());
+            }
+            // Some lane is inside a commit with an older sequence number: it finishes without
+            // running user code, so this wait is bounded.
+            spins += 1;
+            if spins > 64 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Make every committed transaction durable and retired.
+    pub fn drain_all(&self) -> Result<()> {
+        let target = self.next_seq.load(Ordering::SeqCst) - 1;
+        self.advance_watermark(target)
+    }
+
+    /// Read a chunk table entry (None when the encoding is invalid).
+    pub fn chunk_entry(&self, chunk: u64) -> Option<ChunkEntry> {
+        ChunkEntry::decode(self.map.read(self.geo.chunk_entry_off(chunk)))
+    }
+
+    pub fn heap_chunks(&self) -> u64 {
+        (self.heap_end() - self.hdr.heap_off) / CHUNK_SIZE
+    }
+
+    /// Every allocated object (scan of the chunk table and run bitmaps).
+    pub fn allocated_objects(&self) -> Result<Vec<ObjectInfo>> {
+        let mut out = Vec::new();
+        let chunks = self.heap_chunks();
+        let mut c = 0;
+        while c < chunks {
+            match self.chunk_entry(c) {
+                Some(ChunkEntry::Free) => c += 1,
+                Some(ChunkEntry::Large { chunks: n }) => {
+                    out.push(ObjectInfo {
+                        off: self.geo.chunk_start(c),
+                        size: n as u64 * CHUNK_SIZE,
+                    });
+                    c += n as u64;
+                }
+                Some(ChunkEntry::Run { class }) => {
+                    let (n, _) = run_geometry(class as usize);
+                    let base = self.geo.chunk_start(c);
+                    for w in 0..(n as u64).div_ceil(64) {
+                        let mut bits: u64 = self.map.read(base + w * 8);
+                        while bits != 0 {
+                            let b = bits.trailing_zeros() as u64;
+                            bits &= bits - 1;
+                            let idx = w * 64 + b;
+                            if idx < n as u64 {
+                                out.push(ObjectInfo {
+                                    off: self.geo.block_off(c, class, idx as u32),
+                                    size: SIZE_CLASSES[class as usize] as u64,
+                                });
+                            }
+                        }
+                    }
+                    c += 1;
+                }
+                None => {
+                    return Err(Error::corrupt(
+                        &self.path,
+                        format!("chunk table entry {c} has an invalid encoding"),
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn check(&self, reachable: Option<&[u64]>) -> CheckReport {
+        let mut r = CheckReport::default();
+        let st = self.state();
+        let chunks = self.heap_chunks();
+        // Allocator metadata.
+        let mut c = 0;
+        while c < chunks {
+            match self.chunk_entry(c) {
+                Some(ChunkEntry::Free) => c += 1,
+                Some(ChunkEntry::Large { chunks: n }) => {
+                    if c + n as u64 > chunks {
+                        r.problems.push(format!(
+                            "chunk {c}: large object of {n} chunks runs past the heap end"
+                        ));
+                        break;
+                    }
+                    for k in 1..n as u64 {
+                        if self.chunk_entry(c + k) != Some(ChunkEntry::Free) {
+                            r.problems.push(format!(
+                                "chunk {}: covered by the large object at chunk {c} but not FREE",
+                                c + k
+                            ));
+                        }
+                    }
+                    c += n as u64;
+                }
+                Some(ChunkEntry::Run { class }) => {
+                    let (n, data_off) = run_geometry(class as usize);
+                    let base = self.geo.chunk_start(c);
+                    let words = data_off as u64 / 8;
+                    for w in 0..words {
+                        let bits: u64 = self.map.read(base + w * 8);
+                        let first = w * 64;
+                        let valid = if first >= n as u64 {
+                            0
+                        } else if n as u64 - first >= 64 {
+                            u64::MAX
+                        } else {
+                            (1u64 << (n as u64 - first)) - 1
+                        };
+                        if bits & !valid != 0 {
+                            r.problems.push(format!(
+                                "chunk {c}: run bitmap word {w} has bits set beyond block {n}"
+                            ));
+                        }
+                    }
+                    c += 1;
+                }
+                None => {
+                    r.problems.push(format!(
+                        "chunk {c}: chunk table entry has an invalid encoding"
+                    ));
+                    c += 1;
+                }
+            }
+        }
+        for c2 in chunks..self.geo.max_chunks {
+            let w: u64 = self.map.read(self.geo.chunk_entry_off(c2));
+            if w != CHUNK_FREE {
+                r.problems
+                    .push(format!("chunk {c2}: beyond the heap end but not FREE"));
+                break;
+            }
+        }
+        // Logs: open already rejected corrupt ones; count what is there.
+        let bounds = TargetBounds {
+            chunk_table_off: self.hdr.chunk_table_off,
+            data_end: st.heap_end,
+        };
+        for lane in 0..self.hdr.lane_count as u64 {
+            for slot in 0..self.hdr.slots_per_lane as u64 {
+                let off = self.hdr.lanes_off
+                    + lane * self.hdr.lane_bytes()
+                    + slot * self.hdr.slot_size as u64;
+                if let SlotState::Valid(rec) =
+                    log::parse_slot(&self.map, off, self.hdr.slot_size, bounds)
+                {
+                    r.log_records += 1;
+                    if rec.seq > st.watermark && self.next_seq.load(Ordering::SeqCst) <= rec.seq {
+                        r.problems.push(format!(
+                            "log lane {lane} slot {slot}: record {} is newer than any committed transaction",
+                            rec.seq
+                        ));
+                    }
+                }
+            }
+        }
+        let objs = match self.allocated_objects() {
+            Ok(o) => o,
+            Err(e) => {
+                r.problems.push(e.to_string());
+                return r;
+            }
+        };
+        r.objects = objs.len() as u64;
+        r.used = objs.iter().map(|o| o.size).sum();
+        if st.root_off != 0 && objs.binary_search_by_key(&st.root_off, |o| o.off).is_err() {
+            r.problems.push(format!(
+                "root object {:#x} is not an allocated object",
+                st.root_off
+            ));
+        }
+        if let Some(reach) = reachable {
+            r.reachability_checked = true;
+            let mut reach: Vec<u64> = reach.to_vec();
+            reach.sort_unstable();
+            reach.dedup();
+            r.reachable = reach.len() as u64;
+            for &o in &reach {
+                if objs.binary_search_by_key(&o, |x| x.off).is_err() {
+                    r.problems.push(format!(
+                        "dangling pointer: reachable object {o:#x} is not allocated"
+                    ));
+                }
+            }
+            let mut leaks = 0;
+            for o in &objs {
+                if reach.binary_search(&o.off).is_err() {
+                    leaks += 1;
+                    if leaks <= 5 {
+                        r.problems.push(format!(
+                            "leak: object {:#x} ({} bytes) is allocated but unreachable",
+                            o.off, o.size
+                        ));
+                    }
+                }
+            }
+            if leaks > 5 {
+                r.problems
+                    .push(format!("... {} leaked objects in all", leaks));
+            }
+        }
+        r
+    }
+}
+
+impl Drop for PoolInner {
+    fn drop(&mut self) {
+        // Best effort: make the last transactions' data durable so the next open has nothing
+        // to replay. Errors here cannot be reported; recovery covers them.
+        if !self.poisoned.load(Ordering::Acquire) {
+            let _ = self.drain_all();
+        }
+    }
+}

@@ -1,0 +1,874 @@
+//! Transactions: redo logging with one fence per commit.
+//!
+//! A transaction buffers its writes in DRAM, in the on-media entry format. Commit:
+//!
+//! 1. publish a lower bound of the sequence number it is about to take, then take `seq` from
+//!    the pool's global counter (a fetch_add: no lock);
+//! 2. write header + entries into the lane's next log slot and flush them;
+//! 3. **fence: the commit point.** The record is durable, so the transaction is;
+//! 4. apply the entries in place and flush the targets *without* a fence: the lane's next
+//!    commit fence (or a helper, or close) makes them durable.
+//!
+//! Why an old record is never replayed over newer data: every record carries `claim`, a
+//! watermark W such that every transaction with seq <= W was durably applied before the record
+//! was written. Recovery takes the largest claim it finds (and the state page's watermark),
+//! ignores records with seq <= W, and replays the rest in seq order. A slot is reused only once
+//! a durable claim covers its record. See docs/FORMAT.md, "Recovery and the watermark", for the
+//! whole argument.
+//!
+//! Writes into blocks allocated by the same transaction bypass the log: such a block is
+//! unreachable until commit, so its bytes are written in place and flushed before the commit
+//! fence. Reuse of freed blocks is deferred until the watermark passes the freeing transaction
+//! (alloc.rs), so no replayed record can ever touch a block's new contents.
+
+use crate::alloc::{Freed, LaneAlloc};
+use crate::error::{Error, Result};
+use crate::layout::*;
+use crate::log::record_checksum;
+use crate::pool::PoolInner;
+use crate::ptr::PPtr;
+use bytemuck::{Pod, Zeroable};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+
+/// One log lane: a thread runs a transaction on a lane it holds exclusively.
+#[repr(align(128))]
+pub(crate) struct Lane {
+    pub state: Mutex<LaneState>,
+    /// While committing: a lower bound of the seq being committed; otherwise u64::MAX.
+    pub inflight_lb: AtomicU64,
+    /// Seq of the last transaction applied on this lane whose data no fence has covered yet;
+    /// u64::MAX when none. Changed only with `pending` locked.
+    pub applied_unfenced: AtomicU64,
+    /// Ranges applied by that transaction (so a helper can flush them).
+    pub pending: Mutex<Vec<(u64, u64)>>,
+}
+
+impl Lane {
+    pub fn new(st: LaneState) -> Lane {
+        Lane {
+            state: Mutex::new(st),
+            inflight_lb: AtomicU64::new(u64::MAX),
+            applied_unfenced: AtomicU64::new(u64::MAX),
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Make this lane's applied-but-unfenced data durable (called by other threads).
+    pub fn help_flush(&self, pool: &PoolInner) -> Result<()> {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if self.applied_unfenced.load(Ordering::SeqCst) == u64::MAX {
+            return Ok(());
+        }
+        for &(off, len) in p.iter() {
+            pool.persist
+                .flush(pool.map.at(off, len as usize), len as usize);
+        }
+        pool.persist
+            .fence()
+            .map_err(|e| pool.io_err("persist", e))?;
+        p.clear();
+        self.applied_unfenced.store(u64::MAX, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Per-lane state, protected by the lane mutex.
+pub(crate) struct LaneState {
+    pub index: usize,
+    pub next_slot: u32,
+    /// Seq of the record in each slot (0: empty or retired long ago).
+    pub slot_seq: Vec<u64>,
+    pub alloc: LaneAlloc,
+    pub buf: TxBuffers,
+}
+
+/// Reusable buffers of a lane's current transaction.
+#[derive(Default)]
+pub(crate) struct TxBuffers {
+    /// Log entries, exactly as they will be written after the record header.
+    payload: Vec<u8>,
+    n_entries: u32,
+    /// Copy entries: (target, len, data position in payload), for read-your-writes.
+    copies: Vec<(u64, u64, usize)>,
+    /// Bit-operation entries: (word, kind, mask position in payload), merged per word.
+    bitops: Vec<(u64, u8, usize)>,
+    /// Objects allocated by this transaction: (offset, size). Written in place.
+    fresh: Vec<(u64, u64)>,
+    /// Blocks taken from the lane cache: (offset, class), returned on abort.
+    reserved: Vec<(u64, u16)>,
+    /// Chunks taken from the heap: (first chunk, count, is_run), returned on abort.
+    chunks_taken: Vec<(u64, u64, bool)>,
+    /// Objects freed by this transaction, deferred on commit.
+    freed: Vec<Freed>,
+}
+
+impl TxBuffers {
+    fn clear(&mut self) {
+        self.payload.clear();
+        self.n_entries = 0;
+        self.copies.clear();
+        self.bitops.clear();
+        self.fresh.clear();
+        self.reserved.clear();
+        self.chunks_taken.clear();
+        self.freed.clear();
+    }
+}
+
+thread_local! {
+    static LANE_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+static NEXT_LANE_HINT: AtomicUsize = AtomicUsize::new(0);
+
+/// A running transaction. Created by [`crate::Pool::transaction`].
+pub struct Tx<'p> {
+    pool: &'p PoolInner,
+    lane: &'p Lane,
+    st: MutexGuard<'p, LaneState>,
+    done: bool,
+}
+
+impl<'p> Tx<'p> {
+    pub(crate) fn begin(pool: &'p PoolInner) -> Result<Tx<'p>> {
+        if pool.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned {
+                path: pool.path.clone(),
+            });
+        }
+        let n = pool.lanes.len();
+        let mut hint = LANE_HINT.with(|h| h.get());
+        if hint == usize::MAX {
+            hint = NEXT_LANE_HINT.fetch_add(1, Ordering::Relaxed);
+            LANE_HINT.with(|h| h.set(hint));
+        }
+        let start = hint % n;
+        let mut got = None;
+        for i in 0..n {
+            let idx = (start + i) % n;
+            match pool.lanes[idx].state.try_lock() {
+                Ok(g) => {
+                    got = Some((idx, g));
+                    break;
+                }
+                // A panic inside an earlier transaction poisons the mutex after the Tx's Drop
+                // already rolled the lane state back, so the state is consistent.
+                Err(TryLockError::Poisoned(e)) => {
+                    got = Some((idx, e.into_inner()));
+                    break;
+                }
+                Err(TryLockError::WouldBlock) => continue,
+            }
+        }
+        let (idx, st) = got.unwrap_or_else(|| {
+            (
+                start,
+                pool.lanes[start]
+                    .state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            )
+        });
+        if idx != start {
+            LANE_HINT.with(|h| h.set(idx));
+        }
+        if pool.lanes_in_use.load(Ordering::Relaxed) <= idx {
+            pool.lanes_in_use.fetch_max(idx + 1, Ordering::SeqCst);
+        }
+        debug_assert!(st.buf.payload.is_empty() && st.buf.fresh.is_empty());
+        Ok(Tx {
+            pool,
+            lane: &pool.lanes[idx],
+            st,
+            done: false,
+        })
+    }
+
+    fn capacity(&self) -> usize {
+        self.pool.hdr.slot_size as usize - LOG_HEADER_SIZE
+    }
+
+    fn reserve_log(&self, extra: usize) -> Result<()> {
+        let needed = self.st.buf.payload.len() + extra;
+        if needed > self.capacity() {
+            return Err(Error::TxTooLarge {
+                needed: needed + LOG_HEADER_SIZE,
+                capacity: self.pool.hdr.slot_size as usize,
+            });
+        }
+        Ok(())
+    }
+
+    /// Append a Copy entry (no bounds policy: internal callers may target the state page).
+    fn log_copy(&mut self, target: u64, data: &[u8]) -> Result<()> {
+        self.reserve_log(copy_entry_size(data.len()))?;
+        let b = &mut self.st.buf;
+        let eh = EntryHeader::new(target, EntryKind::Copy, data.len() as u64);
+        b.payload.extend_from_slice(bytemuck::bytes_of(&eh));
+        let pos = b.payload.len();
+        b.payload.extend_from_slice(data);
+        b.payload.resize(pos + data.len().next_multiple_of(8), 0);
+        b.n_entries += 1;
+        b.copies.push((target, data.len() as u64, pos));
+        Ok(())
+    }
+
+    /// Add `mask` to the OR/AND-NOT entry for `word`, creating it if needed.
+    fn log_bitop(&mut self, word: u64, kind: EntryKind, mask: u64) -> Result<()> {
+        let b = &mut self.st.buf;
+        if let Some(&(_, _, pos)) = b.bitops.iter().find(|e| e.0 == word && e.1 == kind as u8) {
+            let m = u64::from_le_bytes(b.payload[pos..pos + 8].try_into().unwrap()) | mask;
+            b.payload[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
+            return Ok(());
+        }
+        self.reserve_log(ENTRY_HEADER_SIZE + 8)?;
+        let b = &mut self.st.buf;
+        let eh = EntryHeader::new(word, kind, 8);
+        b.payload.extend_from_slice(bytemuck::bytes_of(&eh));
+        let pos = b.payload.len();
+        b.payload.extend_from_slice(&mask.to_le_bytes());
+        b.n_entries += 1;
+        b.bitops.push((word, kind as u8, pos));
+        Ok(())
+    }
+
+    fn fresh_contains(&self, off: u64, len: u64) -> bool {
+        self.st
+            .buf
+            .fresh
+            .iter()
+            .rev()
+            .any(|&(o, s)| off >= o && off + len <= o + s)
+    }
+
+    fn check_user_range(&self, off: u64, len: u64) -> Result<()> {
+        let end = off.checked_add(len);
+        if off < self.pool.hdr.heap_off || end.is_none_or(|e| e > self.pool.heap_end()) {
+            return Err(Error::InvalidPointer {
+                offset: off,
+                why: "outside the pool's heap",
+            });
+        }
+        Ok(())
+    }
+
+    /// Write `data` at pool offset `off`, as part of this transaction.
+    pub fn write_bytes(&mut self, off: u64, data: &[u8]) -> Result<()> {
+        self.check_user_range(off, data.len() as u64)?;
+        if self.fresh_contains(off, data.len() as u64) {
+            // SAFETY-free path: the block is ours alone until commit (see module comment).
+            let p = &self.pool;
+            // SAFETY: range checked by check_user_range; the block is exclusively ours.
+            unsafe { p.persist.copy_nodrain(p.map.at(off, data.len()), data) };
+            return Ok(());
+        }
+        self.log_copy(off, data)
+    }
+
+    /// Write a `T` through a persistent pointer.
+    pub fn write<T: Pod>(&mut self, p: PPtr<T>, v: &T) -> Result<()> {
+        if p.offset() >= STATE_OFF && p.offset() < STATE_OFF + STATE_SIZE {
+            // Internal: the root pointer in the state page.
+            return self.log_copy(p.offset(), bytemuck::bytes_of(v));
+        }
+        self.write_bytes(p.offset(), bytemuck::bytes_of(v))
+    }
+
+    /// Read bytes as this transaction sees them (its own writes included).
+    pub fn read_bytes(&self, off: u64, out: &mut [u8]) -> Result<()> {
+        self.check_user_range(off, out.len() as u64)?;
+        self.pool.map.read_bytes(off, out);
+        let end = off + out.len() as u64;
+        let b = &self.st.buf;
+        for &(t, len, pos) in &b.copies {
+            let (s, e) = (t.max(off), (t + len).min(end));
+            if s < e {
+                let src = pos + (s - t) as usize;
+                let n = (e - s) as usize;
+                out[(s - off) as usize..(s - off) as usize + n]
+                    .copy_from_slice(&b.payload[src..src + n]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Read a `T` as this transaction sees it.
+    pub fn read<T: Pod>(&self, p: PPtr<T>) -> Result<T> {
+        let mut v = T::zeroed();
+        self.read_bytes(p.offset(), bytemuck::bytes_of_mut(&mut v))?;
+        Ok(v)
+    }
+
+    /// Read-modify-write a `T`.
+    pub fn update<T: Pod>(&mut self, p: PPtr<T>, f: impl FnOnce(&mut T)) -> Result<()> {
+        let mut v = self.read(p)?;
+        f(&mut v);
+        self.write(p, &v)
+    }
+
+    /// Allocate a `T` initialised to `value`.
+    pub fn alloc<T: Pod>(&mut self, value: &T) -> Result<PPtr<T>> {
+        let size = std::mem::size_of::<T>() as u64;
+        let off = self.alloc_raw(size.max(1))?;
+        self.write_bytes(off, bytemuck::bytes_of(value))?;
+        Ok(PPtr::from_offset(off))
+    }
+
+    /// Allocate a zeroed `T`.
+    pub fn alloc_zeroed<T: Pod + Zeroable>(&mut self) -> Result<PPtr<T>> {
+        let p = self.alloc_zeroed_bytes(std::mem::size_of::<T>() as u64)?;
+        Ok(p.cast())
+    }
+
+    /// Allocate `len` zeroed bytes.
+    pub fn alloc_zeroed_bytes(&mut self, len: u64) -> Result<PPtr<u8>> {
+        let off = self.alloc_raw(len.max(1))?;
+        let size = self.st.buf.fresh.last().map(|f| f.1).unwrap_or(len);
+        self.pool.map.fill(off, size as usize, 0);
+        self.pool
+            .persist
+            .flush(self.pool.map.at(off, size as usize), size as usize);
+        Ok(PPtr::from_offset(off))
+    }
+
+    /// Allocate `len` bytes holding `data` (len = data.len()).
+    pub fn alloc_bytes(&mut self, data: &[u8]) -> Result<PPtr<u8>> {
+        let off = self.alloc_raw((data.len() as u64).max(1))?;
+        self.write_bytes(off, data)?;
+        Ok(PPtr::from_offset(off))
+    }
+
+    /// Usable size of an allocated object (at least what was asked for).
+    pub fn usable_size<T>(&self, p: PPtr<T>) -> Result<u64> {
+        let off = p.offset();
+        if let Some(&(_, s)) = self.st.buf.fresh.iter().find(|f| f.0 == off) {
+            return Ok(s);
+        }
+        let chunk = self.pool.geo.chunk_of(off).ok_or(Error::InvalidPointer {
+            offset: off,
+            why: "outside the heap",
+        })?;
+        match self.pool.chunk_entry(chunk) {
+            Some(ChunkEntry::Run { class }) => Ok(SIZE_CLASSES[class as usize] as u64),
+            Some(ChunkEntry::Large { chunks }) => Ok(chunks as u64 * CHUNK_SIZE),
+            _ => Err(Error::InvalidPointer {
+                offset: off,
+                why: "not an allocated object",
+            }),
+        }
+    }
+
+    /// Move frees whose transaction the durable watermark has passed into the caches.
+    fn release_deferred(&mut self) {
+        let claim = self.pool.persisted_claim.load(Ordering::Acquire);
+        let st = &mut *self.st;
+        while let Some(&(seq, f)) = st.alloc.deferred.front() {
+            if seq > claim {
+                break;
+            }
+            st.alloc.deferred.pop_front();
+            match f {
+                Freed::Block { off, class } => st.alloc.caches[class as usize].push(off),
+                Freed::Large { chunk, chunks } => {
+                    let mut h = self.pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+                    h.insert_extent(chunk, chunks);
+                }
+            }
+        }
+    }
+
+    /// Take `n` chunks from the heap (growing the pool if needed).
+    fn take_chunks(&mut self, n: u64, requested: u64) -> Result<u64> {
+        let pool = self.pool;
+        let ready;
+        let start;
+        {
+            let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+            if !h.scanned {
+                scan_chunk_table(pool, &mut h)?;
+            }
+            ready = h.scan_ready;
+            start = match h.take_extent(n) {
+                Some(s) => s,
+                None => {
+                    pool.grow(&mut h, n, requested)?;
+                    h.take_extent(n).ok_or_else(|| Error::PoolFull {
+                        path: pool.path.clone(),
+                        requested,
+                        size: pool.heap_end(),
+                        max_size: pool.hdr.max_size,
+                    })?
+                }
+            };
+        }
+        // Chunks found FREE by the scan may have been freed by transactions the watermark has
+        // not passed yet; wait for it before writing into them.
+        if let Err(e) = pool.advance_watermark(ready) {
+            let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+            h.insert_extent(start, n);
+            return Err(e);
+        }
+        Ok(start)
+    }
+
+    /// Fill the lane cache of `class` (harvest an existing run, or create a new one).
+    fn refill(&mut self, class: usize) -> Result<()> {
+        let pool = self.pool;
+        // Try to harvest a run that existed before this process opened the pool.
+        let harvested = {
+            let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+            if !h.scanned {
+                scan_chunk_table(pool, &mut h)?;
+            }
+            let mut got = None;
+            while let Some(chunk) = h.unharvested[class].pop() {
+                // Snapshot the free blocks while holding the heap lock; frees applied later
+                // see the harvested flag and go to their own lane's cache instead.
+                let (n, _) = run_geometry(class);
+                let base = pool.geo.chunk_start(chunk);
+                let mut blocks = Vec::new();
+                for w in 0..(n as u64).div_ceil(64) {
+                    let bits: u64 = pool.map.atomic_u64(base + w * 8).load(Ordering::SeqCst);
+                    let mut free = !bits;
+                    while free != 0 {
+                        let b = free.trailing_zeros() as u64;
+                        free &= free - 1;
+                        let idx = w * 64 + b;
+                        if idx < n as u64 {
+                            blocks.push(pool.geo.block_off(chunk, class as u16, idx as u32));
+                        }
+                    }
+                }
+                pool.harvested.set(chunk);
+                if !blocks.is_empty() {
+                    got = Some((blocks, pool.next_seq.load(Ordering::SeqCst) - 1));
+                    break;
+                }
+            }
+            got
+        };
+        if let Some((mut blocks, ready)) = harvested {
+            pool.advance_watermark(ready)?;
+            blocks.reverse(); // hand out in address order
+            self.st.alloc.caches[class].extend(blocks);
+            return Ok(());
+        }
+        // Create a new run in a fresh chunk: zero its bitmap in place (the chunk is free and
+        // unreachable) and log the chunk table entry.
+        let chunk = self.take_chunks(1, SIZE_CLASSES[class] as u64)?;
+        self.st.buf.chunks_taken.push((chunk, 1, true));
+        let (n, data_off) = run_geometry(class);
+        let base = pool.geo.chunk_start(chunk);
+        pool.map.fill(base, data_off as usize, 0);
+        pool.persist
+            .flush(pool.map.at(base, data_off as usize), data_off as usize);
+        let entry = ChunkEntry::Run {
+            class: class as u16,
+        }
+        .encode();
+        self.log_copy(pool.geo.chunk_entry_off(chunk), &entry.to_le_bytes())?;
+        pool.harvested.set(chunk);
+        let cache = &mut self.st.alloc.caches[class];
+        for i in (0..n).rev() {
+            cache.push(pool.geo.block_off(chunk, class as u16, i));
+        }
+        Ok(())
+    }
+
+    /// Allocate `size` bytes; returns the offset. The object is recorded as fresh.
+    fn alloc_raw(&mut self, size: u64) -> Result<u64> {
+        self.release_deferred();
+        match class_for(size) {
+            Some(class) => {
+                if self.st.alloc.caches[class].is_empty() {
+                    self.refill(class)?;
+                }
+                let off = self.st.alloc.caches[class].pop().expect("refilled cache");
+                let chunk = self.pool.geo.chunk_of(off).expect("block in heap");
+                let b = self
+                    .pool
+                    .geo
+                    .block_at(chunk, class as u16, off)
+                    .expect("cache holds block starts");
+                self.st.buf.reserved.push((off, class as u16));
+                if let Err(e) = self.log_bitop(b.bitmap_word, EntryKind::Or, b.mask) {
+                    self.st.buf.reserved.pop();
+                    self.st.alloc.caches[class].push(off);
+                    return Err(e);
+                }
+                self.st.buf.fresh.push((off, SIZE_CLASSES[class] as u64));
+                Ok(off)
+            }
+            None => {
+                let n = size.div_ceil(CHUNK_SIZE);
+                if n > u32::MAX as u64 {
+                    return Err(Error::PoolFull {
+                        path: self.pool.path.clone(),
+                        requested: size,
+                        size: self.pool.heap_end(),
+                        max_size: self.pool.hdr.max_size,
+                    });
+                }
+                let chunk = self.take_chunks(n, size)?;
+                self.st.buf.chunks_taken.push((chunk, n, false));
+                let entry = ChunkEntry::Large { chunks: n as u32 }.encode();
+                self.log_copy(self.pool.geo.chunk_entry_off(chunk), &entry.to_le_bytes())?;
+                let off = self.pool.geo.chunk_start(chunk);
+                self.st.buf.fresh.push((off, n * CHUNK_SIZE));
+                Ok(off)
+            }
+        }
+    }
+
+    /// Free an object allocated by `alloc*` (in this or an earlier transaction).
+    pub fn free<T>(&mut self, p: PPtr<T>) -> Result<()> {
+        let off = p.offset();
+        let invalid = |why| Error::InvalidPointer { offset: off, why };
+        // Freeing an object allocated in this same transaction cancels the allocation.
+        if let Some(i) = self.st.buf.fresh.iter().position(|f| f.0 == off) {
+            self.st.buf.fresh.swap_remove(i);
+            if let Some(j) = self.st.buf.reserved.iter().position(|r| r.0 == off) {
+                let (_, class) = self.st.buf.reserved.swap_remove(j);
+                let chunk = self.pool.geo.chunk_of(off).expect("heap block");
+                let b = self
+                    .pool
+                    .geo
+                    .block_at(chunk, class, off)
+                    .expect("block start");
+                let buf = &mut self.st.buf;
+                let e = buf
+                    .bitops
+                    .iter()
+                    .find(|e| e.0 == b.bitmap_word && e.1 == EntryKind::Or as u8)
+                    .expect("allocation logged its bit");
+                let pos = e.2;
+                let m = u64::from_le_bytes(buf.payload[pos..pos + 8].try_into().unwrap()) & !b.mask;
+                buf.payload[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
+                self.st.alloc.caches[class as usize].push(off);
+            } else {
+                // A large object: log the chunk entry back to FREE (later entries win).
+                let chunk = self.pool.geo.chunk_of(off).expect("heap chunk");
+                self.log_copy(
+                    self.pool.geo.chunk_entry_off(chunk),
+                    &CHUNK_FREE.to_le_bytes(),
+                )?;
+                if let Some(j) = self
+                    .st
+                    .buf
+                    .chunks_taken
+                    .iter()
+                    .position(|c| c.0 == chunk && !c.2)
+                {
+                    let (c, n, _) = self.st.buf.chunks_taken.swap_remove(j);
+                    // Not yet committed anywhere: it can go back after this transaction ends.
+                    self.st.buf.freed.push(Freed::Large {
+                        chunk: c,
+                        chunks: n,
+                    });
+                }
+            }
+            return Ok(());
+        }
+        let chunk = self
+            .pool
+            .geo
+            .chunk_of(off)
+            .filter(|&c| c < self.pool.heap_chunks())
+            .ok_or(invalid("outside the heap"))?;
+        match self.pool.chunk_entry(chunk) {
+            Some(ChunkEntry::Run { class }) => {
+                let b = self
+                    .pool
+                    .geo
+                    .block_at(chunk, class, off)
+                    .ok_or(invalid("not the start of an object"))?;
+                let word: u64 = self
+                    .pool
+                    .map
+                    .atomic_u64(b.bitmap_word)
+                    .load(Ordering::Acquire);
+                if word & b.mask == 0 {
+                    return Err(invalid("not allocated (double free?)"));
+                }
+                if self
+                    .st
+                    .buf
+                    .freed
+                    .iter()
+                    .any(|f| matches!(f, Freed::Block { off: o, .. } if *o == off))
+                {
+                    return Err(invalid("freed twice in one transaction"));
+                }
+                self.log_bitop(b.bitmap_word, EntryKind::AndNot, b.mask)?;
+                self.st.buf.freed.push(Freed::Block { off, class });
+                Ok(())
+            }
+            Some(ChunkEntry::Large { chunks }) => {
+                if off != self.pool.geo.chunk_start(chunk) {
+                    return Err(invalid("not the start of an object"));
+                }
+                if self
+                    .st
+                    .buf
+                    .freed
+                    .iter()
+                    .any(|f| matches!(f, Freed::Large { chunk: c, .. } if *c == chunk))
+                {
+                    return Err(invalid("freed twice in one transaction"));
+                }
+                self.log_copy(
+                    self.pool.geo.chunk_entry_off(chunk),
+                    &CHUNK_FREE.to_le_bytes(),
+                )?;
+                self.st.buf.freed.push(Freed::Large {
+                    chunk,
+                    chunks: chunks as u64,
+                });
+                Ok(())
+            }
+            Some(ChunkEntry::Free) => Err(invalid("not allocated (double free?)")),
+            None => Err(Error::corrupt(
+                &self.pool.path,
+                format!("chunk table entry {chunk} has an invalid encoding"),
+            )),
+        }
+    }
+
+    /// Commit: one fence makes the transaction durable. Consumes the transaction.
+    pub(crate) fn commit(mut self) -> Result<()> {
+        let pool = self.pool;
+        let lane = self.lane;
+        if self.st.buf.payload.is_empty() {
+            // Read-only (or every allocation was cancelled): nothing to persist. Fresh writes
+            // to cancelled blocks need no durability.
+            self.finish_abort();
+            return Ok(());
+        }
+        if pool.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned {
+                path: pool.path.clone(),
+            });
+        }
+        let st = &mut *self.st;
+        let k = st.slot_seq.len();
+        let slot = st.next_slot as usize;
+
+        // 1. Take a sequence number, publishing a lower bound first (see compute_watermark).
+        lane.inflight_lb
+            .store(pool.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
+        let seq = pool.next_seq.fetch_add(1, Ordering::SeqCst);
+
+        // The slot may be reused only when a durable claim covers its old record.
+        let old = st.slot_seq[slot];
+        if old > pool.persisted_claim.load(Ordering::Acquire) {
+            if let Err(e) = pool.advance_watermark(old) {
+                lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
+                return Err(e);
+            }
+        }
+        let claim = pool.compute_watermark();
+        debug_assert!(claim < seq, "claim {claim} must be below seq {seq}");
+
+        // 2. Write the record.
+        let mut hdr = LogHeader {
+            checksum: 0,
+            magic: LOG_MAGIC,
+            seq,
+            claim,
+            payload_len: st.buf.payload.len() as u32,
+            n_entries: st.buf.n_entries,
+        };
+        hdr.checksum = record_checksum(&hdr, &st.buf.payload);
+        let slot_off = pool.hdr.lanes_off
+            + st.index as u64 * pool.hdr.lane_bytes()
+            + slot as u64 * pool.hdr.slot_size as u64;
+        let total = LOG_HEADER_SIZE + st.buf.payload.len();
+        let body = slot_off + LOG_HEADER_SIZE as u64;
+        if st.buf.payload.len() >= crate::persist::NT_THRESHOLD {
+            // SAFETY: the slot belongs to this lane, which we hold; range is in the lane area.
+            unsafe {
+                pool.persist
+                    .copy_nodrain(pool.map.at(body, st.buf.payload.len()), &st.buf.payload)
+            };
+            pool.map.write(slot_off, &hdr);
+            pool.persist
+                .flush(pool.map.at(slot_off, LOG_HEADER_SIZE), LOG_HEADER_SIZE);
+        } else {
+            pool.map.write_bytes(body, &st.buf.payload);
+            pool.map.write(slot_off, &hdr);
+            pool.persist.flush(pool.map.at(slot_off, total), total);
+        }
+
+        // 3. The commit point.
+        if let Err(e) = pool.persist.fence() {
+            lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
+            return Err(pool.io_err("persist", e));
+        }
+        if pool.persisted_claim.load(Ordering::Relaxed) < claim {
+            pool.persisted_claim.fetch_max(claim, Ordering::AcqRel);
+        }
+        st.slot_seq[slot] = seq;
+        st.next_slot = ((slot + 1) % k) as u32;
+        if pool.fail_apply.swap(false, Ordering::AcqRel) {
+            pool.poisoned.store(true, Ordering::Release);
+            lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
+            st.buf.clear();
+            self.done = true;
+            return Ok(());
+        }
+
+        // 4. Apply in place; durable at the lane's next fence.
+        let unharvested_free = st.buf.freed.iter().any(|f| match *f {
+            Freed::Block { off, .. } => !pool.harvested.get(pool.geo.chunk_of(off).unwrap()),
+            Freed::Large { .. } => true,
+        });
+        {
+            // Frees of blocks in runs no lane has harvested yet are applied under the heap
+            // lock, so a harvest sees either the old bit (and the freeing lane keeps the block)
+            // or the cleared bit (and the harvester takes it), never both.
+            let heap_guard =
+                unharvested_free.then(|| pool.heap.lock().unwrap_or_else(|e| e.into_inner()));
+            let mut pend = lane.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pend.clear();
+            apply_payload(pool, &st.buf.payload, &mut pend);
+            lane.applied_unfenced.store(seq, Ordering::SeqCst);
+            drop(pend);
+            // Decide where each freed object goes once the watermark passes `seq`.
+            for f in st.buf.freed.drain(..) {
+                let keep = match f {
+                    Freed::Block { off, .. } => pool.harvested.get(pool.geo.chunk_of(off).unwrap()),
+                    // Chunks: a scan that already happened will not see this FREE entry.
+                    Freed::Large { .. } => heap_guard.as_ref().is_some_and(|h| h.scanned),
+                };
+                if keep {
+                    st.alloc.deferred.push_back((seq, f));
+                }
+            }
+            drop(heap_guard);
+        }
+        lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
+        st.buf.clear();
+        self.done = true;
+        Ok(())
+    }
+
+    /// Undo the volatile effects of an unfinished transaction.
+    fn finish_abort(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let pool = self.pool;
+        let st = &mut *self.st;
+        for &(off, class) in &st.buf.reserved {
+            st.alloc.caches[class as usize].push(off);
+        }
+        if !st.buf.chunks_taken.is_empty()
+            || st
+                .buf
+                .freed
+                .iter()
+                .any(|f| matches!(f, Freed::Large { .. }))
+        {
+            let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+            for &(chunk, n, is_run) in &st.buf.chunks_taken {
+                if is_run {
+                    // Drop the never-committed run's blocks from the cache.
+                    let start = pool.geo.chunk_start(chunk);
+                    let end = start + CHUNK_SIZE;
+                    for c in st.alloc.caches.iter_mut() {
+                        c.retain(|&o| o < start || o >= end);
+                    }
+                    pool.harvested.clear(chunk);
+                }
+                h.insert_extent(chunk, n);
+            }
+        }
+        // Large objects allocated and freed within this transaction were never committed.
+        st.buf.clear();
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        self.finish_abort();
+    }
+}
+
+/// Apply a payload's entries to the pool and flush their targets (no fence).
+fn apply_payload(pool: &PoolInner, payload: &[u8], touched: &mut Vec<(u64, u64)>) {
+    let mut pos = 0;
+    while pos < payload.len() {
+        let eh: EntryHeader = bytemuck::pod_read_unaligned(&payload[pos..pos + ENTRY_HEADER_SIZE]);
+        pos += ENTRY_HEADER_SIZE;
+        let len = eh.len() as usize;
+        match eh.kind() {
+            Some(EntryKind::Copy) => {
+                // SAFETY: the target was bounds-checked when logged; the caller's locks give
+                // this transaction the right to write it.
+                unsafe {
+                    pool.persist
+                        .copy_nodrain(pool.map.at(eh.target, len), &payload[pos..pos + len])
+                };
+                pos += len.next_multiple_of(8);
+            }
+            Some(EntryKind::Or) => {
+                let mask = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
+                pool.map
+                    .atomic_u64(eh.target)
+                    .fetch_or(mask, Ordering::AcqRel);
+                pool.persist.flush(pool.map.at(eh.target, 8), 8);
+                pos += 8;
+            }
+            Some(EntryKind::AndNot) => {
+                let mask = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
+                pool.map
+                    .atomic_u64(eh.target)
+                    .fetch_and(!mask, Ordering::AcqRel);
+                pool.persist.flush(pool.map.at(eh.target, 8), 8);
+                pos += 8;
+            }
+            None => unreachable!("payload built by this module"),
+        }
+        touched.push((eh.target, len as u64));
+    }
+}
+
+/// Build the volatile heap index from the chunk table (first allocation after open).
+/// Reads only the table (8 bytes per chunk), never the heap.
+fn scan_chunk_table(pool: &PoolInner, h: &mut crate::alloc::Heap) -> Result<()> {
+    h.unharvested = (0..SIZE_CLASSES.len()).map(|_| Vec::new()).collect();
+    let chunks = pool.heap_chunks();
+    let mut c = 0;
+    while c < chunks {
+        match pool.chunk_entry(c) {
+            Some(ChunkEntry::Free) => {
+                let s = c;
+                while c < chunks && pool.chunk_entry(c) == Some(ChunkEntry::Free) {
+                    c += 1;
+                }
+                h.insert_extent(s, c - s);
+            }
+            Some(ChunkEntry::Run { class }) => {
+                h.unharvested[class as usize].push(c);
+                c += 1;
+            }
+            Some(ChunkEntry::Large { chunks: n }) => c += n as u64,
+            None => {
+                return Err(Error::corrupt(
+                    &pool.path,
+                    format!("chunk table entry {c} has an invalid encoding"),
+                ))
+            }
+        }
+    }
+    for v in h.unharvested.iter_mut() {
+        v.reverse(); // pop() returns the lowest chunk first
+    }
+    // Anything the scan found free may have been freed by a transaction the watermark has not
+    // passed: users of these chunks first advance the watermark to here.
+    h.scan_ready = pool.next_seq.load(Ordering::SeqCst) - 1;
+    h.scanned = true;
+    Ok(())
+}

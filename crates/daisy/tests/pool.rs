@@ -1,0 +1,558 @@
+//! Library integration tests: pools, transactions, allocator, recovery, bad input.
+
+use bytemuck::{Pod, Zeroable};
+use daisy::{Error, PPtr, Pool, PoolOptions};
+use std::path::PathBuf;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Root {
+    counter: u64,
+    head: PPtr<Node>,
+    slots: [u64; 16],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq)]
+struct Node {
+    value: u64,
+    next: PPtr<Node>,
+}
+
+const MIB: u64 = 1 << 20;
+
+fn tmp_pool(name: &str) -> (tempfile::TempDir, PathBuf) {
+    // tmpfs when available, as users run it; any directory works (msync mode elsewhere).
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        tempfile::tempdir_in("/dev/shm").unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let p = base.path().join(name);
+    (base, p)
+}
+
+fn small(layout: &str) -> PoolOptions {
+    PoolOptions::new(layout)
+        .size(8 * MIB)
+        .max_size(64 * MIB)
+        .lanes(8)
+}
+
+fn list_values(pool: &Pool, root: PPtr<Root>) -> Vec<u64> {
+    let mut out = vec![];
+    let mut p = pool.read(root).head;
+    while !p.is_null() {
+        let n = pool.read(p);
+        out.push(n.value);
+        p = n.next;
+    }
+    out
+}
+
+fn push(pool: &Pool, root: PPtr<Root>, v: u64) {
+    pool.transaction(|tx| {
+        let r = tx.read(root)?;
+        let n = tx.alloc(&Node {
+            value: v,
+            next: r.head,
+        })?;
+        tx.update(root, |r| {
+            r.head = n;
+            r.counter += 1;
+        })
+    })
+    .unwrap();
+}
+
+#[test]
+fn create_write_reopen() {
+    let (_d, path) = tmp_pool("a.pool");
+    {
+        let pool = Pool::create(&path, &small("test")).unwrap();
+        let root = pool.root::<Root>().unwrap();
+        for v in 0..100 {
+            push(&pool, root, v);
+        }
+        pool.close().unwrap();
+    }
+    let pool = Pool::open(&path, "test").unwrap();
+    let root = pool.root::<Root>().unwrap();
+    assert_eq!(pool.read(root).counter, 100);
+    assert_eq!(list_values(&pool, root), (0..100).rev().collect::<Vec<_>>());
+    let info = pool.info();
+    assert_eq!(info.objects, 101, "100 nodes + root");
+    let reach: Vec<u64> = reachable(&pool, root);
+    let rep = pool.check(Some(&reach));
+    assert!(rep.ok(), "{:?}", rep.problems);
+}
+
+fn reachable(pool: &Pool, root: PPtr<Root>) -> Vec<u64> {
+    let mut v = vec![root.offset()];
+    let mut p = pool.read(root).head;
+    while !p.is_null() {
+        v.push(p.offset());
+        p = pool.read(p).next;
+    }
+    v
+}
+
+#[test]
+fn error_in_transaction_rolls_back() {
+    let (_d, path) = tmp_pool("b.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let root = pool.root::<Root>().unwrap();
+    push(&pool, root, 1);
+    let before = pool.info().objects;
+    let r: Result<(), Error> = pool.transaction(|tx| {
+        let n = tx.alloc(&Node {
+            value: 9,
+            next: PPtr::null(),
+        })?;
+        tx.update(root, |r| {
+            r.head = n;
+            r.counter = 77;
+        })?;
+        Err(Error::Aborted("user said no".into()))
+    });
+    assert!(matches!(r, Err(Error::Aborted(_))));
+    assert_eq!(pool.read(root).counter, 1);
+    assert_eq!(list_values(&pool, root), vec![1]);
+    assert_eq!(
+        pool.info().objects,
+        before,
+        "aborted allocation must not leak"
+    );
+}
+
+#[test]
+fn panic_in_transaction_rolls_back() {
+    let (_d, path) = tmp_pool("c.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let root = pool.root::<Root>().unwrap();
+    push(&pool, root, 1);
+    let p2 = pool.clone();
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = p2.transaction(|tx| {
+            tx.update(root, |r| r.counter = 1000)?;
+            let _ = tx.alloc(&Node {
+                value: 5,
+                next: PPtr::null(),
+            })?;
+            if tx.read(root)?.counter == 1000 {
+                panic!("boom");
+            }
+            Ok::<_, Error>(())
+        });
+    }));
+    assert!(res.is_err());
+    assert_eq!(pool.read(root).counter, 1);
+    // The lane is usable again.
+    push(&pool, root, 2);
+    assert_eq!(list_values(&pool, root), vec![2, 1]);
+    assert_eq!(pool.info().objects, 3);
+}
+
+#[test]
+fn read_your_writes_and_free() {
+    let (_d, path) = tmp_pool("d.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let root = pool.root::<Root>().unwrap();
+    pool.transaction(|tx| {
+        tx.update(root, |r| r.slots[3] = 42)?;
+        assert_eq!(tx.read(root)?.slots[3], 42);
+        // Partial overlap: write one u64 inside the struct, read the whole struct.
+        tx.write(root.byte_add::<u64>(16 + 8 * 5), &7)?;
+        let r = tx.read(root)?;
+        assert_eq!((r.slots[3], r.slots[5]), (42, 7));
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    for v in 0..10 {
+        push(&pool, root, v);
+    }
+    // Pop everything, freeing nodes.
+    pool.transaction(|tx| {
+        let mut p = tx.read(root)?.head;
+        while !p.is_null() {
+            let next = tx.read(p)?.next;
+            tx.free(p)?;
+            p = next;
+        }
+        tx.update(root, |r| r.head = PPtr::null())
+    })
+    .unwrap();
+    assert_eq!(pool.info().objects, 1);
+    // Double free is refused with a clear error.
+    let n = pool
+        .transaction(|tx| {
+            tx.alloc(&Node {
+                value: 1,
+                next: PPtr::null(),
+            })
+        })
+        .unwrap();
+    pool.transaction(|tx| tx.free(n)).unwrap();
+    let e = pool.transaction(|tx| tx.free(n)).unwrap_err();
+    assert!(matches!(e, Error::InvalidPointer { .. }), "{e}");
+    // Alloc and free inside one transaction leaves nothing behind.
+    pool.transaction(|tx| {
+        let a = tx.alloc(&Node {
+            value: 1,
+            next: PPtr::null(),
+        })?;
+        let big = tx.alloc_zeroed_bytes(3 * MIB)?;
+        tx.free(a)?;
+        tx.free(big)
+    })
+    .unwrap();
+    assert_eq!(pool.info().objects, 1);
+}
+
+#[test]
+fn committed_but_unapplied_transaction_is_replayed() {
+    let (_d, path) = tmp_pool("e.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let root = pool.root::<Root>().unwrap();
+    push(&pool, root, 1);
+    pool.fail_next_apply_for_test();
+    push(&pool, root, 2);
+    // In memory the second push was never applied.
+    assert_eq!(pool.read(root).counter, 1);
+    pool.crash_for_test();
+    let pool = Pool::open(&path, "test").unwrap();
+    // The unapplied record, and possibly its predecessor (applied, not yet fenced: replaying
+    // it again is idempotent).
+    assert!(pool.recovery_report().records_replayed >= 1);
+    let root = pool.root::<Root>().unwrap();
+    assert_eq!(pool.read(root).counter, 2);
+    assert_eq!(list_values(&pool, root), vec![2, 1]);
+    let reach = reachable(&pool, root);
+    let rep = pool.check(Some(&reach));
+    assert!(rep.ok(), "{:?}", rep.problems);
+}
+
+/// Lane A commits X=1 and goes idle; lane B later commits X=2 and cycles through its log
+/// slots. Recovery must never replay A's old record over B's newer value.
+#[test]
+fn old_record_of_idle_lane_is_not_replayed_over_newer_data() {
+    let (_d, path) = tmp_pool("f.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let root = pool.root::<Root>().unwrap();
+    let (tx_a, rx_a) = std::sync::mpsc::channel::<()>();
+    let (tx_done, rx_done) = std::sync::mpsc::channel::<()>();
+    let pa = pool.clone();
+    let a = std::thread::spawn(move || {
+        pa.transaction(|tx| tx.update(root, |r| r.slots[0] = 1))
+            .unwrap();
+        tx_done.send(()).unwrap();
+        rx_a.recv().unwrap(); // stay alive (and idle) while B works
+    });
+    rx_done.recv().unwrap();
+    let pb = pool.clone();
+    std::thread::spawn(move || {
+        pb.transaction(|tx| tx.update(root, |r| r.slots[0] = 2))
+            .unwrap();
+        for i in 0..20 {
+            pb.transaction(|tx| tx.update(root, |r| r.slots[1] = i))
+                .unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(pool.read(root).slots[0], 2);
+    pool.crash_for_test();
+    tx_a.send(()).unwrap();
+    a.join().unwrap();
+    let pool = Pool::open(&path, "test").unwrap();
+    let root = pool.root::<Root>().unwrap();
+    assert_eq!(
+        pool.read(root).slots[0],
+        2,
+        "stale record replayed over newer data"
+    );
+    assert_eq!(pool.read(root).slots[1], 19);
+}
+
+#[test]
+fn many_threads_commit_concurrently() {
+    let (_d, path) = tmp_pool("g.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let root = pool.root::<Root>().unwrap();
+    let threads = 4;
+    let per = 500u64;
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let p = pool.clone();
+            std::thread::spawn(move || {
+                let mut mine: Vec<PPtr<Node>> = vec![];
+                for i in 0..per {
+                    // Each thread owns one slot: update only that field, not the whole root.
+                    let slot = root.byte_add::<u64>(16 + 8 * t as u64);
+                    p.transaction(|tx| {
+                        tx.update(slot, |v| *v += 1)?;
+                        let n = tx.alloc(&Node {
+                            value: i,
+                            next: PPtr::null(),
+                        })?;
+                        mine.push(n);
+                        if mine.len() > 8 {
+                            tx.free(mine.remove(0))?;
+                        }
+                        Ok::<_, Error>(())
+                    })
+                    .unwrap();
+                }
+                mine.len() as u64
+            })
+        })
+        .collect();
+    let live: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+    let r = pool.read(root);
+    for t in 0..threads {
+        assert_eq!(r.slots[t], per);
+    }
+    assert_eq!(pool.info().objects, live + 1);
+    pool.crash_for_test();
+    let pool = Pool::open(&path, "test").unwrap();
+    let r = pool.read(pool.root::<Root>().unwrap());
+    for t in 0..threads {
+        assert_eq!(r.slots[t], per);
+    }
+    assert_eq!(pool.info().objects, live + 1);
+    assert!(pool.check(None).ok());
+}
+
+#[test]
+fn pool_grows_and_pointers_stay_valid() {
+    let (_d, path) = tmp_pool("h.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let size0 = pool.size();
+    let root = pool.root::<Root>().unwrap();
+    let first = pool
+        .transaction(|tx| {
+            tx.alloc(&Node {
+                value: 7,
+                next: PPtr::null(),
+            })
+        })
+        .unwrap();
+    let mut bigs = vec![];
+    for i in 0..12u64 {
+        let b = pool
+            .transaction(|tx| {
+                let b = tx.alloc_zeroed_bytes(2 * MIB)?;
+                tx.write(b.cast::<u64>(), &i)?;
+                Ok::<_, Error>(b)
+            })
+            .unwrap();
+        bigs.push(b);
+    }
+    assert!(pool.size() > size0, "pool did not grow");
+    assert_eq!(pool.read(first).value, 7);
+    for (i, b) in bigs.iter().enumerate() {
+        assert_eq!(pool.read(b.cast::<u64>()), i as u64);
+    }
+    let _ = root;
+    pool.close().unwrap();
+    let pool = Pool::open(&path, "test").unwrap();
+    assert!(pool.size() > size0);
+    for (i, b) in bigs.iter().enumerate() {
+        assert_eq!(pool.read(b.cast::<u64>()), i as u64);
+    }
+}
+
+#[test]
+fn full_pool_aborts_cleanly() {
+    let (_d, path) = tmp_pool("i.pool");
+    let pool = Pool::create(
+        &path,
+        &PoolOptions::new("test")
+            .size(8 * MIB)
+            .max_size(8 * MIB)
+            .lanes(8),
+    )
+    .unwrap();
+    let root = pool.root::<Root>().unwrap();
+    push(&pool, root, 1);
+    let objects = pool.info().objects;
+    let e = pool
+        .transaction(|tx| {
+            tx.update(root, |r| r.counter = 999)?;
+            tx.alloc_zeroed_bytes(64 * MIB)
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::PoolFull { .. }), "{e}");
+    assert!(e.to_string().contains("i.pool"));
+    assert_eq!(pool.read(root).counter, 1);
+    assert_eq!(pool.info().objects, objects);
+    // Fill with small objects until full: the failing transaction leaves no trace.
+    let mut n = 0u64;
+    loop {
+        match pool.transaction(|tx| {
+            let r = tx.read(root)?;
+            let node = tx.alloc(&Node {
+                value: n,
+                next: r.head,
+            })?;
+            tx.update(root, |r| {
+                r.head = node;
+                r.counter += 1
+            })
+        }) {
+            Ok(()) => n += 1,
+            Err(Error::PoolFull { .. }) => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(n < 1_000_000);
+    }
+    assert_eq!(pool.read(root).counter, n + 1);
+    let reach = reachable(&pool, root);
+    let rep = pool.check(Some(&reach));
+    assert!(rep.ok(), "{:?}", rep.problems);
+}
+
+#[test]
+fn bad_input_is_refused_and_unchanged() {
+    let (d, path) = tmp_pool("j.pool");
+    {
+        let pool = Pool::create(&path, &small("test")).unwrap();
+        let root = pool.root::<Root>().unwrap();
+        push(&pool, root, 5);
+    }
+    let original = std::fs::read(&path).unwrap();
+    let check_unchanged = |p: &std::path::Path, expect: &[u8]| {
+        assert_eq!(std::fs::read(p).unwrap(), expect, "file changed");
+    };
+    // Wrong layout.
+    let e = Pool::open(&path, "other").err().unwrap();
+    assert!(matches!(e, Error::WrongLayout { .. }), "{e}");
+    check_unchanged(&path, &original);
+    // Already open.
+    let held = Pool::open(&path, "test").unwrap();
+    let e = Pool::open(&path, "test").err().unwrap();
+    assert!(matches!(e, Error::AlreadyOpen { .. }), "{e}");
+    drop(held);
+    let original = std::fs::read(&path).unwrap();
+    // Not a pool.
+    let junk = d.path().join("junk");
+    std::fs::write(&junk, b"hello, this is not a pool at all").unwrap();
+    assert!(matches!(
+        Pool::open(&junk, "test"),
+        Err(Error::NotAPool { .. })
+    ));
+    let empty = d.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(matches!(
+        Pool::open(&empty, "test"),
+        Err(Error::NotAPool { .. })
+    ));
+    // Truncated.
+    let t = d.path().join("trunc");
+    std::fs::write(&t, &original[..original.len() / 2]).unwrap();
+    let e = Pool::open(&t, "test").err().unwrap();
+    assert!(matches!(e, Error::Truncated { .. }), "{e}");
+    assert!(e.to_string().contains("trunc"));
+    std::fs::write(&t, &original[..100]).unwrap();
+    assert!(matches!(
+        Pool::open(&t, "test"),
+        Err(Error::Truncated { .. })
+    ));
+    // Corrupt header.
+    let c = d.path().join("corrupt");
+    let mut bad = original.clone();
+    bad[40] ^= 0x55; // inside the layout name
+    std::fs::write(&c, &bad).unwrap();
+    let e = Pool::open(&c, "test").err().unwrap();
+    assert!(matches!(e, Error::Corrupt { .. }), "{e}");
+    check_unchanged(&c, &bad);
+    // Other format version.
+    let v = d.path().join("version");
+    let mut bad = original.clone();
+    bad[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&v, &bad).unwrap();
+    let e = Pool::open(&v, "test").err().unwrap();
+    assert!(
+        matches!(e, Error::UnsupportedVersion { found: 99, .. }),
+        "{e}"
+    );
+    // Directory.
+    assert!(matches!(
+        Pool::open(d.path(), "test"),
+        Err(Error::IsADirectory { .. })
+    ));
+    assert!(matches!(
+        Pool::create(d.path(), &small("t")),
+        Err(Error::IsADirectory { .. })
+    ));
+    // Exists.
+    assert!(matches!(
+        Pool::create(&path, &small("t")),
+        Err(Error::AlreadyExists { .. })
+    ));
+    // Too small / unrepresentable sizes.
+    let z = d.path().join("z");
+    assert!(matches!(
+        Pool::create(&z, &PoolOptions::new("t").size(4096)),
+        Err(Error::InvalidOption(_))
+    ));
+    assert!(matches!(
+        Pool::create(&z, &PoolOptions::new("t").size(8 * MIB).max_size(u64::MAX)),
+        Err(Error::InvalidOption(_))
+    ));
+    assert!(!z.exists());
+    // Missing directory.
+    let e = Pool::create(d.path().join("no/such/dir/p"), &small("t"))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    // The original still opens and holds its data.
+    check_unchanged(&path, &original);
+    let pool = Pool::open(&path, "test").unwrap();
+    let root = pool.root::<Root>().unwrap();
+    assert_eq!(list_values(&pool, root), vec![5]);
+    // Root of a different size is refused.
+    assert!(matches!(
+        pool.root::<u64>(),
+        Err(Error::RootTypeMismatch { .. })
+    ));
+}
+
+#[test]
+fn corrupted_log_record_is_refused() {
+    let (d, path) = tmp_pool("k.pool");
+    {
+        let pool = Pool::create(&path, &small("test")).unwrap();
+        let root = pool.root::<Root>().unwrap();
+        for v in 0..6 {
+            push(&pool, root, v);
+        }
+        pool.crash_for_test();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    // The lane area starts right after the state page (offset 8192); 8 lanes of 4 slots.
+    let lanes_off = 8192usize;
+    let slot = 16 * 1024;
+    // Flip a payload byte of each record in turn: every record but a lane's newest must be
+    // reported as corruption (the newest is indistinguishable from a torn in-flight write).
+    let mut damaged = 0;
+    for s in 0..32 {
+        let off = lanes_off + s * slot;
+        if bytes[off + 4..off + 8] == *b"DLOG" {
+            let mut bad = bytes.clone();
+            bad[off + 40] ^= 0xff;
+            let p = d.path().join(format!("bad{s}"));
+            std::fs::write(&p, &bad).unwrap();
+            match Pool::open(&p, "test") {
+                Err(Error::Corrupt { detail, .. }) => {
+                    assert!(detail.contains("log"), "{detail}");
+                    damaged += 1;
+                    assert_eq!(std::fs::read(&p).unwrap(), bad);
+                }
+                Ok(_) => {} // the newest record: indistinguishable from a torn write
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    assert!(damaged >= 2, "only {damaged} corruptions detected");
+}
