@@ -43,7 +43,7 @@ pub mod tx;
 
 pub use bytemuck;
 pub use error::{Error, Result};
-pub use persist::{counters, FlushInstr, Mode};
+pub use persist::{counters, FlushInstr, Mode, Persister};
 pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, RecoveryReport};
 pub use ptr::{PBytes, PPtr};
 pub use tx::Tx;

@@ -1,0 +1,8 @@
+//! Daisy's lab: the crash tests and the benchmarks that compare Daisy with its rivals
+//! (PMDK's libpmemobj, msync, fsync) in one run.
+
+pub mod crashtest;
+pub mod pmdk;
+pub mod progress;
+pub mod stats;
+pub mod txbench;

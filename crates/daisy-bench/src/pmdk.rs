@@ -1,0 +1,236 @@
+//! PMDK's libpmemobj, loaded at run time so `daisy` builds and runs without it.
+//!
+//! Debian's libpmemobj-dev installs `libpmemobj.so`; when it is missing the benchmarks say so
+//! and skip the PMDK rows. The pool is forced to pmem mode on tmpfs (`PMEM_IS_PMEM_FORCE=1`),
+//! as the origin document's emulation implies, and the unsafe-shutdown check that PMDK >= 2.1
+//! requires on real hardware is turned off for pool creation (`sds.at_create=0`).
+//!
+//! All `unsafe` of the lab lives in this file; each call states its contract.
+
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::path::Path;
+
+/// PMDK's persistent object id (16 bytes, returned by value in registers).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PMEMoid {
+    pub pool_uuid_lo: u64,
+    pub off: u64,
+}
+
+type CreateFn = unsafe extern "C" fn(*const c_char, *const c_char, usize, u32) -> *mut c_void;
+type CloseFn = unsafe extern "C" fn(*mut c_void);
+type RootFn = unsafe extern "C" fn(*mut c_void, usize) -> PMEMoid;
+type DirectFn = unsafe extern "C" fn(PMEMoid) -> *mut c_void;
+type TxBeginFn = unsafe extern "C" fn(*mut c_void, *mut c_void, ...) -> c_int;
+type TxAddRangeFn = unsafe extern "C" fn(PMEMoid, u64, usize) -> c_int;
+type TxVoidFn = unsafe extern "C" fn();
+type TxEndFn = unsafe extern "C" fn() -> c_int;
+type TxAllocFn = unsafe extern "C" fn(usize, u64) -> PMEMoid;
+type TxFreeFn = unsafe extern "C" fn(PMEMoid) -> c_int;
+type ErrMsgFn = unsafe extern "C" fn() -> *const c_char;
+type VersionFn = unsafe extern "C" fn(c_int, c_int) -> *const c_char;
+
+/// The loaded library and the functions the benchmarks call.
+pub struct Pmdk {
+    _lib: Library,
+    create: CreateFn,
+    close: CloseFn,
+    root: RootFn,
+    direct: DirectFn,
+    tx_begin: TxBeginFn,
+    tx_add_range: TxAddRangeFn,
+    tx_commit: TxVoidFn,
+    tx_abort: unsafe extern "C" fn(c_int),
+    tx_end: TxEndFn,
+    tx_alloc: TxAllocFn,
+    tx_free: TxFreeFn,
+    errormsg: ErrMsgFn,
+    pub version: String,
+}
+
+impl Pmdk {
+    /// Load libpmemobj, or explain why not.
+    pub fn load() -> Result<Pmdk, String> {
+        // Must be set before the library's constructor runs.
+        std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+        std::env::set_var("PMEMOBJ_CONF", "sds.at_create=0");
+        let mut last = String::new();
+        for name in ["libpmemobj.so.1", "libpmemobj.so"] {
+            // SAFETY: loading libpmemobj runs its ELF constructors, which only initialise the
+            // library's own state.
+            match unsafe { Library::new(name) } {
+                Ok(lib) => return Self::bind(lib),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(format!(
+            "PMDK's libpmemobj is not installed ({last}); install Debian's libpmemobj-dev to compare"
+        ))
+    }
+
+    fn bind(lib: Library) -> Result<Pmdk, String> {
+        macro_rules! sym {
+            ($name:literal, $t:ty) => {{
+                // SAFETY: the symbol has this C signature in libpmemobj 1.x and 2.x
+                // (libpmemobj/base.h, pool_base.h, tx_base.h).
+                let s: libloading::Symbol<$t> = unsafe { lib.get($name) }.map_err(|e| {
+                    format!("libpmemobj lacks {}: {e}", String::from_utf8_lossy($name))
+                })?;
+                *s
+            }};
+        }
+        let version_fn = sym!(b"pmemobj_check_version", VersionFn);
+        let p = Pmdk {
+            create: sym!(b"pmemobj_create", CreateFn),
+            close: sym!(b"pmemobj_close", CloseFn),
+            root: sym!(b"pmemobj_root", RootFn),
+            direct: sym!(b"pmemobj_direct", DirectFn),
+            tx_begin: sym!(b"pmemobj_tx_begin", TxBeginFn),
+            tx_add_range: sym!(b"pmemobj_tx_add_range", TxAddRangeFn),
+            tx_commit: sym!(b"pmemobj_tx_commit", TxVoidFn),
+            tx_abort: sym!(b"pmemobj_tx_abort", unsafe extern "C" fn(c_int)),
+            tx_end: sym!(b"pmemobj_tx_end", TxEndFn),
+            tx_alloc: sym!(b"pmemobj_tx_alloc", TxAllocFn),
+            tx_free: sym!(b"pmemobj_tx_free", TxFreeFn),
+            errormsg: sym!(b"pmemobj_errormsg", ErrMsgFn),
+            version: String::new(),
+            _lib: lib,
+        };
+        // SAFETY: check_version(major, minor) returns NULL or a static message.
+        let msg = unsafe { version_fn(1, 0) };
+        let version = if msg.is_null() {
+            "libpmemobj 1.x+".to_string()
+        } else {
+            // SAFETY: non-null return is a NUL-terminated static string.
+            unsafe { CStr::from_ptr(msg) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        Ok(Pmdk { version, ..p })
+    }
+
+    fn err(&self) -> String {
+        // SAFETY: errormsg returns a thread-local NUL-terminated string.
+        unsafe { CStr::from_ptr((self.errormsg)()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// An open PMDK pool with a root object of `root_size` bytes.
+pub struct PmdkPool<'a> {
+    pub lib: &'a Pmdk,
+    pop: *mut c_void,
+    pub root: PMEMoid,
+}
+
+impl<'a> PmdkPool<'a> {
+    pub fn create(
+        lib: &'a Pmdk,
+        path: &Path,
+        size: usize,
+        root_size: usize,
+    ) -> Result<Self, String> {
+        let _ = std::fs::remove_file(path);
+        let cpath = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+        let layout = CString::new("daisy-bench").unwrap();
+        // SAFETY: valid C strings; PMDK creates the file.
+        let pop = unsafe { (lib.create)(cpath.as_ptr(), layout.as_ptr(), size, 0o600) };
+        if pop.is_null() {
+            return Err(format!("pmemobj_create {}: {}", path.display(), lib.err()));
+        }
+        // SAFETY: pop is an open pool.
+        let root = unsafe { (lib.root)(pop, root_size) };
+        if root.off == 0 {
+            // SAFETY: pop is open and closed once.
+            unsafe { (lib.close)(pop) };
+            return Err(format!("pmemobj_root: {}", lib.err()));
+        }
+        Ok(PmdkPool { lib, pop, root })
+    }
+
+    /// Address of an object.
+    pub fn direct(&self, oid: PMEMoid) -> *mut u8 {
+        // SAFETY: oid belongs to this open pool.
+        unsafe { (self.lib.direct)(oid) as *mut u8 }
+    }
+
+    /// Run `f` inside a PMDK transaction (TX_BEGIN ... TX_END without setjmp: errors are
+    /// returned by the calls, which is how the benchmark uses them).
+    pub fn tx(&self, f: impl FnOnce(&PmdkTx<'_>) -> Result<(), String>) -> Result<(), String> {
+        // SAFETY: pop is open; a NULL jmp_buf selects error-return mode; TX_PARAM_NONE ends the
+        // variadic parameter list.
+        let r = unsafe { (self.lib.tx_begin)(self.pop, std::ptr::null_mut(), 0 as c_int) };
+        if r != 0 {
+            return Err(format!("pmemobj_tx_begin: {}", self.lib.err()));
+        }
+        let t = PmdkTx { pool: self };
+        let res = f(&t);
+        // SAFETY: a transaction is open on this thread.
+        unsafe {
+            match &res {
+                Ok(()) => (self.lib.tx_commit)(),
+                Err(_) => (self.lib.tx_abort)(libc::ECANCELED),
+            }
+            (self.lib.tx_end)();
+        }
+        res
+    }
+}
+
+impl Drop for PmdkPool<'_> {
+    fn drop(&mut self) {
+        // SAFETY: pop is open and closed exactly once.
+        unsafe { (self.lib.close)(self.pop) }
+    }
+}
+
+/// Calls valid inside [`PmdkPool::tx`].
+pub struct PmdkTx<'a> {
+    pool: &'a PmdkPool<'a>,
+}
+
+impl PmdkTx<'_> {
+    /// Snapshot `[off, off+len)` of `oid` into the undo log before modifying it.
+    pub fn add_range(&self, oid: PMEMoid, off: u64, len: usize) -> Result<(), String> {
+        // SAFETY: called inside an open transaction on an object of this pool.
+        let r = unsafe { (self.pool.lib.tx_add_range)(oid, off, len) };
+        if r != 0 {
+            return Err(format!("pmemobj_tx_add_range: {}", self.pool.lib.err()));
+        }
+        Ok(())
+    }
+
+    /// Store a u64 at `ptr` (after `add_range` covered it).
+    pub fn store_u64(&self, oid: PMEMoid, off: u64, v: u64) {
+        let p = self.pool.direct(oid);
+        // SAFETY: the caller added [off, off+8) of oid, which lies inside the object.
+        unsafe { std::ptr::write_unaligned(p.add(off as usize) as *mut u64, v) }
+    }
+
+    pub fn load_u64(&self, oid: PMEMoid, off: u64) -> u64 {
+        let p = self.pool.direct(oid);
+        // SAFETY: inside the object.
+        unsafe { std::ptr::read_unaligned(p.add(off as usize) as *const u64) }
+    }
+
+    pub fn alloc(&self, size: usize) -> Result<PMEMoid, String> {
+        // SAFETY: inside an open transaction.
+        let oid = unsafe { (self.pool.lib.tx_alloc)(size, 1) };
+        if oid.off == 0 {
+            return Err(format!("pmemobj_tx_alloc: {}", self.pool.lib.err()));
+        }
+        Ok(oid)
+    }
+
+    pub fn free(&self, oid: PMEMoid) -> Result<(), String> {
+        // SAFETY: inside an open transaction; oid was allocated in this pool.
+        let r = unsafe { (self.pool.lib.tx_free)(oid) };
+        if r != 0 {
+            return Err(format!("pmemobj_tx_free: {}", self.pool.lib.err()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,393 @@
+//! `daisy bench tx`: small transactions, Daisy against PMDK and the bare store+flush floor.
+//!
+//! Cases (same work for every mechanism, same file system):
+//! * `update-1`: one 8-byte update;
+//! * `update-8`: eight 8-byte updates in different cache lines;
+//! * `alloc-free`: allocate 64 bytes, link it into the root, free the block it replaces;
+//! * `alloc-free-x100`: a hundred such pairs in one transaction (allocator throughput).
+//!
+//! Each figure is the median of several timed runs (spread printed as min..max); flush and
+//! fence counts come from a separate counting pass, so counting never slows the timed runs.
+
+use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
+use crate::stats::Spread;
+use bytemuck::{Pod, Zeroable};
+use daisy::{counters, Error, PPtr, Persister, Pool, PoolOptions};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const RING: usize = 64;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct BenchRoot {
+    lines: [[u64; 8]; 8],
+    ring: [PPtr<[u8; 64]>; RING],
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub dir: PathBuf,
+    pub ops: u64,
+    pub runs: usize,
+    pub cases: Vec<String>,
+}
+
+pub const CASES: [&str; 4] = ["update-1", "update-8", "alloc-free", "alloc-free-x100"];
+
+/// One result row.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    pub bench: &'static str,
+    pub case: String,
+    pub mechanism: &'static str,
+    pub ns_per_op: f64,
+    pub ops_per_s: f64,
+    pub spread_min_ns: f64,
+    pub spread_max_ns: f64,
+    /// Allocation+free pairs per second (alloc cases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs_per_s: Option<f64>,
+    pub flushes_per_op: Option<f64>,
+    pub fences_per_op: Option<f64>,
+    pub runs: usize,
+    pub ops: u64,
+    pub mode: String,
+    pub fs: String,
+    /// PMDK's time divided by this row's (how many times faster than PMDK).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup_vs_pmdk: Option<f64>,
+    /// This row's time divided by the store-flush floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x_store_flush: Option<f64>,
+}
+
+fn time_runs(
+    cfg: &Config,
+    mut op: impl FnMut(u64) -> Result<(), String>,
+) -> Result<Spread, String> {
+    let warm = (cfg.ops / 10).max(100);
+    let mut i = 0u64;
+    for _ in 0..warm {
+        op(i)?;
+        i += 1;
+    }
+    let mut samples = Vec::with_capacity(cfg.runs);
+    for _ in 0..cfg.runs {
+        let t = Instant::now();
+        for _ in 0..cfg.ops {
+            op(i)?;
+            i += 1;
+        }
+        samples.push(t.elapsed().as_nanos() as f64 / cfg.ops as f64);
+    }
+    Ok(Spread::of(&samples))
+}
+
+fn count_pass(n: u64, mut op: impl FnMut(u64) -> Result<(), String>) -> Result<(f64, f64), String> {
+    counters::enable(true);
+    let _ = counters::take();
+    let r = (0..n).try_for_each(|i| op(1_000_000_000 + i));
+    let c = counters::take();
+    counters::enable(false);
+    r?;
+    Ok((c.flushes as f64 / n as f64, c.fences as f64 / n as f64))
+}
+
+fn daisy_op<'a>(
+    pool: &'a Pool,
+    root: PPtr<BenchRoot>,
+    case: &str,
+) -> impl FnMut(u64) -> Result<(), String> + 'a {
+    let case = case.to_string();
+    move |i| {
+        let r = match case.as_str() {
+            "update-1" => pool.transaction(|tx| tx.write(root.cast::<u64>(), &i)),
+            "update-8" => pool.transaction(|tx| {
+                for l in 0..8u64 {
+                    tx.write(root.byte_add::<u64>(l * 64), &i)?;
+                }
+                Ok::<_, Error>(())
+            }),
+            "alloc-free" => pool.transaction(|tx| alloc_link_free(tx, root, i)),
+            "alloc-free-x100" => pool.transaction(|tx| {
+                for k in 0..100 {
+                    alloc_link_free(tx, root, i * 100 + k)?;
+                }
+                Ok::<_, Error>(())
+            }),
+            other => panic!("unknown case {other}"),
+        };
+        r.map_err(|e| e.to_string())
+    }
+}
+
+fn alloc_link_free(tx: &mut daisy::Tx<'_>, root: PPtr<BenchRoot>, i: u64) -> daisy::Result<()> {
+    let slot = root.byte_add::<PPtr<[u8; 64]>>(512 + 8 * (i % RING as u64));
+    let old = tx.read(slot)?;
+    let mut v = [0u8; 64];
+    v[..8].copy_from_slice(&i.to_le_bytes());
+    let new = tx.alloc(&v)?;
+    tx.write(slot, &new)?;
+    if !old.is_null() {
+        tx.free(old)?;
+    }
+    Ok(())
+}
+
+fn pmdk_op<'a>(
+    p: &'a PmdkPool<'a>,
+    ring: &'a mut Vec<PMEMoid>,
+    case: &str,
+) -> impl FnMut(u64) -> Result<(), String> + 'a {
+    let case = case.to_string();
+    let root = p.root;
+    move |i| match case.as_str() {
+        "update-1" => p.tx(|t| {
+            t.add_range(root, 0, 8)?;
+            t.store_u64(root, 0, i);
+            Ok(())
+        }),
+        "update-8" => p.tx(|t| {
+            for l in 0..8u64 {
+                t.add_range(root, l * 64, 8)?;
+                t.store_u64(root, l * 64, i);
+            }
+            Ok(())
+        }),
+        "alloc-free" | "alloc-free-x100" => {
+            let k = if case == "alloc-free" { 1 } else { 100 };
+            p.tx(|t| {
+                for j in 0..k {
+                    let idx = ((i * k + j) % RING as u64) as usize;
+                    // The ring of object ids lives in the root after the 512 bytes of lines.
+                    let off = 512 + 16 * idx as u64;
+                    t.add_range(root, off, 16)?;
+                    let new = t.alloc(64)?;
+                    let old = ring[idx];
+                    t.store_u64(root, off, new.pool_uuid_lo);
+                    t.store_u64(root, off + 8, new.off);
+                    ring[idx] = new;
+                    if old.off != 0 {
+                        t.free(old)?;
+                    }
+                }
+                Ok(())
+            })
+        }
+        other => Err(format!("unknown case {other}")),
+    }
+}
+
+/// The floor: a bare 8-byte store + cache-line flush + fence on a mapped tmpfs file.
+fn store_flush_op(
+    map: &daisy::map::Mapping,
+    persist: Persister,
+) -> impl FnMut(u64) -> Result<(), String> + '_ {
+    move |i| {
+        map.write(4096, &i);
+        persist.flush(map.at(4096, 8), 8);
+        persist.fence().map_err(|e| e.to_string())
+    }
+}
+
+/// Environment line every benchmark prints.
+pub fn describe_env(pool: &Pool) -> String {
+    format!(
+        "pool {} on {} ({}), mode {}{}",
+        pool.path().display(),
+        pool.info().fs_type,
+        if pool.info().fs_type == "tmpfs" {
+            "DRAM emulating NVM, as in seed 000"
+        } else {
+            "disk"
+        },
+        pool.mode().describe(),
+        if daisy::FlushInstr::available().is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; CPU flush instructions: {}",
+                daisy::FlushInstr::available()
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    )
+}
+
+/// Run the benchmark. `emit` receives each row as soon as it is measured.
+pub fn run(
+    cfg: &Config,
+    mut note: impl FnMut(&str),
+    mut emit: impl FnMut(&Row),
+) -> Result<Vec<Row>, String> {
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    let dpath = cfg
+        .dir
+        .join(format!("daisy-bench-tx-{}.pool", std::process::id()));
+    let ppath = cfg
+        .dir
+        .join(format!("pmdk-bench-tx-{}.pool", std::process::id()));
+    let fpath = cfg
+        .dir
+        .join(format!("store-flush-{}.bin", std::process::id()));
+    let _cleanup = Cleanup(vec![dpath.clone(), ppath.clone(), fpath.clone()]);
+    let _ = std::fs::remove_file(&dpath);
+    let pool = Pool::create(&dpath, &PoolOptions::new("daisy.bench.tx").size(256 << 20))
+        .map_err(|e| e.to_string())?;
+    let root = pool.root::<BenchRoot>().map_err(|e| e.to_string())?;
+    let mode = pool.mode();
+    let fs = pool.info().fs_type.to_string();
+    note(&describe_env(&pool));
+    let pmdk = Pmdk::load();
+    match &pmdk {
+        Ok(p) => note(&format!(
+            "PMDK: {} (libpmemobj, forced pmem mode: PMEM_IS_PMEM_FORCE=1)",
+            p.version
+        )),
+        Err(e) => note(&format!("PMDK: not measured: {e}")),
+    }
+    let mut rows = Vec::new();
+    let mut ring: Vec<PMEMoid> = vec![PMEMoid::default(); RING];
+    let ppool = match &pmdk {
+        Ok(lib) => match PmdkPool::create(
+            lib,
+            &ppath,
+            256 << 20,
+            std::mem::size_of::<BenchRoot>() + 16 * RING,
+        ) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                note(&format!("PMDK: pool creation failed: {e}"));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    let sfile = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&fpath)
+        .map_err(|e| e.to_string())?;
+    sfile.set_len(1 << 20).map_err(|e| e.to_string())?;
+    let smap = daisy::map::Mapping::new(&sfile, 1 << 20, 1 << 20).map_err(|e| e.to_string())?;
+    let spersist = Persister::new(mode);
+
+    for case in &cfg.cases {
+        let row = |mech: &'static str, sp: Spread, counts: Option<(f64, f64)>| Row {
+            bench: "tx",
+            case: case.clone(),
+            mechanism: mech,
+            ns_per_op: sp.median,
+            ops_per_s: 1e9 / sp.median,
+            spread_min_ns: sp.min,
+            spread_max_ns: sp.max,
+            pairs_per_s: match case.as_str() {
+                "alloc-free" => Some(1e9 / sp.median),
+                "alloc-free-x100" => Some(100.0 * 1e9 / sp.median),
+                _ => None,
+            },
+            flushes_per_op: counts.map(|c| c.0),
+            fences_per_op: counts.map(|c| c.1),
+            runs: cfg.runs,
+            ops: cfg.ops,
+            mode: if mech == "pmdk" {
+                "pmem (forced)".into()
+            } else {
+                mode.describe()
+            },
+            fs: fs.clone(),
+            speedup_vs_pmdk: None,
+            x_store_flush: None,
+        };
+        let ops = if case == "alloc-free-x100" {
+            (cfg.ops / 50).max(200)
+        } else {
+            cfg.ops
+        };
+        let ccfg = Config { ops, ..cfg.clone() };
+        // Daisy.
+        let sp = time_runs(&ccfg, daisy_op(&pool, root, case))?;
+        let counts = count_pass(1000.min(ops), daisy_op(&pool, root, case))?;
+        let mut d = row("daisy", sp, Some(counts));
+        // PMDK.
+        let mut p_row = None;
+        if let Some(pp) = &ppool {
+            let sp = time_runs(&ccfg, pmdk_op(pp, &mut ring, case))?;
+            p_row = Some(row("pmdk", sp, None));
+        }
+        // The floor.
+        let mut s_row = None;
+        if case == "update-1" {
+            let sp = time_runs(&ccfg, store_flush_op(&smap, spersist))?;
+            let counts = count_pass(1000, store_flush_op(&smap, spersist))?;
+            s_row = Some(row("store-flush", sp, Some(counts)));
+        }
+        if let Some(p) = &p_row {
+            d.speedup_vs_pmdk = Some(p.ns_per_op / d.ns_per_op);
+        }
+        if let Some(s) = &s_row {
+            d.x_store_flush = Some(d.ns_per_op / s.ns_per_op);
+        }
+        for r in [Some(d), p_row, s_row].into_iter().flatten() {
+            emit(&r);
+            rows.push(r);
+        }
+    }
+    drop(ppool);
+    Ok(rows)
+}
+
+struct Cleanup(Vec<PathBuf>);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Human-readable table of tx bench rows.
+pub fn table(rows: &[Row]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{:<16} {:<12} {:>10} {:>12} {:>19} {:>9} {:>8} {:>10} {:>10}\n",
+        "case",
+        "mechanism",
+        "ns/op",
+        "ops/s",
+        "spread (ns)",
+        "flush/op",
+        "fence/op",
+        "vs pmdk",
+        "x floor"
+    ));
+    for r in rows {
+        let opt = |v: Option<f64>, suffix: &str| {
+            v.map(|v| format!("{v:.2}{suffix}"))
+                .unwrap_or_else(|| "-".into())
+        };
+        s.push_str(&format!(
+            "{:<16} {:<12} {:>10.1} {:>12.0} {:>19} {:>9} {:>8} {:>10} {:>10}\n",
+            r.case,
+            r.mechanism,
+            r.ns_per_op,
+            r.ops_per_s,
+            format!("{:.0}..{:.0}", r.spread_min_ns, r.spread_max_ns),
+            opt(r.flushes_per_op, ""),
+            opt(r.fences_per_op, ""),
+            opt(r.speedup_vs_pmdk, "x"),
+            opt(r.x_store_flush, "x"),
+        ));
+    }
+    s
+}
+
+pub fn default_dir() -> &'static Path {
+    Path::new(daisy::pool::DEFAULT_DIR)
+}

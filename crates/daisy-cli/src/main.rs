@@ -1,0 +1,409 @@
+//! The `daisy` command.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use daisy::{ModeChoice, Pool, PoolOptions};
+use daisy_bench::{crashtest, txbench};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod size;
+use size::{fmt_size, parse_size};
+
+#[derive(Parser)]
+#[command(
+    name = "daisy",
+    version,
+    about = "Crash-consistent persistent memory: pools, transactions, crash tests and benchmarks",
+    long_about = "Daisy keeps program data in a pool: a file mapped into memory (on /dev/shm it \
+                  emulates NVM). Transactions survive process crashes and power failures.\n\n\
+                  Environment: DAISY_MODE=auto|pmem|msync overrides the persistence mode; \
+                  DAISY_FLUSH=clwb|clflushopt|clflush overrides the flush instruction."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create, inspect and check pool files.
+    #[command(subcommand)]
+    Pool(PoolCmd),
+    /// Kill torture: kill a process running transactions at random moments and verify that
+    /// nothing committed is lost and nothing uncommitted is half-applied.
+    Crashtest(CrashtestArgs),
+    /// Benchmarks: Daisy against its rivals, measured side by side in one run.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+    /// (internal) the child process of `daisy crashtest`.
+    #[command(hide = true)]
+    CrashtestChild {
+        pool: PathBuf,
+        #[arg(long)]
+        seed: u64,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Auto,
+    Pmem,
+    Msync,
+}
+
+impl From<ModeArg> for ModeChoice {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Auto => ModeChoice::Auto,
+            ModeArg::Pmem => ModeChoice::Pmem,
+            ModeArg::Msync => ModeChoice::Msync,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum PoolCmd {
+    /// Create a new pool file.
+    Create {
+        path: PathBuf,
+        /// Initial size (e.g. 64MiB, 1GiB).
+        #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+        size: u64,
+        /// The pool grows on demand up to this size [default: max(size, 64GiB)].
+        #[arg(long, value_parser = parse_size)]
+        max_size: Option<u64>,
+        /// Layout name that programs must ask for when they open the pool.
+        #[arg(long, default_value = "")]
+        layout: String,
+        /// Persistence mode [auto: pmem on tmpfs/DAX, msync elsewhere].
+        #[arg(long, value_enum, default_value = "auto")]
+        mode: ModeArg,
+        /// Log lanes (concurrent transactions).
+        #[arg(long, default_value_t = daisy::layout::DEFAULT_LANES)]
+        lanes: u32,
+        /// Redo-log slot size: the largest transaction's log.
+        #[arg(long, default_value = "16KiB", value_parser = parse_size)]
+        log_slot_size: u64,
+    },
+    /// Print size, usage, persistence mode, layout and identity of a pool.
+    Info {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Verify headers, logs, allocator metadata and (for known layouts) reachability.
+    /// Exits non-zero on any inconsistency.
+    Check {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
+
+#[derive(Args)]
+struct CrashtestArgs {
+    /// Number of kills.
+    #[arg(long, default_value_t = 200)]
+    kills: u64,
+    /// Seed of the workload and of the kill times [default: random]; printed for replay.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Directory of the pool.
+    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    dir: PathBuf,
+    /// Longest time a child runs before it is killed, in milliseconds.
+    #[arg(long, default_value_t = 30)]
+    max_delay_ms: u64,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Small transactions: Daisy, PMDK's libpmemobj and the bare store+flush+fence floor.
+    Tx {
+        /// Directory for the pools (tmpfs emulates NVM; a disk path gives msync mode).
+        #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+        dir: PathBuf,
+        /// Transactions per timed run.
+        #[arg(long, default_value_t = 200_000)]
+        ops: u64,
+        /// Timed runs (the median is reported, with the spread).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Cases to run [default: all].
+        #[arg(long = "case", value_parser = clap::builder::PossibleValuesParser::new(txbench::CASES))]
+        cases: Vec<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("daisy: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.cmd {
+        Cmd::Pool(p) => pool_cmd(p),
+        Cmd::Crashtest(a) => crashtest_cmd(a),
+        Cmd::CrashtestChild { pool, seed } => {
+            crashtest::child(&pool, seed).map_err(|e| e.to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench(BenchCmd::Tx {
+            dir,
+            ops,
+            runs,
+            cases,
+            format,
+        }) => {
+            if ops == 0 || runs == 0 {
+                return Err("--ops and --runs must be at least 1".into());
+            }
+            let cases = if cases.is_empty() {
+                txbench::CASES.iter().map(|s| s.to_string()).collect()
+            } else {
+                cases
+            };
+            let cfg = txbench::Config {
+                dir,
+                ops,
+                runs,
+                cases,
+            };
+            let json = format == Format::Json;
+            if !json {
+                println!(
+                    "daisy bench tx: {} transactions per run, {} runs, median reported",
+                    ops, runs
+                );
+            }
+            let rows = txbench::run(
+                &cfg,
+                |n| {
+                    if json {
+                        eprintln!("{n}")
+                    } else {
+                        println!("{n}")
+                    }
+                },
+                |r| {
+                    if json {
+                        println!("{}", serde_json::to_string(r).unwrap());
+                    }
+                },
+            )?;
+            if !json {
+                print!("{}", txbench::table(&rows));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
+    match p {
+        PoolCmd::Create {
+            path,
+            size,
+            max_size,
+            layout,
+            mode,
+            lanes,
+            log_slot_size,
+        } => {
+            let slot = u32::try_from(log_slot_size)
+                .map_err(|_| format!("--log-slot-size {log_slot_size} is too large"))?;
+            let mut opts = PoolOptions::new(&layout)
+                .size(size)
+                .mode(mode.into())
+                .lanes(lanes)
+                .log_slot_size(slot);
+            opts.max_size = max_size;
+            let pool = Pool::create(&path, &opts).map_err(|e| e.to_string())?;
+            let i = pool.info();
+            println!(
+                "created {}: {} (max {}), layout {:?}, {}, uuid {}",
+                path.display(),
+                fmt_size(i.size),
+                fmt_size(i.max_size),
+                i.layout,
+                i.mode.describe(),
+                i.uuid
+            );
+            pool.close().map_err(|e| e.to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        PoolCmd::Info { path, format } => {
+            let pool = Pool::open_with(&path, None, ModeChoice::Auto).map_err(|e| e.to_string())?;
+            let i = pool.info();
+            let rec = pool.recovery_report().clone();
+            if format == Format::Json {
+                let v = serde_json::json!({
+                    "path": i.path, "layout": i.layout, "format_version": i.format_version,
+                    "uuid": i.uuid, "mode": i.mode.name(),
+                    "flush_instruction": match i.mode { daisy::Mode::Pmem(f) => Some(f.name()), _ => None },
+                    "map_sync": i.map_sync, "fs": i.fs_type, "size": i.size, "file_size": i.file_size,
+                    "max_size": i.max_size, "heap_size": i.heap_size, "used": i.used, "free": i.free,
+                    "objects": i.objects, "lanes": i.lanes, "log_slot_size": i.log_slot_size,
+                    "root_offset": i.root.map(|r| r.0), "root_size": i.root.map(|r| r.1),
+                    "open_micros": rec.open_micros, "recovered_transactions": rec.records_replayed,
+                });
+                println!("{v}");
+            } else {
+                println!("path:            {}", i.path.display());
+                println!("layout:          {:?}", i.layout);
+                println!("format version:  {}", i.format_version);
+                println!("uuid:            {}", i.uuid);
+                println!(
+                    "persistence:     {} on {}{}",
+                    i.mode.describe(),
+                    i.fs_type,
+                    if i.map_sync { " (DAX, MAP_SYNC)" } else { "" }
+                );
+                println!(
+                    "size:            {} (file {}), grows up to {}",
+                    fmt_size(i.size),
+                    fmt_size(i.file_size),
+                    fmt_size(i.max_size)
+                );
+                println!(
+                    "used:            {} in {} objects",
+                    fmt_size(i.used),
+                    i.objects
+                );
+                println!(
+                    "free:            {} of {} heap",
+                    fmt_size(i.free),
+                    fmt_size(i.heap_size)
+                );
+                println!(
+                    "log:             {} lanes x 4 slots of {}",
+                    i.lanes,
+                    fmt_size(i.log_slot_size as u64)
+                );
+                match i.root {
+                    Some((off, size)) => println!("root:            offset {off:#x}, {size} bytes"),
+                    None => println!("root:            none"),
+                }
+                println!(
+                    "opened in:       {} us (recovery re-applied {} committed transactions)",
+                    rec.open_micros, rec.records_replayed
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PoolCmd::Check { path, format } => {
+            let pool = Pool::open_with(&path, None, ModeChoice::Auto).map_err(|e| e.to_string())?;
+            let layout = pool.layout();
+            let reach = match layout.as_str() {
+                crashtest::LAYOUT => Some(crashtest::reachable(&pool).map_err(|e| e.to_string())?),
+                _ => None,
+            };
+            let rep = pool.check(reach.as_deref());
+            if format == Format::Json {
+                let v = serde_json::json!({
+                    "path": path, "ok": rep.ok(), "problems": rep.problems, "objects": rep.objects,
+                    "used": rep.used, "log_records": rep.log_records,
+                    "reachability_checked": rep.reachability_checked, "reachable": rep.reachable,
+                });
+                println!("{v}");
+            } else {
+                println!(
+                    "{}: header ok, logs ok ({} records), {} objects, {} used",
+                    path.display(),
+                    rep.log_records,
+                    rep.objects,
+                    fmt_size(rep.used)
+                );
+                if rep.reachability_checked {
+                    println!(
+                        "reachability: {} objects reachable from the root",
+                        rep.reachable
+                    );
+                } else {
+                    println!("reachability: not checked (no walker for layout {layout:?})");
+                }
+                for p in &rep.problems {
+                    println!("PROBLEM: {p}");
+                }
+                println!(
+                    "{}",
+                    if rep.ok() {
+                        "check: OK"
+                    } else {
+                        "check: FAILED"
+                    }
+                );
+            }
+            Ok(if rep.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+    }
+}
+
+fn crashtest_cmd(a: CrashtestArgs) -> Result<ExitCode, String> {
+    let seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+            % 1_000_000_007
+    });
+    std::fs::create_dir_all(&a.dir).map_err(|e| format!("{}: {e}", a.dir.display()))?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let cfg = crashtest::Config {
+        pool: a
+            .dir
+            .join(format!("daisy-crashtest-{}.pool", std::process::id())),
+        kills: a.kills,
+        seed,
+        max_delay: std::time::Duration::from_millis(a.max_delay_ms.max(1)),
+        child_cmd: vec![exe.to_string_lossy().into_owned(), "crashtest-child".into()],
+        pool_size: 32 << 20,
+    };
+    let json = a.format == Format::Json;
+    if !json {
+        println!("daisy crashtest: {} kills, seed {seed} (replay: daisy crashtest --seed {seed} --kills {})", a.kills, a.kills);
+    }
+    let bar = daisy_bench::progress::bar(a.kills, "kills");
+    let sum = crashtest::run(&cfg, |s| bar.set_position(s.kills));
+    bar.finish_and_clear();
+    let _ = std::fs::remove_file(&cfg.pool);
+    let sum = sum.map_err(|e| e.to_string())?;
+    if json {
+        println!("{}", serde_json::to_string(&sum).unwrap());
+    } else {
+        for m in &sum.messages {
+            println!("FAILURE: {m}");
+        }
+        println!(
+            "kills: {}, transactions verified: {}, lost: {}, failures: {} ({} recoveries re-applied committed transactions; slowest open {} us; {} on {})",
+            sum.kills, sum.transactions_verified, sum.lost, sum.failures, sum.recoveries_replayed, sum.max_open_micros, sum.mode, sum.fs
+        );
+    }
+    Ok(
+        if sum.lost == 0 && sum.failures == 0 && sum.kills == a.kills {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}
