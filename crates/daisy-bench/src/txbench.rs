@@ -236,8 +236,13 @@ pub fn run(
         .join(format!("store-flush-{}.bin", std::process::id()));
     let _cleanup = Cleanup(vec![dpath.clone(), ppath.clone(), fpath.clone()]);
     let _ = std::fs::remove_file(&dpath);
-    let pool = Pool::create(&dpath, &PoolOptions::new("daisy.bench.tx").size(256 << 20))
-        .map_err(|e| e.to_string())?;
+    let pool = Pool::create(
+        &dpath,
+        &PoolOptions::new("daisy.bench.tx")
+            .size(256 << 20)
+            .max_size(1 << 30),
+    )
+    .map_err(|e| e.to_string())?;
     let root = pool.root::<BenchRoot>().map_err(|e| e.to_string())?;
     let mode = pool.mode();
     let fs = pool.info().fs_type.to_string();

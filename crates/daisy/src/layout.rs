@@ -30,7 +30,7 @@ pub const CHUNK_SIZE: u64 = 256 * 1024;
 pub const LAYOUT_MAX: usize = 64;
 
 pub const DEFAULT_LANES: u32 = 32;
-pub const DEFAULT_SLOTS_PER_LANE: u32 = 4;
+pub const DEFAULT_SLOTS_PER_LANE: u32 = 8;
 pub const DEFAULT_SLOT_SIZE: u32 = 16 * 1024;
 pub const MIN_SLOT_SIZE: u32 = 256;
 pub const MAX_SLOT_SIZE: u32 = 64 * 1024 * 1024;

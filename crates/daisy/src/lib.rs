@@ -32,6 +32,7 @@
 //! `persist` (flush and fence) -> `map` (the mapping; the only module with raw memory access).
 
 pub mod alloc;
+pub mod checksum;
 pub mod error;
 pub mod layout;
 pub mod log;

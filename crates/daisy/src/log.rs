@@ -59,10 +59,12 @@ impl TargetBounds {
 }
 
 /// Checksum of a record: crc32c over the header from `magic` on, then the payload.
+/// (The commit path checksums its contiguous record buffer in one call; this is the same
+/// value.)
 pub fn record_checksum(hdr: &LogHeader, payload: &[u8]) -> u32 {
     let hb = bytemuck::bytes_of(hdr);
-    let c = crc32c::crc32c(&hb[4..]);
-    crc32c::crc32c_append(c, payload)
+    let c = crate::checksum::crc32c_append(0, &hb[4..]);
+    crate::checksum::crc32c_append(c, payload)
 }
 
 /// Parse the slot at `slot_off` (size `slot_size`).

@@ -240,45 +240,51 @@ impl Persister {
 
     /// Start writing back `[addr, addr+len)`; durable after the next [`fence`](Self::fence)
     /// on this thread.
-    #[inline]
+    #[inline(always)]
     pub fn flush(&self, addr: *const u8, len: usize) {
         if len == 0 {
             return;
         }
         let start = addr as usize & !(CACHE_LINE - 1);
         let end = addr as usize + len;
-        let lines = (end - start).div_ceil(CACHE_LINE);
-        counters::add_flushes(lines as u64);
         match self.mode {
             Mode::Pmem(instr) => {
                 let mut p = start;
+                let mut lines = 0;
                 while p < end {
                     crate::map::flush_line(instr, p as *const u8);
                     p += CACHE_LINE;
+                    lines += 1;
+                }
+                counters::add_flushes(lines);
+            }
+            Mode::Msync => self.note_msync_range(start, end),
+        }
+    }
+
+    /// msync mode: remember the pages of `[start, end)` for the next fence.
+    #[cold]
+    fn note_msync_range(&self, start: usize, end: usize) {
+        counters::add_flushes((end - start).div_ceil(CACHE_LINE) as u64);
+        let pstart = start & !(self.page_size - 1);
+        let pend = (end + self.page_size - 1) & !(self.page_size - 1);
+        PENDING_SYNC.with(|p| {
+            let mut p = p.borrow_mut();
+            if let Some(last) = p.last_mut() {
+                // Merge with the previous range when it touches or overlaps.
+                if pstart <= last.1 && pend >= last.0 {
+                    last.0 = last.0.min(pstart);
+                    last.1 = last.1.max(pend);
+                    return;
                 }
             }
-            Mode::Msync => {
-                let pstart = addr as usize & !(self.page_size - 1);
-                let pend = (end + self.page_size - 1) & !(self.page_size - 1);
-                PENDING_SYNC.with(|p| {
-                    let mut p = p.borrow_mut();
-                    if let Some(last) = p.last_mut() {
-                        // Merge with the previous range when it touches or overlaps.
-                        if pstart <= last.1 && pend >= last.0 {
-                            last.0 = last.0.min(pstart);
-                            last.1 = last.1.max(pend);
-                            return;
-                        }
-                    }
-                    p.push((pstart, pend));
-                });
-            }
-        }
+            p.push((pstart, pend));
+        });
     }
 
     /// Wait until every range this thread flushed is persistent.
     /// Returns an error only in msync mode, when the kernel reports a write-back failure.
-    #[inline]
+    #[inline(always)]
     pub fn fence(&self) -> std::io::Result<()> {
         counters::add_fence();
         match self.mode {
@@ -286,34 +292,39 @@ impl Persister {
                 crate::map::sfence();
                 Ok(())
             }
-            Mode::Msync => PENDING_SYNC.with(|p| {
-                let mut p = p.borrow_mut();
-                p.sort_unstable();
-                let mut result = Ok(());
-                let mut merged: Option<(usize, usize)> = None;
-                for &(s, e) in p.iter() {
-                    match merged {
-                        Some((ms, me)) if s <= me => merged = Some((ms, me.max(e))),
-                        Some((ms, me)) => {
-                            counters::add_msync();
-                            if let Err(err) = crate::map::msync(ms, me - ms) {
-                                result = Err(err);
-                            }
-                            merged = Some((s, e));
-                        }
-                        None => merged = Some((s, e)),
-                    }
-                }
-                if let Some((ms, me)) = merged {
-                    counters::add_msync();
-                    if let Err(err) = crate::map::msync(ms, me - ms) {
-                        result = Err(err);
-                    }
-                }
-                p.clear();
-                result
-            }),
+            Mode::Msync => Self::msync_pending(),
         }
+    }
+
+    #[cold]
+    fn msync_pending() -> std::io::Result<()> {
+        PENDING_SYNC.with(|p| {
+            let mut p = p.borrow_mut();
+            p.sort_unstable();
+            let mut result = Ok(());
+            let mut merged: Option<(usize, usize)> = None;
+            for &(s, e) in p.iter() {
+                match merged {
+                    Some((ms, me)) if s <= me => merged = Some((ms, me.max(e))),
+                    Some((ms, me)) => {
+                        counters::add_msync();
+                        if let Err(err) = crate::map::msync(ms, me - ms) {
+                            result = Err(err);
+                        }
+                        merged = Some((s, e));
+                    }
+                    None => merged = Some((s, e)),
+                }
+            }
+            if let Some((ms, me)) = merged {
+                counters::add_msync();
+                if let Err(err) = crate::map::msync(ms, me - ms) {
+                    result = Err(err);
+                }
+            }
+            p.clear();
+            result
+        })
     }
 
     /// `flush` + `fence`.

@@ -476,6 +476,9 @@ impl Pool {
                     slot_seq,
                     alloc: LaneAlloc::new(),
                     buf: TxBuffers::default(),
+                    durable_claim: watermark,
+                    commit_no: 0,
+                    dirty: Default::default(),
                 })
             })
             .collect();
@@ -978,15 +981,14 @@ impl PoolInner {
     /// The durable watermark candidate: one less than the oldest transaction that is in flight
     /// or applied but not yet fenced, on any lane.
     pub fn compute_watermark(&self) -> u64 {
-        let mut m = self.next_seq.load(Ordering::SeqCst);
+        // The counter first, then the lanes (see `Lane` for the pairing stores).
+        let mut m = self.next_seq.load(Ordering::Acquire);
         let n = self
             .lanes_in_use
-            .load(Ordering::SeqCst)
+            .load(Ordering::Acquire)
             .min(self.lanes.len());
         for lane in &self.lanes[..n] {
-            m = m
-                .min(lane.inflight_lb.load(Ordering::SeqCst))
-                .min(lane.applied_unfenced.load(Ordering::SeqCst));
+            m = m.min(lane.oldest_undurable());
         }
         m - 1
     }
@@ -1005,7 +1007,7 @@ impl PoolInner {
                 .load(Ordering::SeqCst)
                 .min(self.lanes.len());
             for lane in &self.lanes[..n] {
-                if lane.applied_unfenced.load(Ordering::SeqCst) <= target {
+                if lane.oldest_undurable() <= target {
                     lane.help_flush(self)?;
                 }
             }

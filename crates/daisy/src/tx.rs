@@ -24,7 +24,6 @@
 use crate::alloc::{Freed, LaneAlloc};
 use crate::error::{Error, Result};
 use crate::layout::*;
-use crate::log::record_checksum;
 use crate::pool::PoolInner;
 use crate::ptr::PPtr;
 use bytemuck::{Pod, Zeroable};
@@ -32,44 +31,127 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
+/// How many of its own commits a lane lets pass before it flushes the data lines a
+/// transaction applied. The flush then rides on that later commit's one fence, and a line
+/// that is written again meanwhile is flushed once for all those writes. A log slot is reused
+/// after `SLOTS_PER_LANE` commits, and recovery may drop a record only once a claim covers it,
+/// so the deferral must leave two commits of slack: D = K - 2.
+pub const DEFER_COMMITS: u64 = DEFAULT_SLOTS_PER_LANE as u64 - 2;
+
+/// Data lines a lane applied but has not flushed yet, oldest first.
+#[derive(Default)]
+pub(crate) struct DirtyLines {
+    /// (line address, lane commit number that dirtied it first, that transaction's seq)
+    q: std::collections::VecDeque<(usize, u64, u64)>,
+}
+
+impl DirtyLines {
+    /// Remember a line; skip it when a recent entry already covers it (a flush of that entry
+    /// will write back the newer bytes too).
+    #[inline]
+    fn push(&mut self, line: usize, lc: u64, seq: u64) {
+        if self.q.iter().rev().take(16).any(|e| e.0 == line) {
+            return;
+        }
+        self.q.push_back((line, lc, seq));
+    }
+
+    fn oldest_seq(&self) -> u64 {
+        self.q.front().map(|e| e.2).unwrap_or(u64::MAX)
+    }
+}
+
 /// One log lane: a thread runs a transaction on a lane it holds exclusively.
+///
+/// The watermark (`PoolInner::compute_watermark`) reads four words per lane; the owner writes
+/// them without any lock:
+/// * `inflight_lb`: while committing, a lower bound of the seq being committed (stored relaxed
+///   before the AcqRel `fetch_add` that takes the seq, so a reader that acquires the new
+///   counter value sees it); u64::MAX otherwise;
+/// * `undurable_from`: the oldest seq of this lane whose applied lines the owner has not yet
+///   flushed and fenced (u64::MAX: none);
+/// * `last_committed`: the newest seq this lane has fully applied;
+/// * `helped_to`: written by helpers: every transaction of this lane up to it is durable.
+///
+/// After applying, the owner stores `undurable_from`, then `last_committed`, then clears
+/// `inflight_lb` (Release); readers load them in the opposite order (Acquire). See
+/// [`Lane::oldest_undurable`] for how they combine.
 #[repr(align(128))]
 pub(crate) struct Lane {
     pub state: Mutex<LaneState>,
-    /// While committing: a lower bound of the seq being committed; otherwise u64::MAX.
     pub inflight_lb: AtomicU64,
-    /// Seq of the last transaction applied on this lane whose data no fence has covered yet;
-    /// u64::MAX when none. Changed only with `pending` locked.
-    pub applied_unfenced: AtomicU64,
-    /// Ranges applied by that transaction (so a helper can flush them).
-    pub pending: Mutex<Vec<(u64, u64)>>,
+    pub undurable_from: AtomicU64,
+    pub last_committed: AtomicU64,
+    pub helped_to: AtomicU64,
+    pub index: usize,
 }
 
 impl Lane {
     pub fn new(st: LaneState) -> Lane {
         Lane {
+            index: st.index,
             state: Mutex::new(st),
             inflight_lb: AtomicU64::new(u64::MAX),
-            applied_unfenced: AtomicU64::new(u64::MAX),
-            pending: Mutex::new(Vec::new()),
+            undurable_from: AtomicU64::new(u64::MAX),
+            last_committed: AtomicU64::new(0),
+            helped_to: AtomicU64::new(0),
         }
     }
 
-    /// Make this lane's applied-but-unfenced data durable (called by other threads).
+    /// A lower bound of the oldest transaction of this lane that may not be durable (in
+    /// flight, or applied but not yet flushed and fenced); u64::MAX when none.
+    #[inline]
+    pub fn oldest_undurable(&self) -> u64 {
+        let inflight = self.inflight_lb.load(Ordering::Acquire);
+        let last = self.last_committed.load(Ordering::Acquire);
+        let undurable = self.undurable_from.load(Ordering::Acquire);
+        let helped = self.helped_to.load(Ordering::Acquire);
+        let applied = if undurable > helped {
+            undurable
+        } else if last <= helped {
+            // A helper made everything this lane committed durable.
+            u64::MAX
+        } else {
+            helped + 1
+        };
+        inflight.min(applied)
+    }
+
+    /// Make every transaction this lane has applied durable, without waiting for its owner
+    /// (who may be running user code that waits for us).
+    ///
+    /// The owner keeps its unflushed lines privately; the helper instead re-reads the lane's
+    /// log records. Every transaction of the lane up to `last_committed` is either still in a
+    /// slot (a slot is reused only once a durable claim covers its record) or already durable,
+    /// so flushing the targets of the records up to `last_committed` and fencing makes all of
+    /// them durable. Records newer than that may not be applied yet and are skipped.
     pub fn help_flush(&self, pool: &PoolInner) -> Result<()> {
-        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        if self.applied_unfenced.load(Ordering::SeqCst) == u64::MAX {
+        let last = self.last_committed.load(Ordering::Acquire);
+        if last <= self.helped_to.load(Ordering::Acquire) {
             return Ok(());
         }
-        for &(off, len) in p.iter() {
-            pool.persist
-                .flush(pool.map.at(off, len as usize), len as usize);
+        let bounds = crate::log::TargetBounds {
+            chunk_table_off: pool.hdr.chunk_table_off,
+            data_end: pool.heap_end(),
+        };
+        let lane_off = pool.hdr.lanes_off + self.index as u64 * pool.hdr.lane_bytes();
+        for slot in 0..pool.hdr.slots_per_lane as u64 {
+            let off = lane_off + slot * pool.hdr.slot_size as u64;
+            if let crate::log::SlotState::Valid(rec) =
+                crate::log::parse_slot(&pool.map, off, pool.hdr.slot_size, bounds)
+            {
+                if rec.seq <= last {
+                    for e in &rec.entries {
+                        let len = e.len as usize;
+                        pool.persist.flush(pool.map.at(e.target, len), len);
+                    }
+                }
+            }
         }
         pool.persist
             .fence()
             .map_err(|e| pool.io_err("persist", e))?;
-        p.clear();
-        self.applied_unfenced.store(u64::MAX, Ordering::SeqCst);
+        self.helped_to.fetch_max(last, Ordering::AcqRel);
         Ok(())
     }
 }
@@ -82,13 +164,21 @@ pub(crate) struct LaneState {
     pub slot_seq: Vec<u64>,
     pub alloc: LaneAlloc,
     pub buf: TxBuffers,
+    /// Largest watermark this lane itself made durable (in its own fenced records). The global
+    /// `persisted_claim` is updated from it only now and then, to keep the commit path free of
+    /// shared read-modify-writes.
+    pub durable_claim: u64,
+    /// Commits this lane has made (numbers the dirty lines for [`DEFER_COMMITS`]).
+    pub commit_no: u64,
+    /// Lines applied but not yet flushed (owner-private; helpers use the log instead).
+    pub dirty: DirtyLines,
 }
 
 /// Reusable buffers of a lane's current transaction.
-#[derive(Default)]
 pub(crate) struct TxBuffers {
-    /// Log entries, exactly as they will be written after the record header.
-    payload: Vec<u8>,
+    /// The log record being built: [`LOG_HEADER_SIZE`] bytes reserved for the header (filled
+    /// in at commit), then the entries exactly as they go to the log slot.
+    record: Vec<u8>,
     n_entries: u32,
     /// Copy entries: (target, len, data position in payload), for read-your-writes.
     copies: Vec<(u64, u64, usize)>,
@@ -104,9 +194,28 @@ pub(crate) struct TxBuffers {
     freed: Vec<Freed>,
 }
 
+impl Default for TxBuffers {
+    fn default() -> Self {
+        TxBuffers {
+            record: vec![0; LOG_HEADER_SIZE],
+            n_entries: 0,
+            copies: Vec::new(),
+            bitops: Vec::new(),
+            fresh: Vec::new(),
+            reserved: Vec::new(),
+            chunks_taken: Vec::new(),
+            freed: Vec::new(),
+        }
+    }
+}
+
 impl TxBuffers {
+    fn is_empty(&self) -> bool {
+        self.record.len() == LOG_HEADER_SIZE
+    }
+
     fn clear(&mut self) {
-        self.payload.clear();
+        self.record.truncate(LOG_HEADER_SIZE);
         self.n_entries = 0;
         self.copies.clear();
         self.bitops.clear();
@@ -138,12 +247,11 @@ impl<'p> Tx<'p> {
             });
         }
         let n = pool.lanes.len();
-        let mut hint = LANE_HINT.with(|h| h.get());
-        if hint == usize::MAX {
-            hint = NEXT_LANE_HINT.fetch_add(1, Ordering::Relaxed);
-            LANE_HINT.with(|h| h.set(hint));
+        let mut start = LANE_HINT.with(|h| h.get());
+        if start >= n {
+            start = NEXT_LANE_HINT.fetch_add(1, Ordering::Relaxed) % n;
+            LANE_HINT.with(|h| h.set(start));
         }
-        let start = hint % n;
         let mut got = None;
         for i in 0..n {
             let idx = (start + i) % n;
@@ -173,10 +281,12 @@ impl<'p> Tx<'p> {
         if idx != start {
             LANE_HINT.with(|h| h.set(idx));
         }
+        // (The hint is per thread and shared by all pools; a pool with fewer lanes re-derives
+        // it above.)
         if pool.lanes_in_use.load(Ordering::Relaxed) <= idx {
             pool.lanes_in_use.fetch_max(idx + 1, Ordering::SeqCst);
         }
-        debug_assert!(st.buf.payload.is_empty() && st.buf.fresh.is_empty());
+        debug_assert!(st.buf.is_empty() && st.buf.fresh.is_empty());
         Ok(Tx {
             pool,
             lane: &pool.lanes[idx],
@@ -185,15 +295,12 @@ impl<'p> Tx<'p> {
         })
     }
 
-    fn capacity(&self) -> usize {
-        self.pool.hdr.slot_size as usize - LOG_HEADER_SIZE
-    }
-
+    #[inline]
     fn reserve_log(&self, extra: usize) -> Result<()> {
-        let needed = self.st.buf.payload.len() + extra;
-        if needed > self.capacity() {
+        let needed = self.st.buf.record.len() + extra;
+        if needed > self.pool.hdr.slot_size as usize {
             return Err(Error::TxTooLarge {
-                needed: needed + LOG_HEADER_SIZE,
+                needed,
                 capacity: self.pool.hdr.slot_size as usize,
             });
         }
@@ -205,10 +312,19 @@ impl<'p> Tx<'p> {
         self.reserve_log(copy_entry_size(data.len()))?;
         let b = &mut self.st.buf;
         let eh = EntryHeader::new(target, EntryKind::Copy, data.len() as u64);
-        b.payload.extend_from_slice(bytemuck::bytes_of(&eh));
-        let pos = b.payload.len();
-        b.payload.extend_from_slice(data);
-        b.payload.resize(pos + data.len().next_multiple_of(8), 0);
+        let pos = b.record.len() + ENTRY_HEADER_SIZE;
+        let padded = data.len().next_multiple_of(8);
+        if data.len() == 8 {
+            // The common case (one word) as a single append.
+            let mut e = [0u8; ENTRY_HEADER_SIZE + 8];
+            e[..ENTRY_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&eh));
+            e[ENTRY_HEADER_SIZE..].copy_from_slice(data);
+            b.record.extend_from_slice(&e);
+        } else {
+            b.record.extend_from_slice(bytemuck::bytes_of(&eh));
+            b.record.extend_from_slice(data);
+            b.record.resize(pos + padded, 0);
+        }
         b.n_entries += 1;
         b.copies.push((target, data.len() as u64, pos));
         Ok(())
@@ -218,16 +334,16 @@ impl<'p> Tx<'p> {
     fn log_bitop(&mut self, word: u64, kind: EntryKind, mask: u64) -> Result<()> {
         let b = &mut self.st.buf;
         if let Some(&(_, _, pos)) = b.bitops.iter().find(|e| e.0 == word && e.1 == kind as u8) {
-            let m = u64::from_le_bytes(b.payload[pos..pos + 8].try_into().unwrap()) | mask;
-            b.payload[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
+            let m = u64::from_le_bytes(b.record[pos..pos + 8].try_into().unwrap()) | mask;
+            b.record[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
             return Ok(());
         }
         self.reserve_log(ENTRY_HEADER_SIZE + 8)?;
         let b = &mut self.st.buf;
         let eh = EntryHeader::new(word, kind, 8);
-        b.payload.extend_from_slice(bytemuck::bytes_of(&eh));
-        let pos = b.payload.len();
-        b.payload.extend_from_slice(&mask.to_le_bytes());
+        b.record.extend_from_slice(bytemuck::bytes_of(&eh));
+        let pos = b.record.len();
+        b.record.extend_from_slice(&mask.to_le_bytes());
         b.n_entries += 1;
         b.bitops.push((word, kind as u8, pos));
         Ok(())
@@ -287,7 +403,7 @@ impl<'p> Tx<'p> {
                 let src = pos + (s - t) as usize;
                 let n = (e - s) as usize;
                 out[(s - off) as usize..(s - off) as usize + n]
-                    .copy_from_slice(&b.payload[src..src + n]);
+                    .copy_from_slice(&b.record[src..src + n]);
             }
         }
         Ok(())
@@ -361,8 +477,12 @@ impl<'p> Tx<'p> {
 
     /// Move frees whose transaction the durable watermark has passed into the caches.
     fn release_deferred(&mut self) {
-        let claim = self.pool.persisted_claim.load(Ordering::Acquire);
         let st = &mut *self.st;
+        let claim = self
+            .pool
+            .persisted_claim
+            .load(Ordering::Acquire)
+            .max(st.durable_claim);
         while let Some(&(seq, f)) = st.alloc.deferred.front() {
             if seq > claim {
                 break;
@@ -543,8 +663,8 @@ impl<'p> Tx<'p> {
                     .find(|e| e.0 == b.bitmap_word && e.1 == EntryKind::Or as u8)
                     .expect("allocation logged its bit");
                 let pos = e.2;
-                let m = u64::from_le_bytes(buf.payload[pos..pos + 8].try_into().unwrap()) & !b.mask;
-                buf.payload[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
+                let m = u64::from_le_bytes(buf.record[pos..pos + 8].try_into().unwrap()) & !b.mask;
+                buf.record[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
                 self.st.alloc.caches[class as usize].push(off);
             } else {
                 // A large object: log the chunk entry back to FREE (later entries win).
@@ -639,7 +759,7 @@ impl<'p> Tx<'p> {
     pub(crate) fn commit(mut self) -> Result<()> {
         let pool = self.pool;
         let lane = self.lane;
-        if self.st.buf.payload.is_empty() {
+        if self.st.buf.is_empty() {
             // Read-only (or every allocation was cancelled): nothing to persist. Fresh writes
             // to cancelled blocks need no durability.
             self.finish_abort();
@@ -651,106 +771,138 @@ impl<'p> Tx<'p> {
             });
         }
         let st = &mut *self.st;
-        let k = st.slot_seq.len();
         let slot = st.next_slot as usize;
 
-        // 1. Take a sequence number, publishing a lower bound first (see compute_watermark).
+        // 1. Take a sequence number, publishing a lower bound first (see `Lane`).
         lane.inflight_lb
-            .store(pool.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
-        let seq = pool.next_seq.fetch_add(1, Ordering::SeqCst);
+            .store(pool.next_seq.load(Ordering::Relaxed), Ordering::Relaxed);
+        let seq = pool.next_seq.fetch_add(1, Ordering::AcqRel);
 
         // The slot may be reused only when a durable claim covers its old record.
         let old = st.slot_seq[slot];
-        if old > pool.persisted_claim.load(Ordering::Acquire) {
+        if old > st.durable_claim && old > pool.persisted_claim.load(Ordering::Acquire) {
             if let Err(e) = pool.advance_watermark(old) {
-                lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
+                lane.inflight_lb.store(u64::MAX, Ordering::Release);
                 return Err(e);
             }
         }
         let claim = pool.compute_watermark();
         debug_assert!(claim < seq, "claim {claim} must be below seq {seq}");
 
-        // 2. Write the record.
-        let mut hdr = LogHeader {
+        // Lines applied DEFER_COMMITS commits ago become durable with this commit's fence.
+        let lc = st.commit_no + 1;
+        let dirty = &mut st.dirty;
+        while let Some(&(line, first, _)) = dirty.q.front() {
+            if first + DEFER_COMMITS > lc {
+                break;
+            }
+            pool.persist.flush(line as *const u8, 1);
+            dirty.q.pop_front();
+        }
+
+        // 2. Write the record: header into the buffer's reserved front, checksum, one copy.
+        let rec = &mut st.buf.record;
+        let hdr = LogHeader {
             checksum: 0,
             magic: LOG_MAGIC,
             seq,
             claim,
-            payload_len: st.buf.payload.len() as u32,
+            payload_len: (rec.len() - LOG_HEADER_SIZE) as u32,
             n_entries: st.buf.n_entries,
         };
-        hdr.checksum = record_checksum(&hdr, &st.buf.payload);
+        rec[..LOG_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&hdr));
+        let crc = crate::checksum::crc32c_append(0, &rec[4..]);
+        rec[..4].copy_from_slice(&crc.to_le_bytes());
         let slot_off = pool.hdr.lanes_off
             + st.index as u64 * pool.hdr.lane_bytes()
             + slot as u64 * pool.hdr.slot_size as u64;
-        let total = LOG_HEADER_SIZE + st.buf.payload.len();
-        let body = slot_off + LOG_HEADER_SIZE as u64;
-        if st.buf.payload.len() >= crate::persist::NT_THRESHOLD {
-            // SAFETY: the slot belongs to this lane, which we hold; range is in the lane area.
-            unsafe {
-                pool.persist
-                    .copy_nodrain(pool.map.at(body, st.buf.payload.len()), &st.buf.payload)
-            };
-            pool.map.write(slot_off, &hdr);
+        // SAFETY: the slot belongs to this lane, which we hold exclusively; the range lies in
+        // the lane area (the record fits the slot: checked when entries were added).
+        unsafe {
             pool.persist
-                .flush(pool.map.at(slot_off, LOG_HEADER_SIZE), LOG_HEADER_SIZE);
-        } else {
-            pool.map.write_bytes(body, &st.buf.payload);
-            pool.map.write(slot_off, &hdr);
-            pool.persist.flush(pool.map.at(slot_off, total), total);
-        }
+                .copy_nodrain(pool.map.at(slot_off, rec.len()), rec)
+        };
 
         // 3. The commit point.
         if let Err(e) = pool.persist.fence() {
-            lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
+            lane.inflight_lb.store(u64::MAX, Ordering::Release);
             return Err(pool.io_err("persist", e));
         }
-        if pool.persisted_claim.load(Ordering::Relaxed) < claim {
+        st.commit_no = lc;
+        st.durable_claim = st.durable_claim.max(claim);
+        if claim >= pool.persisted_claim.load(Ordering::Relaxed) + 32 {
             pool.persisted_claim.fetch_max(claim, Ordering::AcqRel);
         }
         st.slot_seq[slot] = seq;
-        st.next_slot = ((slot + 1) % k) as u32;
-        if pool.fail_apply.swap(false, Ordering::AcqRel) {
+        st.next_slot = if slot + 1 == st.slot_seq.len() {
+            0
+        } else {
+            slot as u32 + 1
+        };
+        if pool.fail_apply.load(Ordering::Relaxed) && pool.fail_apply.swap(false, Ordering::AcqRel)
+        {
             pool.poisoned.store(true, Ordering::Release);
-            lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
+            lane.inflight_lb.store(u64::MAX, Ordering::Release);
             st.buf.clear();
             self.done = true;
             return Ok(());
         }
 
-        // 4. Apply in place; durable at the lane's next fence.
+        // 4. Apply in place; the lines become durable with a later fence of this lane (or a
+        // helper's), which `undurable_from` tells the watermark.
+        if st.buf.freed.is_empty() {
+            apply_payload(
+                pool,
+                &st.buf.record[LOG_HEADER_SIZE..],
+                &mut st.dirty,
+                lc,
+                seq,
+            );
+        } else {
+            self.apply_with_frees(seq, lc);
+        }
+        let st = &mut *self.st;
+        lane.undurable_from
+            .store(st.dirty.oldest_seq(), Ordering::Release);
+        lane.last_committed.store(seq, Ordering::Release);
+        lane.inflight_lb.store(u64::MAX, Ordering::Release);
+        self.st.buf.clear();
+        self.done = true;
+        Ok(())
+    }
+
+    /// Apply a record that frees objects, and queue the frees for reuse.
+    #[cold]
+    fn apply_with_frees(&mut self, seq: u64, lc: u64) {
+        let pool = self.pool;
+        let st = &mut *self.st;
         let unharvested_free = st.buf.freed.iter().any(|f| match *f {
             Freed::Block { off, .. } => !pool.harvested.get(pool.geo.chunk_of(off).unwrap()),
             Freed::Large { .. } => true,
         });
-        {
-            // Frees of blocks in runs no lane has harvested yet are applied under the heap
-            // lock, so a harvest sees either the old bit (and the freeing lane keeps the block)
-            // or the cleared bit (and the harvester takes it), never both.
-            let heap_guard =
-                unharvested_free.then(|| pool.heap.lock().unwrap_or_else(|e| e.into_inner()));
-            let mut pend = lane.pending.lock().unwrap_or_else(|e| e.into_inner());
-            pend.clear();
-            apply_payload(pool, &st.buf.payload, &mut pend);
-            lane.applied_unfenced.store(seq, Ordering::SeqCst);
-            drop(pend);
-            // Decide where each freed object goes once the watermark passes `seq`.
-            for f in st.buf.freed.drain(..) {
-                let keep = match f {
-                    Freed::Block { off, .. } => pool.harvested.get(pool.geo.chunk_of(off).unwrap()),
-                    // Chunks: a scan that already happened will not see this FREE entry.
-                    Freed::Large { .. } => heap_guard.as_ref().is_some_and(|h| h.scanned),
-                };
-                if keep {
-                    st.alloc.deferred.push_back((seq, f));
-                }
+        // Frees of blocks in runs no lane has harvested yet are applied under the heap lock,
+        // so a harvest sees either the old bit (and the freeing lane keeps the block) or the
+        // cleared bit (and the harvester takes it), never both.
+        let heap_guard =
+            unharvested_free.then(|| pool.heap.lock().unwrap_or_else(|e| e.into_inner()));
+        apply_payload(
+            pool,
+            &st.buf.record[LOG_HEADER_SIZE..],
+            &mut st.dirty,
+            lc,
+            seq,
+        );
+        // Decide where each freed object goes once the watermark passes `seq`.
+        for f in st.buf.freed.drain(..) {
+            let keep = match f {
+                Freed::Block { off, .. } => pool.harvested.get(pool.geo.chunk_of(off).unwrap()),
+                // Chunks: a scan that already happened will not see this FREE entry.
+                Freed::Large { .. } => heap_guard.as_ref().is_some_and(|h| h.scanned),
+            };
+            if keep {
+                st.alloc.deferred.push_back((seq, f));
             }
-            drop(heap_guard);
         }
-        lane.inflight_lb.store(u64::MAX, Ordering::SeqCst);
-        st.buf.clear();
-        self.done = true;
-        Ok(())
     }
 
     /// Undo the volatile effects of an unfinished transaction.
@@ -791,26 +943,31 @@ impl<'p> Tx<'p> {
 }
 
 impl Drop for Tx<'_> {
+    #[inline]
     fn drop(&mut self) {
-        self.finish_abort();
+        if !self.done {
+            self.finish_abort();
+        }
     }
 }
 
-/// Apply a payload's entries to the pool and flush their targets (no fence).
-fn apply_payload(pool: &PoolInner, payload: &[u8], touched: &mut Vec<(u64, u64)>) {
+/// Apply a payload's entries to the pool and remember the lines they dirtied (no flush here:
+/// see [`DEFER_COMMITS`]).
+fn apply_payload(pool: &PoolInner, payload: &[u8], dirty: &mut DirtyLines, lc: u64, seq: u64) {
     let mut pos = 0;
     while pos < payload.len() {
         let eh: EntryHeader = bytemuck::pod_read_unaligned(&payload[pos..pos + ENTRY_HEADER_SIZE]);
         pos += ENTRY_HEADER_SIZE;
         let len = eh.len() as usize;
+        let p = pool.map.at(eh.target, len);
         match eh.kind() {
+            Some(EntryKind::Copy) if len == 8 => {
+                let v = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
+                pool.map.write(eh.target, &v);
+                pos += 8;
+            }
             Some(EntryKind::Copy) => {
-                // SAFETY: the target was bounds-checked when logged; the caller's locks give
-                // this transaction the right to write it.
-                unsafe {
-                    pool.persist
-                        .copy_nodrain(pool.map.at(eh.target, len), &payload[pos..pos + len])
-                };
+                pool.map.write_bytes(eh.target, &payload[pos..pos + len]);
                 pos += len.next_multiple_of(8);
             }
             Some(EntryKind::Or) => {
@@ -818,7 +975,6 @@ fn apply_payload(pool: &PoolInner, payload: &[u8], touched: &mut Vec<(u64, u64)>
                 pool.map
                     .atomic_u64(eh.target)
                     .fetch_or(mask, Ordering::AcqRel);
-                pool.persist.flush(pool.map.at(eh.target, 8), 8);
                 pos += 8;
             }
             Some(EntryKind::AndNot) => {
@@ -826,12 +982,17 @@ fn apply_payload(pool: &PoolInner, payload: &[u8], touched: &mut Vec<(u64, u64)>
                 pool.map
                     .atomic_u64(eh.target)
                     .fetch_and(!mask, Ordering::AcqRel);
-                pool.persist.flush(pool.map.at(eh.target, 8), 8);
                 pos += 8;
             }
             None => unreachable!("payload built by this module"),
         }
-        touched.push((eh.target, len as u64));
+        let first = p as usize & !(crate::persist::CACHE_LINE - 1);
+        let end = p as usize + len;
+        let mut line = first;
+        while line < end {
+            dirty.push(line, lc, seq);
+            line += crate::persist::CACHE_LINE;
+        }
     }
 }
 
