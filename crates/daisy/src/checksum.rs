@@ -22,12 +22,14 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 unsafe fn crc_sse42(crc: u32, data: &[u8]) -> u32 {
     use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
     let mut c = !crc as u64;
-    let mut chunks = data.chunks_exact(8);
-    for ch in &mut chunks {
-        c = _mm_crc32_u64(c, u64::from_le_bytes(ch.try_into().unwrap()));
+    let words = data.len() / 8;
+    let p = data.as_ptr();
+    for i in 0..words {
+        // SAFETY: i * 8 + 8 <= data.len(); unaligned reads are allowed.
+        c = _mm_crc32_u64(c, unsafe { (p.add(i * 8) as *const u64).read_unaligned() });
     }
     let mut c = c as u32;
-    for &b in chunks.remainder() {
+    for &b in &data[words * 8..] {
         c = _mm_crc32_u8(c, b);
     }
     !c

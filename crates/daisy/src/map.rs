@@ -204,6 +204,19 @@ impl Mapping {
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) }
     }
 
+    /// Copy `src` (a multiple of 8 bytes long) into the pool as 8-byte words: for short log
+    /// records this beats a call to memcpy.
+    #[inline]
+    pub fn write_words(&self, off: u64, src: &[u8]) {
+        debug_assert!(src.len() % 8 == 0);
+        let p = self.at(off, src.len()) as *mut u64;
+        for (i, w) in src.chunks_exact(8).enumerate() {
+            let v = u64::from_ne_bytes(w.try_into().unwrap());
+            // SAFETY: i < src.len() / 8, so the word lies in the range `at` checked.
+            unsafe { p.add(i).write_unaligned(v) };
+        }
+    }
+
     /// Fill bytes of the pool with `byte`.
     #[inline]
     pub fn fill(&self, off: u64, len: usize, byte: u8) {

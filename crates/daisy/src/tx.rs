@@ -50,7 +50,7 @@ impl DirtyLines {
     /// will write back the newer bytes too).
     #[inline]
     fn push(&mut self, line: usize, lc: u64, seq: u64) {
-        if self.q.iter().rev().take(16).any(|e| e.0 == line) {
+        if self.q.back().is_some_and(|e| e.0 == line) {
             return;
         }
         self.q.push_back((line, lc, seq));
@@ -240,6 +240,7 @@ pub struct Tx<'p> {
 }
 
 impl<'p> Tx<'p> {
+    #[inline]
     pub(crate) fn begin(pool: &'p PoolInner) -> Result<Tx<'p>> {
         if pool.poisoned.load(Ordering::Acquire) {
             return Err(Error::Poisoned {
@@ -248,6 +249,22 @@ impl<'p> Tx<'p> {
         }
         let n = pool.lanes.len();
         let mut start = LANE_HINT.with(|h| h.get());
+        if start < n {
+            // Fast path: the thread's usual lane is free.
+            if let Ok(st) = pool.lanes[start].state.try_lock() {
+                // The hint is per thread, shared by all pools: register the lane with this
+                // pool's watermark scan if it is new here.
+                if pool.lanes_in_use.load(Ordering::Relaxed) <= start {
+                    pool.lanes_in_use.fetch_max(start + 1, Ordering::SeqCst);
+                }
+                return Ok(Tx {
+                    pool,
+                    lane: &pool.lanes[start],
+                    st,
+                    done: false,
+                });
+            }
+        }
         if start >= n {
             start = NEXT_LANE_HINT.fetch_add(1, Ordering::Relaxed) % n;
             LANE_HINT.with(|h| h.set(start));
@@ -308,6 +325,7 @@ impl<'p> Tx<'p> {
     }
 
     /// Append a Copy entry (no bounds policy: internal callers may target the state page).
+    #[inline]
     fn log_copy(&mut self, target: u64, data: &[u8]) -> Result<()> {
         self.reserve_log(copy_entry_size(data.len()))?;
         let b = &mut self.st.buf;
@@ -349,6 +367,7 @@ impl<'p> Tx<'p> {
         Ok(())
     }
 
+    #[inline]
     fn fresh_contains(&self, off: u64, len: u64) -> bool {
         self.st
             .buf
@@ -358,6 +377,7 @@ impl<'p> Tx<'p> {
             .any(|&(o, s)| off >= o && off + len <= o + s)
     }
 
+    #[inline]
     fn check_user_range(&self, off: u64, len: u64) -> Result<()> {
         let end = off.checked_add(len);
         if off < self.pool.hdr.heap_off || end.is_none_or(|e| e > self.pool.heap_end()) {
@@ -370,6 +390,7 @@ impl<'p> Tx<'p> {
     }
 
     /// Write `data` at pool offset `off`, as part of this transaction.
+    #[inline]
     pub fn write_bytes(&mut self, off: u64, data: &[u8]) -> Result<()> {
         self.check_user_range(off, data.len() as u64)?;
         if self.fresh_contains(off, data.len() as u64) {
@@ -383,6 +404,7 @@ impl<'p> Tx<'p> {
     }
 
     /// Write a `T` through a persistent pointer.
+    #[inline]
     pub fn write<T: Pod>(&mut self, p: PPtr<T>, v: &T) -> Result<()> {
         if p.offset() >= STATE_OFF && p.offset() < STATE_OFF + STATE_SIZE {
             // Internal: the root pointer in the state page.
@@ -816,12 +838,18 @@ impl<'p> Tx<'p> {
         let slot_off = pool.hdr.lanes_off
             + st.index as u64 * pool.hdr.lane_bytes()
             + slot as u64 * pool.hdr.slot_size as u64;
-        // SAFETY: the slot belongs to this lane, which we hold exclusively; the range lies in
-        // the lane area (the record fits the slot: checked when entries were added).
-        unsafe {
+        if rec.len() <= 512 {
+            pool.map.write_words(slot_off, rec);
             pool.persist
-                .copy_nodrain(pool.map.at(slot_off, rec.len()), rec)
-        };
+                .flush(pool.map.at(slot_off, rec.len()), rec.len());
+        } else {
+            // SAFETY: the slot belongs to this lane, which we hold exclusively; the range lies
+            // in the lane area (the record fits the slot: checked when entries were added).
+            unsafe {
+                pool.persist
+                    .copy_nodrain(pool.map.at(slot_off, rec.len()), rec)
+            };
+        }
 
         // 3. The commit point.
         if let Err(e) = pool.persist.fence() {
@@ -953,6 +981,7 @@ impl Drop for Tx<'_> {
 
 /// Apply a payload's entries to the pool and remember the lines they dirtied (no flush here:
 /// see [`DEFER_COMMITS`]).
+#[inline]
 fn apply_payload(pool: &PoolInner, payload: &[u8], dirty: &mut DirtyLines, lc: u64, seq: u64) {
     let mut pos = 0;
     while pos < payload.len() {
