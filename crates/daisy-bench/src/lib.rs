@@ -4,5 +4,6 @@
 pub mod crashtest;
 pub mod pmdk;
 pub mod progress;
+pub mod report;
 pub mod stats;
 pub mod txbench;

@@ -98,16 +98,26 @@ impl Pmdk {
             version: String::new(),
             _lib: lib,
         };
-        // SAFETY: check_version(major, minor) returns NULL or a static message.
-        let msg = unsafe { version_fn(1, 0) };
-        let version = if msg.is_null() {
-            "libpmemobj 1.x+".to_string()
-        } else {
-            // SAFETY: non-null return is a NUL-terminated static string.
-            unsafe { CStr::from_ptr(msg) }
-                .to_string_lossy()
-                .into_owned()
-        };
+        // The API major version differs between PMDK releases (1.x ships API 2): ask which
+        // one this library accepts. check_version(major, minor) returns NULL when compatible.
+        let api = (1..=3).find(|&major| {
+            // SAFETY: check_version returns NULL or a pointer to a static message.
+            unsafe { version_fn(major, 0) }.is_null()
+        });
+        let package = std::process::Command::new("dpkg-query")
+            .args(["-W", "-f=${Version}", "libpmemobj1"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|v| !v.is_empty());
+        let version = format!(
+            "libpmemobj API {}{}",
+            api.map(|a| a.to_string()).unwrap_or_else(|| "?".into()),
+            package
+                .map(|v| format!(" (Debian package {v})"))
+                .unwrap_or_default()
+        );
         Ok(Pmdk { version, ..p })
     }
 

@@ -35,6 +35,10 @@ enum Cmd {
     /// Benchmarks: Daisy against its rivals, measured side by side in one run.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// The test report: the persistence functional test and the performance tests, written to
+    /// report.md, results.json and CSV files, with verdicts against seed 000's requirement.
+    /// Exits non-zero when the functional test failed.
+    Report(ReportArgs),
     /// (internal) the child process of `daisy crashtest`.
     #[command(hide = true)]
     CrashtestChild {
@@ -124,6 +128,25 @@ struct CrashtestArgs {
     format: Format,
 }
 
+#[derive(Args)]
+struct ReportArgs {
+    /// Directory for the report files.
+    #[arg(long, default_value = "daisy-report")]
+    out: PathBuf,
+    /// Directory for the pools (default: tmpfs, DRAM emulating NVM as in seed 000).
+    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    dir: PathBuf,
+    /// Short run (under 2 minutes; what CI runs).
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// Longest run, with the largest cases.
+    #[arg(long)]
+    full: bool,
+    /// Seed of the functional test [default: random]; printed for replay.
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
 #[derive(Subcommand)]
 enum BenchCmd {
     /// Small transactions: Daisy, PMDK's libpmemobj and the bare store+flush+fence floor.
@@ -160,6 +183,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.cmd {
         Cmd::Pool(p) => pool_cmd(p),
         Cmd::Crashtest(a) => crashtest_cmd(a),
+        Cmd::Report(a) => report_cmd(a),
         Cmd::CrashtestChild { pool, seed } => {
             crashtest::child(&pool, seed).map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)
@@ -359,16 +383,61 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
     }
 }
 
-fn crashtest_cmd(a: CrashtestArgs) -> Result<ExitCode, String> {
-    let seed = a.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-            % 1_000_000_007
-    });
-    std::fs::create_dir_all(&a.dir).map_err(|e| format!("{}: {e}", a.dir.display()))?;
+fn random_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        % 1_000_000_007
+}
+
+fn child_cmd() -> Result<Vec<String>, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    Ok(vec![
+        exe.to_string_lossy().into_owned(),
+        "crashtest-child".into(),
+    ])
+}
+
+fn report_cmd(a: ReportArgs) -> Result<ExitCode, String> {
+    use daisy_bench::report;
+    let level = if a.quick {
+        report::Level::Quick
+    } else if a.full {
+        report::Level::Full
+    } else {
+        report::Level::Default
+    };
+    let cfg = report::Config {
+        out: a.out.clone(),
+        dir: a.dir,
+        level,
+        child_cmd: child_cmd()?,
+        seed: a.seed.unwrap_or_else(random_seed),
+    };
+    println!("daisy report ({level:?}): writing {}", a.out.display());
+    let r = report::run(&cfg, |n| println!("{n}"))?;
+    let files = report::write(&r, &a.out)?;
+    println!();
+    print!("{}", daisy_bench::txbench::table(&r.tx));
+    println!();
+    for v in &r.verdicts {
+        println!("{}", v.text);
+    }
+    println!();
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(if r.functional_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn crashtest_cmd(a: CrashtestArgs) -> Result<ExitCode, String> {
+    let seed = a.seed.unwrap_or_else(random_seed);
+    std::fs::create_dir_all(&a.dir).map_err(|e| format!("{}: {e}", a.dir.display()))?;
     let cfg = crashtest::Config {
         pool: a
             .dir
@@ -376,7 +445,7 @@ fn crashtest_cmd(a: CrashtestArgs) -> Result<ExitCode, String> {
         kills: a.kills,
         seed,
         max_delay: std::time::Duration::from_millis(a.max_delay_ms.max(1)),
-        child_cmd: vec![exe.to_string_lossy().into_owned(), "crashtest-child".into()],
+        child_cmd: child_cmd()?,
         pool_size: 32 << 20,
     };
     let json = a.format == Format::Json;

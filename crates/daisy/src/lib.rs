@@ -35,6 +35,7 @@ pub mod alloc;
 pub mod checksum;
 pub mod error;
 pub mod layout;
+pub mod lock;
 pub mod log;
 pub mod map;
 pub mod persist;

@@ -24,12 +24,12 @@
 use crate::alloc::{Freed, LaneAlloc};
 use crate::error::{Error, Result};
 use crate::layout::*;
+use crate::lock::{SpinGuard, SpinLock};
 use crate::pool::PoolInner;
 use crate::ptr::PPtr;
 use bytemuck::{Pod, Zeroable};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// How many of its own commits a lane lets pass before it flushes the data lines a
 /// transaction applied. The flush then rides on that later commit's one fence, and a line
@@ -78,7 +78,7 @@ impl DirtyLines {
 /// [`Lane::oldest_undurable`] for how they combine.
 #[repr(align(128))]
 pub(crate) struct Lane {
-    pub state: Mutex<LaneState>,
+    pub state: SpinLock<LaneState>,
     pub inflight_lb: AtomicU64,
     pub undurable_from: AtomicU64,
     pub last_committed: AtomicU64,
@@ -90,7 +90,7 @@ impl Lane {
     pub fn new(st: LaneState) -> Lane {
         Lane {
             index: st.index,
-            state: Mutex::new(st),
+            state: SpinLock::new(st),
             inflight_lb: AtomicU64::new(u64::MAX),
             undurable_from: AtomicU64::new(u64::MAX),
             last_committed: AtomicU64::new(0),
@@ -235,7 +235,7 @@ static NEXT_LANE_HINT: AtomicUsize = AtomicUsize::new(0);
 pub struct Tx<'p> {
     pool: &'p PoolInner,
     lane: &'p Lane,
-    st: MutexGuard<'p, LaneState>,
+    st: SpinGuard<'p, LaneState>,
     done: bool,
 }
 
@@ -251,7 +251,7 @@ impl<'p> Tx<'p> {
         let mut start = LANE_HINT.with(|h| h.get());
         if start < n {
             // Fast path: the thread's usual lane is free.
-            if let Ok(st) = pool.lanes[start].state.try_lock() {
+            if let Some(st) = pool.lanes[start].state.try_lock() {
                 // The hint is per thread, shared by all pools: register the lane with this
                 // pool's watermark scan if it is new here.
                 if pool.lanes_in_use.load(Ordering::Relaxed) <= start {
@@ -269,32 +269,13 @@ impl<'p> Tx<'p> {
             start = NEXT_LANE_HINT.fetch_add(1, Ordering::Relaxed) % n;
             LANE_HINT.with(|h| h.set(start));
         }
-        let mut got = None;
-        for i in 0..n {
+        // The usual lane is busy (another thread, or a transaction nested in this one): take
+        // any free lane, or wait for the usual one when every lane is busy.
+        let got = (0..n).find_map(|i| {
             let idx = (start + i) % n;
-            match pool.lanes[idx].state.try_lock() {
-                Ok(g) => {
-                    got = Some((idx, g));
-                    break;
-                }
-                // A panic inside an earlier transaction poisons the mutex after the Tx's Drop
-                // already rolled the lane state back, so the state is consistent.
-                Err(TryLockError::Poisoned(e)) => {
-                    got = Some((idx, e.into_inner()));
-                    break;
-                }
-                Err(TryLockError::WouldBlock) => continue,
-            }
-        }
-        let (idx, st) = got.unwrap_or_else(|| {
-            (
-                start,
-                pool.lanes[start]
-                    .state
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()),
-            )
+            pool.lanes[idx].state.try_lock().map(|g| (idx, g))
         });
+        let (idx, st) = got.unwrap_or_else(|| (start, pool.lanes[start].state.lock()));
         if idx != start {
             LANE_HINT.with(|h| h.set(idx));
         }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install the Debian packages Daisy's tests and reports use, when they are missing.
+# As root it runs apt-get; otherwise it prints what to install and carries on (the benchmarks
+# then report the rivals they could not measure).
+set -euo pipefail
+
+want=(libpmemobj-dev)
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "install-deps: missing ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2
+  echo "install-deps: continuing without them (comparisons with those rivals are skipped)" >&2
+fi
