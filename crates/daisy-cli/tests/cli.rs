@@ -1,0 +1,372 @@
+//! The `daisy` command as a user runs it: real processes, real pool files.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn daisy() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_daisy"))
+}
+
+fn tmpdir() -> tempfile::TempDir {
+    if Path::new("/dev/shm").is_dir() {
+        tempfile::tempdir_in("/dev/shm").unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    }
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run daisy");
+    out
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad json {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn pool_create_info_check() {
+    let d = tmpdir();
+    let p = d.path().join("a.pool");
+    let o = run(daisy().args(["pool", "create"]).arg(&p).args([
+        "--size",
+        "16MiB",
+        "--max-size",
+        "1GiB",
+        "--layout",
+        "demo",
+    ]));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("created"), "{}", text(&o));
+
+    let o = run(daisy()
+        .args(["pool", "info"])
+        .arg(&p)
+        .args(["--format", "json"]));
+    assert!(o.status.success(), "{}", text(&o));
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["layout"], "demo");
+    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["objects"], 0);
+    assert_eq!(v["max_size"].as_u64().unwrap() <= 1 << 30, true);
+    assert!(v["uuid"].as_str().unwrap().len() == 36);
+    if v["fs"] == "tmpfs" {
+        assert_eq!(v["mode"], "pmem");
+        assert!(
+            ["clwb", "clflushopt", "clflush"].contains(&v["flush_instruction"].as_str().unwrap())
+        );
+    }
+    let o = run(daisy().args(["pool", "info"]).arg(&p));
+    assert!(text(&o).contains("persistence:"), "{}", text(&o));
+
+    let o = run(daisy().args(["pool", "check"]).arg(&p));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("check: OK"));
+
+    // The mode override is honoured and printed.
+    let q = d.path().join("m.pool");
+    let o = run(daisy()
+        .args(["pool", "create"])
+        .arg(&q)
+        .args(["--size", "16MiB", "--mode", "msync"]));
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(daisy()
+        .args(["pool", "info"])
+        .arg(&q)
+        .args(["--format", "json"])
+        .env("DAISY_MODE", "msync"));
+    assert_eq!(json_lines(&o)[0]["mode"], "msync");
+}
+
+#[test]
+fn pool_commands_refuse_bad_input_clearly() {
+    let d = tmpdir();
+    let p = d.path().join("a.pool");
+    assert!(run(daisy()
+        .args(["pool", "create"])
+        .arg(&p)
+        .args(["--size", "16MiB"]))
+    .status
+    .success());
+
+    // Existing file.
+    let o = run(daisy()
+        .args(["pool", "create"])
+        .arg(&p)
+        .args(["--size", "16MiB"]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).contains("already exists") && text(&o).contains("a.pool"),
+        "{}",
+        text(&o)
+    );
+    // Unparseable and too small sizes.
+    let o = run(daisy()
+        .args(["pool", "create"])
+        .arg(d.path().join("b.pool"))
+        .args(["--size", "12XB"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("invalid size"), "{}", text(&o));
+    let o = run(daisy()
+        .args(["pool", "create"])
+        .arg(d.path().join("b.pool"))
+        .args(["--size", "4KiB"]));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("too small"), "{}", text(&o));
+    assert!(!d.path().join("b.pool").exists());
+    // A file that is not a pool.
+    let junk = d.path().join("junk");
+    std::fs::write(&junk, b"definitely not a pool").unwrap();
+    for cmd in ["info", "check"] {
+        let o = run(daisy().args(["pool", cmd]).arg(&junk));
+        assert_eq!(o.status.code(), Some(1), "{cmd}");
+        assert!(
+            text(&o).contains("not a Daisy pool") && text(&o).contains("junk"),
+            "{}",
+            text(&o)
+        );
+    }
+    // A directory, a missing file.
+    let o = run(daisy().args(["pool", "info"]).arg(d.path()));
+    assert!(text(&o).contains("is a directory"), "{}", text(&o));
+    let o = run(daisy()
+        .args(["pool", "info"])
+        .arg(d.path().join("missing.pool")));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("missing.pool"), "{}", text(&o));
+    // Wrong arguments.
+    let o = run(daisy().args(["pool", "frobnicate"]));
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn pool_check_reports_damaged_allocator_metadata() {
+    let d = tmpdir();
+    let p = d.path().join("dmg.pool");
+    {
+        let pool = daisy::Pool::create(
+            &p,
+            &daisy::PoolOptions::new("x")
+                .size(16 << 20)
+                .max_size(64 << 20)
+                .lanes(4),
+        )
+        .unwrap();
+        let _root = pool.root::<[u64; 4]>().unwrap();
+    }
+    let o = run(daisy().args(["pool", "check"]).arg(&p));
+    assert!(o.status.success(), "{}", text(&o));
+    // Set a bitmap bit past the last block of the root's run: allocator metadata now lies.
+    let mut bytes = std::fs::read(&p).unwrap();
+    let hdr: daisy::layout::Header =
+        bytemuck::pod_read_unaligned(&bytes[..std::mem::size_of::<daisy::layout::Header>()]);
+    let chunk0 = hdr.heap_off as usize;
+    let entry = u64::from_le_bytes(
+        bytes[hdr.chunk_table_off as usize..][..8]
+            .try_into()
+            .unwrap(),
+    );
+    let Some(daisy::layout::ChunkEntry::Run { class }) = daisy::layout::ChunkEntry::decode(entry)
+    else {
+        panic!("chunk 0 should hold the root's run");
+    };
+    let (n, data_off) = daisy::layout::run_geometry(class as usize);
+    let word = (n as usize / 64) * 8;
+    assert!(word < data_off as usize);
+    let mut w = u64::from_le_bytes(bytes[chunk0 + word..][..8].try_into().unwrap());
+    w |= 1 << 63;
+    if n % 64 == 0 {
+        // No spare bit in the last word: flip a whole spare word instead.
+        w = u64::MAX;
+    }
+    bytes[chunk0 + word..chunk0 + word + 8].copy_from_slice(&w.to_le_bytes());
+    std::fs::write(&p, &bytes).unwrap();
+    let o = run(daisy()
+        .args(["pool", "check"])
+        .arg(&p)
+        .args(["--format", "json"]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = &json_lines(&o)[0];
+    assert_eq!(v["ok"], false);
+    assert!(v["problems"][0].as_str().unwrap().contains("bitmap"), "{v}");
+}
+
+#[test]
+fn crashtest_loses_nothing() {
+    let d = tmpdir();
+    let o = run(daisy()
+        .args([
+            "crashtest",
+            "--kills",
+            "150",
+            "--seed",
+            "20261122",
+            "--format",
+            "json",
+            "--max-delay-ms",
+            "20",
+        ])
+        .arg("--dir")
+        .arg(d.path()));
+    let v = json_lines(&o)
+        .pop()
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(v["kills"], 150, "{v}");
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["failures"], 0, "{v}");
+    assert!(v["transactions_verified"].as_u64().unwrap() > 150, "{v}");
+    assert_eq!(v["seed"], 20261122);
+    // The pool is cleaned up.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn crashtest_in_msync_mode() {
+    let d = tmpdir();
+    let o = run(daisy()
+        .args([
+            "crashtest",
+            "--kills",
+            "30",
+            "--seed",
+            "7",
+            "--format",
+            "json",
+        ])
+        .arg("--dir")
+        .arg(d.path())
+        .env("DAISY_MODE", "msync"));
+    let v = json_lines(&o)
+        .pop()
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(v["mode"], "msync", "{v}");
+    assert_eq!(v["lost"], 0, "{v}");
+}
+
+fn rows_by(rows: &[Value], case: &str, mech: &str) -> Option<Value> {
+    rows.iter()
+        .find(|r| r["case"] == case && r["mechanism"] == mech)
+        .cloned()
+}
+
+#[test]
+fn bench_tx_reports_all_mechanisms_and_counts() {
+    let d = tmpdir();
+    let o = run(daisy()
+        .args([
+            "bench",
+            "tx",
+            "--ops",
+            "3000",
+            "--runs",
+            "1",
+            "--format",
+            "json",
+            "--case",
+            "update-1",
+            "--case",
+            "alloc-free",
+        ])
+        .arg("--dir")
+        .arg(d.path()));
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = json_lines(&o);
+    for mech in ["daisy", "store-flush", "msync", "fsync"] {
+        let r = rows_by(&rows, "update-1", mech)
+            .unwrap_or_else(|| panic!("no {mech} row: {}", text(&o)));
+        for field in [
+            "bench",
+            "case",
+            "mechanism",
+            "ns_per_op",
+            "ops_per_s",
+            "runs",
+            "mode",
+        ] {
+            assert!(!r[field].is_null(), "{field} missing in {r}");
+        }
+        assert!(r["ns_per_op"].as_f64().unwrap() > 0.0);
+    }
+    // Deterministic counts (not timings): one fence per transaction, at most two lines.
+    let dz = rows_by(&rows, "update-1", "daisy").unwrap();
+    if dz["mode"].as_str().unwrap().starts_with("pmem") {
+        assert_eq!(dz["fences_per_op"].as_f64().unwrap(), 1.0, "{dz}");
+        assert!(dz["flushes_per_op"].as_f64().unwrap() <= 2.0, "{dz}");
+    }
+    let af = rows_by(&rows, "alloc-free", "daisy").unwrap();
+    assert!(af["fences_per_op"].as_f64().unwrap() <= 1.01, "{af}");
+    // PMDK rows exist exactly when the library is installed.
+    let have_pmdk = Path::new("/usr/lib/x86_64-linux-gnu/libpmemobj.so.1").exists();
+    assert_eq!(
+        rows_by(&rows, "update-1", "pmdk").is_some(),
+        have_pmdk,
+        "{}",
+        text(&o)
+    );
+    // Nothing left behind.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn report_quick_writes_files_and_verdicts() {
+    let d = tmpdir();
+    let out: PathBuf = d.path().join("out");
+    let pools = d.path().join("pools");
+    let o = run(daisy()
+        .args(["report", "--quick", "--seed", "3"])
+        .arg("--out")
+        .arg(&out)
+        .arg("--dir")
+        .arg(&pools));
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("Persistence functional test") && t.contains("PASS"),
+        "{t}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| kills |") && md.contains("## 2. Persistence performance test"),
+        "{md}"
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(v["functional"]["lost"], 0);
+    assert!(v["tx"].as_array().unwrap().len() >= 6);
+    assert!(std::fs::read_to_string(out.join("tx.csv"))
+        .unwrap()
+        .starts_with("case,mechanism"));
+}
+
+#[test]
+fn help_is_available_everywhere() {
+    for args in [
+        vec!["--help"],
+        vec!["pool", "--help"],
+        vec!["pool", "create", "--help"],
+        vec!["pool", "info", "--help"],
+        vec!["pool", "check", "--help"],
+        vec!["crashtest", "--help"],
+        vec!["bench", "tx", "--help"],
+        vec!["report", "--help"],
+    ] {
+        let o = run(daisy().args(&args));
+        assert!(o.status.success(), "{args:?}");
+        assert!(text(&o).contains("Usage"), "{args:?}");
+    }
+}
