@@ -2,6 +2,7 @@
 //! (PMDK's libpmemobj, msync, fsync) in one run.
 
 pub mod crashtest;
+pub mod openbench;
 pub mod pmdk;
 pub mod progress;
 pub mod report;

@@ -192,6 +192,8 @@ pub(crate) struct TxBuffers {
     chunks_taken: Vec<(u64, u64, bool)>,
     /// Objects freed by this transaction, deferred on commit.
     freed: Vec<Freed>,
+    /// Byte ranges [start, end) written in place into new objects, flushed before the fence.
+    fresh_dirty: Vec<(u64, u64)>,
 }
 
 impl Default for TxBuffers {
@@ -205,6 +207,7 @@ impl Default for TxBuffers {
             reserved: Vec::new(),
             chunks_taken: Vec::new(),
             freed: Vec::new(),
+            fresh_dirty: Vec::new(),
         }
     }
 }
@@ -223,6 +226,7 @@ impl TxBuffers {
         self.reserved.clear();
         self.chunks_taken.clear();
         self.freed.clear();
+        self.fresh_dirty.clear();
     }
 }
 
@@ -332,7 +336,13 @@ impl<'p> Tx<'p> {
     /// Add `mask` to the OR/AND-NOT entry for `word`, creating it if needed.
     fn log_bitop(&mut self, word: u64, kind: EntryKind, mask: u64) -> Result<()> {
         let b = &mut self.st.buf;
-        if let Some(&(_, _, pos)) = b.bitops.iter().find(|e| e.0 == word && e.1 == kind as u8) {
+        // Newest first: consecutive allocations usually share a bitmap word.
+        if let Some(&(_, _, pos)) = b
+            .bitops
+            .iter()
+            .rev()
+            .find(|e| e.0 == word && e.1 == kind as u8)
+        {
             let m = u64::from_le_bytes(b.record[pos..pos + 8].try_into().unwrap()) | mask;
             b.record[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
             return Ok(());
@@ -375,13 +385,33 @@ impl<'p> Tx<'p> {
     pub fn write_bytes(&mut self, off: u64, data: &[u8]) -> Result<()> {
         self.check_user_range(off, data.len() as u64)?;
         if self.fresh_contains(off, data.len() as u64) {
-            // SAFETY-free path: the block is ours alone until commit (see module comment).
+            // The block is ours alone until commit (see module comment): write it in place.
             let p = &self.pool;
-            // SAFETY: range checked by check_user_range; the block is exclusively ours.
-            unsafe { p.persist.copy_nodrain(p.map.at(off, data.len()), data) };
+            if data.len() >= crate::persist::NT_THRESHOLD {
+                // SAFETY: range checked by check_user_range; the block is exclusively ours.
+                unsafe { p.persist.copy_nodrain(p.map.at(off, data.len()), data) };
+            } else {
+                // Flushed once at commit, so neighbouring small objects share line flushes.
+                p.map.write_bytes(off, data);
+                self.note_fresh_dirty(off, data.len() as u64);
+            }
             return Ok(());
         }
         self.log_copy(off, data)
+    }
+
+    /// Remember bytes written in place into this transaction's new objects; they are flushed
+    /// just before the commit fence. Adjacent ranges merge (consecutive small allocations).
+    #[inline]
+    fn note_fresh_dirty(&mut self, off: u64, len: u64) {
+        let d = &mut self.st.buf.fresh_dirty;
+        if let Some(last) = d.last_mut() {
+            if off >= last.0 && off <= last.1 {
+                last.1 = last.1.max(off + len);
+                return;
+            }
+        }
+        d.push((off, off + len));
     }
 
     /// Write a `T` through a persistent pointer.
@@ -445,9 +475,7 @@ impl<'p> Tx<'p> {
         let off = self.alloc_raw(len.max(1))?;
         let size = self.st.buf.fresh.last().map(|f| f.1).unwrap_or(len);
         self.pool.map.fill(off, size as usize, 0);
-        self.pool
-            .persist
-            .flush(self.pool.map.at(off, size as usize), size as usize);
+        self.note_fresh_dirty(off, size);
         Ok(PPtr::from_offset(off))
     }
 
@@ -644,55 +672,25 @@ impl<'p> Tx<'p> {
         }
     }
 
+    /// The mask already logged for `word` with `kind` in this transaction (0 if none).
+    fn pending_mask(&self, word: u64, kind: EntryKind) -> u64 {
+        let b = &self.st.buf;
+        b.bitops
+            .iter()
+            .rev()
+            .find(|e| e.0 == word && e.1 == kind as u8)
+            .map(|e| u64::from_le_bytes(b.record[e.2..e.2 + 8].try_into().unwrap()))
+            .unwrap_or(0)
+    }
+
     /// Free an object allocated by `alloc*` (in this or an earlier transaction).
+    ///
+    /// The media tells committed objects from ones this transaction allocated: an allocation
+    /// sets its bitmap bit (or chunk entry) only at commit. So the common case needs no search
+    /// of this transaction's own allocations.
     pub fn free<T>(&mut self, p: PPtr<T>) -> Result<()> {
         let off = p.offset();
         let invalid = |why| Error::InvalidPointer { offset: off, why };
-        // Freeing an object allocated in this same transaction cancels the allocation.
-        if let Some(i) = self.st.buf.fresh.iter().position(|f| f.0 == off) {
-            self.st.buf.fresh.swap_remove(i);
-            if let Some(j) = self.st.buf.reserved.iter().position(|r| r.0 == off) {
-                let (_, class) = self.st.buf.reserved.swap_remove(j);
-                let chunk = self.pool.geo.chunk_of(off).expect("heap block");
-                let b = self
-                    .pool
-                    .geo
-                    .block_at(chunk, class, off)
-                    .expect("block start");
-                let buf = &mut self.st.buf;
-                let e = buf
-                    .bitops
-                    .iter()
-                    .find(|e| e.0 == b.bitmap_word && e.1 == EntryKind::Or as u8)
-                    .expect("allocation logged its bit");
-                let pos = e.2;
-                let m = u64::from_le_bytes(buf.record[pos..pos + 8].try_into().unwrap()) & !b.mask;
-                buf.record[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
-                self.st.alloc.caches[class as usize].push(off);
-            } else {
-                // A large object: log the chunk entry back to FREE (later entries win).
-                let chunk = self.pool.geo.chunk_of(off).expect("heap chunk");
-                self.log_copy(
-                    self.pool.geo.chunk_entry_off(chunk),
-                    &CHUNK_FREE.to_le_bytes(),
-                )?;
-                if let Some(j) = self
-                    .st
-                    .buf
-                    .chunks_taken
-                    .iter()
-                    .position(|c| c.0 == chunk && !c.2)
-                {
-                    let (c, n, _) = self.st.buf.chunks_taken.swap_remove(j);
-                    // Not yet committed anywhere: it can go back after this transaction ends.
-                    self.st.buf.freed.push(Freed::Large {
-                        chunk: c,
-                        chunks: n,
-                    });
-                }
-            }
-            return Ok(());
-        }
         let chunk = self
             .pool
             .geo
@@ -712,15 +710,9 @@ impl<'p> Tx<'p> {
                     .atomic_u64(b.bitmap_word)
                     .load(Ordering::Acquire);
                 if word & b.mask == 0 {
-                    return Err(invalid("not allocated (double free?)"));
+                    return self.cancel_fresh(off);
                 }
-                if self
-                    .st
-                    .buf
-                    .freed
-                    .iter()
-                    .any(|f| matches!(f, Freed::Block { off: o, .. } if *o == off))
-                {
+                if self.pending_mask(b.bitmap_word, EntryKind::AndNot) & b.mask != 0 {
                     return Err(invalid("freed twice in one transaction"));
                 }
                 self.log_bitop(b.bitmap_word, EntryKind::AndNot, b.mask)?;
@@ -730,6 +722,17 @@ impl<'p> Tx<'p> {
             Some(ChunkEntry::Large { chunks }) => {
                 if off != self.pool.geo.chunk_start(chunk) {
                     return Err(invalid("not the start of an object"));
+                }
+                // The freed extent goes back to the heap: one that runs past the heap end would
+                // later be handed out as memory that is not mapped.
+                if chunk + chunks as u64 > self.pool.heap_chunks() {
+                    return Err(Error::corrupt(
+                        &self.pool.path,
+                        format!(
+                            "chunk table entry {chunk}: large object of {chunks} chunks runs \
+                             past the heap end"
+                        ),
+                    ));
                 }
                 if self
                     .st
@@ -750,12 +753,67 @@ impl<'p> Tx<'p> {
                 });
                 Ok(())
             }
-            Some(ChunkEntry::Free) => Err(invalid("not allocated (double free?)")),
+            // FREE on media: a large object or a new run created by this transaction, or
+            // nothing at all.
+            Some(ChunkEntry::Free) => self.cancel_fresh(off),
             None => Err(Error::corrupt(
                 &self.pool.path,
                 format!("chunk table entry {chunk} has an invalid encoding"),
             )),
         }
+    }
+
+    /// Free an object this transaction allocated: cancel the allocation.
+    fn cancel_fresh(&mut self, off: u64) -> Result<()> {
+        let Some(i) = self.st.buf.fresh.iter().rposition(|f| f.0 == off) else {
+            return Err(Error::InvalidPointer {
+                offset: off,
+                why: "not allocated (double free?)",
+            });
+        };
+        self.st.buf.fresh.swap_remove(i);
+        if let Some(j) = self.st.buf.reserved.iter().rposition(|r| r.0 == off) {
+            let (_, class) = self.st.buf.reserved.swap_remove(j);
+            let chunk = self.pool.geo.chunk_of(off).expect("heap block");
+            let b = self
+                .pool
+                .geo
+                .block_at(chunk, class, off)
+                .expect("block start");
+            let buf = &mut self.st.buf;
+            let e = buf
+                .bitops
+                .iter()
+                .rev()
+                .find(|e| e.0 == b.bitmap_word && e.1 == EntryKind::Or as u8)
+                .expect("allocation logged its bit");
+            let pos = e.2;
+            let m = u64::from_le_bytes(buf.record[pos..pos + 8].try_into().unwrap()) & !b.mask;
+            buf.record[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
+            self.st.alloc.caches[class as usize].push(off);
+        } else {
+            // A large object: log the chunk entry back to FREE (later entries win).
+            let chunk = self.pool.geo.chunk_of(off).expect("heap chunk");
+            self.log_copy(
+                self.pool.geo.chunk_entry_off(chunk),
+                &CHUNK_FREE.to_le_bytes(),
+            )?;
+            // The chunks stay in `chunks_taken` (returned if this transaction aborts) and are
+            // queued as freed (released after the watermark if it commits).
+            if let Some(&(c, n, _)) = self
+                .st
+                .buf
+                .chunks_taken
+                .iter()
+                .find(|c| c.0 == chunk && !c.2)
+            {
+                self.st.buf.freed.push(Freed::Large {
+                    chunk: c,
+                    chunks: n,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Commit: one fence makes the transaction durable. Consumes the transaction.
@@ -801,6 +859,12 @@ impl<'p> Tx<'p> {
             }
             pool.persist.flush(line as *const u8, 1);
             dirty.q.pop_front();
+        }
+
+        // New objects' contents, written in place, become durable with this fence too.
+        for &(a, b) in &st.buf.fresh_dirty {
+            pool.persist
+                .flush(pool.map.at(a, (b - a) as usize), (b - a) as usize);
         }
 
         // 2. Write the record: header into the buffer's reserved front, checksum, one copy.
