@@ -121,6 +121,10 @@ pub struct LogHeader {
 }
 
 pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"DLOG");
+/// Largest sequence number (and watermark) a valid pool holds. At one commit per nanosecond a
+/// pool needs 146 years to get there, so a larger value on media is damage; refusing it keeps
+/// `seq + 1` and the watermark arithmetic free of overflow.
+pub const MAX_SEQ: u64 = 1 << 62;
 pub const LOG_HEADER_SIZE: usize = std::mem::size_of::<LogHeader>();
 const _: () = assert!(LOG_HEADER_SIZE == 32);
 

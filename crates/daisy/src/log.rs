@@ -87,14 +87,17 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
     if record_checksum(&hdr, &payload) != hdr.checksum {
         return SlotState::Invalid("record checksum mismatch".into());
     }
-    if hdr.seq == 0 || hdr.claim >= hdr.seq {
+    if hdr.seq == 0 || hdr.seq > MAX_SEQ || hdr.claim >= hdr.seq {
         return SlotState::Invalid(format!(
             "checksummed record with impossible seq {} / claim {}",
             hdr.seq, hdr.claim
         ));
     }
     // Walk the entries; a checksummed record with malformed entries is corruption, not a tear.
-    let mut entries = Vec::with_capacity(hdr.n_entries as usize);
+    // Every entry takes at least a header, so a larger count is caught by the walk; cap the
+    // reservation so a damaged count cannot ask for an absurd allocation first.
+    let mut entries =
+        Vec::with_capacity((hdr.n_entries as usize).min(payload.len() / ENTRY_HEADER_SIZE));
     let mut pos = 0usize;
     for i in 0..hdr.n_entries {
         if pos + ENTRY_HEADER_SIZE > payload.len() {

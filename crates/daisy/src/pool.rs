@@ -553,7 +553,7 @@ impl Pool {
         let mapping = Mapping::new(&file, map_len as usize, hdr.max_size as usize)
             .map_err(|e| Error::io(path, "mmap", e))?;
         let state: PoolState = mapping.read(STATE_OFF);
-        validate_state(path, &hdr, &state, file_len)?;
+        validate_state(path, &hdr, &state, file_len, "pool state")?;
         let mode = choose_mode(path, &file, mode, mapping.map_sync())?;
         let persist = Persister::new(mode);
 
@@ -620,6 +620,15 @@ impl Pool {
 
         // ---- recovery: replay committed records newer than the watermark, in commit order ----
         let replay: Vec<_> = records.iter().filter(|r| r.seq > watermark).collect();
+        // Records may write the state page, which was validated before them: validate what
+        // replay would install too, while refusing still leaves the file untouched.
+        let mut after = state_after_replay(&mapping, state, &replay);
+        after.watermark = if replay.is_empty() && watermark == state.watermark {
+            state.watermark
+        } else {
+            max_seq
+        };
+        validate_state(path, &hdr, &after, file_len, "pool state after log replay")?;
         let mut touched = Vec::new();
         for r in &replay {
             log::replay(&mapping, r, &mut touched);
@@ -858,7 +867,10 @@ fn validate_geometry(path: &Path, h: &Header, file_len: u64) -> Result<()> {
     }
     let (lanes_off, ct, heap) = geometry_for(h.lane_count, h.slot_size, h.max_size + CHUNK_SIZE);
     let _ = (ct, heap);
-    if h.lanes_off != lanes_off
+    // Order first: with max_size bounded above, the sums below then cannot overflow.
+    if h.chunk_table_off > h.heap_off
+        || h.heap_off > h.max_size
+        || h.lanes_off != lanes_off
         || h.chunk_table_off < h.lanes_off + h.lane_count as u64 * h.lane_bytes()
         || h.heap_off < h.chunk_table_off + (h.max_size.saturating_sub(h.heap_off) / CHUNK_SIZE) * 8
         || h.heap_off % 4096 != 0
@@ -878,14 +890,21 @@ fn validate_geometry(path: &Path, h: &Header, file_len: u64) -> Result<()> {
     Ok(())
 }
 
-fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64) -> Result<()> {
+/// `what` names the state in messages: the one on media, or the one log replay would install.
+fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64, what: &str) -> Result<()> {
+    if s.watermark > MAX_SEQ {
+        return Err(Error::corrupt(
+            path,
+            format!("{what}: watermark {:#x} is out of range", s.watermark),
+        ));
+    }
     if s.heap_end < h.heap_off + CHUNK_SIZE
         || s.heap_end > h.max_size
         || (s.heap_end - h.heap_off) % CHUNK_SIZE != 0
     {
         return Err(Error::corrupt(
             path,
-            format!("pool state: heap end {:#x} is out of range", s.heap_end),
+            format!("{what}: heap end {:#x} is out of range", s.heap_end),
         ));
     }
     if file_len < s.heap_end {
@@ -901,12 +920,43 @@ fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64) -> Resu
         return Err(Error::corrupt(
             path,
             format!(
-                "pool state: root object {:#x}+{} is outside the heap",
+                "{what}: root object {:#x}+{} is outside the heap",
                 s.root_off, s.root_size
             ),
         ));
     }
     Ok(())
+}
+
+/// The state page's first words as they will be after replaying `records` (read-only: only
+/// the entries that touch those words are evaluated, on a copy).
+fn state_after_replay(map: &Mapping, state: PoolState, records: &[&log::Record]) -> PoolState {
+    let mut words = state;
+    let buf = bytemuck::bytes_of_mut(&mut words);
+    let (lo, hi) = (STATE_OFF, STATE_OFF + buf.len() as u64);
+    for e in records.iter().flat_map(|r| &r.entries) {
+        // Entries were bounds-checked by parse_slot, so target + len does not overflow.
+        let (s, t) = (e.target.max(lo), (e.target + e.len).min(hi));
+        if s >= t {
+            continue;
+        }
+        let dst = &mut buf[(s - lo) as usize..(t - lo) as usize];
+        match e.kind {
+            EntryKind::Copy => map.read_bytes(e.data_off + (s - e.target), dst),
+            // Bit operations are 8-byte, 8-aligned: the word lies wholly inside the range.
+            EntryKind::Or | EntryKind::AndNot => {
+                let mask: u64 = map.read(e.data_off);
+                let w = u64::from_le_bytes(dst[..8].try_into().unwrap());
+                let w = if e.kind == EntryKind::Or {
+                    w | mask
+                } else {
+                    w & !mask
+                };
+                dst.copy_from_slice(&w.to_le_bytes());
+            }
+        }
+    }
+    words
 }
 
 impl PoolInner {
@@ -1057,6 +1107,17 @@ impl PoolInner {
             match self.chunk_entry(c) {
                 Some(ChunkEntry::Free) => c += 1,
                 Some(ChunkEntry::Large { chunks: n }) => {
+                    // Listing it would hand out memory past the heap end (check reports the
+                    // same entry as a problem).
+                    if c + n as u64 > chunks {
+                        return Err(Error::corrupt(
+                            &self.path,
+                            format!(
+                                "chunk table entry {c}: large object of {n} chunks runs past \
+                                 the heap end"
+                            ),
+                        ));
+                    }
                     out.push(ObjectInfo {
                         off: self.geo.chunk_start(c),
                         size: n as u64 * CHUNK_SIZE,

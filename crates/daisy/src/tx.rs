@@ -734,6 +734,19 @@ impl<'p> Tx<'p> {
                         ),
                     ));
                 }
+                // Likewise one that spans another object's chunk: reusing the extent would hand
+                // that chunk out twice.
+                if let Some(k) = (1..chunks as u64)
+                    .find(|&k| self.pool.chunk_entry(chunk + k) != Some(ChunkEntry::Free))
+                {
+                    return Err(Error::corrupt(
+                        &self.pool.path,
+                        format!(
+                            "chunk {}: covered by the large object at chunk {chunk} but not FREE",
+                            chunk + k
+                        ),
+                    ));
+                }
                 if self
                     .st
                     .buf
