@@ -22,17 +22,30 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 unsafe fn crc_sse42(crc: u32, data: &[u8]) -> u32 {
     use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
     let mut c = !crc as u64;
-    let words = data.len() / 8;
-    let p = data.as_ptr();
-    for i in 0..words {
-        // SAFETY: i * 8 + 8 <= data.len(); unaligned reads are allowed.
-        c = _mm_crc32_u64(c, unsafe { (p.add(i * 8) as *const u64).read_unaligned() });
+    let mut p = data.as_ptr();
+    // SAFETY: `end8` and `end` stay within (one past) `data`; every read is of 8 or 1 bytes
+    // strictly before them.
+    unsafe {
+        let end = p.add(data.len());
+        // A record checksum starts 4 bytes into the header: take a 4-byte head in one step so
+        // the rest runs in whole words.
+        if data.len() % 8 >= 4 {
+            c = std::arch::x86_64::_mm_crc32_u32(c as u32, (p as *const u32).read_unaligned())
+                as u64;
+            p = p.add(4);
+        }
+        let end8 = p.add((end as usize - p as usize) & !7);
+        while p < end8 {
+            c = _mm_crc32_u64(c, (p as *const u64).read_unaligned());
+            p = p.add(8);
+        }
+        let mut c = c as u32;
+        while p < end {
+            c = _mm_crc32_u8(c, *p);
+            p = p.add(1);
+        }
+        !c
     }
-    let mut c = c as u32;
-    for &b in &data[words * 8..] {
-        c = _mm_crc32_u8(c, b);
-    }
-    !c
 }
 
 #[cfg(test)]
