@@ -256,9 +256,25 @@ pub fn class_for(size: u64) -> Option<usize> {
 
 /// Geometry of a run of class `class`: (blocks, offset of block 0 from the chunk start).
 /// The bitmap occupies the start of the chunk, rounded up to a cache line.
+#[inline]
 pub const fn run_geometry(class: usize) -> (u32, u32) {
+    RUN_GEOMETRY[class]
+}
+
+/// [`run_geometry`] for every class, computed at compile time.
+const RUN_GEOMETRY: [(u32, u32); SIZE_CLASSES.len()] = {
+    let mut t = [(0u32, 0u32); SIZE_CLASSES.len()];
+    let mut i = 0;
+    while i < SIZE_CLASSES.len() {
+        t[i] = compute_run_geometry(i);
+        i += 1;
+    }
+    t
+};
+
+const fn compute_run_geometry(class: usize) -> (u32, u32) {
     let size = SIZE_CLASSES[class] as u64;
-    // Solve for n: bitmap(n) + n * size <= CHUNK_SIZE.
+    // The largest n with bitmap(n) + n * size <= CHUNK_SIZE.
     let mut n = CHUNK_SIZE / size;
     loop {
         let bitmap = (n.div_ceil(64) * 8).next_multiple_of(64);
