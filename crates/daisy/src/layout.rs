@@ -150,6 +150,8 @@ pub enum EntryKind {
     Or = 2,
     /// Atomically clear the mask's bits in the 8-aligned target word.
     AndNot = 3,
+    /// Fill `len` bytes at the target with zeros (no data follows).
+    Zero = 4,
 }
 
 impl EntryKind {
@@ -158,6 +160,7 @@ impl EntryKind {
             1 => Some(EntryKind::Copy),
             2 => Some(EntryKind::Or),
             3 => Some(EntryKind::AndNot),
+            4 => Some(EntryKind::Zero),
             _ => None,
         }
     }

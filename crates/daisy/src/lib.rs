@@ -41,6 +41,8 @@ pub mod map;
 pub mod persist;
 pub mod pool;
 pub mod ptr;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod tx;
 
 pub use bytemuck;

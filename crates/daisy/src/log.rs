@@ -110,6 +110,7 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
         let len = eh.len();
         let data_len = match kind {
             EntryKind::Copy => (len as usize).next_multiple_of(8),
+            EntryKind::Zero => 0,
             EntryKind::Or | EntryKind::AndNot => {
                 if len != 8 || eh.target % 8 != 0 {
                     return SlotState::Invalid(format!("entry {i}: bad bit-operation entry"));
@@ -165,6 +166,7 @@ pub fn replay(map: &Mapping, rec: &Record, touched: &mut Vec<(u64, u64)>) {
                 let w: u64 = map.read(e.target);
                 map.write(e.target, &(w & !mask));
             }
+            EntryKind::Zero => map.fill(e.target, e.len as usize, 0),
         }
         touched.push((e.target, e.len));
     }

@@ -18,8 +18,9 @@
 //! switched on ([`counters::enable`]); when it is off the cost is one relaxed load and a
 //! predictable branch.
 //!
-//! Every flush and fence of the library goes through [`Persister`], which makes this the one
-//! seam a power-failure simulator needs to observe.
+//! Every flush and fence of the library goes through [`Persister`], the one seam the
+//! power-failure simulator observes (cargo feature `sim`, see [`crate::sim`]; normal builds
+//! contain none of it).
 
 use std::cell::RefCell;
 
@@ -245,6 +246,8 @@ impl Persister {
         if len == 0 {
             return;
         }
+        #[cfg(feature = "sim")]
+        crate::sim::on_flush(addr, len);
         let start = addr as usize & !(CACHE_LINE - 1);
         let end = addr as usize + len;
         match self.mode {
@@ -286,6 +289,8 @@ impl Persister {
     /// Returns an error only in msync mode, when the kernel reports a write-back failure.
     #[inline(always)]
     pub fn fence(&self) -> std::io::Result<()> {
+        #[cfg(feature = "sim")]
+        crate::sim::on_fence();
         counters::add_fence();
         match self.mode {
             Mode::Pmem(_) => {
@@ -345,6 +350,8 @@ impl Persister {
             Mode::Pmem(_) if src.len() >= NT_THRESHOLD => {
                 // SAFETY: forwarded from the caller's contract.
                 unsafe { crate::map::copy_nt(dst, src) };
+                #[cfg(feature = "sim")]
+                crate::sim::on_flush(dst, src.len());
                 // Non-temporal stores count as flushed lines for the statistics.
                 counters::add_flushes(src.len().div_ceil(CACHE_LINE) as u64);
             }

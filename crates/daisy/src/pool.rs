@@ -943,6 +943,7 @@ fn state_after_replay(map: &Mapping, state: PoolState, records: &[&log::Record])
         let dst = &mut buf[(s - lo) as usize..(t - lo) as usize];
         match e.kind {
             EntryKind::Copy => map.read_bytes(e.data_off + (s - e.target), dst),
+            EntryKind::Zero => dst.fill(0),
             // Bit operations are 8-byte, 8-aligned: the word lies wholly inside the range.
             EntryKind::Or | EntryKind::AndNot => {
                 let mask: u64 = map.read(e.data_off);

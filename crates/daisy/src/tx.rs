@@ -25,6 +25,21 @@ use crate::alloc::{Freed, LaneAlloc};
 use crate::error::{Error, Result};
 use crate::layout::*;
 use crate::lock::{SpinGuard, SpinLock};
+
+/// True when the power-failure simulator injects `fault` (test builds with feature `sim`
+/// only; always false otherwise, and compiled away).
+macro_rules! sim_fault {
+    ($f:ident) => {{
+        #[cfg(feature = "sim")]
+        {
+            crate::sim::fault(crate::sim::Fault::$f)
+        }
+        #[cfg(not(feature = "sim"))]
+        {
+            false
+        }
+    }};
+}
 use crate::pool::PoolInner;
 use crate::ptr::PPtr;
 use bytemuck::{Pod, Zeroable};
@@ -37,6 +52,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// after `SLOTS_PER_LANE` commits, and recovery may drop a record only once a claim covers it,
 /// so the deferral must leave two commits of slack: D = K - 2.
 pub const DEFER_COMMITS: u64 = DEFAULT_SLOTS_PER_LANE as u64 - 2;
+
+/// New objects whose in-place contents total at most this many bytes are logged at commit;
+/// larger ones cost one extra fence (`Tx::persist_fresh`).
+pub const FRESH_LOG_MAX: u64 = 4096;
 
 /// Data lines a lane applied but has not flushed yet, oldest first: a queue in a Vec
 /// (`q[head..]`), which is cheaper than a VecDeque on the commit path.
@@ -350,6 +369,16 @@ impl<'p> Tx<'p> {
         Ok(())
     }
 
+    /// Append a Zero entry.
+    fn log_zero(&mut self, target: u64, len: u64) -> Result<()> {
+        self.reserve_log(ENTRY_HEADER_SIZE)?;
+        let eh = EntryHeader::new(target, EntryKind::Zero, len);
+        let b = &mut self.st.buf;
+        b.record.extend_from_slice(bytemuck::bytes_of(&eh));
+        b.n_entries += 1;
+        Ok(())
+    }
+
     /// Add `mask` to the OR/AND-NOT entry for `word`, creating it if needed.
     fn log_bitop(&mut self, word: u64, kind: EntryKind, mask: u64) -> Result<()> {
         let b = &mut self.st.buf;
@@ -408,10 +437,10 @@ impl<'p> Tx<'p> {
                 // SAFETY: range checked by check_user_range; the block is exclusively ours.
                 unsafe { p.persist.copy_nodrain(p.map.at(off, data.len()), data) };
             } else {
-                // Flushed once at commit, so neighbouring small objects share line flushes.
                 p.map.write_bytes(off, data);
-                self.note_fresh_dirty(off, data.len() as u64);
             }
+            // Made durable before or with the record at commit (`persist_fresh`).
+            self.note_fresh_dirty(off, data.len() as u64);
             return Ok(());
         }
         self.log_copy(off, data)
@@ -628,9 +657,11 @@ impl<'p> Tx<'p> {
         self.st.buf.chunks_taken.push((chunk, 1, true));
         let (n, data_off) = run_geometry(class);
         let base = pool.geo.chunk_start(chunk);
+        // The bitmap must be zero on media whenever the RUN entry is, so the zeroing is logged
+        // with it (the chunk may hold an old object's bytes). Zeroing in place now is harmless:
+        // the chunk is unreachable until commit.
         pool.map.fill(base, data_off as usize, 0);
-        pool.persist
-            .flush(pool.map.at(base, data_off as usize), data_off as usize);
+        self.log_zero(base, data_off as u64)?;
         let entry = ChunkEntry::Run {
             class: class as u16,
         }
@@ -861,6 +892,9 @@ impl<'p> Tx<'p> {
                 path: pool.path.clone(),
             });
         }
+        if !self.st.buf.fresh_dirty.is_empty() {
+            self.persist_fresh()?;
+        }
         let st = &mut *self.st;
         let slot = st.next_slot as usize;
 
@@ -887,14 +921,10 @@ impl<'p> Tx<'p> {
             if first + DEFER_COMMITS > lc {
                 break;
             }
-            pool.persist.flush(line as *const u8, 1);
+            if !sim_fault!(NoDataFlush) {
+                pool.persist.flush(line as *const u8, 1);
+            }
             dirty.pop_front();
-        }
-
-        // New objects' contents, written in place, become durable with this fence too.
-        for &(a, b) in &st.buf.fresh_dirty {
-            pool.persist
-                .flush(pool.map.at(a, (b - a) as usize), (b - a) as usize);
         }
 
         // 2. Write the record: header into the buffer's reserved front, checksum, one copy.
@@ -915,8 +945,10 @@ impl<'p> Tx<'p> {
             + slot as u64 * pool.hdr.slot_size as u64;
         if rec.len() <= 512 {
             pool.map.write_words(slot_off, rec);
-            pool.persist
-                .flush(pool.map.at(slot_off, rec.len()), rec.len());
+            if !sim_fault!(NoRecordFlush) {
+                pool.persist
+                    .flush(pool.map.at(slot_off, rec.len()), rec.len());
+            }
         } else {
             // SAFETY: the slot belongs to this lane, which we hold exclusively; the range lies
             // in the lane area (the record fits the slot: checked when entries were added).
@@ -926,8 +958,24 @@ impl<'p> Tx<'p> {
             };
         }
 
+        let applied_early = sim_fault!(ApplyBeforeCommit);
+        if applied_early {
+            apply_payload(
+                pool,
+                &st.buf.record[LOG_HEADER_SIZE..],
+                &mut st.dirty,
+                lc,
+                seq,
+            );
+        }
+
         // 3. The commit point.
-        if let Err(e) = pool.persist.fence() {
+        let fenced = if sim_fault!(NoCommitFence) {
+            Ok(())
+        } else {
+            pool.persist.fence()
+        };
+        if let Err(e) = fenced {
             lane.inflight_lb.store(u64::MAX, Ordering::Release);
             return Err(pool.io_err("persist", e));
         }
@@ -953,7 +1001,8 @@ impl<'p> Tx<'p> {
 
         // 4. Apply in place; the lines become durable with a later fence of this lane (or a
         // helper's), which `undurable_from` tells the watermark.
-        if st.buf.freed.is_empty() {
+        if applied_early {
+        } else if st.buf.freed.is_empty() {
             apply_payload(
                 pool,
                 &st.buf.record[LOG_HEADER_SIZE..],
@@ -971,6 +1020,38 @@ impl<'p> Tx<'p> {
         lane.inflight_lb.store(u64::MAX, Ordering::Release);
         self.st.buf.clear();
         self.done = true;
+        Ok(())
+    }
+
+    /// Make the bytes written in place into this transaction's new objects durable no later
+    /// than its log record: a record that reached the media must never be replayed while the
+    /// objects it links to hold garbage. Small contents are logged (they become durable
+    /// atomically with the record, still one fence); large ones are flushed and fenced before
+    /// the record is written (one extra fence, only for such transactions).
+    fn persist_fresh(&mut self) -> Result<()> {
+        let pool = self.pool;
+        let ranges = std::mem::take(&mut self.st.buf.fresh_dirty);
+        let total: u64 = ranges.iter().map(|&(a, b)| b - a).sum();
+        let overhead = ranges.len() as u64 * (ENTRY_HEADER_SIZE as u64 + 8);
+        let room = pool.hdr.slot_size as u64 - self.st.buf.record.len() as u64;
+        if total <= FRESH_LOG_MAX && total + overhead <= room {
+            let mut bytes = Vec::new();
+            for &(a, b) in &ranges {
+                bytes.resize((b - a) as usize, 0);
+                pool.map.read_bytes(a, &mut bytes);
+                self.log_copy(a, &bytes)?;
+            }
+        } else {
+            for &(a, b) in &ranges {
+                pool.persist
+                    .flush(pool.map.at(a, (b - a) as usize), (b - a) as usize);
+            }
+            pool.persist
+                .fence()
+                .map_err(|e| pool.io_err("persist", e))?;
+        }
+        self.st.buf.fresh_dirty = ranges;
+        self.st.buf.fresh_dirty.clear();
         Ok(())
     }
 
@@ -1088,6 +1169,7 @@ fn apply_payload(pool: &PoolInner, payload: &[u8], dirty: &mut DirtyLines, lc: u
                     .fetch_and(!mask, Ordering::AcqRel);
                 pos += 8;
             }
+            Some(EntryKind::Zero) => pool.map.fill(eh.target, len, 0),
             None => unreachable!("payload built by this module"),
         }
         let first = p as usize & !(crate::persist::CACHE_LINE - 1);
