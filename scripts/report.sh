@@ -7,4 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cargo build --release --locked -p daisy-cli
+# Built separately: it enables the library's simulator hooks, which the daisy binary must not have.
+cargo build --release --locked -p daisy-powerfail
 exec ./target/release/daisy report --dir "${DIR:-/dev/shm}" --out "${OUT:-daisy-report}" "$@"

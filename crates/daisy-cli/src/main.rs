@@ -469,6 +469,10 @@ fn report_cmd(a: ReportArgs) -> Result<ExitCode, String> {
         dir: a.dir,
         level,
         child_cmd: child_cmd()?,
+        powerfail: std::env::current_exe()
+            .ok()
+            .map(|e| e.with_file_name("daisy-powerfail"))
+            .filter(|p| p.exists()),
         seed: a.seed.unwrap_or_else(random_seed),
     };
     println!("daisy report ({level:?}): writing {}", a.out.display());
