@@ -97,6 +97,13 @@ fn node_for(id: u64) -> CtNode {
     }
 }
 
+thread_local! {
+    /// The last expected blob, ((len, gen), bytes): verifying many crash images of one state
+    /// compares with memcmp instead of regenerating the pattern each time.
+    static EXPECTED_BLOB: std::cell::RefCell<((u64, u64), Vec<u8>)> =
+        const { std::cell::RefCell::new(((u64::MAX, 0), Vec::new())) };
+}
+
 fn blob_byte(gen: u64, i: u64) -> u8 {
     (gen.wrapping_mul(131).wrapping_add(i.wrapping_mul(7))) as u8
 }
@@ -261,7 +268,17 @@ pub fn verify(pool: &Pool, model: &Model) -> daisy::Result<Vec<String>> {
             } else {
                 let mut data = vec![0u8; len as usize];
                 pool.read_bytes(r.blob.offset(), &mut data);
-                if let Some(i) = (0..len).find(|&i| data[i as usize] != blob_byte(gen, i)) {
+                let differs = EXPECTED_BLOB.with(|c| {
+                    let mut c = c.borrow_mut();
+                    if c.0 != (len, gen) {
+                        *c = ((len, gen), (0..len).map(|i| blob_byte(gen, i)).collect());
+                    }
+                    data != c.1
+                });
+                if differs {
+                    let i = (0..len)
+                        .find(|&i| data[i as usize] != blob_byte(gen, i))
+                        .unwrap_or(0);
                     bad.push(format!("blob byte {i} differs from the model"));
                 }
             }

@@ -388,7 +388,8 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         PoolCmd::Check { path, format } => {
-            let pool = Pool::open_with(&path, None, ModeChoice::Auto).map_err(|e| e.to_string())?;
+            // Checked as recovery would leave it, without writing the file.
+            let pool = Pool::open_snapshot(&path, None).map_err(|e| e.to_string())?;
             let layout = pool.layout();
             let reach = match layout.as_str() {
                 crashtest::LAYOUT => Some(crashtest::reachable(&pool).map_err(|e| e.to_string())?),

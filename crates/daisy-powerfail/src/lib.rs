@@ -83,8 +83,8 @@ struct Ctx {
     acked: u64,
     /// Model after `acked` transactions.
     model: Model,
-    scratch: PathBuf,
-    scratch_file: std::fs::File,
+    /// One scratch file per checking thread.
+    scratch: Vec<(PathBuf, std::fs::File)>,
     per_point: usize,
     images: u64,
     points: u64,
@@ -93,21 +93,32 @@ struct Ctx {
     workload: Workload,
 }
 
+/// One crash image to build: a version pick per undecided line, optional tearing.
+struct Spec {
+    picks: Vec<usize>,
+    torn: Vec<u8>,
+    sample: Option<usize>,
+}
+
 impl Ctx {
-    /// Check every image of one crash point.
+    /// Check every image of one crash point, on all checking threads.
     fn check_point(&mut self, p: &CrashPoint) {
         self.points += 1;
         let mut rng =
             SmallRng::seed_from_u64(self.seed ^ p.index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let radix: Vec<usize> = p.lines.iter().map(|l| l.versions.len() + 1).collect();
         let combos = radix.iter().try_fold(1usize, |acc, &r| acc.checked_mul(r));
-        let mut next_model: Option<Model> = None;
+        let mut specs = vec![];
         match combos {
             // Few undecided lines: every combination.
             Some(n) if n <= self.per_point => {
                 let mut picks = vec![0usize; radix.len()];
                 for _ in 0..n {
-                    self.check_image(p, &picks, &[], &mut next_model, None);
+                    specs.push(Spec {
+                        picks: picks.clone(),
+                        torn: vec![],
+                        sample: None,
+                    });
                     for (d, r) in picks.iter_mut().zip(&radix) {
                         *d += 1;
                         if *d < *r {
@@ -126,73 +137,132 @@ impl Ctx {
                         torn = vec![0xffu8; radix.len()];
                         torn[rng.gen_range(0..radix.len())] = rng.gen();
                     }
-                    self.check_image(p, &picks, &torn, &mut next_model, Some(k));
+                    specs.push(Spec {
+                        picks,
+                        torn,
+                        sample: Some(k),
+                    });
                 }
             }
         }
-    }
-
-    fn check_image(
-        &mut self,
-        p: &CrashPoint,
-        picks: &[usize],
-        torn: &[u8],
-        next_model: &mut Option<Model>,
-        sample: Option<usize>,
-    ) {
-        self.images += 1;
-        let img = p.image(picks, torn);
-        let res = self.recover_and_verify(&img, next_model);
-        if let Err(why) = res {
+        let mut next = self.model.clone();
+        next.advance_to(self.seed, self.acked + 1);
+        let (model, acked, seed) = (&self.model, self.acked, self.seed);
+        let workers = self.scratch.len();
+        let failed: Vec<(usize, String)> = std::thread::scope(|sc| {
+            let handles: Vec<_> = self
+                .scratch
+                .iter()
+                .enumerate()
+                .map(|(w, (path, file))| {
+                    let (specs, next) = (&specs, &next);
+                    sc.spawn(move || {
+                        daisy::sim::ignore_current_thread();
+                        let mut bad = vec![];
+                        // The scratch file holds the shadow; each image patches its lines in,
+                        // is recovered without writing the file (a copy-on-write open), and
+                        // the lines are restored.
+                        if let Err(e) = write_base(file, &p.shadow) {
+                            return vec![(usize::MAX, e)];
+                        }
+                        for (i, s) in specs.iter().enumerate().skip(w).step_by(workers) {
+                            let r = with_lines(file, p, s, || {
+                                recover_and_verify(path, model, next, acked)
+                            });
+                            if let Err(why) = r {
+                                bad.push((i, why));
+                            }
+                        }
+                        let _ = seed;
+                        bad
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        self.images += specs.len() as u64;
+        for (i, why) in failed {
             self.failures += 1;
+            if i == usize::MAX {
+                self.messages.push(format!("scratch file: {why}"));
+                continue;
+            }
             if self.messages.len() < 10 {
+                let s = &specs[i];
                 self.messages.push(format!(
                     "workload {}, crash point {} (after transaction {} returned), image {}: {why}; replay: daisy crashtest --power-fail --seed {} --workload {}",
                     self.workload.name(),
                     p.index,
                     self.acked,
-                    sample.map(|k| format!("sample {k}")).unwrap_or_else(|| format!("{picks:?}")),
+                    s.sample.map(|k| format!("sample {k}")).unwrap_or_else(|| format!("{:?}", s.picks)),
                     self.seed,
                     self.workload.name(),
                 ));
             }
         }
     }
+}
 
-    fn recover_and_verify(
-        &mut self,
-        img: &[u8],
-        next_model: &mut Option<Model>,
-    ) -> Result<(), String> {
-        self.scratch_file.set_len(0).map_err(|e| e.to_string())?;
-        self.scratch_file
-            .write_all_at(img, 0)
+fn write_base(file: &std::fs::File, shadow: &[u8]) -> Result<(), String> {
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    if len != shadow.len() as u64 {
+        file.set_len(shadow.len() as u64)
             .map_err(|e| e.to_string())?;
-        let pool = Pool::open(&self.scratch, crashtest::LAYOUT)
-            .map_err(|e| format!("recovery failed: {e}"))?;
-        let last = pool
-            .read(pool.root::<CtRoot>().map_err(|e| e.to_string())?)
-            .last_tx;
-        let model = if last == self.acked {
-            &self.model
-        } else if last == self.acked + 1 {
-            next_model.get_or_insert_with(|| {
-                let mut m = self.model.clone();
-                m.advance_to(self.seed, self.acked + 1);
-                m
-            })
-        } else {
-            return Err(format!(
-                "recovered state is after transaction {last}, but {} had returned and at most one more was running",
-                self.acked
-            ));
-        };
-        let diffs = crashtest::verify(&pool, model).map_err(|e| e.to_string())?;
-        if let Some(d) = diffs.first() {
-            return Err(format!("{d} ({} differences in all)", diffs.len()));
-        }
-        Ok(())
     }
+    file.write_all_at(shadow, 0).map_err(|e| e.to_string())
+}
+
+/// Patch the image's lines into the scratch file, run `f`, restore the shadow's lines.
+fn with_lines(
+    file: &std::fs::File,
+    p: &CrashPoint,
+    s: &Spec,
+    f: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
+    let mut touched = vec![];
+    for (i, &pick) in s.picks.iter().enumerate() {
+        let torn = s.torn.get(i).copied().unwrap_or(0xff);
+        if let Some(bytes) = p.line_image(i, pick, torn) {
+            let off = p.lines[i].off;
+            file.write_all_at(&bytes, off as u64)
+                .map_err(|e| e.to_string())?;
+            touched.push(off);
+        }
+    }
+    let r = f();
+    for off in touched {
+        file.write_all_at(&p.shadow[off..off + 64], off as u64)
+            .map_err(|e| e.to_string())?;
+    }
+    r
+}
+
+/// Recover the crash image in the scratch file with the real open (copy-on-write, so the file
+/// is left as it is) and compare it with the model of the transactions that returned, or of
+/// one more: the one in flight.
+fn recover_and_verify(path: &Path, model: &Model, next: &Model, acked: u64) -> Result<(), String> {
+    let pool = Pool::open_snapshot(path, Some(crashtest::LAYOUT))
+        .map_err(|e| format!("recovery failed: {e}"))?;
+    let last = pool
+        .read(pool.root::<CtRoot>().map_err(|e| e.to_string())?)
+        .last_tx;
+    let model = if last == acked {
+        model
+    } else if last == acked + 1 {
+        next
+    } else {
+        return Err(format!(
+            "recovered state is after transaction {last}, but {acked} had returned and at most one more was running"
+        ));
+    };
+    let diffs = crashtest::verify(&pool, model).map_err(|e| e.to_string())?;
+    if let Some(d) = diffs.first() {
+        return Err(format!("{d} ({} differences in all)", diffs.len()));
+    }
+    Ok(())
 }
 
 fn result_of(ctx: &Ctx, transactions: u64) -> WorkloadResult {
@@ -229,19 +299,27 @@ pub fn run_workload(
         .map_err(|e| e.to_string())?;
         let root = pool.root::<CtRoot>().map_err(|e| e.to_string())?;
         pool.drain().map_err(|e| e.to_string())?;
-        let scratch_file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&scratch)
-            .map_err(|e| format!("{}: {e}", scratch.display()))?;
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8);
+        let mut scratch_files = vec![];
+        for t in 0..threads {
+            let p = scratch.with_extension(format!("image{t}"));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&p)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            scratch_files.push((p, f));
+        }
         let ctx = Arc::new(Mutex::new(Ctx {
             seed,
             acked: 0,
             model: Model::new(),
-            scratch: scratch.clone(),
-            scratch_file,
+            scratch: scratch_files,
             per_point,
             images: 0,
             points: 0,
@@ -317,7 +395,9 @@ pub fn run_workload(
     })();
     sim::stop();
     let _ = std::fs::remove_file(&path);
-    let _ = std::fs::remove_file(&scratch);
+    for t in 0..8 {
+        let _ = std::fs::remove_file(scratch.with_extension(format!("image{t}")));
+    }
     result
 }
 

@@ -38,6 +38,8 @@ pub struct Mapping {
     mapped: AtomicUsize,
     /// True when the kernel accepted `MAP_SYNC` (a DAX file system: real persistent memory).
     map_sync: bool,
+    /// A copy-on-write mapping: stores never reach the file (`Pool::open_snapshot`).
+    private: bool,
 }
 
 // SAFETY: the mapping is plain shared memory; all access goes through raw-pointer copies and
@@ -49,6 +51,17 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Reserve `reserve` bytes of address space and map `len` bytes of `file` at its start.
     pub fn new(file: &std::fs::File, len: usize, reserve: usize) -> std::io::Result<Mapping> {
+        Self::with_options(file, len, reserve, false)
+    }
+
+    /// Like [`Mapping::new`]; `private` maps copy-on-write (for
+    /// inspecting a file without ever writing it).
+    pub fn with_options(
+        file: &std::fs::File,
+        len: usize,
+        reserve: usize,
+        private: bool,
+    ) -> std::io::Result<Mapping> {
         assert!(len <= reserve, "mapped length exceeds reservation");
         // SAFETY: an anonymous PROT_NONE reservation touches no existing memory.
         let base = unsafe {
@@ -69,6 +82,7 @@ impl Mapping {
             reserved: reserve,
             mapped: AtomicUsize::new(0),
             map_sync: false,
+            private,
         };
         m.map_sync = m.map_extent(file, 0, len)?;
         m.mapped.store(len, Ordering::Release);
@@ -87,6 +101,23 @@ impl Mapping {
         // MAP_FIXED replaces only memory this Mapping owns.
         let addr = unsafe { self.base.add(off) } as *mut libc::c_void;
         let prot = libc::PROT_READ | libc::PROT_WRITE;
+        if self.private {
+            // SAFETY: as above.
+            let p = unsafe {
+                libc::mmap(
+                    addr,
+                    len,
+                    prot,
+                    libc::MAP_PRIVATE | libc::MAP_FIXED,
+                    fd,
+                    off as libc::off_t,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            return Ok(false);
+        }
         // Try MAP_SYNC first: it succeeds only on DAX file systems, where it guarantees that
         // flushed stores are persistent without msync.
         // SAFETY: as above.

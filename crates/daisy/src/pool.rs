@@ -516,8 +516,23 @@ impl Pool {
         layout: Option<&str>,
         mode: ModeChoice,
     ) -> Result<Pool> {
+        Self::open_inner(path.as_ref(), layout, mode, false)
+    }
+
+    /// Open a pool as it would be after recovery, without writing the file: the mapping is
+    /// copy-on-write, so recovery and anything done with the handle stay in this process.
+    /// (`daisy pool check` uses this; so does the power-failure simulator for crash images.)
+    pub fn open_snapshot(path: impl AsRef<Path>, layout: Option<&str>) -> Result<Pool> {
+        Self::open_inner(path.as_ref(), layout, ModeChoice::Auto, true)
+    }
+
+    fn open_inner(
+        path: &Path,
+        layout: Option<&str>,
+        mode: ModeChoice,
+        snapshot: bool,
+    ) -> Result<Pool> {
         let t0 = std::time::Instant::now();
-        let path = path.as_ref();
         if path.is_dir() {
             return Err(Error::IsADirectory {
                 path: path.to_path_buf(),
@@ -550,8 +565,9 @@ impl Pool {
             });
         }
         let map_len = file_len.min(hdr.max_size);
-        let mapping = Mapping::new(&file, map_len as usize, hdr.max_size as usize)
-            .map_err(|e| Error::io(path, "mmap", e))?;
+        let mapping =
+            Mapping::with_options(&file, map_len as usize, hdr.max_size as usize, snapshot)
+                .map_err(|e| Error::io(path, "mmap", e))?;
         let state: PoolState = mapping.read(STATE_OFF);
         validate_state(path, &hdr, &state, file_len, "pool state")?;
         let mode = choose_mode(path, &file, mode, mapping.map_sync())?;
@@ -999,8 +1015,10 @@ impl PoolInner {
         if cur + min_chunks > max {
             return Err(full());
         }
-        // Grow by a quarter of the current size (at least 16 chunks = 4 MiB), capped at max.
-        let step = min_chunks.max(16).max(cur / 4);
+        // Grow by a quarter of the current size, capped at max.
+        // (At least one chunk: small pools stay small, which keeps crash images and tests
+        // cheap; large pools grow by a quarter, so growth stays rare.)
+        let step = min_chunks.max(cur / 4).max(1);
         let new = (cur + step).min(max);
         let new_end = self.hdr.heap_off + new * CHUNK_SIZE;
         if let Err(e) = map::fallocate(&self.file, heap_end, new_end - heap_end) {

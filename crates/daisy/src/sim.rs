@@ -72,6 +72,24 @@ pub struct CrashPoint {
 }
 
 impl CrashPoint {
+    /// The bytes line `i` holds in an image with `pick` and `torn` (see [`CrashPoint::image`]);
+    /// None when it keeps the shadow's content.
+    pub fn line_image(&self, i: usize, pick: usize, torn: u8) -> Option<[u8; LINE]> {
+        if pick == 0 {
+            return None;
+        }
+        let l = &self.lines[i];
+        let mut out = [0u8; LINE];
+        out.copy_from_slice(&self.shadow[l.off..l.off + LINE]);
+        let v = &l.versions[pick - 1];
+        for w in 0..8 {
+            if torn & (1 << w) != 0 {
+                out[w * 8..w * 8 + 8].copy_from_slice(&v[w * 8..w * 8 + 8]);
+            }
+        }
+        Some(out)
+    }
+
     /// The shadow with `picks[i]` applied to line `i`: 0 keeps the shadow content, k > 0 takes
     /// `versions[k-1]`. `torn[i]`, when set, mixes old and new per 8-byte word with its bits.
     pub fn image(&self, picks: &[usize], torn: &[u8]) -> Vec<u8> {
@@ -111,6 +129,12 @@ thread_local! {
     /// Set while the crash hook runs: the hook's own pools (recovering crash images) flush and
     /// fence too, and must not count as the workload's.
     static IN_HOOK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Make the simulator ignore this thread's flushes and fences from now on (threads that
+/// recover crash images on behalf of the hook).
+pub fn ignore_current_thread() {
+    IN_HOOK.with(|h| h.set(true));
 }
 
 fn ignored() -> bool {
