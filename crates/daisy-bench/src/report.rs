@@ -452,22 +452,19 @@ pub fn markdown(r: &Report) -> String {
                 .unwrap_or_default(),
             _ => String::new(),
         };
+        let f = row_fields(row);
         let _ = writeln!(
             s,
             "| {} | {} | {:.0} | {:.0} | {:.0}..{:.0} | {} | {} | {} | {} |",
-            row.case,
-            row.mechanism,
+            f.case,
+            f.mechanism,
             row.ns_per_op,
             row.ops_per_s,
             row.spread_min_ns,
             row.spread_max_ns,
-            row.flushes_per_op
-                .map(|v| format!("{v:.2}"))
-                .unwrap_or("-".into()),
-            row.fences_per_op
-                .map(|v| format!("{v:.2}"))
-                .unwrap_or("-".into()),
-            row.mode,
+            f.flushes,
+            f.fences,
+            f.mode,
             faster
         );
     }
@@ -477,6 +474,26 @@ pub fn markdown(r: &Report) -> String {
          charts (they arrive with their own work items)."
     );
     s
+}
+
+/// The text fields of a tx row shared by the Markdown and CSV outputs.
+struct RowFields<'a> {
+    case: &'a str,
+    mechanism: &'a str,
+    flushes: String,
+    fences: String,
+    mode: &'a str,
+}
+
+fn row_fields(row: &txbench::Row) -> RowFields<'_> {
+    let num = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+    RowFields {
+        case: &row.case,
+        mechanism: row.mechanism,
+        flushes: num(row.flushes_per_op),
+        fences: num(row.fences_per_op),
+        mode: &row.mode,
+    }
 }
 
 /// Write report.md, results.json and tx.csv into `out`.
@@ -494,22 +511,21 @@ pub fn write(r: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
     )?;
     let mut c = String::from("case,mechanism,ns_per_op,ops_per_s,spread_min_ns,spread_max_ns,flushes_per_op,fences_per_op,runs,ops,mode,fs\n");
     for row in &r.tx {
+        let f = row_fields(row);
         let _ = writeln!(
             c,
             "{},{},{:.1},{:.0},{:.1},{:.1},{},{},{},{},{},{}",
-            row.case,
-            row.mechanism,
+            f.case,
+            f.mechanism,
             row.ns_per_op,
             row.ops_per_s,
             row.spread_min_ns,
             row.spread_max_ns,
-            row.flushes_per_op
-                .map(|v| v.to_string())
-                .unwrap_or_default(),
-            row.fences_per_op.map(|v| v.to_string()).unwrap_or_default(),
+            f.flushes,
+            f.fences,
             row.runs,
             row.ops,
-            row.mode,
+            f.mode,
             row.fs
         );
     }

@@ -85,6 +85,8 @@ struct Ctx {
     model: Model,
     /// One scratch file per checking thread.
     scratch: Vec<(PathBuf, std::fs::File)>,
+    /// The scratch files hold the previous crash point's shadow.
+    scratch_synced: bool,
     per_point: usize,
     images: u64,
     points: u64,
@@ -149,6 +151,13 @@ impl Ctx {
         next.advance_to(self.seed, self.acked + 1);
         let (model, acked, seed) = (&self.model, self.acked, self.seed);
         let workers = self.scratch.len();
+        // Bring the scratch files to this point's shadow: only the changed lines when they
+        // hold the previous one, the whole image otherwise.
+        let delta = if self.scratch_synced {
+            p.changed_since_last.as_deref()
+        } else {
+            None
+        };
         let failed: Vec<(usize, String)> = std::thread::scope(|sc| {
             let handles: Vec<_> = self
                 .scratch
@@ -162,7 +171,7 @@ impl Ctx {
                         // The scratch file holds the shadow; each image patches its lines in,
                         // is recovered without writing the file (a copy-on-write open), and
                         // the lines are restored.
-                        if let Err(e) = write_base(file, &p.shadow) {
+                        if let Err(e) = write_base(file, &p.shadow, delta) {
                             return vec![(usize::MAX, e)];
                         }
                         for (i, s) in specs.iter().enumerate().skip(w).step_by(workers) {
@@ -184,6 +193,7 @@ impl Ctx {
                 .collect()
         });
         self.images += specs.len() as u64;
+        self.scratch_synced = !failed.iter().any(|f| f.0 == usize::MAX);
         for (i, why) in failed {
             self.failures += 1;
             if i == usize::MAX {
@@ -206,7 +216,14 @@ impl Ctx {
     }
 }
 
-fn write_base(file: &std::fs::File, shadow: &[u8]) -> Result<(), String> {
+fn write_base(file: &std::fs::File, shadow: &[u8], delta: Option<&[usize]>) -> Result<(), String> {
+    if let Some(lines) = delta {
+        for &off in lines {
+            file.write_all_at(&shadow[off..off + 64], off as u64)
+                .map_err(|e| e.to_string())?;
+        }
+        return Ok(());
+    }
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     if len != shadow.len() as u64 {
         file.set_len(shadow.len() as u64)
@@ -320,6 +337,7 @@ pub fn run_workload(
             acked: 0,
             model: Model::new(),
             scratch: scratch_files,
+            scratch_synced: false,
             per_point,
             images: 0,
             points: 0,

@@ -266,6 +266,36 @@ impl Mapping {
         unsafe { &*(p as *const AtomicU64) }
     }
 
+    /// Call `f(offset, line)` for every 64-byte line of the mapping that differs from
+    /// `reference` (which covers the mapping's first `reference.len()` bytes). Used by the
+    /// power-failure simulator, which stops the world while it runs.
+    pub fn for_each_differing_line(&self, reference: &[u8], mut f: impl FnMut(usize, &[u8; 64])) {
+        let n = reference.len().min(self.len()) & !63;
+        // SAFETY: [base, base+n) is mapped (n <= len); the simulator calls this while no other
+        // thread writes the pool, so the shared slice is not mutated while it lives.
+        let live = unsafe { std::slice::from_raw_parts(self.base, n) };
+        for (off, (a, b)) in live
+            .chunks_exact(4096)
+            .zip(reference.chunks_exact(4096))
+            .enumerate()
+            .map(|(i, p)| (i * 4096, p))
+        {
+            if a != b {
+                for l in (0..4096).step_by(64) {
+                    if a[l..l + 64] != b[l..l + 64] {
+                        f(off + l, a[l..l + 64].try_into().unwrap());
+                    }
+                }
+            }
+        }
+        let tail = n & !4095;
+        for l in (tail..n).step_by(64) {
+            if live[l..l + 64] != reference[l..l + 64] {
+                f(l, live[l..l + 64].try_into().unwrap());
+            }
+        }
+    }
+
     /// A read-only copy of the mapped bytes `[off, off+len)` (used by checks and tests).
     pub fn snapshot(&self, off: u64, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];

@@ -69,6 +69,10 @@ pub struct CrashPoint {
     /// Surely persisted image of the pool file.
     pub shadow: Vec<u8>,
     pub lines: Vec<LineChoices>,
+    /// Offsets of the shadow lines that changed since the previous crash point, or None when
+    /// the shadow grew or this is the first point (a copy of the previous shadow plus these
+    /// lines equals this one).
+    pub changed_since_last: Option<Vec<usize>>,
 }
 
 impl CrashPoint {
@@ -119,6 +123,8 @@ struct Tracked {
     reserved: usize,
     shadow: Vec<u8>,
     pending: HashMap<ThreadId, Vec<(usize, [u8; LINE])>>,
+    /// Shadow lines changed since the last crash point (None: grown, or no point yet).
+    changed: Option<Vec<usize>>,
     fences: u64,
     hook: Option<Hook>,
 }
@@ -154,6 +160,7 @@ pub fn track(pool: &crate::Pool, hook: Hook) {
         reserved: map.reserved(),
         shadow,
         pending: HashMap::new(),
+        changed: None,
         fences: 0,
         hook: Some(hook),
     });
@@ -204,10 +211,9 @@ pub(crate) fn on_fence() {
         if t.shadow.len() < len {
             // Growth: new extents come from fallocate (zeros) and are persisted before use.
             t.shadow.resize(len, 0);
+            t.changed = None;
         }
         t.fences += 1;
-        let mut current = vec![0u8; t.shadow.len()];
-        t.pool.inner.map.read_bytes(0, &mut current);
         let mut by_line: HashMap<usize, Vec<[u8; LINE]>> = HashMap::new();
         for list in t.pending.values() {
             for (off, snap) in list {
@@ -219,25 +225,26 @@ pub(crate) fn on_fence() {
                 }
             }
         }
-        for off in (0..current.len()).step_by(LINE) {
-            if current[off..off + LINE] != t.shadow[off..off + LINE] {
-                let mut line = [0u8; LINE];
-                line.copy_from_slice(&current[off..off + LINE]);
+        t.pool
+            .inner
+            .map
+            .for_each_differing_line(&t.shadow, |off, line| {
                 let v = by_line.entry(off).or_default();
-                if !v.contains(&line) {
-                    v.push(line);
+                if !v.contains(line) {
+                    v.push(*line);
                 }
-            }
-        }
+            });
         let mut lines: Vec<LineChoices> = by_line
             .into_iter()
             .map(|(off, versions)| LineChoices { off, versions })
             .collect();
         lines.sort_by_key(|l| l.off);
+        // The shadow moves into the crash point and back (no copy of the whole pool).
         let point = CrashPoint {
             index: t.fences,
-            shadow: t.shadow.clone(),
+            shadow: std::mem::take(&mut t.shadow),
             lines,
+            changed_since_last: t.changed.replace(Vec::new()),
         };
         (point, t.hook.take())
     };
@@ -251,12 +258,16 @@ pub(crate) fn on_fence() {
         if t.hook.is_none() {
             t.hook = hook;
         }
+        t.shadow = point.shadow;
         // The fence completes: this thread's flushed snapshots are now surely persisted.
         let me = std::thread::current().id();
         if let Some(list) = t.pending.remove(&me) {
             for (off, snap) in list {
                 if off + LINE <= t.shadow.len() {
                     t.shadow[off..off + LINE].copy_from_slice(&snap);
+                    if let Some(c) = t.changed.as_mut() {
+                        c.push(off);
+                    }
                 }
             }
         }

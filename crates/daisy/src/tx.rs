@@ -960,14 +960,9 @@ impl<'p> Tx<'p> {
 
         let applied_early = sim_fault!(ApplyBeforeCommit);
         if applied_early {
-            apply_payload(
-                pool,
-                &st.buf.record[LOG_HEADER_SIZE..],
-                &mut st.dirty,
-                lc,
-                seq,
-            );
+            self.apply(seq, lc);
         }
+        let st = &mut *self.st;
 
         // 3. The commit point.
         let fenced = if sim_fault!(NoCommitFence) {
@@ -1001,17 +996,8 @@ impl<'p> Tx<'p> {
 
         // 4. Apply in place; the lines become durable with a later fence of this lane (or a
         // helper's), which `undurable_from` tells the watermark.
-        if applied_early {
-        } else if st.buf.freed.is_empty() {
-            apply_payload(
-                pool,
-                &st.buf.record[LOG_HEADER_SIZE..],
-                &mut st.dirty,
-                lc,
-                seq,
-            );
-        } else {
-            self.apply_with_frees(seq, lc);
+        if !applied_early {
+            self.apply(seq, lc);
         }
         let st = &mut *self.st;
         lane.undurable_from
@@ -1053,6 +1039,23 @@ impl<'p> Tx<'p> {
         self.st.buf.fresh_dirty = ranges;
         self.st.buf.fresh_dirty.clear();
         Ok(())
+    }
+
+    /// Apply the committed record in place (step 4 of commit).
+    #[inline(always)]
+    fn apply(&mut self, seq: u64, lc: u64) {
+        if self.st.buf.freed.is_empty() {
+            let st = &mut *self.st;
+            apply_payload(
+                self.pool,
+                &st.buf.record[LOG_HEADER_SIZE..],
+                &mut st.dirty,
+                lc,
+                seq,
+            );
+        } else {
+            self.apply_with_frees(seq, lc);
+        }
     }
 
     /// Apply a record that frees objects, and queue the frees for reuse.
