@@ -67,11 +67,12 @@ pub(crate) struct DirtyLines {
 }
 
 impl DirtyLines {
-    /// Remember a line; skip it when the newest entry already covers it (a flush of that
-    /// entry will write back the newer bytes too).
+    /// Remember a line; skip it when one of the newest entries already covers it (a flush of
+    /// that entry will write back the newer bytes too).
     #[inline(always)]
     fn push(&mut self, line: usize, lc: u64, seq: u64) {
-        if self.q.len() > self.head && self.q[self.q.len() - 1].0 == line {
+        let recent = &self.q[self.head.max(self.q.len().saturating_sub(16))..];
+        if recent.iter().rev().any(|e| e.0 == line) {
             return;
         }
         self.q.push((line, lc, seq));
@@ -228,8 +229,11 @@ pub(crate) struct TxBuffers {
     chunks_taken: Vec<(u64, u64, bool)>,
     /// Objects freed by this transaction, deferred on commit.
     freed: Vec<Freed>,
-    /// Byte ranges [start, end) written in place into new objects, flushed before the fence.
+    /// Byte ranges [start, end) written in place into new objects (see `persist_fresh`).
     fresh_dirty: Vec<(u64, u64)>,
+    /// Where the logged copies of new objects begin in `record` (they are already in place,
+    /// so commit does not apply them again); `record.len()` when there are none.
+    fresh_log_start: usize,
 }
 
 impl Default for TxBuffers {
@@ -244,6 +248,7 @@ impl Default for TxBuffers {
             chunks_taken: Vec::new(),
             freed: Vec::new(),
             fresh_dirty: Vec::new(),
+            fresh_log_start: usize::MAX,
         }
     }
 }
@@ -263,6 +268,7 @@ impl TxBuffers {
         self.chunks_taken.clear();
         self.freed.clear();
         self.fresh_dirty.clear();
+        self.fresh_log_start = usize::MAX;
     }
 }
 
@@ -1021,11 +1027,18 @@ impl<'p> Tx<'p> {
         let overhead = ranges.len() as u64 * (ENTRY_HEADER_SIZE as u64 + 8);
         let room = pool.hdr.slot_size as u64 - self.st.buf.record.len() as u64;
         if total <= FRESH_LOG_MAX && total + overhead <= room {
-            let mut bytes = Vec::new();
+            // Logged straight from the objects into the record. These entries come last and
+            // are not applied again at commit: the bytes are already in place.
+            self.st.buf.fresh_log_start = self.st.buf.record.len();
             for &(a, b) in &ranges {
-                bytes.resize((b - a) as usize, 0);
-                pool.map.read_bytes(a, &mut bytes);
-                self.log_copy(a, &bytes)?;
+                let len = (b - a) as usize;
+                let eh = EntryHeader::new(a, EntryKind::Copy, len as u64);
+                let rec = &mut self.st.buf.record;
+                rec.extend_from_slice(bytemuck::bytes_of(&eh));
+                let pos = rec.len();
+                rec.resize(pos + len.next_multiple_of(8), 0);
+                pool.map.read_bytes(a, &mut rec[pos..pos + len]);
+                self.st.buf.n_entries += 1;
             }
         } else {
             for &(a, b) in &ranges {
@@ -1036,8 +1049,8 @@ impl<'p> Tx<'p> {
                 .fence()
                 .map_err(|e| pool.io_err("persist", e))?;
         }
+        // Kept until commit ends: their lines join the lane's deferred flushes.
         self.st.buf.fresh_dirty = ranges;
-        self.st.buf.fresh_dirty.clear();
         Ok(())
     }
 
@@ -1046,15 +1059,30 @@ impl<'p> Tx<'p> {
     fn apply(&mut self, seq: u64, lc: u64) {
         if self.st.buf.freed.is_empty() {
             let st = &mut *self.st;
+            let end = st.buf.fresh_log_start.min(st.buf.record.len());
             apply_payload(
                 self.pool,
-                &st.buf.record[LOG_HEADER_SIZE..],
+                &st.buf.record[LOG_HEADER_SIZE..end],
                 &mut st.dirty,
                 lc,
                 seq,
             );
         } else {
             self.apply_with_frees(seq, lc);
+        }
+        // Logged new objects' lines are flushed like applied data: they must reach the media
+        // before their record is retired. (Unlogged ones were flushed and fenced already.)
+        let st = &mut *self.st;
+        if st.buf.fresh_log_start == usize::MAX {
+            return;
+        }
+        for &(a, b) in &st.buf.fresh_dirty {
+            let mut line = self.pool.map.at(a, 0) as usize & !(crate::persist::CACHE_LINE - 1);
+            let end = self.pool.map.at(b, 0) as usize;
+            while line < end {
+                st.dirty.push(line, lc, seq);
+                line += crate::persist::CACHE_LINE;
+            }
         }
     }
 
@@ -1072,9 +1100,10 @@ impl<'p> Tx<'p> {
         // cleared bit (and the harvester takes it), never both.
         let heap_guard =
             unharvested_free.then(|| pool.heap.lock().unwrap_or_else(|e| e.into_inner()));
+        let end = st.buf.fresh_log_start.min(st.buf.record.len());
         apply_payload(
             pool,
-            &st.buf.record[LOG_HEADER_SIZE..],
+            &st.buf.record[LOG_HEADER_SIZE..end],
             &mut st.dirty,
             lc,
             seq,
