@@ -72,14 +72,22 @@ fn plan(seed: u64, id: u64, list_len: u64) -> Op {
         60..=84 if list_len > 0 => Op::Pop,
         60..=84 => Op::Push,
         85..=94 => {
-            // Sizes spanning small runs, big runs and multi-chunk large objects.
-            let len = match rng.gen_range(0..4) {
-                0 => rng.gen_range(1..2048),
-                1 => rng.gen_range(2048..65536),
-                2 => rng.gen_range(65536..262144),
-                _ => rng.gen_range(262144..700_000),
-            };
-            Op::Blob(len)
+            // Sizes covering the smallest and the largest run classes, a middle one, and large
+            // objects of one to three chunks (and so pool growth). A few fixed sizes, each
+            // jittered within its size class: every class a lane touches costs it a 256 KiB
+            // run, and small pools keep crash images cheap to check (the property test covers
+            // the other sizes).
+            const SIZES: [(u64, u64); 7] = [
+                (1, 16),
+                (97, 112),
+                (1537, 1792),
+                (28673, 32768),
+                (57345, 65536),
+                (100_000, 262_144),
+                (262_145, 700_000),
+            ];
+            let (lo, hi) = SIZES[rng.gen_range(0..SIZES.len())];
+            Op::Blob(rng.gen_range(lo..=hi))
         }
         _ => Op::Big,
     }
