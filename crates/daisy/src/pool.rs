@@ -118,6 +118,9 @@ pub(crate) struct PoolInner {
     pub lanes: Box<[Lane]>,
     /// Next commit sequence number to hand out.
     pub next_seq: AtomicU64,
+    /// DRAM copy of the state page's heap end (bounds checks on the hot path read this);
+    /// raised by `grow` after the new end is durable.
+    pub heap_end_cache: AtomicU64,
     /// Largest watermark known to be durable (in a fenced log record or the state page).
     pub persisted_claim: AtomicU64,
     pub lanes_in_use: AtomicUsize,
@@ -482,6 +485,7 @@ impl Pool {
                 })
             })
             .collect();
+        let heap_end0 = map.read::<PoolState>(STATE_OFF).heap_end;
         Pool {
             inner: Arc::new(PoolInner {
                 path: path.to_path_buf(),
@@ -493,6 +497,7 @@ impl Pool {
                 persist,
                 lanes,
                 next_seq: AtomicU64::new(next_seq),
+                heap_end_cache: AtomicU64::new(heap_end0),
                 persisted_claim: AtomicU64::new(watermark),
                 lanes_in_use: AtomicUsize::new(0),
                 heap: Mutex::new(Heap::default()),
@@ -981,8 +986,9 @@ impl PoolInner {
         self.map.read(STATE_OFF)
     }
 
+    #[inline]
     pub fn heap_end(&self) -> u64 {
-        self.map.atomic_u64(STATE_HEAP_END).load(Ordering::Acquire)
+        self.heap_end_cache.load(Ordering::Acquire)
     }
 
     /// Panic-free bounds check for user-supplied pointers: out-of-range pointers are a bug in
@@ -1043,6 +1049,7 @@ impl PoolInner {
         self.persist
             .fence()
             .map_err(|e| self.io_err("persist", e))?;
+        self.heap_end_cache.store(new_end, Ordering::Release);
         heap.insert_extent(cur, new - cur);
         Ok(())
     }
