@@ -503,3 +503,68 @@ pub fn table(rows: &[Row]) -> String {
 pub fn default_dir() -> &'static Path {
     Path::new(daisy::pool::DEFAULT_DIR)
 }
+
+/// One row of the thread-scaling run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ScalingRow {
+    pub bench: &'static str,
+    pub case: &'static str,
+    pub threads: usize,
+    pub ops_per_s: f64,
+    /// Aggregate throughput divided by the one-thread throughput.
+    pub scaling: f64,
+    pub mode: String,
+}
+
+/// One-update transactions on 1..=`max_threads` threads, each thread on its own cache line of
+/// one pool (no shared data, so only the commit path itself can serialise them: each thread
+/// has its own log lane, and commits share one `fetch_add`).
+pub fn thread_scaling(dir: &Path, max_threads: usize, ops: u64) -> Result<Vec<ScalingRow>, String> {
+    let path = dir.join(format!("daisy-bench-threads-{}.pool", std::process::id()));
+    let _cleanup = Cleanup(vec![path.clone()]);
+    let _ = std::fs::remove_file(&path);
+    let pool = Pool::create(
+        &path,
+        &PoolOptions::new("daisy.bench.threads")
+            .size(64 << 20)
+            .max_size(1 << 30),
+    )
+    .map_err(|e| e.to_string())?;
+    let base = pool
+        .transaction(|tx| tx.alloc_zeroed_bytes(64 * 64))
+        .map_err(|e: Error| e.to_string())?;
+    let mode = pool.mode().describe();
+    let mut rows: Vec<ScalingRow> = vec![];
+    for threads in 1..=max_threads.max(1) {
+        let mut samples = vec![];
+        for _ in 0..3 {
+            let barrier = std::sync::Barrier::new(threads + 1);
+            let t0 = std::thread::scope(|s| {
+                for t in 0..threads {
+                    let (pool, barrier) = (&pool, &barrier);
+                    s.spawn(move || {
+                        let slot = base.byte_add::<u64>(64 * t as u64);
+                        barrier.wait();
+                        for i in 0..ops {
+                            pool.transaction(|tx| tx.write(slot, &i)).unwrap();
+                        }
+                    });
+                }
+                barrier.wait();
+                Instant::now()
+            });
+            samples.push((threads as u64 * ops) as f64 / t0.elapsed().as_secs_f64());
+        }
+        let ops_per_s = crate::stats::median(&samples);
+        let one = rows.first().map(|r| r.ops_per_s).unwrap_or(ops_per_s);
+        rows.push(ScalingRow {
+            bench: "tx-threads",
+            case: "update-1",
+            threads,
+            ops_per_s,
+            scaling: ops_per_s / one,
+            mode: mode.clone(),
+        });
+    }
+    Ok(rows)
+}

@@ -185,6 +185,10 @@ enum BenchCmd {
         /// Cases to run [default: all].
         #[arg(long = "case", value_parser = clap::builder::PossibleValuesParser::new(txbench::CASES))]
         cases: Vec<String>,
+        /// Instead of the cases: one-update transactions on 1..=N threads, each on its own
+        /// cache line, aggregate throughput and scaling (commits take no global lock).
+        #[arg(long)]
+        threads: Option<usize>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -249,10 +253,28 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             ops,
             runs,
             cases,
+            threads,
             format,
         }) => {
             if ops == 0 || runs == 0 {
                 return Err("--ops and --runs must be at least 1".into());
+            }
+            if let Some(n) = threads {
+                if n == 0 || n > 1024 {
+                    return Err("--threads must be between 1 and 1024".into());
+                }
+                let rows = txbench::thread_scaling(&dir, n, ops)?;
+                for r in &rows {
+                    if format == Format::Json {
+                        println!("{}", serde_json::to_string(r).unwrap());
+                    } else {
+                        println!(
+                            "update-1 on {:>3} threads: {:>12.0} transactions/s in all, scaling {:.2}x ({})",
+                            r.threads, r.ops_per_s, r.scaling, r.mode
+                        );
+                    }
+                }
+                return Ok(ExitCode::SUCCESS);
             }
             let cases = if cases.is_empty() {
                 txbench::CASES.iter().map(|s| s.to_string()).collect()

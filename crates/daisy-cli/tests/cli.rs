@@ -323,6 +323,33 @@ fn bench_tx_reports_all_mechanisms_and_counts() {
 }
 
 #[test]
+fn bench_tx_threads_reports_scaling() {
+    let d = tmpdir();
+    let o = run(daisy()
+        .args([
+            "bench",
+            "tx",
+            "--threads",
+            "2",
+            "--ops",
+            "2000",
+            "--format",
+            "json",
+        ])
+        .arg("--dir")
+        .arg(d.path()));
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = json_lines(&o);
+    assert_eq!(rows.len(), 2, "{}", text(&o));
+    assert_eq!(rows[0]["threads"], 1);
+    assert_eq!(rows[0]["scaling"], 1.0);
+    assert_eq!(rows[1]["threads"], 2);
+    assert!(rows[1]["ops_per_s"].as_f64().unwrap() > 0.0);
+    let o = run(daisy().args(["bench", "tx", "--threads", "0"]));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
 fn report_quick_writes_files_and_verdicts() {
     let d = tmpdir();
     let out: PathBuf = d.path().join("out");

@@ -116,8 +116,9 @@ pub(crate) struct PoolInner {
     pub persist: Persister,
     pub geo: Geometry,
     pub lanes: Box<[Lane]>,
-    /// Next commit sequence number to hand out.
-    pub next_seq: AtomicU64,
+    /// Next commit sequence number to hand out. Every commit of every thread writes it, so it
+    /// sits alone on its cache lines, away from fields that every transaction only reads.
+    pub next_seq: Padded<AtomicU64>,
     /// DRAM copy of the state page's heap end (bounds checks on the hot path read this);
     /// raised by `grow` after the new end is durable.
     pub heap_end_cache: AtomicU64,
@@ -496,7 +497,7 @@ impl Pool {
                 hdr,
                 persist,
                 lanes,
-                next_seq: AtomicU64::new(next_seq),
+                next_seq: Padded(AtomicU64::new(next_seq)),
                 heap_end_cache: AtomicU64::new(heap_end0),
                 persisted_claim: AtomicU64::new(watermark),
                 lanes_in_use: AtomicUsize::new(0),
@@ -979,6 +980,17 @@ fn state_after_replay(map: &Mapping, state: PoolState, records: &[&log::Record])
         }
     }
     words
+}
+
+/// A value alone on its own pair of cache lines (no false sharing with its neighbours).
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl PoolInner {
