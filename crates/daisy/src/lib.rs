@@ -51,3 +51,8 @@ pub use persist::{counters, FlushInstr, Mode, Persister};
 pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, RecoveryReport};
 pub use ptr::{PBytes, PPtr};
 pub use tx::Tx;
+
+/// The README's example compiles (checked by `cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
