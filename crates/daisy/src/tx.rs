@@ -113,9 +113,13 @@ impl DirtyLines {
 /// After applying, the owner stores `undurable_from`, then `last_committed`, then clears
 /// `inflight_lb` (Release); readers load them in the opposite order (Acquire). See
 /// [`Lane::oldest_undurable`] for how they combine.
-#[repr(align(128))]
+///
+/// Layout: the owner writes its `state` all through a transaction, while other threads read
+/// the four words on every commit; `repr(C)` and the padded `state` keep them on different
+/// cache lines (no false sharing).
+#[repr(C, align(128))]
 pub(crate) struct Lane {
-    pub state: SpinLock<LaneState>,
+    pub state: crate::pool::Padded<SpinLock<LaneState>>,
     pub inflight_lb: AtomicU64,
     pub undurable_from: AtomicU64,
     pub last_committed: AtomicU64,
@@ -127,7 +131,7 @@ impl Lane {
     pub fn new(st: LaneState) -> Lane {
         Lane {
             index: st.index,
-            state: SpinLock::new(st),
+            state: crate::pool::Padded(SpinLock::new(st)),
             inflight_lb: AtomicU64::new(u64::MAX),
             undurable_from: AtomicU64::new(u64::MAX),
             last_committed: AtomicU64::new(0),
