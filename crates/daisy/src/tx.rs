@@ -842,7 +842,24 @@ impl<'p> Tx<'p> {
                 why: "not allocated (double free?)",
             });
         };
-        self.st.buf.fresh.swap_remove(i);
+        let (_, size) = self.st.buf.fresh.swap_remove(i);
+        // Its bytes must not be logged at commit: the block goes back to the cache now, and a
+        // later owner's unlogged contents would be overwritten when this record is replayed.
+        let (a, b) = (off, off + size);
+        let mut kept = Vec::with_capacity(self.st.buf.fresh_dirty.len() + 1);
+        for &(s, e) in &self.st.buf.fresh_dirty {
+            if e <= a || s >= b {
+                kept.push((s, e));
+                continue;
+            }
+            if s < a {
+                kept.push((s, a));
+            }
+            if e > b {
+                kept.push((b, e));
+            }
+        }
+        self.st.buf.fresh_dirty = kept;
         if let Some(j) = self.st.buf.reserved.iter().rposition(|r| r.0 == off) {
             let (_, class) = self.st.buf.reserved.swap_remove(j);
             let chunk = self.pool.geo.chunk_of(off).expect("heap block");
