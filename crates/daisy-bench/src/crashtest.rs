@@ -18,7 +18,6 @@ use bytemuck::{Pod, Zeroable};
 use daisy::{Error, PPtr, Pool, PoolOptions, Tx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -470,22 +469,23 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
     Ok(sum)
 }
 
-/// Ids present in the pool's list (used by tests).
-pub fn list_ids(pool: &Pool) -> daisy::Result<BTreeSet<u64>> {
-    let r = pool.read(pool.root::<CtRoot>()?);
-    let mut out = BTreeSet::new();
-    let mut p = r.head;
-    while !p.is_null() {
-        let n = pool.read(p);
-        out.insert(n.id);
-        p = n.next;
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    /// Ids present in the pool's list.
+    fn list_ids(pool: &Pool) -> daisy::Result<BTreeSet<u64>> {
+        let r = pool.read(pool.root::<CtRoot>()?);
+        let mut out = BTreeSet::new();
+        let mut p = r.head;
+        while !p.is_null() {
+            let n = pool.read(p);
+            out.insert(n.id);
+            p = n.next;
+        }
+        Ok(out)
+    }
 
     /// Running the workload in-process matches the model step by step.
     #[test]

@@ -500,10 +500,6 @@ pub fn table(rows: &[Row]) -> String {
     s
 }
 
-pub fn default_dir() -> &'static Path {
-    Path::new(daisy::pool::DEFAULT_DIR)
-}
-
 /// One row of the thread-scaling run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ScalingRow {
