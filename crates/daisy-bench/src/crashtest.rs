@@ -200,6 +200,11 @@ pub fn run_tx(pool: &Pool, root: PPtr<CtRoot>, seed: u64, id: u64) -> daisy::Res
                 tx.write(root.byte_add(40), &id)?;
             }
             Op::Big => {
+                // An object allocated and freed in the same transaction (a cancelled
+                // allocation): its block goes straight back to the cache and is reused by the
+                // pushes below; nothing of it may survive.
+                let tmp = tx.alloc_bytes(&[0xa5u8; 64])?;
+                tx.free(tmp)?;
                 tx.write(root.byte_add(64), &[id; SLOTS])?;
                 for k in 0..3 {
                     push_node(tx, root, id * 4 + k)?;
