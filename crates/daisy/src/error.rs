@@ -82,6 +82,20 @@ pub enum Error {
     /// The transaction closure returned an error of its own (user abort).
     #[error("transaction aborted: {0}")]
     Aborted(String),
+    /// A collection was opened at an offset that does not hold one of the asked-for type.
+    #[error("object at {offset:#x} is not a {what}: {why}")]
+    NotACollection {
+        offset: u64,
+        what: &'static str,
+        why: String,
+    },
+    /// A collection is already open through another handle (handles are exclusive; share one
+    /// behind a lock instead).
+    #[error("{what} at {offset:#x} is already open through another handle")]
+    CollectionInUse { offset: u64, what: &'static str },
+    /// A collection cannot take the operation (documented limits, e.g. an oversized key).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl Error {

@@ -182,10 +182,37 @@ impl EntryHeader {
     }
 }
 
+/// Top byte of an entry's first word that marks a **word entry**: a Copy of exactly 8 bytes in
+/// 16 bytes of log (the target in the low 56 bits of the first word, the data in the second),
+/// instead of 24 with a full [`EntryHeader`]. Pool offsets are below 2^56, so a full header's
+/// first word (its target) never has this byte set. Word entries keep the commonest records
+/// (an 8-byte slot plus a counter) within one 64-byte cache line.
+pub const WORD_ENTRY_TAG: u64 = 0x57 << 56;
+pub const WORD_ENTRY_SIZE: usize = 16;
+pub const TARGET_MASK: u64 = (1 << 56) - 1;
+
 /// Bytes a Copy entry of `len` data bytes takes in the log.
 #[inline]
 pub fn copy_entry_size(len: usize) -> usize {
+    if len == 8 {
+        return WORD_ENTRY_SIZE;
+    }
     ENTRY_HEADER_SIZE + len.next_multiple_of(8)
+}
+
+/// Decode the entry at the start of `bytes` (at least 8 bytes): (target, kind, len, header
+/// size). None for an unknown kind. Word entries decode as Copy of 8 bytes.
+#[inline(always)]
+pub fn decode_entry(bytes: &[u8]) -> Option<(u64, EntryKind, u64, usize)> {
+    let w0 = u64::from_le_bytes(bytes[..8].try_into().unwrap());
+    if w0 & !TARGET_MASK == WORD_ENTRY_TAG {
+        return Some((w0 & TARGET_MASK, EntryKind::Copy, 8, 8));
+    }
+    if bytes.len() < ENTRY_HEADER_SIZE {
+        return None;
+    }
+    let eh: EntryHeader = bytemuck::pod_read_unaligned(&bytes[..ENTRY_HEADER_SIZE]);
+    Some((eh.target, eh.kind()?, eh.len(), ENTRY_HEADER_SIZE))
 }
 
 // ---- chunk table entries ----

@@ -33,6 +33,7 @@
 
 pub mod alloc;
 pub mod checksum;
+pub mod collections;
 pub mod error;
 pub mod layout;
 pub mod lock;
@@ -46,6 +47,7 @@ pub mod sim;
 pub mod tx;
 
 pub use bytemuck;
+pub use collections::{PBytesMap, PHashMap};
 pub use error::{Error, Result};
 pub use persist::{counters, FlushInstr, Mode, Persister};
 pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, RecoveryReport};

@@ -97,43 +97,43 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
     // Every entry takes at least a header, so a larger count is caught by the walk; cap the
     // reservation so a damaged count cannot ask for an absurd allocation first.
     let mut entries =
-        Vec::with_capacity((hdr.n_entries as usize).min(payload.len() / ENTRY_HEADER_SIZE));
+        Vec::with_capacity((hdr.n_entries as usize).min(payload.len() / WORD_ENTRY_SIZE));
     let mut pos = 0usize;
     for i in 0..hdr.n_entries {
-        if pos + ENTRY_HEADER_SIZE > payload.len() {
+        if pos + 8 > payload.len() {
             return SlotState::Invalid(format!("entry {i} runs past the payload"));
         }
-        let eh: EntryHeader = bytemuck::pod_read_unaligned(&payload[pos..pos + ENTRY_HEADER_SIZE]);
-        let Some(kind) = eh.kind() else {
-            return SlotState::Invalid(format!("entry {i} has unknown kind"));
+        let Some((target, kind, len, hsize)) = decode_entry(&payload[pos..]) else {
+            return SlotState::Invalid(format!(
+                "entry {i} has unknown kind or runs past the payload"
+            ));
         };
-        let len = eh.len();
         let data_len = match kind {
             EntryKind::Copy => (len as usize).next_multiple_of(8),
             EntryKind::Zero => 0,
             EntryKind::Or | EntryKind::AndNot => {
-                if len != 8 || eh.target % 8 != 0 {
+                if len != 8 || target % 8 != 0 {
                     return SlotState::Invalid(format!("entry {i}: bad bit-operation entry"));
                 }
                 8
             }
         };
-        if pos + ENTRY_HEADER_SIZE + data_len > payload.len() {
+        if pos + hsize + data_len > payload.len() {
             return SlotState::Invalid(format!("entry {i} data runs past the payload"));
         }
-        if !bounds.contains(eh.target, len) {
+        if !bounds.contains(target, len) {
             return SlotState::Invalid(format!(
                 "entry {i} targets {:#x}+{len}, outside the pool's data area",
-                eh.target
+                target
             ));
         }
         entries.push(Entry {
             kind,
-            target: eh.target,
+            target,
             len,
-            data_off: slot_off + (LOG_HEADER_SIZE + pos + ENTRY_HEADER_SIZE) as u64,
+            data_off: slot_off + (LOG_HEADER_SIZE + pos + hsize) as u64,
         });
-        pos += ENTRY_HEADER_SIZE + data_len;
+        pos += hsize + data_len;
     }
     if pos != payload.len() {
         return SlotState::Invalid("payload has trailing bytes".into());

@@ -133,6 +133,8 @@ pub(crate) struct PoolInner {
     pub root_lock: Mutex<()>,
     pub fs_type: &'static str,
     pub recovered: RecoveryReport,
+    /// Header offsets of collections open through a handle (handles are exclusive).
+    pub open_objects: Mutex<std::collections::HashSet<u64>>,
 }
 
 /// What recovery found and did when the pool was opened.
@@ -507,6 +509,7 @@ impl Pool {
                 root_lock: Mutex::new(()),
                 fs_type,
                 recovered,
+                open_objects: Mutex::new(Default::default()),
             }),
         }
     }
@@ -994,6 +997,21 @@ impl<T> std::ops::Deref for Padded<T> {
 }
 
 impl PoolInner {
+    /// Register an open collection handle; false when one is open already.
+    pub fn claim_object(&self, off: u64) -> bool {
+        self.open_objects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(off)
+    }
+
+    pub fn release_object(&self, off: u64) {
+        self.open_objects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&off);
+    }
+
     pub fn state(&self) -> PoolState {
         self.map.read(STATE_OFF)
     }

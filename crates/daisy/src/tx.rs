@@ -358,18 +358,41 @@ impl<'p> Tx<'p> {
     /// Append a Copy entry (no bounds policy: internal callers may target the state page).
     #[inline(always)]
     fn log_copy(&mut self, target: u64, data: &[u8]) -> Result<()> {
+        let b = &mut self.st.buf;
+        if data.len() == 8 {
+            // A word written again (a counter, a list head): overwrite the earlier entry's
+            // data when no later entry overlaps it, so the log grows once per word. Only the
+            // newest few entries are searched.
+            let recent = b.copies.len().saturating_sub(4);
+            if let Some(i) = (recent..b.copies.len())
+                .rev()
+                .find(|&i| b.copies[i].0 == target && b.copies[i].1 == 8)
+            {
+                let overlapped = b.copies[i + 1..]
+                    .iter()
+                    .any(|&(t, l, _)| t < target + 8 && target < t + l);
+                if !overlapped {
+                    let p = b.copies[i].2;
+                    b.record[p..p + 8].copy_from_slice(data);
+                    return Ok(());
+                }
+            }
+        }
         self.reserve_log(copy_entry_size(data.len()))?;
         let b = &mut self.st.buf;
-        let eh = EntryHeader::new(target, EntryKind::Copy, data.len() as u64);
-        let pos = b.record.len() + ENTRY_HEADER_SIZE;
-        let padded = data.len().next_multiple_of(8);
+        let pos;
         if data.len() == 8 {
-            // The common case (one word) as a single append.
-            let mut e = [0u8; ENTRY_HEADER_SIZE + 8];
-            e[..ENTRY_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&eh));
-            e[ENTRY_HEADER_SIZE..].copy_from_slice(data);
+            // The common case (one word) as a compact word entry, in a single append.
+            debug_assert!(target <= TARGET_MASK);
+            let mut e = [0u8; WORD_ENTRY_SIZE];
+            e[..8].copy_from_slice(&(target | WORD_ENTRY_TAG).to_le_bytes());
+            e[8..].copy_from_slice(data);
+            pos = b.record.len() + 8;
             b.record.extend_from_slice(&e);
         } else {
+            let eh = EntryHeader::new(target, EntryKind::Copy, data.len() as u64);
+            pos = b.record.len() + ENTRY_HEADER_SIZE;
+            let padded = data.len().next_multiple_of(8);
             b.record.extend_from_slice(bytemuck::bytes_of(&eh));
             b.record.extend_from_slice(data);
             b.record.resize(pos + padded, 0);
@@ -454,6 +477,38 @@ impl<'p> Tx<'p> {
             return Ok(());
         }
         self.log_copy(off, data)
+    }
+
+    /// The pool this transaction runs on (crate-internal: collections read through it).
+    #[inline(always)]
+    pub(crate) fn pool_inner(&self) -> &'p PoolInner {
+        self.pool
+    }
+
+    /// Bytes of redo log this transaction has used so far.
+    #[inline(always)]
+    pub(crate) fn log_used(&self) -> usize {
+        self.st.buf.record.len()
+    }
+
+    /// Bytes one log record may hold (the pool's log slot size).
+    #[inline(always)]
+    pub(crate) fn log_capacity(&self) -> usize {
+        self.pool.hdr.slot_size as usize
+    }
+
+    /// Write into an object this transaction allocated with [`Tx::alloc_bytes`] or
+    /// [`Tx::alloc_zeroed_bytes`], in place, without logging and without noting it dirty: those
+    /// calls noted the whole object dirty, so commit flushes these bytes too. The caller (a
+    /// collection that tracks which of its objects are fresh) guarantees the target is such an
+    /// object; writing anything else this way would break crash consistency.
+    #[inline(always)]
+    pub(crate) fn write_fresh(&mut self, off: u64, data: &[u8]) {
+        debug_assert!(
+            self.fresh_contains(off, data.len() as u64),
+            "write_fresh outside this transaction's new objects"
+        );
+        self.pool.map.write_bytes(off, data);
     }
 
     /// Remember bytes written in place into this transaction's new objects; they are flushed
@@ -1194,35 +1249,34 @@ impl Drop for Tx<'_> {
 fn apply_payload(pool: &PoolInner, payload: &[u8], dirty: &mut DirtyLines, lc: u64, seq: u64) {
     let mut pos = 0;
     while pos < payload.len() {
-        let eh: EntryHeader = bytemuck::pod_read_unaligned(&payload[pos..pos + ENTRY_HEADER_SIZE]);
-        pos += ENTRY_HEADER_SIZE;
-        let len = eh.len() as usize;
-        let p = pool.map.at(eh.target, len);
-        match eh.kind() {
+        let (target, kind, len, hsize) =
+            decode_entry(&payload[pos..]).expect("payload built by this module");
+        pos += hsize;
+        let len = len as usize;
+        let p = pool.map.at(target, len);
+        match Some(kind) {
             Some(EntryKind::Copy) if len == 8 => {
                 let v = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
-                pool.map.write(eh.target, &v);
+                pool.map.write(target, &v);
                 pos += 8;
             }
             Some(EntryKind::Copy) => {
-                pool.map.write_bytes(eh.target, &payload[pos..pos + len]);
+                pool.map.write_bytes(target, &payload[pos..pos + len]);
                 pos += len.next_multiple_of(8);
             }
             Some(EntryKind::Or) => {
                 let mask = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
-                pool.map
-                    .atomic_u64(eh.target)
-                    .fetch_or(mask, Ordering::AcqRel);
+                pool.map.atomic_u64(target).fetch_or(mask, Ordering::AcqRel);
                 pos += 8;
             }
             Some(EntryKind::AndNot) => {
                 let mask = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
                 pool.map
-                    .atomic_u64(eh.target)
+                    .atomic_u64(target)
                     .fetch_and(!mask, Ordering::AcqRel);
                 pos += 8;
             }
-            Some(EntryKind::Zero) => pool.map.fill(eh.target, len, 0),
+            Some(EntryKind::Zero) => pool.map.fill(target, len, 0),
             None => unreachable!("payload built by this module"),
         }
         let first = p as usize & !(crate::persist::CACHE_LINE - 1);

@@ -1,0 +1,308 @@
+//! [`PBytesMap`]: a persistent hash map from byte strings to byte strings of any length.
+//!
+//! A slot is 16 bytes: the key's 64-bit hash and the offset of an *entry object*
+//! `[key_len u32][value_len u32][key][value]` (offset 0: empty). The stored hash lets splits
+//! and removals move slots without reading the entries, and lookups compare hashes before
+//! keys. Replacing a value allocates a new entry and frees the old one in the same
+//! transaction, so a value is never seen half-written.
+
+use super::table::*;
+use crate::error::{Error, Result};
+use crate::pool::Pool;
+use crate::ptr::PPtr;
+use crate::tx::Tx;
+
+/// Slot layout of a byte-string map.
+pub struct BytesSlot;
+
+impl SlotKind for BytesSlot {
+    const KIND: u32 = KIND_BYTES;
+    const SLOT: usize = 16;
+    const EMPTY_FILL: u8 = 0;
+    const OWNS_OBJECTS: bool = true;
+    fn key_size() -> u32 {
+        0
+    }
+    fn val_size() -> u32 {
+        0
+    }
+    #[inline(always)]
+    fn is_empty(slot: &[u8]) -> bool {
+        slot_ptr(slot) == 0
+    }
+    #[inline(always)]
+    fn entry_hash(_seed: u64, slot: &[u8]) -> u64 {
+        u64::from_le_bytes(slot[..8].try_into().unwrap())
+    }
+    fn owned_object(slot: &[u8]) -> Option<u64> {
+        Some(slot_ptr(slot))
+    }
+}
+
+#[inline(always)]
+fn slot_ptr(slot: &[u8]) -> u64 {
+    u64::from_le_bytes(slot[8..16].try_into().unwrap())
+}
+
+/// Largest key or value (the entry header stores 32-bit lengths).
+pub const MAX_ITEM_LEN: usize = u32::MAX as usize;
+
+const WHAT: &str = "byte-string hash map";
+
+impl std::fmt::Debug for PBytesMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PBytesMap@{:#x}", self.t.hdr)
+    }
+}
+
+/// A persistent hash map from byte strings to byte strings. Same durability modes and
+/// handle rules as [`super::PHashMap`] (per-operation, or inside a caller's transaction).
+pub struct PBytesMap {
+    t: Table<BytesSlot>,
+}
+
+/// Read the entry object at `obj`: (key length, value length).
+fn entry_lens(src: &Src, obj: u64) -> Result<(usize, usize)> {
+    let mut h = [0u8; 8];
+    src.read(obj, &mut h)?;
+    Ok((
+        u32::from_le_bytes(h[..4].try_into().unwrap()) as usize,
+        u32::from_le_bytes(h[4..].try_into().unwrap()) as usize,
+    ))
+}
+
+fn key_matches(src: &Src, obj: u64, key: &[u8]) -> Result<bool> {
+    let (kl, _) = entry_lens(src, obj)?;
+    if kl != key.len() {
+        return Ok(false);
+    }
+    // Compare in pieces: keys may be long.
+    let mut buf = [0u8; 256];
+    let mut done = 0;
+    while done < kl {
+        let n = (kl - done).min(buf.len());
+        src.read(obj + 8 + done as u64, &mut buf[..n])?;
+        if buf[..n] != key[done..done + n] {
+            return Ok(false);
+        }
+        done += n;
+    }
+    Ok(true)
+}
+
+fn check_len(what: &str, n: usize) -> Result<()> {
+    if n > MAX_ITEM_LEN {
+        return Err(Error::Unsupported(format!(
+            "{what} of {n} bytes is larger than the map's limit of {MAX_ITEM_LEN} bytes"
+        )));
+    }
+    Ok(())
+}
+
+impl PBytesMap {
+    /// Create an empty map inside `tx` (random hash seed); store the pointer somewhere
+    /// reachable in the same transaction.
+    pub fn create_in(tx: &mut Tx) -> Result<PPtr<PBytesMap>> {
+        Self::create_in_with_seed(tx, super::hashmap::random_seed())
+    }
+
+    pub fn create_in_with_seed(tx: &mut Tx, seed: u64) -> Result<PPtr<PBytesMap>> {
+        Ok(PPtr::from_offset(Table::<BytesSlot>::create_in(tx, seed)?))
+    }
+
+    /// Open the map at `id`; finishes a `clear` a crash interrupted.
+    pub fn open(pool: &Pool, id: PPtr<PBytesMap>) -> Result<PBytesMap> {
+        let t = Table::open(pool, id.offset(), WHAT)?;
+        t.finish_garbage()?;
+        Ok(PBytesMap { t })
+    }
+
+    pub fn id(&self) -> PPtr<PBytesMap> {
+        PPtr::from_offset(self.t.hdr)
+    }
+
+    pub fn len(&self) -> Result<u64> {
+        self.t.len()
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Insert or replace; true when a value was replaced. Durable when it returns.
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let pool = self.t.pool.clone();
+        pool.transaction(|tx| self.insert_tx(tx, key, value))
+    }
+
+    /// Remove; true when the key was present. Durable when it returns.
+    pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
+        let pool = self.t.pool.clone();
+        pool.transaction(|tx| self.remove_tx(tx, key))
+    }
+
+    /// The committed value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_in(&Src::Pool(&self.t.pool.inner), key)
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> Result<bool> {
+        let src = Src::Pool(&self.t.pool.inner);
+        Ok(self.find(&src, key)?.is_some())
+    }
+
+    /// The value of `key` as transaction `tx` sees it.
+    pub fn get_tx(&self, tx: &Tx, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.t.same_pool(tx)?;
+        self.get_in(&Src::Tx(tx), key)
+    }
+
+    /// (slot offset, entry object) of `key`, if present.
+    fn find(&self, src: &Src, key: &[u8]) -> Result<Option<(u64, u64)>> {
+        let h = hash_bytes(self.t.seed, key);
+        let (_, seg, _, _) = self.t.locate(src, h)?;
+        match probe::<BytesSlot>(src, seg, h, |s| {
+            Ok(BytesSlot::entry_hash(0, s) == h && key_matches(src, slot_ptr(s), key)?)
+        })? {
+            Probe::Found(off) => Ok(Some((off, src.read_u64(off + 8)?))),
+            _ => Ok(None),
+        }
+    }
+
+    fn get_in(&self, src: &Src, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Some((_, obj)) = self.find(src, key)? else {
+            return Ok(None);
+        };
+        let (kl, vl) = entry_lens(src, obj)?;
+        let mut v = vec![0u8; vl];
+        src.read(obj + 8 + kl as u64, &mut v)?;
+        Ok(Some(v))
+    }
+
+    /// Insert or replace inside the caller's transaction; true when a value was replaced.
+    pub fn insert_tx(&mut self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.t.same_pool(tx)?;
+        check_len("key", key.len())?;
+        check_len("value", value.len())?;
+        let h = hash_bytes(self.t.seed, key);
+        let mut entry = Vec::with_capacity(8 + key.len() + value.len());
+        entry.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        entry.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        entry.extend_from_slice(key);
+        entry.extend_from_slice(value);
+        loop {
+            let src = Src::Tx(tx);
+            let (idx, seg, _, hd) = self.t.locate(&src, h)?;
+            let found = probe::<BytesSlot>(&src, seg, h, |s| {
+                Ok(BytesSlot::entry_hash(0, s) == h && key_matches(&src, slot_ptr(s), key)?)
+            })?;
+            match found {
+                Probe::Found(off) => {
+                    let old = src.read_u64(off + 8)?;
+                    let obj = tx.alloc_bytes(&entry)?.offset();
+                    tx.write_bytes(off + 8, &obj.to_le_bytes())?;
+                    tx.free(PPtr::<u8>::from_offset(old))?;
+                    return Ok(true);
+                }
+                Probe::Free(off) => {
+                    let obj = tx.alloc_bytes(&entry)?.offset();
+                    let mut slot = [0u8; 16];
+                    slot[..8].copy_from_slice(&h.to_le_bytes());
+                    slot[8..].copy_from_slice(&obj.to_le_bytes());
+                    tx.write_bytes(off, &slot)?;
+                    self.t.add_len(tx, &hd, 1)?;
+                    return Ok(false);
+                }
+                Probe::Full => self.t.split_logged(tx, idx)?,
+            }
+        }
+    }
+
+    /// Remove inside the caller's transaction; true when the key was present.
+    pub fn remove_tx(&mut self, tx: &mut Tx, key: &[u8]) -> Result<bool> {
+        self.t.same_pool(tx)?;
+        let src = Src::Tx(tx);
+        let h = hash_bytes(self.t.seed, key);
+        let (_, seg, _, hd) = self.t.locate(&src, h)?;
+        let Some((off, obj)) = self.find(&src, key)? else {
+            return Ok(false);
+        };
+        remove_slot::<BytesSlot>(tx, WriteMode::Logged, self.t.seed, seg, off)?;
+        tx.free(PPtr::<u8>::from_offset(obj))?;
+        self.t.add_len(tx, &hd, -1)?;
+        Ok(true)
+    }
+
+    /// Remove every entry (see [`super::PHashMap::clear`] for how it stays bounded per
+    /// transaction and crash-safe).
+    pub fn clear(&mut self) -> Result<()> {
+        self.t.clear()
+    }
+
+    /// Every (key, value), in no particular order, from the committed map.
+    pub fn iter(&self) -> Result<impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + '_> {
+        let pool = &self.t.pool.inner;
+        let segs = self.t.segments(&Src::Pool(pool))?;
+        Ok(segs.into_iter().flat_map(move |(_, seg, _)| {
+            let src = Src::Pool(pool);
+            let mut out = Vec::new();
+            let mut img = vec![0u8; SEG_BYTES];
+            if let Err(e) = src.read(seg, &mut img) {
+                out.push(Err(e));
+                return out;
+            }
+            for at in (0..SEG_BYTES).step_by(BytesSlot::SLOT) {
+                let slot = &img[at..at + BytesSlot::SLOT];
+                if BytesSlot::is_empty(slot) {
+                    continue;
+                }
+                out.push(read_entry(&src, slot_ptr(slot)));
+            }
+            out
+        }))
+    }
+
+    /// Verify the map's invariants (read-only).
+    pub fn check(&self) -> MapCheck {
+        check_bytes(&self.t.pool.inner, self.t.hdr)
+    }
+}
+
+fn read_entry(src: &Src, obj: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+    let (kl, vl) = entry_lens(src, obj)?;
+    let mut k = vec![0u8; kl];
+    let mut v = vec![0u8; vl];
+    src.read(obj + 8, &mut k)?;
+    src.read(obj + 8 + kl as u64, &mut v)?;
+    Ok((k, v))
+}
+
+/// Check the byte-string map at `hdr`.
+pub(crate) fn check_bytes(pool: &crate::pool::PoolInner, hdr: u64) -> MapCheck {
+    check_table(pool, hdr, WHAT, SlotDesc::of::<BytesSlot>(), |s| {
+        let obj = slot_ptr(s);
+        let src = Src::Pool(pool);
+        let (kl, vl) = entry_lens(&src, obj).map_err(|e| e.to_string())?;
+        let size = pool
+            .geo
+            .chunk_of(obj)
+            .and_then(|c| match pool.chunk_entry(c) {
+                Some(crate::layout::ChunkEntry::Run { class }) => {
+                    Some(crate::layout::SIZE_CLASSES[class as usize] as u64)
+                }
+                Some(crate::layout::ChunkEntry::Large { chunks }) => {
+                    Some(chunks as u64 * crate::layout::CHUNK_SIZE)
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("entry object {obj:#x} is not in an allocated chunk"))?;
+        if 8 + kl as u64 + vl as u64 > size {
+            return Err(format!(
+                "entry object {obj:#x}: lengths {kl}+{vl} exceed its {size}-byte block"
+            ));
+        }
+        let mut k = vec![0u8; kl];
+        src.read(obj + 8, &mut k).map_err(|e| e.to_string())?;
+        Ok((k, Some(obj)))
+    })
+}

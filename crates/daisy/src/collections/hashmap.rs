@@ -1,0 +1,511 @@
+//! [`PHashMap`]: a persistent hash map of fixed-size plain-old-data keys and values, stored
+//! inline in the table's slots (see `table.rs` for the format and the crash reasoning).
+
+use super::table::*;
+use crate::error::{Error, Result};
+use crate::pool::Pool;
+use crate::ptr::PPtr;
+use crate::tx::Tx;
+use bytemuck::Pod;
+use std::marker::PhantomData;
+
+/// Slot layout of a fixed map: the key's bytes then the value's. A slot whose key bytes are
+/// all 0xFF is empty; the all-ones key itself is kept in the map header.
+pub struct Fixed<K, V>(PhantomData<fn() -> (K, V)>);
+
+impl<K: Pod, V: Pod> SlotKind for Fixed<K, V> {
+    const KIND: u32 = KIND_FIXED;
+    const SLOT: usize = std::mem::size_of::<K>() + std::mem::size_of::<V>();
+    const EMPTY_FILL: u8 = 0xFF;
+    fn key_size() -> u32 {
+        std::mem::size_of::<K>() as u32
+    }
+    fn val_size() -> u32 {
+        std::mem::size_of::<V>() as u32
+    }
+    #[inline(always)]
+    fn is_empty(slot: &[u8]) -> bool {
+        is_reserved(&slot[..std::mem::size_of::<K>()])
+    }
+    #[inline(always)]
+    fn entry_hash(seed: u64, slot: &[u8]) -> u64 {
+        hash_bytes(seed, &slot[..std::mem::size_of::<K>()])
+    }
+}
+
+/// Is this the reserved all-ones key (the empty-slot marker)?
+#[inline(always)]
+fn is_reserved(k: &[u8]) -> bool {
+    match k.len() {
+        4 => u32::from_ne_bytes(k.try_into().unwrap()) == u32::MAX,
+        8 => u64::from_ne_bytes(k.try_into().unwrap()) == u64::MAX,
+        _ => k.iter().all(|&b| b == 0xFF),
+    }
+}
+
+/// A persistent hash map from `K` to `V`, both plain old data (bytemuck `Pod`), stored inline.
+///
+/// Keys compare and hash by their bytes. A handle is exclusive (opening the same map twice
+/// fails with [`Error::CollectionInUse`]); share one between threads behind a `Mutex` or
+/// `RwLock` (writes take `&mut self`, reads `&self`).
+///
+/// Durability, three ways (docs/FORMAT.md, "Hash maps"):
+/// * [`insert`](Self::insert), [`remove`](Self::remove), [`clear`](Self::clear): each is its
+///   own transaction, durable when it returns;
+/// * [`insert_tx`](Self::insert_tx) and friends: part of the caller's transaction, all or
+///   nothing with everything else in it;
+/// * [`batch`](Self::batch): many operations with one durability point at the end (bulk
+///   loading); after a crash the map holds a prefix of the batch's operations.
+///
+/// ```no_run
+/// use daisy::{Pool, PoolOptions, PPtr, PHashMap};
+/// # fn main() -> daisy::Result<()> {
+/// let pool = Pool::create("/dev/shm/map-example.pool", &PoolOptions::new("example"))?;
+/// let root = pool.root::<PPtr<PHashMap<u32, u32>>>()?;
+/// let id = pool.transaction(|tx| {
+///     let id = PHashMap::<u32, u32>::create_in(tx)?;
+///     tx.write(root, &id)?;
+///     Ok::<_, daisy::Error>(id)
+/// })?;
+/// let mut map = PHashMap::open(&pool, id)?;
+/// map.insert(7, 49)?; // durable when it returns
+/// assert_eq!(map.get(&7)?, Some(49));
+/// # Ok(()) }
+/// ```
+pub struct PHashMap<K: Pod, V: Pod> {
+    t: Table<Fixed<K, V>>,
+}
+
+const WHAT: &str = "fixed-size hash map";
+
+impl<K: Pod, V: Pod> std::fmt::Debug for PHashMap<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PHashMap@{:#x}", self.t.hdr)
+    }
+}
+
+fn check_types<K, V>() -> Result<()> {
+    let (k, v) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+    if k == 0 || k + v > BUCKET {
+        return Err(Error::Unsupported(format!(
+            "PHashMap needs a key of at least 1 byte and key + value of at most {BUCKET} bytes \
+             (got {k} + {v}); use PBytesMap for larger entries"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
+    h.finish()
+}
+
+impl<K: Pod, V: Pod> PHashMap<K, V> {
+    /// Create an empty map inside `tx` with a random hash seed. Store the returned pointer
+    /// somewhere reachable (e.g. the root) in the same transaction.
+    pub fn create_in(tx: &mut Tx) -> Result<PPtr<PHashMap<K, V>>> {
+        Self::create_in_with_seed(tx, random_seed())
+    }
+
+    /// Create with a chosen hash seed (deterministic layouts for tests and benchmarks).
+    pub fn create_in_with_seed(tx: &mut Tx, seed: u64) -> Result<PPtr<PHashMap<K, V>>> {
+        check_types::<K, V>()?;
+        Ok(PPtr::from_offset(Table::<Fixed<K, V>>::create_in(
+            tx, seed,
+        )?))
+    }
+
+    /// Open the map at `id`. Finishes a `clear` that a crash interrupted.
+    pub fn open(pool: &Pool, id: PPtr<PHashMap<K, V>>) -> Result<PHashMap<K, V>> {
+        check_types::<K, V>()?;
+        let t = Table::open(pool, id.offset(), WHAT)?;
+        t.finish_garbage()?;
+        Ok(PHashMap { t })
+    }
+
+    /// The map's persistent pointer.
+    pub fn id(&self) -> PPtr<PHashMap<K, V>> {
+        PPtr::from_offset(self.t.hdr)
+    }
+
+    /// Number of entries (committed).
+    pub fn len(&self) -> Result<u64> {
+        self.t.len()
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Insert or replace; returns the previous value. Durable when it returns.
+    pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
+        let pool = self.t.pool.clone();
+        pool.transaction(|tx| self.insert_tx(tx, k, v))
+    }
+
+    /// Remove; returns the value. Durable when it returns.
+    pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
+        let pool = self.t.pool.clone();
+        pool.transaction(|tx| self.remove_tx(tx, k))
+    }
+
+    /// Look up a committed value.
+    pub fn get(&self, k: &K) -> Result<Option<V>> {
+        self.get_in(&Src::Pool(&self.t.pool.inner), k)
+    }
+
+    pub fn contains_key(&self, k: &K) -> Result<bool> {
+        Ok(self.get(k)?.is_some())
+    }
+
+    /// Look up a value as transaction `tx` sees it.
+    pub fn get_tx(&self, tx: &Tx, k: &K) -> Result<Option<V>> {
+        self.t.same_pool(tx)?;
+        self.get_in(&Src::Tx(tx), k)
+    }
+
+    #[inline(always)]
+    fn get_in(&self, src: &Src, k: &K) -> Result<Option<V>> {
+        let kb = bytemuck::bytes_of(k);
+        if is_reserved(kb) {
+            return self.special_get(src);
+        }
+        let h = hash_bytes(self.t.seed, kb);
+        let (_, seg, _, _) = self.t.locate(src, h)?;
+        match probe::<Fixed<K, V>>(src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+            Probe::Found(off) => Ok(Some(read_val::<V>(src, off + kb.len() as u64)?)),
+            _ => Ok(None),
+        }
+    }
+
+    fn special_get(&self, src: &Src) -> Result<Option<V>> {
+        let hd = src.header(self.t.hdr)?;
+        if hd.special == 0 {
+            return Ok(None);
+        }
+        Ok(Some(read_val::<V>(src, self.t.hdr + H_SPECIAL_VAL)?))
+    }
+
+    /// Insert or replace inside the caller's transaction.
+    #[inline]
+    pub fn insert_tx(&mut self, tx: &mut Tx, k: K, v: V) -> Result<Option<V>> {
+        self.t.same_pool(tx)?;
+        let kb = bytemuck::bytes_of(&k);
+        let vb = bytemuck::bytes_of(&v);
+        if is_reserved(kb) {
+            let old = self.special_get(&Src::Tx(tx))?;
+            tx.write_bytes(self.t.hdr + H_SPECIAL_VAL, vb)?;
+            if old.is_none() {
+                let hd = Src::Tx(tx).header(self.t.hdr)?;
+                tx.write_bytes(self.t.hdr + H_SPECIAL, &1u64.to_le_bytes())?;
+                self.t.add_len(tx, &hd, 1)?;
+            }
+            return Ok(old);
+        }
+        let h = hash_bytes(self.t.seed, kb);
+        loop {
+            let src = Src::Tx(tx);
+            let (idx, seg, _, hd) = self.t.locate(&src, h)?;
+            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+                Probe::Found(off) => {
+                    let vo = off + kb.len() as u64;
+                    let old = read_val::<V>(&src, vo)?;
+                    tx.write_bytes(vo, vb)?;
+                    return Ok(Some(old));
+                }
+                Probe::Free(off) => {
+                    let mut slot = [0u8; BUCKET];
+                    slot[..kb.len()].copy_from_slice(kb);
+                    slot[kb.len()..kb.len() + vb.len()].copy_from_slice(vb);
+                    tx.write_bytes(off, &slot[..kb.len() + vb.len()])?;
+                    self.t.add_len(tx, &hd, 1)?;
+                    return Ok(None);
+                }
+                Probe::Full => self.t.split_logged(tx, idx)?,
+            }
+        }
+    }
+
+    /// Remove inside the caller's transaction.
+    pub fn remove_tx(&mut self, tx: &mut Tx, k: &K) -> Result<Option<V>> {
+        self.t.same_pool(tx)?;
+        let kb = bytemuck::bytes_of(k);
+        if is_reserved(kb) {
+            let old = self.special_get(&Src::Tx(tx))?;
+            if old.is_some() {
+                let hd = Src::Tx(tx).header(self.t.hdr)?;
+                tx.write_bytes(self.t.hdr + H_SPECIAL, &0u64.to_le_bytes())?;
+                self.t.add_len(tx, &hd, -1)?;
+            }
+            return Ok(old);
+        }
+        let h = hash_bytes(self.t.seed, kb);
+        let src = Src::Tx(tx);
+        let (_, seg, _, hd) = self.t.locate(&src, h)?;
+        match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+            Probe::Found(off) => {
+                let old = read_val::<V>(&src, off + kb.len() as u64)?;
+                remove_slot::<Fixed<K, V>>(tx, WriteMode::Logged, self.t.seed, seg, off)?;
+                self.t.add_len(tx, &hd, -1)?;
+                Ok(Some(old))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Remove every entry. The new empty table is installed in one transaction; the old
+    /// segments are then freed a bounded number per transaction (a crash in between is
+    /// finished by the next `open` or `clear`).
+    pub fn clear(&mut self) -> Result<()> {
+        self.t.clear()
+    }
+
+    /// Every entry, in no particular order (a snapshot of the committed map, read segment by
+    /// segment).
+    pub fn iter(&self) -> Result<impl Iterator<Item = Result<(K, V)>> + '_> {
+        let src = Src::Pool(&self.t.pool.inner);
+        let segs = self.t.segments(&src)?;
+        let special = self.special_get(&src)?;
+        let ks = std::mem::size_of::<K>();
+        let slot = Fixed::<K, V>::SLOT;
+        let per = Fixed::<K, V>::PER_BUCKET;
+        let pool = &self.t.pool.inner;
+        let first: Option<Result<(K, V)>> =
+            special.map(|v| Ok((bytemuck::pod_read_unaligned(&vec![0xFFu8; ks]), v)));
+        let rest = segs.into_iter().flat_map(move |(_, seg, _)| {
+            let mut img = vec![0u8; SEG_BYTES];
+            let mut out: Vec<Result<(K, V)>> = Vec::new();
+            if let Err(e) = Src::Pool(pool).read(seg, &mut img) {
+                out.push(Err(e));
+                return out;
+            }
+            for b in 0..SEG_BUCKETS {
+                for s in 0..per {
+                    let at = b * BUCKET + s * slot;
+                    let sl = &img[at..at + slot];
+                    if !Fixed::<K, V>::is_empty(sl) {
+                        out.push(Ok((
+                            bytemuck::pod_read_unaligned(&sl[..ks]),
+                            bytemuck::pod_read_unaligned(&sl[ks..]),
+                        )));
+                    }
+                }
+            }
+            out
+        });
+        Ok(first.into_iter().chain(rest))
+    }
+
+    /// Verify the map's invariants (read-only; `daisy pool check` runs this on every map).
+    pub fn check(&self) -> MapCheck {
+        check_fixed(
+            &self.t.pool.inner,
+            self.t.hdr,
+            std::mem::size_of::<K>(),
+            std::mem::size_of::<V>(),
+        )
+    }
+
+    /// Run many operations with one durability point at the end: the bulk-loading mode.
+    ///
+    /// Guarantee: when `batch` returns `Ok`, every operation is durable. The operations are
+    /// applied as a sequence of transactions (a new one starts when the redo log fills, or at
+    /// [`Batch::sync`]); after a crash, or when `f` returns an error, the map holds exactly the
+    /// operations before some point of the batch (a prefix, in order: never a torn operation),
+    /// and at least those before the last completed `sync`.
+    ///
+    /// Cost: the first write to a segment within a transaction copies it (16 KiB) into a new
+    /// object; later writes to it are plain stores, flushed once at commit. Large batches thus
+    /// cost a few nanoseconds over DRAM per operation; for a handful of operations, use
+    /// [`insert_tx`](Self::insert_tx) in one transaction instead.
+    pub fn batch<R>(&mut self, f: impl FnOnce(&mut Batch<'_, K, V>) -> Result<R>) -> Result<R> {
+        let core = BatchCore::begin(&self.t)?;
+        let mut b = Batch {
+            core,
+            hdr: self.t.hdr,
+            seed: self.t.seed,
+            _t: PhantomData,
+        };
+        let r = f(&mut b)?;
+        b.core.commit(b.hdr, false)?;
+        Ok(r)
+    }
+}
+
+#[inline(always)]
+fn read_val<V: Pod>(src: &Src, off: u64) -> Result<V> {
+    let mut v = V::zeroed();
+    src.read(off, bytemuck::bytes_of_mut(&mut v))?;
+    Ok(v)
+}
+
+/// Check the fixed map at `hdr` (sizes from its header: `pool check` does not know the types).
+pub(crate) fn check_fixed(
+    pool: &crate::pool::PoolInner,
+    hdr: u64,
+    key_size: usize,
+    val_size: usize,
+) -> MapCheck {
+    let d = SlotDesc {
+        slot: key_size + val_size,
+        key_size,
+        stored_hash: false,
+    };
+    check_table(pool, hdr, WHAT, d, |s| Ok((s[..key_size].to_vec(), None)))
+}
+
+/// A batch of operations on a [`PHashMap`] (see [`PHashMap::batch`]).
+pub struct Batch<'m, K: Pod, V: Pod> {
+    core: BatchCore<'m>,
+    hdr: u64,
+    seed: u64,
+    _t: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Pod, V: Pod> Batch<'_, K, V> {
+    #[inline(always)]
+    fn before_op(&mut self) -> Result<()> {
+        if self.core.should_commit() {
+            self.core.commit(self.hdr, true)?;
+        }
+        Ok(())
+    }
+
+    /// Make every operation so far durable (a durability point inside the batch).
+    pub fn sync(&mut self) -> Result<()> {
+        self.core.commit(self.hdr, true)
+    }
+
+    /// Insert or replace; returns the previous value.
+    #[inline]
+    pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
+        self.before_op()?;
+        let kb = bytemuck::bytes_of(&k);
+        let vb = bytemuck::bytes_of(&v);
+        if is_reserved(kb) {
+            return self.special_insert(vb);
+        }
+        let h = hash_bytes(self.seed, kb);
+        loop {
+            let (idx, seg, _, fresh) = self.core.locate(h);
+            let src = Src::Pool(self.core.tx().pool_inner());
+            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+                Probe::Found(off) if fresh => {
+                    let vo = off + kb.len() as u64;
+                    let old = read_val::<V>(&src, vo)?;
+                    self.core.tx().write_fresh(vo, vb);
+                    return Ok(Some(old));
+                }
+                Probe::Free(off) if fresh => {
+                    let mut slot = [0u8; BUCKET];
+                    slot[..kb.len()].copy_from_slice(kb);
+                    slot[kb.len()..kb.len() + vb.len()].copy_from_slice(vb);
+                    self.core
+                        .tx()
+                        .write_fresh(off, &slot[..kb.len() + vb.len()]);
+                    self.core.len += 1;
+                    return Ok(None);
+                }
+                Probe::Full => self.core.split::<Fixed<K, V>>(self.seed, idx)?,
+                _ => self.core.cow(idx)?,
+            }
+        }
+    }
+
+    fn special_insert(&mut self, vb: &[u8]) -> Result<Option<V>> {
+        let hdr = self.hdr;
+        let tx = self.core.tx();
+        let src = Src::Tx(tx);
+        let hd = src.header(hdr)?;
+        let old = if hd.special != 0 {
+            Some(read_val::<V>(&src, hdr + H_SPECIAL_VAL)?)
+        } else {
+            None
+        };
+        tx.write_bytes(hdr + H_SPECIAL_VAL, vb)?;
+        if old.is_none() {
+            tx.write_bytes(hdr + H_SPECIAL, &1u64.to_le_bytes())?;
+            self.core.len += 1;
+        }
+        Ok(old)
+    }
+
+    /// Look up a value as the batch sees it.
+    #[inline]
+    pub fn get(&mut self, k: &K) -> Result<Option<V>> {
+        let kb = bytemuck::bytes_of(k);
+        if is_reserved(kb) {
+            let hdr = self.hdr;
+            let src = Src::Tx(self.core.tx());
+            let hd = src.header(hdr)?;
+            return if hd.special != 0 {
+                Ok(Some(read_val::<V>(&src, hdr + H_SPECIAL_VAL)?))
+            } else {
+                Ok(None)
+            };
+        }
+        let h = hash_bytes(self.seed, kb);
+        let (_, seg, _, _) = self.core.locate(h);
+        let src = Src::Pool(self.core.tx().pool_inner());
+        match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+            Probe::Found(off) => Ok(Some(read_val::<V>(&src, off + kb.len() as u64)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Remove; returns the value.
+    pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
+        self.before_op()?;
+        let kb = bytemuck::bytes_of(k);
+        if is_reserved(kb) {
+            let hdr = self.hdr;
+            let tx = self.core.tx();
+            let src = Src::Tx(tx);
+            let hd = src.header(hdr)?;
+            if hd.special == 0 {
+                return Ok(None);
+            }
+            let old = read_val::<V>(&src, hdr + H_SPECIAL_VAL)?;
+            tx.write_bytes(hdr + H_SPECIAL, &0u64.to_le_bytes())?;
+            self.core.len -= 1;
+            return Ok(Some(old));
+        }
+        let h = hash_bytes(self.seed, kb);
+        loop {
+            let (idx, seg, _, fresh) = self.core.locate(h);
+            let src = Src::Pool(self.core.tx().pool_inner());
+            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+                Probe::Found(off) if fresh => {
+                    let old = read_val::<V>(&src, off + kb.len() as u64)?;
+                    remove_slot::<Fixed<K, V>>(
+                        self.core.tx(),
+                        WriteMode::InPlace,
+                        self.seed,
+                        seg,
+                        off,
+                    )?;
+                    self.core.len -= 1;
+                    return Ok(Some(old));
+                }
+                Probe::Found(_) => self.core.cow(idx)?,
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// Entries in the map as the batch sees it.
+    pub fn len(&self) -> u64 {
+        self.core.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.core.len == 0
+    }
+}

@@ -1,0 +1,58 @@
+//! Persistent collections built on pools and transactions.
+//!
+//! * [`PHashMap`]: fixed-size plain-old-data keys and values stored inline;
+//! * [`PBytesMap`]: byte-string keys and values of any length.
+//!
+//! Both are extendible hash tables (`table.rs`: format, invariants and crash reasoning).
+
+pub mod bytesmap;
+pub mod hashmap;
+pub(crate) mod table;
+
+pub use bytesmap::PBytesMap;
+pub use hashmap::{Batch, PHashMap};
+pub use table::MapCheck;
+
+use crate::pool::PoolInner;
+use table::*;
+
+/// Find every hash map in the pool (objects that start with a valid map header) and check
+/// each one's invariants. Read-only; used by `daisy pool check`.
+pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
+    let inner: &PoolInner = &pool.inner;
+    let mut out = Vec::new();
+    for o in pool.objects()? {
+        if o.size < HEADER_BYTES as u64 {
+            continue;
+        }
+        let Ok(h) = Src::Pool(inner).header(o.off) else {
+            continue;
+        };
+        if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() {
+            continue;
+        }
+        let mut c = match h.kind {
+            KIND_FIXED if h.key_size >= 1 && (h.key_size + h.val_size) as usize <= BUCKET => {
+                hashmap::check_fixed(inner, o.off, h.key_size as usize, h.val_size as usize)
+            }
+            KIND_BYTES => bytesmap::check_bytes(inner, o.off),
+            _ => MapCheck {
+                header: o.off,
+                kind: "hash map",
+                problems: vec![format!(
+                    "unknown map kind {} with {}-byte keys and {}-byte values",
+                    h.kind, h.key_size, h.val_size
+                )],
+                ..Default::default()
+            },
+        };
+        if h.format != MAP_FORMAT {
+            c.problems.push(format!(
+                "map format version {} is not {MAP_FORMAT}",
+                h.format
+            ));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}

@@ -1,0 +1,1046 @@
+//! The persistent hash table under [`super::PHashMap`] and [`super::PBytesMap`]: extendible
+//! hashing (as in CCEH) over 16 KiB segments of 64-byte buckets.
+//!
+//! On-media format (docs/FORMAT.md, "Hash maps"; map format version [`MAP_FORMAT`]):
+//!
+//! * **Header** ([`HEADER_BYTES`]): magic, kind, key and value sizes, hash seed and a checksum
+//!   of those (immutable after creation), then the mutable `len`, `dir` (offset of the
+//!   directory) and `depth` (global depth G), the detached directory a `clear` is still freeing,
+//!   and (fixed-size maps) the entry of the reserved all-ones key.
+//! * **Directory**: 2^G words; word i = segment offset | (local depth L << 56). The segment of
+//!   a key is `dir[hash >> (64 - G)]`; a segment of local depth L is named by the 2^(G-L)
+//!   consecutive words that share the top L bits.
+//! * **Segment**: 256 buckets of 64 bytes (one cache line), each holding `64 / SLOT` slots.
+//!   A key's home bucket is `hash & 255`; it lives in one of the [`PROBE`] buckets from there.
+//!
+//! Invariants (verified by [`Table::check`]; `daisy pool check` runs it on every map):
+//! 1. every live entry of a segment with pattern p and local depth L has `hash >> (64-L) == p`;
+//! 2. **probe invariant**: an entry whose home is bucket h and that lives in bucket h+i has
+//!    every bucket h..h+i-1 full, and i < PROBE. So a lookup stops at the first bucket with an
+//!    empty slot, and an insert goes into the first free slot from home;
+//! 3. no key appears twice; `len` counts the live entries.
+//!
+//! Crash reasoning: every change is made inside a Daisy transaction, so it is all-or-nothing.
+//! Inserts and removes write slots through the redo log (a slot write and `len` fit one 64-byte
+//! record). A split never edits a segment in place: it builds 2^k new segments in fresh
+//! allocations (unreachable until commit, so written without logging), points the directory at
+//! them and frees the old one in the same transaction. Doubling the directory likewise copies
+//! it into a fresh object. Removal restores the probe invariant by moving entries back (all
+//! writes logged in the same transaction).
+//!
+//! Batches ([`BatchCore`]) copy a segment on first write within a transaction (copy-on-write
+//! into a fresh object) and then store into the copy in place: the copies are flushed once at
+//! commit, and the transaction makes the switch of the directory atomic.
+
+use crate::error::{Error, Result};
+use crate::pool::{Pool, PoolInner};
+use crate::tx::Tx;
+use bytemuck::{Pod, Zeroable};
+
+pub const MAP_MAGIC: u64 = u64::from_le_bytes(*b"DAISYMAP");
+pub const MAP_FORMAT: u32 = 1;
+pub const BUCKET: usize = 64;
+pub const SEG_BUCKETS: usize = 256;
+pub const SEG_BYTES: usize = BUCKET * SEG_BUCKETS;
+/// Buckets a key may be placed in, from its home bucket on.
+pub const PROBE: usize = 4;
+/// Largest global depth (a directory of 2^MAX_DEPTH words is far beyond any pool).
+pub const MAX_DEPTH: u32 = 40;
+pub const OFF_MASK: u64 = (1 << 56) - 1;
+/// Header bytes: 88 fixed + up to 64 bytes of the reserved key's value, rounded.
+pub const HEADER_BYTES: usize = 160;
+/// Directory ranges up to this many words are rewritten through the log; larger ones copy the
+/// directory into a fresh object instead (a redo record must fit one log slot).
+pub const DIR_LOG_MAX_WORDS: u64 = 256;
+
+pub const H_LEN: u64 = 40;
+pub const H_DIR: u64 = 48;
+pub const H_DEPTH: u64 = 56;
+pub const H_GARBAGE_DIR: u64 = 64;
+pub const H_GARBAGE_DEPTH: u64 = 72;
+pub const H_GARBAGE_POS: u64 = 76;
+pub const H_SPECIAL: u64 = 80;
+pub const H_SPECIAL_VAL: u64 = 88;
+
+pub const KIND_FIXED: u32 = 1;
+pub const KIND_BYTES: u32 = 2;
+
+/// The first 88 bytes of a map header.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable, Debug)]
+pub struct MapHeader {
+    pub magic: u64,
+    pub kind: u32,
+    pub format: u32,
+    pub key_size: u32,
+    pub val_size: u32,
+    pub seed: u64,
+    /// crc32c of bytes 0..32.
+    pub crc: u32,
+    pub _pad: u32,
+    pub len: u64,
+    pub dir: u64,
+    pub depth: u64,
+    pub garbage_dir: u64,
+    pub garbage_depth: u32,
+    pub garbage_pos: u32,
+    pub special: u64,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<MapHeader>() == H_SPECIAL_VAL as usize);
+    assert!(std::mem::offset_of!(MapHeader, len) == H_LEN as usize);
+    assert!(std::mem::offset_of!(MapHeader, dir) == H_DIR as usize);
+    assert!(std::mem::offset_of!(MapHeader, depth) == H_DEPTH as usize);
+    assert!(std::mem::offset_of!(MapHeader, garbage_dir) == H_GARBAGE_DIR as usize);
+    assert!(std::mem::offset_of!(MapHeader, garbage_depth) == H_GARBAGE_DEPTH as usize);
+    assert!(std::mem::offset_of!(MapHeader, garbage_pos) == H_GARBAGE_POS as usize);
+    assert!(std::mem::offset_of!(MapHeader, special) == H_SPECIAL as usize);
+    assert!(H_SPECIAL_VAL as usize + BUCKET <= HEADER_BYTES);
+};
+
+impl MapHeader {
+    pub fn immutable_crc(&self) -> u32 {
+        crate::checksum::crc32c_append(0, &bytemuck::bytes_of(self)[..32])
+    }
+}
+
+/// How a slot stores an entry: implemented by the fixed-size and the byte-string maps.
+pub trait SlotKind {
+    const KIND: u32;
+    const SLOT: usize;
+    /// Byte every slot of a new segment is filled with (an empty slot).
+    const EMPTY_FILL: u8;
+    const PER_BUCKET: usize = BUCKET / Self::SLOT;
+    fn key_size() -> u32;
+    fn val_size() -> u32;
+    fn is_empty(slot: &[u8]) -> bool;
+    /// The hash of the entry held in a (non-empty) slot.
+    fn entry_hash(seed: u64, slot: &[u8]) -> u64;
+    /// Slots own an object each (freed with the entry).
+    const OWNS_OBJECTS: bool = false;
+    /// The object a (non-empty) slot owns, freed with the entry (byte-string maps).
+    fn owned_object(_slot: &[u8]) -> Option<u64> {
+        None
+    }
+}
+
+/// The hash function of the format: XXH3-64 of the key bytes with the map's seed.
+#[inline(always)]
+pub fn hash_bytes(seed: u64, key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(key, seed)
+}
+
+#[inline(always)]
+pub fn dir_index(h: u64, depth: u32) -> u64 {
+    if depth == 0 {
+        0
+    } else {
+        h >> (64 - depth)
+    }
+}
+
+#[inline(always)]
+pub fn home_bucket(h: u64) -> usize {
+    (h as usize) & (SEG_BUCKETS - 1)
+}
+
+/// Where reads come from: a transaction (its own writes included) or the committed pool.
+pub enum Src<'a, 'p> {
+    Pool(&'a PoolInner),
+    Tx(&'a Tx<'p>),
+}
+
+impl Src<'_, '_> {
+    #[inline(always)]
+    pub fn read(&self, off: u64, out: &mut [u8]) -> Result<()> {
+        match self {
+            Src::Pool(p) => {
+                let end = off.checked_add(out.len() as u64);
+                if off < p.hdr.heap_off || end.is_none_or(|e| e > p.heap_end()) {
+                    return Err(Error::InvalidPointer {
+                        offset: off,
+                        why: "hash map points outside the pool's heap",
+                    });
+                }
+                p.map.read_bytes(off, out);
+                Ok(())
+            }
+            Src::Tx(tx) => tx.read_bytes(off, out),
+        }
+    }
+
+    #[inline(always)]
+    pub fn read_u64(&self, off: u64) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.read(off, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    pub fn header(&self, hdr: u64) -> Result<MapHeader> {
+        let mut h = MapHeader::zeroed();
+        self.read(hdr, bytemuck::bytes_of_mut(&mut h))?;
+        Ok(h)
+    }
+}
+
+/// Result of probing a segment for a key.
+pub enum Probe {
+    /// The key is in the slot at this offset.
+    Found(u64),
+    /// The key is absent; this is the slot an insert must use.
+    Free(u64),
+    /// The key is absent and its probe window is full: the segment must split.
+    Full,
+}
+
+/// Decode a directory word, checking it is plausible (the heap bounds are checked on read).
+#[inline(always)]
+pub fn decode_dir(word: u64, depth: u32, at: u64) -> Result<(u64, u32)> {
+    let seg = word & OFF_MASK;
+    let ld = (word >> 56) as u32;
+    if ld > depth || seg == 0 || seg % BUCKET as u64 != 0 {
+        return Err(Error::InvalidPointer {
+            offset: at,
+            why: "hash map directory word is invalid",
+        });
+    }
+    Ok((seg, ld))
+}
+
+/// Probe the window of `h` in segment `seg`: `matches` says whether a non-empty slot holds
+/// the key.
+#[inline(always)]
+pub fn probe<S: SlotKind>(
+    src: &Src,
+    seg: u64,
+    h: u64,
+    mut matches: impl FnMut(&[u8]) -> Result<bool>,
+) -> Result<Probe> {
+    let home = home_bucket(h);
+    let mut line = [0u8; BUCKET];
+    for p in 0..PROBE {
+        let boff = seg + (((home + p) & (SEG_BUCKETS - 1)) * BUCKET) as u64;
+        src.read(boff, &mut line)?;
+        let mut free = None;
+        for s in 0..S::PER_BUCKET {
+            let slot = &line[s * S::SLOT..(s + 1) * S::SLOT];
+            if S::is_empty(slot) {
+                if free.is_none() {
+                    free = Some(s);
+                }
+            } else if matches(slot)? {
+                return Ok(Probe::Found(boff + (s * S::SLOT) as u64));
+            }
+        }
+        if let Some(s) = free {
+            return Ok(Probe::Free(boff + (s * S::SLOT) as u64));
+        }
+    }
+    Ok(Probe::Full)
+}
+
+/// Place one slot into a segment image by the insert rule (first free slot from home within
+/// the window). False when the window is full.
+pub fn place<S: SlotKind>(img: &mut [u8], h: u64, slot: &[u8]) -> bool {
+    let home = home_bucket(h);
+    for p in 0..PROBE {
+        let b = ((home + p) & (SEG_BUCKETS - 1)) * BUCKET;
+        for s in 0..S::PER_BUCKET {
+            let at = b + s * S::SLOT;
+            if S::is_empty(&img[at..at + S::SLOT]) {
+                img[at..at + S::SLOT].copy_from_slice(slot);
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Split the entries of segment image `old` (local depth `ld`) by the `k` hash bits after the
+/// top `ld`: 2^k new images, or None when one of them would overflow a probe window.
+pub fn redistribute<S: SlotKind>(seed: u64, old: &[u8], ld: u32, k: u32) -> Option<Vec<Vec<u8>>> {
+    let mut imgs = vec![vec![S::EMPTY_FILL; SEG_BYTES]; 1 << k];
+    for b in 0..SEG_BUCKETS {
+        for s in 0..S::PER_BUCKET {
+            let at = b * BUCKET + s * S::SLOT;
+            let slot = &old[at..at + S::SLOT];
+            if S::is_empty(slot) {
+                continue;
+            }
+            let h = S::entry_hash(seed, slot);
+            let i = ((h << ld) >> (64 - k)) as usize;
+            if !place::<S>(&mut imgs[i], h, slot) {
+                return None;
+            }
+        }
+    }
+    Some(imgs)
+}
+
+/// Where a slot may move during removal: is the entry in bucket `m`, whose home is `hm`, allowed
+/// to live in bucket `j` (at or after its home, closer than `m`)?
+#[inline(always)]
+fn may_move_back(hm: usize, j: usize, m: usize) -> bool {
+    let d_home = (m + SEG_BUCKETS - hm) & (SEG_BUCKETS - 1);
+    let d_hole = (m + SEG_BUCKETS - j) & (SEG_BUCKETS - 1);
+    d_hole <= d_home
+}
+
+/// How a table writes slots: through the redo log, or in place into a segment this
+/// transaction owns (a batch's copy).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    Logged,
+    InPlace,
+}
+
+#[inline(always)]
+pub fn put(tx: &mut Tx, mode: WriteMode, off: u64, data: &[u8]) -> Result<()> {
+    match mode {
+        WriteMode::Logged => tx.write_bytes(off, data),
+        WriteMode::InPlace => {
+            tx.write_fresh(off, data);
+            Ok(())
+        }
+    }
+}
+
+/// Empty the slot at `hole` and restore the probe invariant by moving entries back.
+pub fn remove_slot<S: SlotKind>(
+    tx: &mut Tx,
+    mode: WriteMode,
+    seed: u64,
+    seg: u64,
+    hole: u64,
+) -> Result<()> {
+    let empty = [S::EMPTY_FILL; BUCKET];
+    let mut hole = hole;
+    put(tx, mode, hole, &empty[..S::SLOT])?;
+    loop {
+        let j = ((hole - seg) as usize) / BUCKET;
+        let mut moved = None;
+        'search: for step in 1..PROBE {
+            let m = (j + step) & (SEG_BUCKETS - 1);
+            let boff = seg + (m * BUCKET) as u64;
+            let mut line = [0u8; BUCKET];
+            tx.read_bytes(boff, &mut line)?;
+            for s in 0..S::PER_BUCKET {
+                let slot = &line[s * S::SLOT..(s + 1) * S::SLOT];
+                if S::is_empty(slot) {
+                    continue;
+                }
+                let hm = home_bucket(S::entry_hash(seed, slot));
+                if may_move_back(hm, j, m) {
+                    let mut bytes = [0u8; BUCKET];
+                    bytes[..S::SLOT].copy_from_slice(slot);
+                    moved = Some((boff + (s * S::SLOT) as u64, bytes));
+                    break 'search;
+                }
+            }
+        }
+        let Some((from, bytes)) = moved else {
+            return Ok(());
+        };
+        put(tx, mode, hole, &bytes[..S::SLOT])?;
+        put(tx, mode, from, &empty[..S::SLOT])?;
+        hole = from;
+    }
+}
+
+/// A map's identity: its header offset and hash seed, plus the pool it lives in.
+pub struct Table<S: SlotKind> {
+    pub pool: Pool,
+    pub hdr: u64,
+    pub seed: u64,
+    _kind: std::marker::PhantomData<fn() -> S>,
+}
+
+/// Entries a new map's first segment is created with, and the directory it starts from.
+fn new_segment_image<S: SlotKind>() -> Vec<u8> {
+    vec![S::EMPTY_FILL; SEG_BYTES]
+}
+
+impl<S: SlotKind> Table<S> {
+    /// Create a new empty map inside `tx`; returns the header offset.
+    pub fn create_in(tx: &mut Tx, seed: u64) -> Result<u64> {
+        let seg = tx.alloc_bytes(&new_segment_image::<S>())?.offset();
+        let dir = tx.alloc_bytes(&seg.to_le_bytes())?.offset();
+        let mut h = MapHeader {
+            magic: MAP_MAGIC,
+            kind: S::KIND,
+            format: MAP_FORMAT,
+            key_size: S::key_size(),
+            val_size: S::val_size(),
+            seed,
+            crc: 0,
+            _pad: 0,
+            len: 0,
+            dir,
+            depth: 0,
+            garbage_dir: 0,
+            garbage_depth: 0,
+            garbage_pos: 0,
+            special: 0,
+        };
+        h.crc = h.immutable_crc();
+        let mut bytes = vec![0u8; HEADER_BYTES];
+        bytes[..std::mem::size_of::<MapHeader>()].copy_from_slice(bytemuck::bytes_of(&h));
+        Ok(tx.alloc_bytes(&bytes)?.offset())
+    }
+
+    /// Validate the header at `hdr` and claim the map for this handle.
+    pub fn open(pool: &Pool, hdr: u64, what: &'static str) -> Result<Table<S>> {
+        let src = Src::Pool(&pool.inner);
+        let not = |why: String| Error::NotACollection {
+            offset: hdr,
+            what,
+            why,
+        };
+        let h = src
+            .header(hdr)
+            .map_err(|_| not("offset outside the heap".into()))?;
+        if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() {
+            return Err(not(
+                "no hash map header there (bad magic or checksum)".into()
+            ));
+        }
+        if h.format != MAP_FORMAT {
+            return Err(not(format!(
+                "map format version {} (this build reads {MAP_FORMAT})",
+                h.format
+            )));
+        }
+        if h.kind != S::KIND || h.key_size != S::key_size() || h.val_size != S::val_size() {
+            return Err(not(format!(
+                "it holds kind {} with {}-byte keys and {}-byte values, the type asks for kind {} \
+                 with {}-byte keys and {}-byte values",
+                h.kind,
+                h.key_size,
+                h.val_size,
+                S::KIND,
+                S::key_size(),
+                S::val_size()
+            )));
+        }
+        if h.depth > MAX_DEPTH as u64 {
+            return Err(not(format!("global depth {} is out of range", h.depth)));
+        }
+        if !pool.inner.claim_object(hdr) {
+            return Err(Error::CollectionInUse { offset: hdr, what });
+        }
+        Ok(Table {
+            pool: pool.clone(),
+            hdr,
+            seed: h.seed,
+            _kind: std::marker::PhantomData,
+        })
+    }
+
+    /// Check that `tx` runs on this map's pool.
+    #[inline(always)]
+    pub fn same_pool(&self, tx: &Tx) -> Result<()> {
+        if std::ptr::eq(tx.pool_inner(), &*self.pool.inner) {
+            Ok(())
+        } else {
+            Err(Error::InvalidPointer {
+                offset: self.hdr,
+                why: "the transaction belongs to another pool than the map",
+            })
+        }
+    }
+
+    /// Find the segment of `h`: (directory index, segment offset, local depth, header).
+    #[inline(always)]
+    pub fn locate(&self, src: &Src, h: u64) -> Result<(u64, u64, u32, MapHeader)> {
+        let hd = src.header(self.hdr)?;
+        let depth = hd.depth as u32;
+        if depth > MAX_DEPTH {
+            return Err(Error::InvalidPointer {
+                offset: self.hdr,
+                why: "hash map depth out of range",
+            });
+        }
+        let idx = dir_index(h, depth);
+        let at = hd.dir + idx * 8;
+        let (seg, ld) = decode_dir(src.read_u64(at)?, depth, at)?;
+        Ok((idx, seg, ld, hd))
+    }
+
+    /// Split the segment at directory index `idx` (logged mode: a transaction of its own or
+    /// the caller's).
+    pub fn split_logged(&self, tx: &mut Tx, idx: u64) -> Result<()> {
+        let mut hd = Src::Tx(tx).header(self.hdr)?;
+        let depth = hd.depth as u32;
+        let at = hd.dir + idx * 8;
+        let (seg, ld) = decode_dir(Src::Tx(tx).read_u64(at)?, depth, at)?;
+        let mut old = vec![0u8; SEG_BYTES];
+        tx.read_bytes(seg, &mut old)?;
+        let (k, imgs) = split_images::<S>(self.seed, &old, ld)?;
+        let pattern = idx >> (depth - ld);
+        while (hd.depth as u32) < ld + k {
+            self.double_dir_logged(tx, &mut hd)?;
+        }
+        let g = hd.depth as u32;
+        let first = pattern << (g - ld);
+        let span = 1u64 << (g - ld);
+        let mut segs = Vec::with_capacity(imgs.len());
+        for img in &imgs {
+            segs.push(tx.alloc_bytes(img)?.offset());
+        }
+        let sub = span >> k;
+        let words: Vec<u64> = (0..span)
+            .map(|i| segs[(i / sub) as usize] | (((ld + k) as u64) << 56))
+            .collect();
+        if span <= DIR_LOG_MAX_WORDS {
+            tx.write_bytes(hd.dir + first * 8, bytemuck::cast_slice(&words))?;
+        } else {
+            let mut dir = vec![0u64; 1 << g];
+            tx.read_bytes(hd.dir, bytemuck::cast_slice_mut(&mut dir))?;
+            dir[first as usize..(first + span) as usize].copy_from_slice(&words);
+            let new_dir = tx.alloc_bytes(bytemuck::cast_slice(&dir))?.offset();
+            tx.write_bytes(self.hdr + H_DIR, &new_dir.to_le_bytes())?;
+            tx.free(crate::PPtr::<u8>::from_offset(hd.dir))?;
+        }
+        tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+        Ok(())
+    }
+
+    fn double_dir_logged(&self, tx: &mut Tx, hd: &mut MapHeader) -> Result<()> {
+        let g = hd.depth as u32;
+        if g >= MAX_DEPTH {
+            return Err(Error::Aborted(
+                "hash map directory reached its maximum depth (keys hash too alike)".into(),
+            ));
+        }
+        let mut dir = vec![0u64; 1 << g];
+        tx.read_bytes(hd.dir, bytemuck::cast_slice_mut(&mut dir))?;
+        let doubled: Vec<u64> = (0..(2usize << g)).map(|i| dir[i >> 1]).collect();
+        let new_dir = tx.alloc_bytes(bytemuck::cast_slice(&doubled))?.offset();
+        let mut w = [0u8; 16];
+        w[..8].copy_from_slice(&new_dir.to_le_bytes());
+        w[8..].copy_from_slice(&(g as u64 + 1).to_le_bytes());
+        tx.write_bytes(self.hdr + H_DIR, &w)?;
+        tx.free(crate::PPtr::<u8>::from_offset(hd.dir))?;
+        hd.dir = new_dir;
+        hd.depth = g as u64 + 1;
+        Ok(())
+    }
+
+    /// Add `delta` to `len` (logged).
+    #[inline(always)]
+    pub fn add_len(&self, tx: &mut Tx, hd: &MapHeader, delta: i64) -> Result<()> {
+        let len = hd.len.wrapping_add(delta as u64);
+        tx.write_bytes(self.hdr + H_LEN, &len.to_le_bytes())
+    }
+
+    /// Number of live entries.
+    pub fn len(&self) -> Result<u64> {
+        Ok(Src::Pool(&self.pool.inner).header(self.hdr)?.len)
+    }
+
+    /// Every distinct segment: (first directory index, segment offset, local depth).
+    pub fn segments(&self, src: &Src) -> Result<Vec<(u64, u64, u32)>> {
+        let hd = src.header(self.hdr)?;
+        let g = hd.depth as u32;
+        let mut out = Vec::new();
+        let mut i = 0u64;
+        while i < (1u64 << g) {
+            let at = hd.dir + i * 8;
+            let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
+            out.push((i, seg, ld));
+            i += 1u64 << (g - ld);
+        }
+        Ok(out)
+    }
+
+    /// Replace the map's contents with an empty table (one transaction), then free the old
+    /// segments a bounded number per transaction. A crash in between leaves the old directory
+    /// recorded in the header; the next `clear`, `open` or `finish_garbage` call continues.
+    pub fn clear(&self) -> Result<()> {
+        self.finish_garbage()?;
+        self.pool.transaction(|tx| {
+            let hd = Src::Tx(tx).header(self.hdr)?;
+            let seg = tx.alloc_bytes(&new_segment_image::<S>())?.offset();
+            let dir = tx.alloc_bytes(&seg.to_le_bytes())?.offset();
+            let mut w = vec![0u8; 48];
+            w[0..8].copy_from_slice(&0u64.to_le_bytes()); // len
+            w[8..16].copy_from_slice(&dir.to_le_bytes());
+            w[16..24].copy_from_slice(&0u64.to_le_bytes()); // depth
+            w[24..32].copy_from_slice(&hd.dir.to_le_bytes()); // garbage dir
+            w[32..36].copy_from_slice(&(hd.depth as u32).to_le_bytes());
+            w[36..40].copy_from_slice(&0u32.to_le_bytes());
+            w[40..48].copy_from_slice(&0u64.to_le_bytes()); // special
+            tx.write_bytes(self.hdr + H_LEN, &w)
+        })?;
+        self.finish_garbage()
+    }
+
+    /// Free what a `clear` detached (see [`Table::clear`]): a bounded amount per
+    /// transaction, so each redo record fits a log slot. Entries' own objects (byte-string
+    /// maps) are freed first and their slots emptied, which records the progress within a
+    /// segment; `garbage_pos` records it across segments.
+    pub fn finish_garbage(&self) -> Result<()> {
+        /// Frees per transaction: their bitmap entries must fit one log record.
+        const BUDGET: u32 = 128;
+        loop {
+            let done = self.pool.transaction(|tx| {
+                let hd = Src::Tx(tx).header(self.hdr)?;
+                if hd.garbage_dir == 0 {
+                    return Ok::<_, Error>(true);
+                }
+                let g = hd.garbage_depth;
+                if g > MAX_DEPTH {
+                    return Err(Error::InvalidPointer {
+                        offset: self.hdr,
+                        why: "detached directory depth out of range",
+                    });
+                }
+                let mut i = hd.garbage_pos as u64;
+                let mut budget = BUDGET;
+                'segments: while i < (1u64 << g) && budget > 0 {
+                    let at = hd.garbage_dir + i * 8;
+                    let (seg, ld) = decode_dir(Src::Tx(tx).read_u64(at)?, g, at)?;
+                    if S::OWNS_OBJECTS {
+                        let mut img = vec![0u8; SEG_BYTES];
+                        tx.read_bytes(seg, &mut img)?;
+                        let empty = [S::EMPTY_FILL; BUCKET];
+                        for b in 0..SEG_BUCKETS {
+                            for s in 0..S::PER_BUCKET {
+                                let at = b * BUCKET + s * S::SLOT;
+                                let slot = &img[at..at + S::SLOT];
+                                let Some(o) = (!S::is_empty(slot))
+                                    .then(|| S::owned_object(slot))
+                                    .flatten()
+                                else {
+                                    continue;
+                                };
+                                if budget == 0 {
+                                    break 'segments;
+                                }
+                                tx.free(crate::PPtr::<u8>::from_offset(o))?;
+                                tx.write_bytes(seg + at as u64, &empty[..S::SLOT])?;
+                                budget -= 1;
+                            }
+                        }
+                    }
+                    tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+                    budget = budget.saturating_sub(1);
+                    i += 1u64 << (g - ld);
+                }
+                if i >= (1u64 << g) {
+                    tx.free(crate::PPtr::<u8>::from_offset(hd.garbage_dir))?;
+                    let w = [0u8; 16];
+                    tx.write_bytes(self.hdr + H_GARBAGE_DIR, &w)?;
+                    Ok(true)
+                } else {
+                    tx.write_bytes(self.hdr + H_GARBAGE_POS, &(i as u32).to_le_bytes())?;
+                    Ok(false)
+                }
+            })?;
+            if done {
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl<S: SlotKind> Drop for Table<S> {
+    fn drop(&mut self) {
+        self.pool.inner.release_object(self.hdr);
+    }
+}
+
+/// Images for splitting `old`: k = 1 nearly always; more bits when one half would overflow.
+pub fn split_images<S: SlotKind>(seed: u64, old: &[u8], ld: u32) -> Result<(u32, Vec<Vec<u8>>)> {
+    let mut k = 1;
+    loop {
+        if ld + k > MAX_DEPTH {
+            return Err(Error::Aborted(
+                "hash map segment cannot split further (keys hash too alike)".into(),
+            ));
+        }
+        if let Some(imgs) = redistribute::<S>(seed, old, ld, k) {
+            return Ok((k, imgs));
+        }
+        k += 1;
+    }
+}
+
+/// A fresh-segment flag kept only in a batch's DRAM copy of the directory.
+pub const FRESH: u64 = 1 << 55;
+
+/// A batch's state: the directory in DRAM (with [`FRESH`] marking segments this transaction
+/// copied or created), the header fields it will write at commit, and the transaction.
+pub struct BatchCore<'p> {
+    pub tx: Option<Tx<'p>>,
+    pub dir: Vec<u64>,
+    pub depth: u32,
+    pub len: u64,
+    /// Directory words changed since the last commit: (first index, count).
+    pub changed: Vec<(u64, u64)>,
+    /// The persistent directory no longer matches `depth` (it doubled): rewrite it whole.
+    pub dir_resized: bool,
+    pub persisted_dir: u64,
+    pub persisted_len: u64,
+}
+
+impl<'p> BatchCore<'p> {
+    pub fn begin<S: SlotKind>(t: &'p Table<S>) -> Result<BatchCore<'p>> {
+        let tx = Tx::begin(&t.pool.inner)?;
+        let src = Src::Tx(&tx);
+        let hd = src.header(t.hdr)?;
+        let g = hd.depth as u32;
+        let mut dir = vec![0u64; 1usize << g];
+        src.read(hd.dir, bytemuck::cast_slice_mut(&mut dir))?;
+        for (i, &w) in dir.iter().enumerate() {
+            decode_dir(w, g, hd.dir + i as u64 * 8)?;
+        }
+        Ok(BatchCore {
+            tx: Some(tx),
+            dir,
+            depth: g,
+            len: hd.len,
+            changed: Vec::new(),
+            dir_resized: false,
+            persisted_dir: hd.dir,
+            persisted_len: hd.len,
+        })
+    }
+
+    #[inline(always)]
+    pub fn tx(&mut self) -> &mut Tx<'p> {
+        self.tx.as_mut().expect("batch transaction is open")
+    }
+
+    /// Locate the segment of `h`: (index, segment, local depth, fresh).
+    #[inline(always)]
+    pub fn locate(&self, h: u64) -> (u64, u64, u32, bool) {
+        let idx = dir_index(h, self.depth);
+        let w = self.dir[idx as usize];
+        (idx, w & OFF_MASK & !FRESH, (w >> 56) as u32, w & FRESH != 0)
+    }
+
+    fn set_span(&mut self, first: u64, span: u64, word: u64) {
+        for w in &mut self.dir[first as usize..(first + span) as usize] {
+            *w = word;
+        }
+        self.changed.push((first, span));
+    }
+
+    /// Copy the segment at `idx` into a fresh object (first write of this transaction to it).
+    pub fn cow(&mut self, idx: u64) -> Result<()> {
+        let (_, seg, ld, fresh) = self.locate_idx(idx);
+        debug_assert!(!fresh);
+        let mut img = vec![0u8; SEG_BYTES];
+        Src::Pool(self.tx().pool_inner()).read(seg, &mut img)?;
+        let tx = self.tx();
+        let new = tx.alloc_bytes(&img)?.offset();
+        tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+        let g = self.depth;
+        let first = (idx >> (g - ld)) << (g - ld);
+        self.set_span(first, 1 << (g - ld), new | FRESH | ((ld as u64) << 56));
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn locate_idx(&self, idx: u64) -> (u64, u64, u32, bool) {
+        let w = self.dir[idx as usize];
+        (idx, w & OFF_MASK & !FRESH, (w >> 56) as u32, w & FRESH != 0)
+    }
+
+    /// Split the segment at `idx` into fresh segments.
+    pub fn split<S: SlotKind>(&mut self, seed: u64, idx: u64) -> Result<()> {
+        let (_, seg, ld, _) = self.locate_idx(idx);
+        let mut old = vec![0u8; SEG_BYTES];
+        Src::Pool(self.tx().pool_inner()).read(seg, &mut old)?;
+        let (k, imgs) = split_images::<S>(seed, &old, ld)?;
+        let pattern = idx >> (self.depth - ld);
+        while self.depth < ld + k {
+            if self.depth >= MAX_DEPTH {
+                return Err(Error::Aborted(
+                    "hash map directory reached its maximum depth".into(),
+                ));
+            }
+            let d = std::mem::take(&mut self.dir);
+            self.dir = (0..d.len() * 2).map(|i| d[i >> 1]).collect();
+            self.depth += 1;
+            self.dir_resized = true;
+        }
+        let g = self.depth;
+        let first = pattern << (g - ld);
+        let span = 1u64 << (g - ld);
+        let sub = span >> k;
+        let tx = self.tx();
+        let mut segs = Vec::with_capacity(imgs.len());
+        for img in &imgs {
+            segs.push(tx.alloc_bytes(img)?.offset());
+        }
+        tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+        for (i, s) in segs.iter().enumerate() {
+            self.set_span(
+                first + i as u64 * sub,
+                sub,
+                s | FRESH | (((ld + k) as u64) << 56),
+            );
+        }
+        Ok(())
+    }
+
+    /// True when the log is close enough to full that the next operation must start a new
+    /// transaction (an operation adds at most a split's entries; the commit adds the
+    /// directory and header writes).
+    pub fn should_commit(&mut self) -> bool {
+        let tx = self.tx();
+        tx.log_used() + 6 * 1024 > tx.log_capacity() || self.changed.len() > 4096
+    }
+
+    /// Write the directory and header changes into the transaction and commit it; then begin
+    /// the next one. Afterwards no segment is fresh.
+    pub fn commit(&mut self, hdr: u64, reopen: bool) -> Result<()> {
+        let words: u64 = self.changed.iter().map(|c| c.1).sum();
+        let dir_bytes = |d: &[u64]| -> Vec<u8> {
+            d.iter()
+                .flat_map(|w| (w & !FRESH).to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
+        if self.dir_resized || words > DIR_LOG_MAX_WORDS || self.changed.len() > 64 {
+            let bytes = dir_bytes(&self.dir);
+            let old = self.persisted_dir;
+            let depth = self.depth as u64;
+            let tx = self.tx();
+            let new_dir = tx.alloc_bytes(&bytes)?.offset();
+            let mut w = [0u8; 16];
+            w[..8].copy_from_slice(&new_dir.to_le_bytes());
+            w[8..].copy_from_slice(&depth.to_le_bytes());
+            tx.write_bytes(hdr + H_DIR, &w)?;
+            tx.free(crate::PPtr::<u8>::from_offset(old))?;
+            self.persisted_dir = new_dir;
+        } else {
+            let changed = std::mem::take(&mut self.changed);
+            let dir = self.persisted_dir;
+            for &(first, n) in &changed {
+                let bytes = dir_bytes(&self.dir[first as usize..(first + n) as usize]);
+                self.tx().write_bytes(dir + first * 8, &bytes)?;
+            }
+        }
+        if self.len != self.persisted_len {
+            let len = self.len;
+            self.tx().write_bytes(hdr + H_LEN, &len.to_le_bytes())?;
+            self.persisted_len = len;
+        }
+        let tx = self.tx.take().expect("batch transaction is open");
+        let pool = tx.pool_inner();
+        tx.commit()?;
+        self.changed.clear();
+        self.dir_resized = false;
+        for w in &mut self.dir {
+            *w &= !FRESH;
+        }
+        if reopen {
+            self.tx = Some(Tx::begin(pool)?);
+        }
+        Ok(())
+    }
+}
+
+/// Findings of [`Table::check`].
+#[derive(Clone, Debug, Default)]
+pub struct MapCheck {
+    pub header: u64,
+    pub kind: &'static str,
+    pub entries: u64,
+    pub segments: u64,
+    pub depth: u32,
+    pub problems: Vec<String>,
+    /// Every object the map owns (header, directory, segments, entry objects).
+    pub objects: Vec<u64>,
+}
+
+/// A slot layout known at run time (`pool check` reads sizes from the header).
+#[derive(Clone, Copy, Debug)]
+pub struct SlotDesc {
+    pub slot: usize,
+    pub key_size: usize,
+    /// Byte-string maps store the hash in the slot's first word and the entry at the second.
+    pub stored_hash: bool,
+}
+
+impl SlotDesc {
+    pub fn of<S: SlotKind>() -> SlotDesc {
+        SlotDesc {
+            slot: S::SLOT,
+            key_size: S::key_size() as usize,
+            stored_hash: S::KIND == KIND_BYTES,
+        }
+    }
+    fn per_bucket(&self) -> usize {
+        BUCKET / self.slot
+    }
+    fn is_empty(&self, slot: &[u8]) -> bool {
+        if self.stored_hash {
+            slot[8..16].iter().all(|&b| b == 0)
+        } else {
+            slot[..self.key_size].iter().all(|&b| b == 0xFF)
+        }
+    }
+    fn entry_hash(&self, seed: u64, slot: &[u8]) -> u64 {
+        if self.stored_hash {
+            u64::from_le_bytes(slot[..8].try_into().unwrap())
+        } else {
+            hash_bytes(seed, &slot[..self.key_size])
+        }
+    }
+}
+
+/// Verify the invariants of the map at `hdr` (read-only). `entry_objects` reads a byte-string
+/// map's entry at a slot (None for fixed maps) and returns (its object, its key hash).
+pub fn check_table(
+    pool: &PoolInner,
+    hdr: u64,
+    kind: &'static str,
+    d: SlotDesc,
+    mut key_of: impl FnMut(&[u8]) -> std::result::Result<(Vec<u8>, Option<u64>), String>,
+) -> MapCheck {
+    let src = Src::Pool(pool);
+    let mut r = MapCheck {
+        header: hdr,
+        kind,
+        ..Default::default()
+    };
+    r.objects.push(hdr);
+    let hd = match src.header(hdr) {
+        Ok(h) => h,
+        Err(e) => {
+            r.problems.push(format!("header unreadable: {e}"));
+            return r;
+        }
+    };
+    if hd.depth > MAX_DEPTH as u64 {
+        r.problems
+            .push(format!("global depth {} out of range", hd.depth));
+        return r;
+    }
+    let g = hd.depth as u32;
+    r.depth = g;
+    r.objects.push(hd.dir);
+    let mut dir = vec![0u64; 1usize << g];
+    if let Err(e) = src.read(hd.dir, bytemuck::cast_slice_mut(&mut dir)) {
+        r.problems.push(format!("directory unreadable: {e}"));
+        return r;
+    }
+    let mut keys = std::collections::HashSet::new();
+    let mut count = 0u64;
+    let mut i = 0u64;
+    while i < (1u64 << g) {
+        let (seg, ld) = match decode_dir(dir[i as usize], g, hd.dir + i * 8) {
+            Ok(x) => x,
+            Err(e) => {
+                r.problems.push(format!("directory word {i}: {e}"));
+                return r;
+            }
+        };
+        let span = 1u64 << (g - ld);
+        if i % span != 0 {
+            r.problems.push(format!(
+                "directory word {i}: segment span not aligned (local depth {ld})"
+            ));
+            return r;
+        }
+        for j in i..i + span {
+            if dir[j as usize] != dir[i as usize] {
+                r.problems.push(format!(
+                    "directory words {i}..{}: a segment of local depth {ld} must fill them all",
+                    i + span
+                ));
+                return r;
+            }
+        }
+        let pattern = i >> (g - ld);
+        r.segments += 1;
+        r.objects.push(seg);
+        let mut img = vec![0u8; SEG_BYTES];
+        if let Err(e) = src.read(seg, &mut img) {
+            r.problems.push(format!("segment {seg:#x} unreadable: {e}"));
+            return r;
+        }
+        for b in 0..SEG_BUCKETS {
+            for s in 0..d.per_bucket() {
+                let at = b * BUCKET + s * d.slot;
+                let slot = &img[at..at + d.slot];
+                if d.is_empty(slot) {
+                    continue;
+                }
+                count += 1;
+                let (key, obj) = match key_of(slot) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        r.problems
+                            .push(format!("segment {seg:#x} bucket {b} slot {s}: {e}"));
+                        continue;
+                    }
+                };
+                if let Some(o) = obj {
+                    r.objects.push(o);
+                }
+                let h = d.entry_hash(hd.seed, slot);
+                if hash_bytes(hd.seed, &key) != h {
+                    r.problems.push(format!(
+                        "segment {seg:#x} bucket {b} slot {s}: stored hash does not match its key"
+                    ));
+                }
+                if dir_index(h, ld) != pattern {
+                    r.problems.push(format!(
+                        "segment {seg:#x} bucket {b} slot {s}: key belongs to another segment"
+                    ));
+                }
+                let home = home_bucket(h);
+                let dist = (b + SEG_BUCKETS - home) & (SEG_BUCKETS - 1);
+                if dist >= PROBE {
+                    r.problems.push(format!(
+                        "segment {seg:#x} bucket {b} slot {s}: {dist} buckets from its home"
+                    ));
+                } else {
+                    for step in 0..dist {
+                        let fb = (home + step) & (SEG_BUCKETS - 1);
+                        let full = (0..d.per_bucket()).all(|t| {
+                            let a = fb * BUCKET + t * d.slot;
+                            !d.is_empty(&img[a..a + d.slot])
+                        });
+                        if !full {
+                            r.problems.push(format!(
+                                "segment {seg:#x} bucket {b} slot {s}: probe invariant broken \
+                                 (bucket {fb} before it has a free slot)"
+                            ));
+                            break;
+                        }
+                    }
+                }
+                if !keys.insert(key) {
+                    r.problems.push(format!(
+                        "segment {seg:#x} bucket {b} slot {s}: key stored twice"
+                    ));
+                }
+            }
+        }
+        i += span;
+    }
+    if hd.special != 0 {
+        count += 1;
+    }
+    r.entries = count;
+    if count != hd.len {
+        r.problems.push(format!(
+            "header len is {} but {count} entries are stored",
+            hd.len
+        ));
+    }
+    if hd.garbage_dir != 0 {
+        r.problems.push(
+            "a clear() was interrupted: old segments are still to be freed (opening the map \
+             finishes it)"
+                .into(),
+        );
+    }
+    r
+}

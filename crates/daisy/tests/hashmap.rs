@@ -1,0 +1,449 @@
+//! Persistent hash maps: behaviour, bad input, crashes, and property tests against std's
+//! HashMap as the model.
+
+use daisy::collections::MapCheck;
+use daisy::{Error, PBytesMap, PHashMap, PPtr, Pool, PoolOptions};
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+type U32Map = PHashMap<u32, u32>;
+
+fn new_pool(dir: &tempfile::TempDir, name: &str) -> Pool {
+    Pool::create(
+        dir.path().join(name),
+        &PoolOptions::new("test.hashmap")
+            .size(64 << 20)
+            .max_size(1 << 30),
+    )
+    .unwrap()
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("daisy-hashmap-")
+        .tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
+}
+
+fn create_u32(pool: &Pool, seed: u64) -> PPtr<U32Map> {
+    let root = pool.root::<PPtr<U32Map>>().unwrap();
+    pool.transaction(|tx| {
+        let id = U32Map::create_in_with_seed(tx, seed)?;
+        tx.write(root, &id)?;
+        Ok::<_, Error>(id)
+    })
+    .unwrap()
+}
+
+fn assert_ok(c: &MapCheck) {
+    assert!(c.problems.is_empty(), "map check found: {:?}", c.problems);
+}
+
+fn contents(m: &U32Map) -> HashMap<u32, u32> {
+    m.iter().unwrap().map(|e| e.unwrap()).collect()
+}
+
+#[test]
+fn insert_get_remove_iter_and_reopen() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "a.pool");
+    let id = create_u32(&pool, 1);
+    let mut m = U32Map::open(&pool, id).unwrap();
+    let mut model = HashMap::new();
+    // Enough keys for many splits and two directory doublings at least.
+    for i in 0..20_000u32 {
+        let k = i.wrapping_mul(2_654_435_761);
+        assert_eq!(m.insert(k, i).unwrap(), model.insert(k, i));
+    }
+    assert_eq!(
+        m.insert(u32::MAX, 5).unwrap(),
+        None,
+        "the reserved key is a normal key"
+    );
+    model.insert(u32::MAX, 5);
+    assert_eq!(m.insert(u32::MAX, 6).unwrap(), Some(5));
+    model.insert(u32::MAX, 6);
+    for i in (0..20_000u32).step_by(3) {
+        let k = i.wrapping_mul(2_654_435_761);
+        assert_eq!(m.remove(&k).unwrap(), model.remove(&k));
+    }
+    assert_eq!(m.remove(&12345).unwrap(), model.remove(&12345));
+    assert_eq!(m.len().unwrap(), model.len() as u64);
+    for (k, v) in &model {
+        assert_eq!(m.get(k).unwrap(), Some(*v));
+    }
+    assert_eq!(contents(&m), model);
+    let c = m.check();
+    assert_ok(&c);
+    assert!(
+        c.segments > 8,
+        "20,000 keys must have split the first segment"
+    );
+    drop(m);
+    drop(pool);
+    let pool = Pool::open(dir.path().join("a.pool"), "test.hashmap").unwrap();
+    let id = pool.read(pool.root::<PPtr<U32Map>>().unwrap());
+    let m = U32Map::open(&pool, id).unwrap();
+    assert_eq!(contents(&m), model);
+    let all = daisy::collections::check_all(&pool).unwrap();
+    assert_eq!(all.len(), 1);
+    assert_ok(&all[0]);
+    assert_eq!(all[0].entries, model.len() as u64);
+}
+
+#[test]
+fn bad_handles_are_refused() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "b.pool");
+    let id = create_u32(&pool, 2);
+    let m = U32Map::open(&pool, id).unwrap();
+    assert!(matches!(
+        U32Map::open(&pool, id),
+        Err(Error::CollectionInUse { .. })
+    ));
+    drop(m);
+    // Wrong types, wrong offsets.
+    let e = PHashMap::<u64, u64>::open(&pool, id.offset().into_ptr()).unwrap_err();
+    assert!(matches!(e, Error::NotACollection { .. }), "{e}");
+    assert!(e.to_string().contains("4-byte keys"), "{e}");
+    let e = PBytesMap::open(&pool, id.offset().into_ptr()).unwrap_err();
+    assert!(matches!(e, Error::NotACollection { .. }), "{e}");
+    let root = pool.root::<PPtr<U32Map>>().unwrap();
+    let e = U32Map::open(&pool, root.offset().into_ptr()).unwrap_err();
+    assert!(matches!(e, Error::NotACollection { .. }), "{e}");
+    let e = U32Map::open(&pool, PPtr::from_offset(u64::MAX - 7)).unwrap_err();
+    assert!(matches!(e, Error::NotACollection { .. }), "{e}");
+    // A transaction of another pool.
+    let other = new_pool(&dir, "c.pool");
+    let mut m = U32Map::open(&pool, id).unwrap();
+    let e = other.transaction(|tx| m.insert_tx(tx, 1, 1)).unwrap_err();
+    assert!(e.to_string().contains("another pool"), "{e}");
+    // Entries too large for a fixed map.
+    let e = other
+        .transaction(|tx| PHashMap::<[u64; 5], [u64; 5]>::create_in(tx))
+        .unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+}
+
+trait IntoPtr {
+    fn into_ptr<T>(self) -> PPtr<T>;
+}
+impl IntoPtr for u64 {
+    fn into_ptr<T>(self) -> PPtr<T> {
+        PPtr::from_offset(self)
+    }
+}
+
+#[test]
+fn operations_in_a_failed_transaction_leave_nothing() {
+    let dir = tmp();
+    // Log slots large enough for thousands of inserts in one transaction.
+    let pool = Pool::create(
+        dir.path().join("d.pool"),
+        &PoolOptions::new("test.hashmap")
+            .size(256 << 20)
+            .log_slot_size(256 << 10),
+    )
+    .unwrap();
+    let id = create_u32(&pool, 3);
+    let mut m = U32Map::open(&pool, id).unwrap();
+    for i in 0..100 {
+        m.insert(i, i).unwrap();
+    }
+    let before = contents(&m);
+    let objects_before = pool.objects().unwrap().len();
+    let r: Result<(), Error> = pool.transaction(|tx| {
+        for i in 0..5000 {
+            m.insert_tx(tx, 1000 + i, i)?; // splits inside the transaction too
+            assert_eq!(m.get_tx(tx, &(1000 + i))?, Some(i));
+        }
+        m.remove_tx(tx, &5)?;
+        assert_eq!(m.get_tx(tx, &5)?, None);
+        Err(Error::Aborted("test".into()))
+    });
+    assert!(r.is_err());
+    assert_eq!(contents(&m), before);
+    assert_eq!(pool.objects().unwrap().len(), objects_before);
+    assert_ok(&m.check());
+    // The same work committed is all there.
+    let segments = m.check().segments;
+    pool.transaction(|tx| {
+        for i in 0..5000 {
+            m.insert_tx(tx, 10_000 + i, i)?;
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    assert_eq!(m.len().unwrap(), 5100);
+    assert!(
+        m.check().segments > segments,
+        "the transaction split a segment"
+    );
+    assert_ok(&m.check());
+}
+
+#[test]
+fn committed_operations_survive_a_crash() {
+    let dir = tmp();
+    let path = dir.path().join("e.pool");
+    let pool = new_pool(&dir, "e.pool");
+    let id = create_u32(&pool, 4);
+    let mut m = U32Map::open(&pool, id).unwrap();
+    let mut model = HashMap::new();
+    for i in 0..30_000u32 {
+        let k = i.wrapping_mul(0x9E37_79B9) ^ 0x55;
+        m.insert(k, !i).unwrap();
+        model.insert(k, !i);
+        if i % 7 == 0 {
+            let r = i / 2;
+            let k = r.wrapping_mul(0x9E37_79B9) ^ 0x55;
+            assert_eq!(m.remove(&k).unwrap(), model.remove(&k));
+        }
+    }
+    drop(m);
+    pool.crash_for_test();
+    let pool = Pool::open(&path, "test.hashmap").unwrap();
+    let m = U32Map::open(&pool, id).unwrap();
+    assert_eq!(contents(&m), model);
+    assert_ok(&m.check());
+}
+
+#[test]
+fn batch_inserts_and_prefix_on_error() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "f.pool");
+    let id = create_u32(&pool, 5);
+    let mut m = U32Map::open(&pool, id).unwrap();
+    // Odd keys here, even keys in the failing batch below: the sets are disjoint.
+    for i in 0..1000u32 {
+        m.insert(2 * i + 1, i).unwrap();
+    }
+    let mut model: HashMap<u32, u32> = contents(&m);
+    m.batch(|b| {
+        for i in 0..200_000u32 {
+            let k = i.wrapping_mul(0x85EB_CA6B) | 1;
+            assert_eq!(b.insert(k, i)?, model.insert(k, i));
+            if i % 5 == 0 {
+                let r = (i / 2).wrapping_mul(0x85EB_CA6B) | 1;
+                assert_eq!(b.remove(&r)?, model.remove(&r));
+            }
+        }
+        let k = 0x85EB_CA6B | 1;
+        assert_eq!(b.get(&k)?, model.get(&k).copied());
+        assert_eq!(b.len(), model.len() as u64);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(m.len().unwrap(), model.len() as u64);
+    assert_eq!(contents(&m), model);
+    assert_ok(&m.check());
+
+    // An error inside a batch keeps a prefix of its operations (here: everything before the
+    // last sync, and possibly more, in order).
+    let r: daisy::Result<()> = m.batch(|b| {
+        for i in 0..50_000u32 {
+            b.insert(2 * i, i)?;
+            if i == 20_000 {
+                b.sync()?;
+            }
+        }
+        Err(Error::Aborted("test".into()))
+    });
+    assert!(r.is_err());
+    let got = contents(&m);
+    let kept: Vec<u32> = (0..50_000u32)
+        .filter(|i| got.contains_key(&(2 * i)))
+        .collect();
+    assert!(kept.len() > 20_000, "everything before the sync is kept");
+    let gap = kept.iter().enumerate().find(|(i, &k)| *i as u32 != k);
+    assert!(
+        gap.is_none(),
+        "not a prefix: first gap at {gap:?} of {}",
+        kept.len()
+    );
+    assert_eq!(m.len().unwrap(), got.len() as u64);
+    assert_eq!(got.len(), model.len() + kept.len());
+    assert_ok(&m.check());
+}
+
+#[test]
+fn clear_frees_everything_and_the_map_stays_usable() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "g.pool");
+    let baseline = pool.objects().unwrap().len();
+    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
+    let id = pool
+        .transaction(|tx| {
+            let id = PBytesMap::create_in_with_seed(tx, 9)?;
+            tx.write(root, &id)?;
+            Ok::<_, Error>(id)
+        })
+        .unwrap();
+    let mut m = PBytesMap::open(&pool, id).unwrap();
+    let after_create = pool.objects().unwrap().len();
+    assert!(after_create > baseline);
+    for i in 0..6000u32 {
+        let k = format!("key:{i}");
+        let v = vec![i as u8; (i % 300) as usize];
+        assert!(!m.insert(k.as_bytes(), &v).unwrap());
+    }
+    assert!(m.insert(b"key:7", b"seven").unwrap());
+    assert_eq!(m.get(b"key:7").unwrap().as_deref(), Some(&b"seven"[..]));
+    assert_eq!(m.get(b"key:8").unwrap(), Some(vec![8u8; 8]));
+    assert_eq!(m.get(b"nope").unwrap(), None);
+    assert!(m.remove(b"key:9").unwrap());
+    assert!(!m.remove(b"key:9").unwrap());
+    assert_eq!(m.len().unwrap(), 5999);
+    assert_eq!(m.iter().unwrap().count(), 5999);
+    let c = m.check();
+    assert_ok(&c);
+    assert!(c.segments > 1);
+    m.clear().unwrap();
+    assert_eq!(m.len().unwrap(), 0);
+    assert_eq!(m.iter().unwrap().count(), 0);
+    assert_eq!(
+        pool.objects().unwrap().len(),
+        after_create,
+        "clear frees the entries, segments and directory"
+    );
+    m.insert(b"again", b"yes").unwrap();
+    assert_eq!(m.get(b"again").unwrap(), Some(b"yes".to_vec()));
+    assert_ok(&m.check());
+    // Empty keys and values are fine.
+    m.insert(b"", b"").unwrap();
+    assert_eq!(m.get(b"").unwrap(), Some(vec![]));
+}
+
+#[derive(Clone, Debug)]
+enum MapOp {
+    Insert(u32, u32),
+    Remove(u32),
+    Get(u32),
+    /// Several operations in one transaction, committed or aborted.
+    Tx(Vec<(bool, u32, u32)>, bool),
+    /// Operations as a batch.
+    Batch(Vec<(bool, u32, u32)>),
+    Clear,
+    Crash,
+}
+
+fn key() -> impl Strategy<Value = u32> {
+    // Dense small keys collide in buckets; u32::MAX is the reserved pattern.
+    prop_oneof![8 => 0u32..3000, 1 => Just(u32::MAX), 1 => any::<u32>()]
+}
+
+fn map_op() -> impl Strategy<Value = MapOp> {
+    let kv = || (any::<bool>(), key(), any::<u32>());
+    prop_oneof![
+        20 => (key(), any::<u32>()).prop_map(|(k, v)| MapOp::Insert(k, v)),
+        6 => key().prop_map(MapOp::Remove),
+        3 => key().prop_map(MapOp::Get),
+        2 => (prop::collection::vec(kv(), 1..40), prop::bool::weighted(0.3))
+            .prop_map(|(o, a)| MapOp::Tx(o, a)),
+        2 => prop::collection::vec(kv(), 1..3000).prop_map(MapOp::Batch),
+        1 => Just(MapOp::Clear),
+        1 => Just(MapOp::Crash),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn fixed_map_matches_std_hashmap(ops in prop::collection::vec(map_op(), 1..120), seed in any::<u64>()) {
+        let dir = tmp();
+        let path = dir.path().join("p.pool");
+        let mut pool = new_pool(&dir, "p.pool");
+        let id = create_u32(&pool, seed);
+        let mut m = U32Map::open(&pool, id).unwrap();
+        let mut model: HashMap<u32, u32> = HashMap::new();
+        for op in ops {
+            match op {
+                MapOp::Insert(k, v) => prop_assert_eq!(m.insert(k, v).unwrap(), model.insert(k, v)),
+                MapOp::Remove(k) => prop_assert_eq!(m.remove(&k).unwrap(), model.remove(&k)),
+                MapOp::Get(k) => prop_assert_eq!(m.get(&k).unwrap(), model.get(&k).copied()),
+                MapOp::Tx(list, abort) => {
+                    let mut staged = model.clone();
+                    let r: Result<(), Error> = pool.transaction(|tx| {
+                        for &(ins, k, v) in &list {
+                            if ins {
+                                assert_eq!(m.insert_tx(tx, k, v)?, staged.insert(k, v));
+                            } else {
+                                assert_eq!(m.remove_tx(tx, &k)?, staged.remove(&k));
+                            }
+                        }
+                        if abort { Err(Error::Aborted("prop".into())) } else { Ok(()) }
+                    });
+                    prop_assert_eq!(r.is_ok(), !abort);
+                    if !abort {
+                        model = staged;
+                    }
+                }
+                MapOp::Batch(list) => {
+                    m.batch(|b| {
+                        for &(ins, k, v) in &list {
+                            if ins {
+                                assert_eq!(b.insert(k, v)?, model.insert(k, v));
+                            } else {
+                                assert_eq!(b.remove(&k)?, model.remove(&k));
+                            }
+                        }
+                        Ok(())
+                    }).unwrap();
+                }
+                MapOp::Clear => {
+                    m.clear().unwrap();
+                    model.clear();
+                }
+                MapOp::Crash => {
+                    drop(m);
+                    pool.crash_for_test();
+                    pool = Pool::open(&path, "test.hashmap").unwrap();
+                    m = U32Map::open(&pool, id).unwrap();
+                }
+            }
+            prop_assert_eq!(m.len().unwrap(), model.len() as u64);
+        }
+        prop_assert_eq!(contents(&m), model.clone());
+        let c = m.check();
+        prop_assert!(c.problems.is_empty(), "{:?}", c.problems);
+        let report = pool.check(Some(&c.objects.iter().copied().chain([pool.root::<PPtr<U32Map>>().unwrap().offset()]).collect::<Vec<_>>()));
+        prop_assert!(report.ok(), "{:?}", report);
+    }
+
+    #[test]
+    fn bytes_map_matches_std_hashmap(
+        ops in prop::collection::vec((0u8..4, 0u16..400, 0usize..200, any::<u8>()), 1..400),
+        seed in any::<u64>(),
+    ) {
+        let dir = tmp();
+        let pool = new_pool(&dir, "q.pool");
+        let root = pool.root::<PPtr<PBytesMap>>().unwrap();
+        let id = pool.transaction(|tx| {
+            let id = PBytesMap::create_in_with_seed(tx, seed)?;
+            tx.write(root, &id)?;
+            Ok::<_, Error>(id)
+        }).unwrap();
+        let mut m = PBytesMap::open(&pool, id).unwrap();
+        let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        for (op, k, vlen, byte) in ops {
+            let key = format!("k{k}").into_bytes();
+            match op {
+                0 | 1 => {
+                    let v = vec![byte; vlen];
+                    prop_assert_eq!(m.insert(&key, &v).unwrap(), model.insert(key, v).is_some());
+                }
+                2 => prop_assert_eq!(m.remove(&key).unwrap(), model.remove(&key).is_some()),
+                _ => prop_assert_eq!(m.get(&key).unwrap(), model.get(&key).cloned()),
+            }
+        }
+        let got: HashMap<Vec<u8>, Vec<u8>> = m.iter().unwrap().map(|e| e.unwrap()).collect();
+        prop_assert_eq!(got, model);
+        let c = m.check();
+        prop_assert!(c.problems.is_empty(), "{:?}", c.problems);
+        let mut reach = c.objects.clone();
+        reach.push(root.offset());
+        let report = pool.check(Some(&reach));
+        prop_assert!(report.ok(), "{:?}", report);
+    }
+}
