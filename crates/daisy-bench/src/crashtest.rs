@@ -12,20 +12,29 @@
 //!
 //! The workload is deterministic in (seed, transaction id), so the model replays it exactly and
 //! any failure replays from the printed seed. Transactions exercise every log path: single and
-//! multi-line updates, allocation, free, large objects spanning several chunks, big logs.
+//! multi-line updates, allocation, free, large objects spanning several chunks, big logs; and
+//! the hash maps: inserts and removes in a transaction (segment splits and directory doublings
+//! as the map grows), batches (copy-on-write segments), byte-string entries.
 
 use bytemuck::{Pod, Zeroable};
-use daisy::{Error, PPtr, Pool, PoolOptions, Tx};
+use daisy::{Error, PBytesMap, PHashMap, PPtr, Pool, PoolOptions, Tx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub const LAYOUT: &str = "daisy.crashtest";
 const SLOTS: usize = 64;
 const MAX_LIST: u64 = 400;
+/// Keys of the fixed map are drawn from 0..MAP_KEYS: enough for a few segment splits and
+/// directory doublings, small enough to verify every crash image quickly.
+const MAP_KEYS: u32 = 5000;
+/// Keys of the byte-string map: "k0" .. "k299".
+const BMAP_KEYS: u32 = 300;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -36,7 +45,8 @@ pub struct CtRoot {
     pub blob: PPtr<u8>,
     pub blob_len: u64,
     pub blob_gen: u64,
-    pub _pad: [u64; 2],
+    pub map: PPtr<PHashMap<u32, u32>>,
+    pub bmap: PPtr<PBytesMap>,
     /// Eight slots per cache line: updates of k slots touch up to k lines.
     pub slots: [u64; SLOTS],
 }
@@ -57,20 +67,41 @@ enum Op {
     Pop,
     Blob(u64),
     Big,
+    MapInsert(Vec<(u32, u32)>),
+    MapRemove(Vec<u32>),
+    /// (insert?, key, value) as one batch.
+    MapBatch(Vec<(bool, u32, u32)>),
+    BytesInsert(u32, usize),
+    BytesRemove(u32),
 }
 
-fn plan(seed: u64, id: u64, list_len: u64) -> Op {
+/// Which transactions a workload runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mix {
+    /// Everything: words, lists, blobs, large transactions, maps.
+    #[default]
+    Mixed,
+    /// Hash-map operations only (inserts, removes, batches, byte-string entries), so the map
+    /// grows through splits and directory doublings within a short run.
+    Maps,
+}
+
+fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
     let mut rng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    match rng.gen_range(0..100) {
-        0..=29 => {
+    let roll = match mix {
+        Mix::Mixed => rng.gen_range(0..100),
+        Mix::Maps => rng.gen_range(60..100),
+    };
+    match roll {
+        0..=19 => {
             let k = rng.gen_range(1..=8);
             Op::Slots((0..k).map(|_| rng.gen_range(0..SLOTS)).collect())
         }
-        30..=59 if list_len < MAX_LIST => Op::Push,
-        30..=59 => Op::Pop,
-        60..=84 if list_len > 0 => Op::Pop,
-        60..=84 => Op::Push,
-        85..=94 => {
+        20..=37 if list_len < MAX_LIST => Op::Push,
+        20..=37 => Op::Pop,
+        38..=49 if list_len > 0 => Op::Pop,
+        38..=49 => Op::Push,
+        50..=56 => {
             // Sizes covering the smallest and the largest run classes, a middle one, and large
             // objects of one to three chunks (and so pool growth). A few fixed sizes, each
             // jittered within its size class: every class a lane touches costs it a 256 KiB
@@ -88,8 +119,50 @@ fn plan(seed: u64, id: u64, list_len: u64) -> Op {
             let (lo, hi) = SIZES[rng.gen_range(0..SIZES.len())];
             Op::Blob(rng.gen_range(lo..=hi))
         }
-        _ => Op::Big,
+        57..=59 => Op::Big,
+        60..=79 => Op::MapInsert(
+            (0..rng.gen_range(1..=3))
+                .map(|_| (rng.gen_range(0..MAP_KEYS), rng.gen()))
+                .collect(),
+        ),
+        80..=86 => Op::MapRemove(
+            (0..rng.gen_range(1..=2))
+                .map(|_| rng.gen_range(0..MAP_KEYS))
+                .collect(),
+        ),
+        87..=90 => Op::MapBatch(
+            (0..rng.gen_range(5..=40))
+                .map(|_| (rng.gen_bool(0.8), rng.gen_range(0..MAP_KEYS), rng.gen()))
+                .collect(),
+        ),
+        91..=96 => Op::BytesInsert(rng.gen_range(0..BMAP_KEYS), rng.gen_range(0..120)),
+        _ => Op::BytesRemove(rng.gen_range(0..BMAP_KEYS)),
     }
+}
+
+fn bkey(k: u32) -> Vec<u8> {
+    format!("k{k}").into_bytes()
+}
+
+fn bvalue(id: u64, k: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (id.wrapping_mul(17) ^ (k as u64 * 31) ^ i as u64) as u8)
+        .collect()
+}
+
+/// Order-independent digest of a map's contents (sum of mixed entries).
+fn mix(a: u64, b: u64) -> u64 {
+    let x = (a ^ b.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^ (x >> 31)
+}
+
+fn digest_bytes(k: &[u8], v: &[u8]) -> u64 {
+    let h = |d: &[u8]| {
+        d.iter().fold(0xcbf2_9ce4_8422_2325u64, |a, &b| {
+            (a ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
+    };
+    mix(h(k), h(v) ^ v.len() as u64)
 }
 
 fn node_for(id: u64) -> CtNode {
@@ -123,18 +196,27 @@ pub struct Model {
     /// Node ids, head first.
     pub list: Vec<u64>,
     pub blob: Option<(u64, u64)>, // (len, gen)
+    pub map: HashMap<u32, u32>,
+    /// key index -> (id that wrote it, value length)
+    pub bmap: HashMap<u32, (u64, usize)>,
+    pub mix: Mix,
 }
 
 impl Model {
     pub fn new() -> Model {
+        Self::with_mix(Mix::Mixed)
+    }
+
+    pub fn with_mix(mix: Mix) -> Model {
         Model {
             slots: vec![0; SLOTS],
+            mix,
             ..Default::default()
         }
     }
 
     fn apply(&mut self, seed: u64, id: u64) {
-        match plan(seed, id, self.list.len() as u64) {
+        match plan(seed, id, self.list.len() as u64, self.mix) {
             Op::Slots(s) => s.iter().for_each(|&i| self.slots[i] = id),
             Op::Push => self.list.insert(0, id),
             Op::Pop => {
@@ -147,6 +229,25 @@ impl Model {
                     self.list.insert(0, id * 4 + k);
                 }
                 self.list.remove(0);
+            }
+            Op::MapInsert(kv) => kv.into_iter().for_each(|(k, v)| {
+                self.map.insert(k, v);
+            }),
+            Op::MapRemove(ks) => ks.iter().for_each(|k| {
+                self.map.remove(k);
+            }),
+            Op::MapBatch(ops) => ops.into_iter().for_each(|(ins, k, v)| {
+                if ins {
+                    self.map.insert(k, v);
+                } else {
+                    self.map.remove(&k);
+                }
+            }),
+            Op::BytesInsert(k, len) => {
+                self.bmap.insert(k, (id, len));
+            }
+            Op::BytesRemove(k) => {
+                self.bmap.remove(&k);
             }
         }
         self.last_tx = id;
@@ -177,43 +278,119 @@ fn pop_node(tx: &mut Tx<'_>, root: PPtr<CtRoot>) -> daisy::Result<()> {
     tx.write(root.byte_add(8), &(r.list_len - 1))
 }
 
-/// Run transaction `id` of the workload on the pool.
-pub fn run_tx(pool: &Pool, root: PPtr<CtRoot>, seed: u64, id: u64) -> daisy::Result<()> {
-    pool.transaction(|tx| {
-        let r = tx.read(root)?;
-        match plan(seed, id, r.list_len) {
-            Op::Slots(s) => {
-                for i in s {
-                    tx.write(root.byte_add(64 + 8 * i as u64), &id)?;
+/// The pool with the workload's maps open (map handles are exclusive, so threads share this).
+pub struct Ct {
+    pub pool: Pool,
+    pub root: PPtr<CtRoot>,
+    pub mix: Mix,
+    map: Mutex<PHashMap<u32, u32>>,
+    bmap: Mutex<PBytesMap>,
+}
+
+/// Create the root and the two maps if the pool has none yet (transaction 0).
+pub fn setup(pool: &Pool, seed: u64) -> daisy::Result<PPtr<CtRoot>> {
+    let root = pool.root::<CtRoot>()?;
+    if pool.read(root).map.is_null() {
+        pool.transaction(|tx| {
+            let m = PHashMap::<u32, u32>::create_in_with_seed(tx, seed)?;
+            let b = PBytesMap::create_in_with_seed(tx, seed ^ 1)?;
+            tx.write(root.byte_add(48), &m)?;
+            tx.write(root.byte_add(56), &b)
+        })?;
+    }
+    Ok(root)
+}
+
+impl Ct {
+    pub fn open(pool: &Pool, seed: u64) -> daisy::Result<Ct> {
+        Self::open_mix(pool, seed, Mix::Mixed)
+    }
+
+    pub fn open_mix(pool: &Pool, seed: u64, mix: Mix) -> daisy::Result<Ct> {
+        let root = setup(pool, seed)?;
+        let r = pool.read(root);
+        Ok(Ct {
+            pool: pool.clone(),
+            root,
+            mix,
+            map: Mutex::new(PHashMap::open(pool, r.map)?),
+            bmap: Mutex::new(PBytesMap::open(pool, r.bmap)?),
+        })
+    }
+
+    /// Run transaction `id` of the workload.
+    pub fn run_tx(&self, seed: u64, id: u64) -> daisy::Result<()> {
+        let (pool, root) = (&self.pool, self.root);
+        let list_len = pool.read(root).list_len;
+        let op = plan(seed, id, list_len, self.mix);
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Op::MapBatch(ops) = op {
+            // One batch, small enough to be one transaction: the id goes with it.
+            return map.batch(|b| {
+                for (ins, k, v) in ops {
+                    if ins {
+                        b.insert(k, v)?;
+                    } else {
+                        b.remove(&k)?;
+                    }
                 }
-            }
-            Op::Push => push_node(tx, root, id)?,
-            Op::Pop => pop_node(tx, root)?,
-            Op::Blob(len) => {
-                let data: Vec<u8> = (0..len).map(|i| blob_byte(id, i)).collect();
-                let b = tx.alloc_bytes(&data)?;
-                if !r.blob.is_null() {
-                    tx.free(r.blob)?;
-                }
-                tx.write(root.byte_add(24), &b)?;
-                tx.write(root.byte_add(32), &len)?;
-                tx.write(root.byte_add(40), &id)?;
-            }
-            Op::Big => {
-                // An object allocated and freed in the same transaction (a cancelled
-                // allocation): its block goes straight back to the cache and is reused by the
-                // pushes below; nothing of it may survive.
-                let tmp = tx.alloc_bytes(&[0xa5u8; 64])?;
-                tx.free(tmp)?;
-                tx.write(root.byte_add(64), &[id; SLOTS])?;
-                for k in 0..3 {
-                    push_node(tx, root, id * 4 + k)?;
-                }
-                pop_node(tx, root)?;
-            }
+                b.tx().write(root.cast::<u64>(), &id)
+            });
         }
-        tx.write(root.cast::<u64>(), &id)
-    })
+        let mut bmap = self.bmap.lock().unwrap_or_else(|e| e.into_inner());
+        pool.transaction(|tx| {
+            let r = tx.read(root)?;
+            match op {
+                Op::Slots(s) => {
+                    for i in s {
+                        tx.write(root.byte_add(64 + 8 * i as u64), &id)?;
+                    }
+                }
+                Op::Push => push_node(tx, root, id)?,
+                Op::Pop => pop_node(tx, root)?,
+                Op::Blob(len) => {
+                    let data: Vec<u8> = (0..len).map(|i| blob_byte(id, i)).collect();
+                    let b = tx.alloc_bytes(&data)?;
+                    if !r.blob.is_null() {
+                        tx.free(r.blob)?;
+                    }
+                    tx.write(root.byte_add(24), &b)?;
+                    tx.write(root.byte_add(32), &len)?;
+                    tx.write(root.byte_add(40), &id)?;
+                }
+                Op::Big => {
+                    // An object allocated and freed in the same transaction (a cancelled
+                    // allocation): its block goes straight back to the cache and is reused by
+                    // the pushes below; nothing of it may survive.
+                    let tmp = tx.alloc_bytes(&[0xa5u8; 64])?;
+                    tx.free(tmp)?;
+                    tx.write(root.byte_add(64), &[id; SLOTS])?;
+                    for k in 0..3 {
+                        push_node(tx, root, id * 4 + k)?;
+                    }
+                    pop_node(tx, root)?;
+                }
+                Op::MapInsert(kv) => {
+                    for (k, v) in kv {
+                        map.insert_tx(tx, k, v)?;
+                    }
+                }
+                Op::MapRemove(ks) => {
+                    for k in ks {
+                        map.remove_tx(tx, &k)?;
+                    }
+                }
+                Op::MapBatch(_) => unreachable!("handled above"),
+                Op::BytesInsert(k, len) => {
+                    bmap.insert_tx(tx, &bkey(k), &bvalue(id, k, len))?;
+                }
+                Op::BytesRemove(k) => {
+                    bmap.remove_tx(tx, &bkey(k))?;
+                }
+            }
+            tx.write(root.cast::<u64>(), &id)
+        })
+    }
 }
 
 /// Everything reachable from the root (for leak and dangling-pointer checks).
@@ -231,11 +408,46 @@ pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
     if !r.blob.is_null() {
         out.push(r.blob.offset());
     }
+    for m in [r.map.offset(), r.bmap.offset()] {
+        if m != 0 {
+            out.extend(daisy::collections::map_objects(pool, m)?);
+        }
+    }
     Ok(out)
 }
 
 /// Compare the pool with the model; returns a list of differences.
 pub fn verify(pool: &Pool, model: &Model) -> daisy::Result<Vec<String>> {
+    let r = pool.read(pool.root::<CtRoot>()?);
+    if r.map.is_null() || r.bmap.is_null() {
+        return Ok(vec!["the maps are missing".into()]);
+    }
+    let m = PHashMap::open(pool, r.map)?;
+    let b = PBytesMap::open(pool, r.bmap)?;
+    verify_with(pool, &m, &b, model)
+}
+
+impl Ct {
+    /// (segments, global depth, entries) of the fixed-size map.
+    pub fn map_shape(&self) -> (u64, u32, u64) {
+        let c = self.map.lock().unwrap_or_else(|e| e.into_inner()).check();
+        (c.segments, c.depth, c.entries)
+    }
+
+    /// [`verify`] through this context's open maps.
+    pub fn verify(&self, model: &Model) -> daisy::Result<Vec<String>> {
+        let m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let b = self.bmap.lock().unwrap_or_else(|e| e.into_inner());
+        verify_with(&self.pool, &m, &b, model)
+    }
+}
+
+fn verify_with(
+    pool: &Pool,
+    m: &PHashMap<u32, u32>,
+    b: &PBytesMap,
+    model: &Model,
+) -> daisy::Result<Vec<String>> {
     let mut bad = vec![];
     let root = pool.root::<CtRoot>()?;
     let r = pool.read(root);
@@ -296,22 +508,71 @@ pub fn verify(pool: &Pool, model: &Model) -> daisy::Result<Vec<String>> {
             }
         }
     }
+    verify_maps(m, b, model, &mut bad)?;
     let reach = reachable(pool)?;
     let rep = pool.check(Some(&reach));
     bad.extend(rep.problems.into_iter().map(|p| format!("pool check: {p}")));
     Ok(bad)
 }
 
+/// Compare both maps with the model: entry count, an order-independent digest of the
+/// contents, and the maps' own invariants (`check`).
+fn verify_maps(
+    m: &PHashMap<u32, u32>,
+    b: &PBytesMap,
+    model: &Model,
+    bad: &mut Vec<String>,
+) -> daisy::Result<()> {
+    let (mut n, mut d) = (0usize, 0u64);
+    for e in m.iter()? {
+        let (k, v) = e?;
+        n += 1;
+        d = d.wrapping_add(mix(k as u64, v as u64));
+    }
+    let want: u64 = model
+        .map
+        .iter()
+        .fold(0, |a, (&k, &v)| a.wrapping_add(mix(k as u64, v as u64)));
+    if n != model.map.len() || d != want || m.len()? != n as u64 {
+        bad.push(format!(
+            "hash map: {n} entries (len {}), model {}; contents {}",
+            m.len()?,
+            model.map.len(),
+            if d == want { "match" } else { "differ" }
+        ));
+    }
+    let (mut n, mut d) = (0usize, 0u64);
+    for e in b.iter()? {
+        let (k, v) = e?;
+        n += 1;
+        d = d.wrapping_add(digest_bytes(&k, &v));
+    }
+    let want: u64 = model.bmap.iter().fold(0, |a, (&k, &(id, len))| {
+        a.wrapping_add(digest_bytes(&bkey(k), &bvalue(id, k, len)))
+    });
+    if n != model.bmap.len() || d != want || b.len()? != n as u64 {
+        bad.push(format!(
+            "byte map: {n} entries, model {}; contents {}",
+            model.bmap.len(),
+            if d == want { "match" } else { "differ" }
+        ));
+    }
+    for c in [m.check(), b.check()] {
+        bad.extend(c.problems.iter().map(|p| format!("{} check: {p}", c.kind)));
+    }
+    Ok(())
+}
+
 /// Child side: run transactions forever, printing each committed id.
 pub fn child(path: &Path, seed: u64) -> daisy::Result<()> {
     let pool = Pool::open(path, LAYOUT)?;
-    let root = pool.root::<CtRoot>()?;
-    let mut id = pool.read(root).last_tx;
+    let ct = Ct::open(&pool, seed)?;
+    let mut id = pool.read(ct.root).last_tx;
     let out = std::io::stdout();
     let mut out = out.lock();
     loop {
         id += 1;
-        run_tx(&pool, root, seed, id)?;
+        ct.run_tx(seed, id)?;
         // The id goes out only after commit returned: it is durable.
         writeln!(out, "{id}").map_err(|e| Error::Aborted(e.to_string()))?;
         out.flush().map_err(|e| Error::Aborted(e.to_string()))?;
@@ -362,7 +623,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
             .max_size(cfg.pool_size * 4)
             .lanes(4),
     )?;
-    pool.root::<CtRoot>()?;
+    setup(&pool, cfg.seed)?;
     let mut sum = Summary {
         seed: cfg.seed,
         mode: pool.mode().describe(),
@@ -505,23 +766,31 @@ mod tests {
                 .lanes(4),
         )
         .unwrap();
-        let root = pool.root::<CtRoot>().unwrap();
+        let ct = Ct::open(&pool, 42).unwrap();
         let mut model = Model::new();
-        for id in 1..=600 {
-            run_tx(&pool, root, 42, id).unwrap();
+        for id in 1..=3000 {
+            ct.run_tx(42, id).unwrap();
             model.advance_to(42, id);
-            if id % 100 == 0 {
-                let diffs = verify(&pool, &model).unwrap();
+            if id % 500 == 0 {
+                let diffs = ct.verify(&model).unwrap();
                 assert!(diffs.is_empty(), "{diffs:?}");
             }
         }
         // A wrong model is detected (the checker can fail).
         let mut wrong = model.clone();
         wrong.slots[3] ^= 1;
-        assert!(!verify(&pool, &wrong).unwrap().is_empty());
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
         let mut wrong = model.clone();
         wrong.list.pop();
-        assert!(!verify(&pool, &wrong).unwrap().is_empty());
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
+        let mut wrong = model.clone();
+        *wrong.map.values_mut().next().unwrap() ^= 1;
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
+        let mut wrong = model.clone();
+        wrong.bmap.values_mut().next().unwrap().1 += 1;
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
+        assert!(model.map.len() > 1500, "the map grew: {}", model.map.len());
+        drop(ct);
         drop(pool);
         assert!(list_ids(&Pool::open(&path, LAYOUT).unwrap()).unwrap().len() == model.list.len());
     }

@@ -33,6 +33,45 @@ use std::time::Instant;
 pub enum Workload {
     Single,
     Threads,
+    /// Hash-map operations only, after an untracked warm-up that fills the map close to its
+    /// first segment splits, so splits and directory doublings happen under the simulator.
+    HashMap,
+}
+
+/// Transactions the hash-map workload runs under the simulator before the first segment
+/// split that doubles the directory (found by a dry run on a scratch pool).
+const HASHMAP_LEAD: u64 = 20;
+
+/// The id of the first transaction of the `Maps` mix that takes the fixed-size map from two
+/// segments to three (a split that also doubles the directory), by a dry run without the
+/// simulator. The workload is deterministic in the seed, so the real run splits there too.
+fn first_doubling_split(dir: &Path, seed: u64) -> Result<u64, String> {
+    let path = dir.join(format!(
+        "daisy-powerfail-dry-{}-{seed}.pool",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    let r = (|| {
+        let pool = Pool::create(
+            &path,
+            &PoolOptions::new(crashtest::LAYOUT)
+                .size(1 << 20)
+                .max_size(64 << 20)
+                .lanes(4),
+        )
+        .map_err(|e| e.to_string())?;
+        let ct = crashtest::Ct::open_mix(&pool, seed, crashtest::Mix::Maps)
+            .map_err(|e| e.to_string())?;
+        for id in 1..=50_000 {
+            ct.run_tx(seed, id).map_err(|e| e.to_string())?;
+            if ct.map_shape().0 >= 3 {
+                return Ok(id);
+            }
+        }
+        Err("the hash-map workload never split its map".to_string())
+    })();
+    let _ = std::fs::remove_file(&path);
+    r
 }
 
 impl Workload {
@@ -40,6 +79,20 @@ impl Workload {
         match self {
             Workload::Single => "single",
             Workload::Threads => "threads",
+            Workload::HashMap => "hashmap",
+        }
+    }
+
+    pub const ALL: [Workload; 3] = [Workload::Single, Workload::Threads, Workload::HashMap];
+
+    pub fn parse(s: &str) -> Option<Workload> {
+        Self::ALL.into_iter().find(|w| w.name() == s)
+    }
+
+    fn mix(self) -> crashtest::Mix {
+        match self {
+            Workload::HashMap => crashtest::Mix::Maps,
+            _ => crashtest::Mix::Mixed,
         }
     }
 }
@@ -63,6 +116,10 @@ pub struct WorkloadResult {
     pub images: u64,
     pub failures: u64,
     pub messages: Vec<String>,
+    /// The fixed-size hash map when the simulator started and when it stopped: (segments,
+    /// global depth, entries). Splits under the simulator show as a segment count that grew.
+    pub map_before: (u64, u32, u64),
+    pub map_after: (u64, u32, u64),
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -290,6 +347,7 @@ fn result_of(ctx: &Ctx, transactions: u64) -> WorkloadResult {
         images: ctx.images,
         failures: ctx.failures,
         messages: ctx.messages.clone(),
+        ..Default::default()
     }
 }
 
@@ -314,8 +372,20 @@ pub fn run_workload(
                 .lanes(4),
         )
         .map_err(|e| e.to_string())?;
-        let root = pool.root::<CtRoot>().map_err(|e| e.to_string())?;
+        let ct =
+            Arc::new(crashtest::Ct::open_mix(&pool, seed, w.mix()).map_err(|e| e.to_string())?);
+        let mut model = Model::with_mix(w.mix());
+        let mut id = 0u64;
+        if w == Workload::HashMap {
+            let warmup = first_doubling_split(dir, seed)?.saturating_sub(HASHMAP_LEAD);
+            while id < warmup {
+                id += 1;
+                ct.run_tx(seed, id).map_err(|e| e.to_string())?;
+            }
+            model.advance_to(seed, id);
+        }
         pool.drain().map_err(|e| e.to_string())?;
+        let map_before = ct.map_shape();
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
@@ -334,8 +404,8 @@ pub fn run_workload(
         }
         let ctx = Arc::new(Mutex::new(Ctx {
             seed,
-            acked: 0,
-            model: Model::new(),
+            acked: id,
+            model,
             scratch: scratch_files,
             scratch_synced: false,
             per_point,
@@ -354,12 +424,11 @@ pub fn run_workload(
             let c = c.lock().unwrap();
             c.images >= budget || c.failures > 0
         };
-        let mut id = 0u64;
         match w {
-            Workload::Single => {
+            Workload::Single | Workload::HashMap => {
                 while !done(&ctx) {
                     id += 1;
-                    crashtest::run_tx(&pool, root, seed, id).map_err(|e| e.to_string())?;
+                    ct.run_tx(seed, id).map_err(|e| e.to_string())?;
                     let mut c = ctx.lock().unwrap();
                     c.acked = id;
                     c.model.advance_to(seed, id);
@@ -374,12 +443,11 @@ pub fn run_workload(
                 for _ in 0..3 {
                     let (tx, rx) = mpsc::channel::<u64>();
                     senders.push(tx);
-                    let p = pool.clone();
+                    let ct = ct.clone();
                     let d = done_tx.clone();
                     handles.push(std::thread::spawn(move || {
                         for id in rx {
-                            let r =
-                                crashtest::run_tx(&p, root, seed, id).map_err(|e| e.to_string());
+                            let r = ct.run_tx(seed, id).map_err(|e| e.to_string());
                             if d.send(r).is_err() {
                                 break;
                             }
@@ -407,9 +475,15 @@ pub fn run_workload(
             }
         }
         sim::stop();
+        let map_after = ct.map_shape();
+        drop(ct);
         drop(pool);
         let c = ctx.lock().unwrap();
-        Ok(result_of(&c, id))
+        Ok(WorkloadResult {
+            map_before,
+            map_after,
+            ..result_of(&c, id)
+        })
     })();
     sim::stop();
     let _ = std::fs::remove_file(&path);

@@ -16,6 +16,8 @@ enum WorkloadArg {
     All,
     Single,
     Threads,
+    /// Hash-map inserts, removes, batches and growth.
+    Hashmap,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -70,7 +72,8 @@ fn main() -> ExitCode {
         });
     }
     let workloads = match cli.workload {
-        WorkloadArg::All => vec![Workload::Single, Workload::Threads],
+        WorkloadArg::All => Workload::ALL.to_vec(),
+        WorkloadArg::Hashmap => vec![Workload::HashMap],
         WorkloadArg::Single => vec![Workload::Single],
         WorkloadArg::Threads => vec![Workload::Threads],
     };
@@ -91,8 +94,19 @@ fn main() -> ExitCode {
     let res = daisy_powerfail::run(&cfg, |r| {
         if !json {
             println!(
-                "workload {:<8} {:>6} transactions, {:>7} crash points, {:>8} images, {} failures",
-                r.workload, r.transactions, r.crash_points, r.images, r.failures
+                "workload {:<8} {:>6} transactions, {:>7} crash points, {:>8} images, {} failures; \
+                 hash map {} -> {} segments (depth {} -> {}, {} -> {} entries)",
+                r.workload,
+                r.transactions,
+                r.crash_points,
+                r.images,
+                r.failures,
+                r.map_before.0,
+                r.map_after.0,
+                r.map_before.1,
+                r.map_after.1,
+                r.map_before.2,
+                r.map_after.2
             );
         }
     });

@@ -235,6 +235,9 @@ pub(crate) struct TxBuffers {
     freed: Vec<Freed>,
     /// Byte ranges [start, end) written in place into new objects (see `persist_fresh`).
     fresh_dirty: Vec<(u64, u64)>,
+    /// Bytes of new objects were written back without a fence yet (large copies into new
+    /// objects); the commit needs a fence before its record.
+    fresh_unfenced: bool,
     /// Where the logged copies of new objects begin in `record` (they are already in place,
     /// so commit does not apply them again); `record.len()` when there are none.
     fresh_log_start: usize,
@@ -252,6 +255,7 @@ impl Default for TxBuffers {
             chunks_taken: Vec::new(),
             freed: Vec::new(),
             fresh_dirty: Vec::new(),
+            fresh_unfenced: false,
             fresh_log_start: usize::MAX,
         }
     }
@@ -272,6 +276,7 @@ impl TxBuffers {
         self.chunks_taken.clear();
         self.freed.clear();
         self.fresh_dirty.clear();
+        self.fresh_unfenced = false;
         self.fresh_log_start = usize::MAX;
     }
 }
@@ -469,11 +474,14 @@ impl<'p> Tx<'p> {
             if data.len() >= crate::persist::NT_THRESHOLD {
                 // SAFETY: range checked by check_user_range; the block is exclusively ours.
                 unsafe { p.persist.copy_nodrain(p.map.at(off, data.len()), data) };
+                // Already written back (non-temporal stores, or copy + flush): only the fence
+                // before the commit record is missing (`persist_fresh`).
+                self.st.buf.fresh_unfenced = true;
             } else {
                 p.map.write_bytes(off, data);
+                // Made durable before or with the record at commit (`persist_fresh`).
+                self.note_fresh_dirty(off, data.len() as u64);
             }
-            // Made durable before or with the record at commit (`persist_fresh`).
-            self.note_fresh_dirty(off, data.len() as u64);
             return Ok(());
         }
         self.log_copy(off, data)
@@ -497,7 +505,7 @@ impl<'p> Tx<'p> {
         self.pool.hdr.slot_size as usize
     }
 
-    /// Write into an object this transaction allocated with [`Tx::alloc_bytes`] or
+    /// Write into an object this transaction allocated with [`Tx::alloc_bytes_cached`] or
     /// [`Tx::alloc_zeroed_bytes`], in place, without logging and without noting it dirty: those
     /// calls noted the whole object dirty, so commit flushes these bytes too. The caller (a
     /// collection that tracks which of its objects are fresh) guarantees the target is such an
@@ -595,6 +603,15 @@ impl<'p> Tx<'p> {
         let off = self.alloc_raw((data.len() as u64).max(1))?;
         self.write_bytes(off, data)?;
         Ok(PPtr::from_offset(off))
+    }
+
+    /// Allocate `data.len()` bytes holding `data`, written with ordinary stores and flushed at
+    /// commit, so that [`Tx::write_fresh`] may store into the object afterwards.
+    pub(crate) fn alloc_bytes_cached(&mut self, data: &[u8]) -> Result<u64> {
+        let off = self.alloc_raw((data.len() as u64).max(1))?;
+        self.pool.map.write_bytes(off, data);
+        self.note_fresh_dirty(off, data.len() as u64);
+        Ok(off)
     }
 
     /// Usable size of an allocated object (at least what was asked for).
@@ -974,7 +991,7 @@ impl<'p> Tx<'p> {
                 path: pool.path.clone(),
             });
         }
-        if !self.st.buf.fresh_dirty.is_empty() {
+        if !self.st.buf.fresh_dirty.is_empty() || self.st.buf.fresh_unfenced {
             self.persist_fresh()?;
         }
         let st = &mut *self.st;
@@ -1102,7 +1119,7 @@ impl<'p> Tx<'p> {
         let total: u64 = ranges.iter().map(|&(a, b)| b - a).sum();
         let overhead = ranges.len() as u64 * (ENTRY_HEADER_SIZE as u64 + 8);
         let room = pool.hdr.slot_size as u64 - self.st.buf.record.len() as u64;
-        if total <= FRESH_LOG_MAX && total + overhead <= room {
+        if total <= FRESH_LOG_MAX && total + overhead <= room && !self.st.buf.fresh_unfenced {
             // Logged straight from the objects into the record. These entries come last and
             // are not applied again at commit: the bytes are already in place.
             self.st.buf.fresh_log_start = self.st.buf.record.len();

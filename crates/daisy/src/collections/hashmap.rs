@@ -369,7 +369,7 @@ pub struct Batch<'m, K: Pod, V: Pod> {
     _t: PhantomData<fn() -> (K, V)>,
 }
 
-impl<K: Pod, V: Pod> Batch<'_, K, V> {
+impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     #[inline(always)]
     fn before_op(&mut self) -> Result<()> {
         if self.core.should_commit() {
@@ -498,6 +498,12 @@ impl<K: Pod, V: Pod> Batch<'_, K, V> {
                 _ => return Ok(None),
             }
         }
+    }
+
+    /// The batch's current transaction, for writes that must commit together with the
+    /// operations around them (a transaction ends when the log fills or at [`Batch::sync`]).
+    pub fn tx(&mut self) -> &mut Tx<'m> {
+        self.core.tx()
     }
 
     /// Entries in the map as the batch sees it.

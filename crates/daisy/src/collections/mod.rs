@@ -16,6 +16,62 @@ pub use table::MapCheck;
 use crate::pool::PoolInner;
 use table::*;
 
+/// Every object the map at `hdr` owns: header, directory, segments and (byte-string maps)
+/// entry objects. For leak checks that walk a layout from its root. Read-only.
+pub fn map_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
+    let inner: &PoolInner = &pool.inner;
+    let src = Src::Pool(inner);
+    let h = src.header(hdr)?;
+    if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() || h.depth > MAX_DEPTH as u64 {
+        return Err(crate::Error::NotACollection {
+            offset: hdr,
+            what: "hash map",
+            why: "no valid map header there".into(),
+        });
+    }
+    let mut out = vec![hdr, h.dir];
+    let g = h.depth as u32;
+    let mut i = 0u64;
+    let mut img = vec![0u8; SEG_BYTES];
+    while i < (1u64 << g) {
+        let at = h.dir + i * 8;
+        let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
+        out.push(seg);
+        if h.kind == KIND_BYTES {
+            src.read(seg, &mut img)?;
+            for slot in img.chunks_exact(16) {
+                let p = u64::from_le_bytes(slot[8..16].try_into().unwrap());
+                if p != 0 {
+                    out.push(p);
+                }
+            }
+        }
+        i += 1u64 << (g - ld);
+    }
+    if h.garbage_dir != 0 {
+        // An interrupted clear: the detached directory and what it still owns.
+        out.push(h.garbage_dir);
+        let g = h.garbage_depth;
+        let mut i = h.garbage_pos as u64;
+        while g <= MAX_DEPTH && i < (1u64 << g) {
+            let at = h.garbage_dir + i * 8;
+            let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
+            out.push(seg);
+            if h.kind == KIND_BYTES {
+                src.read(seg, &mut img)?;
+                for slot in img.chunks_exact(16) {
+                    let p = u64::from_le_bytes(slot[8..16].try_into().unwrap());
+                    if p != 0 {
+                        out.push(p);
+                    }
+                }
+            }
+            i += 1u64 << (g - ld);
+        }
+    }
+    Ok(out)
+}
+
 /// Find every hash map in the pool (objects that start with a valid map header) and check
 /// each one's invariants. Read-only; used by `daisy pool check`.
 pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {

@@ -735,7 +735,7 @@ impl<'p> BatchCore<'p> {
         let mut img = vec![0u8; SEG_BYTES];
         Src::Pool(self.tx().pool_inner()).read(seg, &mut img)?;
         let tx = self.tx();
-        let new = tx.alloc_bytes(&img)?.offset();
+        let new = tx.alloc_bytes_cached(&img)?;
         tx.free(crate::PPtr::<u8>::from_offset(seg))?;
         let g = self.depth;
         let first = (idx >> (g - ld)) << (g - ld);
@@ -774,7 +774,7 @@ impl<'p> BatchCore<'p> {
         let tx = self.tx();
         let mut segs = Vec::with_capacity(imgs.len());
         for img in &imgs {
-            segs.push(tx.alloc_bytes(img)?.offset());
+            segs.push(tx.alloc_bytes_cached(img)?);
         }
         tx.free(crate::PPtr::<u8>::from_offset(seg))?;
         for (i, s) in segs.iter().enumerate() {
@@ -1036,11 +1036,30 @@ pub fn check_table(
         ));
     }
     if hd.garbage_dir != 0 {
-        r.problems.push(
-            "a clear() was interrupted: old segments are still to be freed (opening the map \
-             finishes it)"
-                .into(),
-        );
+        // A clear() a crash interrupted (opening the map finishes it): what the detached
+        // directory still owns is the map's too.
+        r.objects.push(hd.garbage_dir);
+        let g = hd.garbage_depth;
+        let mut i = hd.garbage_pos as u64;
+        let mut img = vec![0u8; SEG_BYTES];
+        while g <= MAX_DEPTH && i < (1u64 << g) {
+            let at = hd.garbage_dir + i * 8;
+            let Ok((seg, ld)) = src.read_u64(at).and_then(|w| decode_dir(w, g, at)) else {
+                r.problems
+                    .push(format!("detached directory word {i} is invalid"));
+                break;
+            };
+            r.objects.push(seg);
+            if d.stored_hash && src.read(seg, &mut img).is_ok() {
+                for slot in img.chunks_exact(d.slot) {
+                    if !d.is_empty(slot) {
+                        r.objects
+                            .push(u64::from_le_bytes(slot[8..16].try_into().unwrap()));
+                    }
+                }
+            }
+            i += 1u64 << (g - ld);
+        }
     }
     r
 }
