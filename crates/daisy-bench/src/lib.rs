@@ -2,6 +2,8 @@
 //! (PMDK's libpmemobj, msync, fsync) in one run.
 
 pub mod crashtest;
+pub mod hashbench;
+pub mod hashrivals;
 pub mod openbench;
 pub mod pmdk;
 pub mod progress;

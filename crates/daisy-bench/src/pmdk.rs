@@ -134,6 +134,7 @@ pub struct PmdkPool<'a> {
     pub lib: &'a Pmdk,
     pop: *mut c_void,
     pub root: PMEMoid,
+    root_size: usize,
 }
 
 impl<'a> PmdkPool<'a> {
@@ -158,7 +159,34 @@ impl<'a> PmdkPool<'a> {
             unsafe { (lib.close)(pop) };
             return Err(format!("pmemobj_root: {}", lib.err()));
         }
-        Ok(PmdkPool { lib, pop, root })
+        Ok(PmdkPool {
+            lib,
+            pop,
+            root,
+            root_size,
+        })
+    }
+
+    /// Size of the root object asked for at creation.
+    pub fn root_size(&self) -> usize {
+        self.root_size
+    }
+
+    /// Read the u64 at `off` of the root object, in or out of a transaction (a plain load: the
+    /// benchmark is single-threaded, and PMDK's transactions write in place).
+    /// Panics when `[off, off+8)` is outside the root object.
+    pub fn read_root_u64(&self, off: u64) -> u64 {
+        assert!(
+            (off as usize)
+                .checked_add(8)
+                .is_some_and(|end| end <= self.root_size),
+            "read outside the PMDK root object: {off}+8 > {}",
+            self.root_size
+        );
+        let p = self.direct(self.root);
+        // SAFETY: [off, off+8) lies inside the root object (checked above), which stays mapped
+        // while the pool is open (as long as `self`).
+        unsafe { std::ptr::read_unaligned(p.add(off as usize) as *const u64) }
     }
 
     /// Address of an object.

@@ -181,7 +181,7 @@ fn alloc_link_free(tx: &mut daisy::Tx<'_>, root: PPtr<BenchRoot>, i: u64) -> dai
 
 fn pmdk_op<'a>(
     p: &'a PmdkPool<'a>,
-    ring: &'a mut Vec<PMEMoid>,
+    ring: &'a mut [PMEMoid],
     case: &str,
 ) -> impl FnMut(u64) -> Result<(), String> + 'a {
     let case = case.to_string();
