@@ -3,6 +3,7 @@
 
 pub mod crashtest;
 pub mod hashbench;
+pub mod hashbench_daisy;
 pub mod hashrivals;
 pub mod openbench;
 pub mod pmdk;

@@ -577,12 +577,31 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
                 crashtest::LAYOUT => Some(crashtest::reachable(&pool).map_err(|e| e.to_string())?),
                 _ => None,
             };
-            let rep = pool.check(reach.as_deref());
+            let mut rep = pool.check(reach.as_deref());
+            // Every hash map in the pool (found by its header) checks its own invariants.
+            let maps = daisy::collections::check_all(&pool).map_err(|e| e.to_string())?;
+            for m in &maps {
+                rep.problems.extend(
+                    m.problems
+                        .iter()
+                        .map(|p| format!("{} at {:#x}: {p}", m.kind, m.header)),
+                );
+            }
+            let maps_json: Vec<_> = maps
+                .iter()
+                .map(|m| {
+                    serde_json::json!({
+                        "header": m.header, "kind": m.kind, "entries": m.entries,
+                        "segments": m.segments, "depth": m.depth, "problems": m.problems,
+                    })
+                })
+                .collect();
             if format == Format::Json {
                 let v = serde_json::json!({
                     "path": path, "ok": rep.ok(), "problems": rep.problems, "objects": rep.objects,
                     "used": rep.used, "log_records": rep.log_records,
                     "reachability_checked": rep.reachability_checked, "reachable": rep.reachable,
+                    "hash_maps": maps_json,
                 });
                 println!("{v}");
             } else {
@@ -600,6 +619,21 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
                     );
                 } else {
                     println!("reachability: not checked (no walker for layout {layout:?})");
+                }
+                for m in &maps {
+                    println!(
+                        "{} at {:#x}: {} entries in {} segments (depth {}): {}",
+                        m.kind,
+                        m.header,
+                        m.entries,
+                        m.segments,
+                        m.depth,
+                        if m.problems.is_empty() {
+                            "invariants hold"
+                        } else {
+                            "PROBLEMS below"
+                        }
+                    );
                 }
                 for p in &rep.problems {
                     println!("PROBLEM: {p}");

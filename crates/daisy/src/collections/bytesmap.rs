@@ -131,14 +131,14 @@ impl PBytesMap {
 
     /// Insert or replace; true when a value was replaced. Durable when it returns.
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
-        let pool = self.t.pool.clone();
-        pool.transaction(|tx| self.insert_tx(tx, key, value))
+        let this = &*self;
+        this.t.pool.transaction(|tx| this.insert_in(tx, key, value))
     }
 
     /// Remove; true when the key was present. Durable when it returns.
     pub fn remove(&mut self, key: &[u8]) -> Result<bool> {
-        let pool = self.t.pool.clone();
-        pool.transaction(|tx| self.remove_tx(tx, key))
+        let this = &*self;
+        this.t.pool.transaction(|tx| this.remove_in(tx, key))
     }
 
     /// The committed value of `key`.
@@ -182,6 +182,10 @@ impl PBytesMap {
     /// Insert or replace inside the caller's transaction; true when a value was replaced.
     pub fn insert_tx(&mut self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
         self.t.same_pool(tx)?;
+        self.insert_in(tx, key, value)
+    }
+
+    fn insert_in(&self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
         check_len("key", key.len())?;
         check_len("value", value.len())?;
         let h = hash_bytes(self.t.seed, key);
@@ -221,6 +225,10 @@ impl PBytesMap {
     /// Remove inside the caller's transaction; true when the key was present.
     pub fn remove_tx(&mut self, tx: &mut Tx, key: &[u8]) -> Result<bool> {
         self.t.same_pool(tx)?;
+        self.remove_in(tx, key)
+    }
+
+    fn remove_in(&self, tx: &mut Tx, key: &[u8]) -> Result<bool> {
         let src = Src::Tx(tx);
         let h = hash_bytes(self.t.seed, key);
         let (_, seg, _, hd) = self.t.locate(&src, h)?;

@@ -146,14 +146,14 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
 
     /// Insert or replace; returns the previous value. Durable when it returns.
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
-        let pool = self.t.pool.clone();
-        pool.transaction(|tx| self.insert_tx(tx, k, v))
+        let this = &*self;
+        this.t.pool.transaction(|tx| this.insert_in(tx, k, v))
     }
 
     /// Remove; returns the value. Durable when it returns.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
-        let pool = self.t.pool.clone();
-        pool.transaction(|tx| self.remove_tx(tx, k))
+        let this = &*self;
+        this.t.pool.transaction(|tx| this.remove_in(tx, k))
     }
 
     /// Look up a committed value.
@@ -197,6 +197,12 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     #[inline]
     pub fn insert_tx(&mut self, tx: &mut Tx, k: K, v: V) -> Result<Option<V>> {
         self.t.same_pool(tx)?;
+        self.insert_in(tx, k, v)
+    }
+
+    /// (`&self`: the handle's exclusivity is the public methods' `&mut self`.)
+    #[inline(always)]
+    fn insert_in(&self, tx: &mut Tx, k: K, v: V) -> Result<Option<V>> {
         let kb = bytemuck::bytes_of(&k);
         let vb = bytemuck::bytes_of(&v);
         if is_reserved(kb) {
@@ -236,6 +242,10 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// Remove inside the caller's transaction.
     pub fn remove_tx(&mut self, tx: &mut Tx, k: &K) -> Result<Option<V>> {
         self.t.same_pool(tx)?;
+        self.remove_in(tx, k)
+    }
+
+    fn remove_in(&self, tx: &mut Tx, k: &K) -> Result<Option<V>> {
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
             let old = self.special_get(&Src::Tx(tx))?;
@@ -325,6 +335,13 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// object; later writes to it are plain stores, flushed once at commit. Large batches thus
     /// cost a few nanoseconds over DRAM per operation; for a handful of operations, use
     /// [`insert_tx`](Self::insert_tx) in one transaction instead.
+    ///
+    /// Log size matters: every segment a batch creates or copies adds allocator entries to the
+    /// redo record, and when the record fills the batch commits and starts over, copying each
+    /// segment again on its next write. With the default 16 KiB log slots that happens every
+    /// few thousand segments (maps beyond a few million entries); a pool meant for bulk loads
+    /// of large maps should be created with larger slots (`PoolOptions::log_slot_size`: 1 MiB
+    /// holds a batch that builds a 10-million-entry map).
     pub fn batch<R>(&mut self, f: impl FnOnce(&mut Batch<'_, K, V>) -> Result<R>) -> Result<R> {
         let core = BatchCore::begin(&self.t)?;
         let mut b = Batch {

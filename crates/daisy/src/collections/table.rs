@@ -792,7 +792,7 @@ impl<'p> BatchCore<'p> {
     /// directory and header writes).
     pub fn should_commit(&mut self) -> bool {
         let tx = self.tx();
-        tx.log_used() + 6 * 1024 > tx.log_capacity() || self.changed.len() > 4096
+        tx.log_used() + 6 * 1024 > tx.log_capacity()
     }
 
     /// Write the directory and header changes into the transaction and commit it; then begin
