@@ -200,6 +200,10 @@ pub struct Model {
     /// key index -> (id that wrote it, value length)
     pub bmap: HashMap<u32, (u64, usize)>,
     pub mix: Mix,
+    /// Order-independent digests of `map` and `bmap`, kept up to date by `apply` (verifying
+    /// a crash image compares them instead of walking the model).
+    pub map_digest: u64,
+    pub bmap_digest: u64,
 }
 
 impl Model {
@@ -230,27 +234,47 @@ impl Model {
                 }
                 self.list.remove(0);
             }
-            Op::MapInsert(kv) => kv.into_iter().for_each(|(k, v)| {
-                self.map.insert(k, v);
-            }),
-            Op::MapRemove(ks) => ks.iter().for_each(|k| {
-                self.map.remove(k);
-            }),
+            Op::MapInsert(kv) => kv.into_iter().for_each(|(k, v)| self.map_insert(k, v)),
+            Op::MapRemove(ks) => ks.iter().for_each(|&k| self.map_remove(k)),
             Op::MapBatch(ops) => ops.into_iter().for_each(|(ins, k, v)| {
                 if ins {
-                    self.map.insert(k, v);
+                    self.map_insert(k, v);
                 } else {
-                    self.map.remove(&k);
+                    self.map_remove(k);
                 }
             }),
             Op::BytesInsert(k, len) => {
-                self.bmap.insert(k, (id, len));
+                if let Some((oid, olen)) = self.bmap.insert(k, (id, len)) {
+                    self.bmap_digest = self
+                        .bmap_digest
+                        .wrapping_sub(digest_bytes(&bkey(k), &bvalue(oid, k, olen)));
+                }
+                self.bmap_digest = self
+                    .bmap_digest
+                    .wrapping_add(digest_bytes(&bkey(k), &bvalue(id, k, len)));
             }
             Op::BytesRemove(k) => {
-                self.bmap.remove(&k);
+                if let Some((oid, olen)) = self.bmap.remove(&k) {
+                    self.bmap_digest = self
+                        .bmap_digest
+                        .wrapping_sub(digest_bytes(&bkey(k), &bvalue(oid, k, olen)));
+                }
             }
         }
         self.last_tx = id;
+    }
+
+    fn map_insert(&mut self, k: u32, v: u32) {
+        if let Some(old) = self.map.insert(k, v) {
+            self.map_digest = self.map_digest.wrapping_sub(mix(k as u64, old as u64));
+        }
+        self.map_digest = self.map_digest.wrapping_add(mix(k as u64, v as u64));
+    }
+
+    fn map_remove(&mut self, k: u32) {
+        if let Some(old) = self.map.remove(&k) {
+            self.map_digest = self.map_digest.wrapping_sub(mix(k as u64, old as u64));
+        }
     }
 
     pub fn advance_to(&mut self, seed: u64, id: u64) {
@@ -529,10 +553,7 @@ fn verify_maps(
         n += 1;
         d = d.wrapping_add(mix(k as u64, v as u64));
     }
-    let want: u64 = model
-        .map
-        .iter()
-        .fold(0, |a, (&k, &v)| a.wrapping_add(mix(k as u64, v as u64)));
+    let want = model.map_digest;
     if n != model.map.len() || d != want || m.len()? != n as u64 {
         bad.push(format!(
             "hash map: {n} entries (len {}), model {}; contents {}",
@@ -547,9 +568,7 @@ fn verify_maps(
         n += 1;
         d = d.wrapping_add(digest_bytes(&k, &v));
     }
-    let want: u64 = model.bmap.iter().fold(0, |a, (&k, &(id, len))| {
-        a.wrapping_add(digest_bytes(&bkey(k), &bvalue(id, k, len)))
-    });
+    let want = model.bmap_digest;
     if n != model.bmap.len() || d != want || b.len()? != n as u64 {
         bad.push(format!(
             "byte map: {n} entries, model {}; contents {}",
@@ -784,12 +803,22 @@ mod tests {
         wrong.list.pop();
         assert!(!ct.verify(&wrong).unwrap().is_empty());
         let mut wrong = model.clone();
-        *wrong.map.values_mut().next().unwrap() ^= 1;
+        wrong.map_digest = wrong.map_digest.wrapping_add(1);
         assert!(!ct.verify(&wrong).unwrap().is_empty());
         let mut wrong = model.clone();
-        wrong.bmap.values_mut().next().unwrap().1 += 1;
+        wrong.bmap_digest = wrong.bmap_digest.wrapping_add(1);
         assert!(!ct.verify(&wrong).unwrap().is_empty());
         assert!(model.map.len() > 1500, "the map grew: {}", model.map.len());
+        // The incremental digests equal digests recomputed from the model's contents.
+        let full = model
+            .map
+            .iter()
+            .fold(0u64, |a, (&k, &v)| a.wrapping_add(mix(k as u64, v as u64)));
+        assert_eq!(full, model.map_digest);
+        let full = model.bmap.iter().fold(0u64, |a, (&k, &(id, len))| {
+            a.wrapping_add(digest_bytes(&bkey(k), &bvalue(id, k, len)))
+        });
+        assert_eq!(full, model.bmap_digest);
         drop(ct);
         drop(pool);
         assert!(list_ids(&Pool::open(&path, LAYOUT).unwrap()).unwrap().len() == model.list.len());

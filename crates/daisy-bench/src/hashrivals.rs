@@ -513,7 +513,6 @@ pub(crate) struct PmdkTx<'a> {
     // Field order matters: the pool is closed before its file is removed.
     pool: PmdkPool<'a>,
     _file: RemoveOnDrop,
-    pool_size: usize,
 }
 
 /// A file created by someone else (PMDK), removed when dropped.
@@ -533,11 +532,12 @@ impl Slots for PmdkTx<'_> {
         "pmdk-tx"
     }
     fn describe(&self) -> String {
-        format!(
-            "simple table in the root object of a libpmemobj pool ({} MiB); one transaction \
-             per operation: pmemobj_tx_add_range of the slot, then the store",
-            self.pool_size >> 20
-        )
+        // (Described from a one-entry trial table: the pool size is sized per N, so it is
+        // not printed here.)
+        "simple table in the root object of a libpmemobj pool sized for N (the table plus \
+         32 MiB for PMDK's metadata); one transaction per operation: pmemobj_tx_add_range of \
+         the slot, then the store"
+            .to_string()
     }
     fn len(&self) -> usize {
         self.pool.root_size() / 8
@@ -653,7 +653,6 @@ pub(crate) fn open_pmdk_tx<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>,
     let t = PmdkTx {
         pool: PmdkPool::create(lib, &path, pool_size, root_size)?,
         _file: remove,
-        pool_size,
     };
     Ok(Box::new(OpenTable::new(t)?))
 }

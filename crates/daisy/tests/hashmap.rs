@@ -447,3 +447,72 @@ proptest! {
         prop_assert!(report.ok(), "{:?}", report);
     }
 }
+
+/// The checker can fail: a duplicated slot, a wrong length and a displaced entry are reported
+/// (by the map's own check and by `check_all`, which `daisy pool check` runs).
+#[test]
+fn check_reports_damaged_maps() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "k.pool");
+    let id = create_u32(&pool, 11);
+    let mut m = U32Map::open(&pool, id).unwrap();
+    for k in 0..300u32 {
+        m.insert(k, k).unwrap();
+    }
+    assert_ok(&m.check());
+    let seg = pool
+        .objects()
+        .unwrap()
+        .into_iter()
+        .find(|o| o.size == 16384)
+        .expect("one segment")
+        .off;
+    let mut img = vec![0u8; 16384];
+    pool.read_bytes(seg, &mut img);
+    let empty = |s: &[u8]| s[..4] == [0xFF; 4];
+    // A bucket with a live slot and a free one: copy the live slot into the free one.
+    let (live, free) = (0..256)
+        .find_map(|b| {
+            let slots: Vec<usize> = (0..8).map(|s| b * 64 + s * 8).collect();
+            let live = slots.iter().copied().find(|&o| !empty(&img[o..o + 8]))?;
+            let free = slots.iter().copied().find(|&o| empty(&img[o..o + 8]))?;
+            Some((live, free))
+        })
+        .expect("a bucket with both");
+    let entry = img[live..live + 8].to_vec();
+    pool.transaction(|tx| tx.write_bytes(seg + free as u64, &entry))
+        .unwrap();
+    let c = m.check();
+    assert!(
+        c.problems.iter().any(|p| p.contains("stored twice")),
+        "{:?}",
+        c.problems
+    );
+    assert!(
+        c.problems.iter().any(|p| p.contains("header len")),
+        "{:?}",
+        c.problems
+    );
+    let all = daisy::collections::check_all(&pool).unwrap();
+    assert!(!all[0].problems.is_empty());
+    // Undo, then move an entry far from its home bucket.
+    pool.transaction(|tx| tx.write_bytes(seg + free as u64, &[0xFF; 8]))
+        .unwrap();
+    assert_ok(&m.check());
+    let far = (live + 128 * 64) % 16384;
+    let far = (0..8)
+        .map(|s| (far / 64) * 64 + s * 8)
+        .find(|&o| empty(&img[o..o + 8]))
+        .expect("a free slot half a segment away");
+    pool.transaction(|tx| {
+        tx.write_bytes(seg + far as u64, &entry)?;
+        tx.write_bytes(seg + live as u64, &[0xFF; 8])
+    })
+    .unwrap();
+    let c = m.check();
+    assert!(
+        c.problems.iter().any(|p| p.contains("from its home")),
+        "{:?}",
+        c.problems
+    );
+}

@@ -929,7 +929,8 @@ pub fn check_table(
         r.problems.push(format!("directory unreadable: {e}"));
         return r;
     }
-    let mut keys = std::collections::HashSet::new();
+    // (hash, slot offset) of every entry: duplicates are found by sorting.
+    let mut keys: Vec<(u64, u64)> = Vec::with_capacity(hd.len.min(1 << 24) as usize);
     let mut count = 0u64;
     let mut i = 0u64;
     while i < (1u64 << g) {
@@ -972,22 +973,26 @@ pub fn check_table(
                     continue;
                 }
                 count += 1;
-                let (key, obj) = match key_of(slot) {
-                    Ok(k) => k,
-                    Err(e) => {
-                        r.problems
-                            .push(format!("segment {seg:#x} bucket {b} slot {s}: {e}"));
-                        continue;
-                    }
-                };
-                if let Some(o) = obj {
-                    r.objects.push(o);
-                }
                 let h = d.entry_hash(hd.seed, slot);
-                if hash_bytes(hd.seed, &key) != h {
-                    r.problems.push(format!(
-                        "segment {seg:#x} bucket {b} slot {s}: stored hash does not match its key"
-                    ));
+                if d.stored_hash {
+                    // Byte maps: the key lives in the entry object; its hash must match.
+                    let (key, obj) = match key_of(slot) {
+                        Ok(k) => k,
+                        Err(e) => {
+                            r.problems
+                                .push(format!("segment {seg:#x} bucket {b} slot {s}: {e}"));
+                            continue;
+                        }
+                    };
+                    if let Some(o) = obj {
+                        r.objects.push(o);
+                    }
+                    if hash_bytes(hd.seed, &key) != h {
+                        r.problems.push(format!(
+                            "segment {seg:#x} bucket {b} slot {s}: stored hash does not match \
+                             its key"
+                        ));
+                    }
                 }
                 if dir_index(h, ld) != pattern {
                     r.problems.push(format!(
@@ -1016,14 +1021,33 @@ pub fn check_table(
                         }
                     }
                 }
-                if !keys.insert(key) {
-                    r.problems.push(format!(
-                        "segment {seg:#x} bucket {b} slot {s}: key stored twice"
-                    ));
-                }
+                // Duplicates: same key, same hash. Keys are compared only when hashes
+                // collide (no per-entry allocation: this runs on every crash image).
+                keys.push((h, seg + at as u64));
             }
         }
         i += span;
+    }
+    // Duplicates: the same key has the same hash. Keys are compared only when hashes are
+    // equal, with no per-entry allocation (this runs on every crash image of the simulator).
+    keys.sort_unstable();
+    for w in keys.windows(2) {
+        if w[0].0 != w[1].0 {
+            continue;
+        }
+        let (mut a, mut b) = (vec![0u8; d.slot], vec![0u8; d.slot]);
+        let same = src.read(w[0].1, &mut a).is_ok()
+            && src.read(w[1].1, &mut b).is_ok()
+            && match (key_of(&a), key_of(&b)) {
+                (Ok((ka, _)), Ok((kb, _))) => ka == kb,
+                _ => false,
+            };
+        if same {
+            r.problems.push(format!(
+                "slots {:#x} and {:#x}: key stored twice",
+                w[0].1, w[1].1
+            ));
+        }
     }
     if hd.special != 0 {
         count += 1;
