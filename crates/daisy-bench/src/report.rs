@@ -1,11 +1,12 @@
 //! `daisy report`: the test report of seed 000, from measurements taken in this run.
 //!
-//! This first version covers what exists: the persistence functional test (kill torture) and
-//! the persistence performance test on small transactions (Daisy against msync, fsync, PMDK and
-//! the store+flush floor). It writes `report.md`, `results.json` and `tx.csv`, prints verdicts
-//! against the seed's requirement, and fails when the functional test lost anything.
+//! It covers what exists: the persistence functional test (kill torture and power-failure
+//! simulation) and the persistence performance tests: small transactions (Daisy against msync,
+//! fsync, PMDK and the store+flush floor) and seed 000's hash-map table (`bench hashmap`). It
+//! writes `report.md`, `results.json`, `tx.csv` and `hashmap.csv`, prints verdicts against the
+//! seed's requirement, and fails when the functional test lost anything.
 
-use crate::{crashtest, progress, txbench};
+use crate::{crashtest, hashbench, progress, txbench};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -57,6 +58,10 @@ pub struct Report {
     /// or why it did not run.
     pub power_fail: Result<serde_json::Value, String>,
     pub tx: Vec<txbench::Row>,
+    /// Seed 000's hash-map insert benchmark (`daisy bench hashmap`).
+    pub hashmap: Vec<hashbench::Row>,
+    /// What the hash-map benchmark printed about how it measured.
+    pub hashmap_notes: Vec<String>,
     pub verdicts: Vec<Verdict>,
     pub seconds: f64,
 }
@@ -232,7 +237,42 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
     )?;
     bar.finish_and_clear();
 
+    // 3. Seed 000's hash-map benchmark: insert N random pairs.
+    let (ns, runs): (Vec<usize>, usize) = match cfg.level {
+        Level::Quick => (vec![1_000, 100_000], 1),
+        Level::Default => (vec![1_000, 10_000, 100_000, 1_000_000], 3),
+        Level::Full => (vec![1_000, 10_000, 100_000, 1_000_000, 10_000_000], 3),
+    };
+    note(&format!(
+        "performance test: hash map (seed 000), N = {ns:?}, {runs} run(s) per figure"
+    ));
+    let hcfg = hashbench::Config {
+        dir: cfg.dir.clone(),
+        ns,
+        mechanisms: hashbench::mechanism_names()
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        op: hashbench::Op::Insert,
+        runs,
+        seed: cfg.seed,
+        max_secs: 20.0,
+    };
+    let bar = progress::bar(1, "stages");
+    let mut hashmap_notes = vec![];
+    let hashmap = hashbench::run(
+        &hcfg,
+        |n| hashmap_notes.push(n.to_string()),
+        |done, total, _| {
+            bar.set_length(total);
+            bar.set_position(done);
+        },
+        |_| {},
+    )?;
+    bar.finish_and_clear();
+
     let mut verdicts = verdicts(&functional, &tx, &env);
+    verdicts.extend(hashmap_verdicts(&hashmap, &env));
     verdicts.insert(
         1,
         match &power_fail {
@@ -262,9 +302,70 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         functional,
         power_fail,
         tx,
+        hashmap,
+        hashmap_notes,
         verdicts,
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// Seed 000's comparison at the largest N: "insert all pairs and persist" (daisy-batch against
+/// msync-end, the seed's setting), per-insert durability (daisy against msync-op), and PMDK.
+fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Vec<Verdict> {
+    let mut v = vec![];
+    let Some(n) = rows.iter().map(|r| r.n).max() else {
+        return v;
+    };
+    let at = |m: &str| rows.iter().find(|r| r.n == n && r.mechanism == m);
+    let tmpfs_note = if env.fs == "tmpfs" {
+        " (on tmpfs msync writes nothing to any device: the rival persists nothing here, so \
+         this comparison is the rival's best case; run with --dir on a disk for the seed's \
+         file-system baseline)"
+    } else {
+        ""
+    };
+    for (name, ours, theirs, what) in [
+        (
+            "performance: hash map, insert all and persist, vs msync",
+            "daisy-batch",
+            "msync-end",
+            "insert all N pairs, then one durability point",
+        ),
+        (
+            "performance: hash map, every insert durable, vs msync",
+            "daisy",
+            "msync-op",
+            "every insert durable when it returns",
+        ),
+    ] {
+        if let (Some(d), Some(m)) = (at(ours), at(theirs)) {
+            let ratio = m.total_ms / d.total_ms;
+            v.push(Verdict {
+                name: name.into(),
+                passed: ratio >= 1.05,
+                text: format!(
+                    "Hash map, N = {n} ({what}): Daisy {:.1} ms, {theirs} {:.1} ms: {ratio:.2}x \
+                     (requirement: at least 1.05x){tmpfs_note}: {}",
+                    d.total_ms,
+                    m.total_ms,
+                    if ratio >= 1.05 { "PASS" } else { "FAIL" }
+                ),
+            });
+        }
+    }
+    if let (Some(d), Some(p)) = (at("daisy"), at("pmdk-tx")) {
+        let ratio = p.total_ms / d.total_ms;
+        v.push(Verdict {
+            name: "comparison: hash map vs PMDK".into(),
+            passed: ratio >= 1.0,
+            text: format!(
+                "Hash map, N = {n}, one transaction per insert: Daisy {:.0} ns, PMDK libpmemobj \
+                 {:.0} ns per insert: {ratio:.1}x faster",
+                d.ns_per_op, p.ns_per_op
+            ),
+        });
+    }
+    v
 }
 
 fn find<'a>(rows: &'a [txbench::Row], case: &str, mech: &str) -> Option<&'a txbench::Row> {
@@ -470,8 +571,49 @@ pub fn markdown(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "\nNot yet in this report: the hash-map benchmark, the Redis benchmark and the HTML \
-         charts (they arrive with their own work items)."
+        "\n## 3. Persistence performance test: hash map (seed 000's table)\n"
+    );
+    for n in &r.hashmap_notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "| N | mechanism | total ms | ns/insert | spread ns | x msync-op | x msync-end | p99 ns | max ns | flushes+fences (or syncs) per insert | bytes per entry |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for row in &r.hashmap {
+        let x = |v: Option<f64>| v.map(|v| format!("{v:.2}x")).unwrap_or_default();
+        let per = match (row.flushes_per_op, row.fences_per_op, row.syncs_per_op) {
+            (Some(f), Some(g), _) => format!("{f:.2}+{g:.2}"),
+            (_, _, Some(y)) => format!("{y:.2} sync"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {}{:.2} | {:.0} | {:.0}..{:.0} | {} | {} | {:.0} | {:.0} | {} | {} |",
+            row.n,
+            row.mechanism,
+            if row.extrapolated { "~" } else { "" },
+            row.total_ms,
+            row.ns_per_op,
+            row.spread_min_ns,
+            row.spread_max_ns,
+            x(row.speedup_vs_msync_op),
+            x(row.speedup_vs_msync_end),
+            row.p99_ns,
+            row.max_ns,
+            per,
+            row.bytes_per_entry
+                .map(|b| format!("{b:.1}{}", if row.bytes_estimated { " (est)" } else { "" }))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n`~`: timed on a prefix and projected to N (too slow for the time limit). Not yet in \
+         this report: the Redis benchmark and the HTML charts (they arrive with their own work \
+         items)."
     );
     s
 }
@@ -530,5 +672,32 @@ pub fn write(r: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
         );
     }
     w(&csv, c)?;
-    Ok(vec![md, json, csv])
+    let hcsv = out.join("hashmap.csv");
+    let mut c = String::from("n,mechanism,total_ms,ns_per_op,spread_min_ns,spread_max_ns,p99_ns,max_ns,flushes_per_op,fences_per_op,syncs_per_op,bytes_per_entry,bytes_estimated,extrapolated,runs,mode,fs\n");
+    let o = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_default();
+    for row in &r.hashmap {
+        let _ = writeln!(
+            c,
+            "{},{},{:.3},{:.1},{:.1},{:.1},{:.0},{:.0},{},{},{},{},{},{},{},{},{}",
+            row.n,
+            row.mechanism,
+            row.total_ms,
+            row.ns_per_op,
+            row.spread_min_ns,
+            row.spread_max_ns,
+            row.p99_ns,
+            row.max_ns,
+            o(row.flushes_per_op),
+            o(row.fences_per_op),
+            o(row.syncs_per_op),
+            o(row.bytes_per_entry),
+            row.bytes_estimated,
+            row.extrapolated,
+            row.runs,
+            row.mode,
+            row.fs
+        );
+    }
+    w(&hcsv, c)?;
+    Ok(vec![md, json, csv, hcsv])
 }

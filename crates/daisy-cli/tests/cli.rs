@@ -377,6 +377,97 @@ fn report_quick_writes_files_and_verdicts() {
     assert!(std::fs::read_to_string(out.join("tx.csv"))
         .unwrap()
         .starts_with("case,mechanism"));
+    // Seed 000's hash-map table, with its verdicts.
+    assert!(
+        md.contains("## 3. Persistence performance test: hash map"),
+        "{md}"
+    );
+    assert!(t.contains("Hash map, N = 100000"), "{t}");
+    let rows = v["hashmap"].as_array().unwrap();
+    for m in [
+        "daisy",
+        "daisy-batch",
+        "store-flush",
+        "msync-op",
+        "msync-end",
+        "dram",
+    ] {
+        assert!(
+            rows.iter().any(|r| r["mechanism"] == m && r["n"] == 100000),
+            "{m} missing"
+        );
+    }
+    assert!(std::fs::read_to_string(out.join("hashmap.csv"))
+        .unwrap()
+        .starts_with("n,mechanism"));
+}
+
+/// `pool check` finds hash maps in any pool and verifies their invariants; damage fails it.
+#[test]
+fn pool_check_verifies_hash_maps() {
+    use daisy::{PHashMap, PPtr, Pool, PoolOptions};
+    let d = tmpdir();
+    let path = d.path().join("maps.pool");
+    {
+        let pool = Pool::create(&path, &PoolOptions::new("app").size(16 << 20)).unwrap();
+        let root = pool.root::<PPtr<PHashMap<u32, u32>>>().unwrap();
+        let id = pool
+            .transaction(|tx| {
+                let id = PHashMap::<u32, u32>::create_in_with_seed(tx, 1)?;
+                tx.write(root, &id)?;
+                Ok::<_, daisy::Error>(id)
+            })
+            .unwrap();
+        let mut m = PHashMap::open(&pool, id).unwrap();
+        for k in 0..5000 {
+            m.insert(k, k * 3).unwrap();
+        }
+    }
+    let o = run(daisy().args(["pool", "check"]).arg(&path));
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("fixed-size hash map at")
+            && t.contains("5000 entries")
+            && t.contains("invariants hold"),
+        "{t}"
+    );
+    // Damage: one entry's key overwritten with another's (a key stored twice, one lost).
+    {
+        let pool = Pool::open(&path, "app").unwrap();
+        let seg = pool
+            .objects()
+            .unwrap()
+            .into_iter()
+            .find(|o| o.size == 16384)
+            .unwrap()
+            .off;
+        let mut img = vec![0u8; 16384];
+        pool.read_bytes(seg, &mut img);
+        let live: Vec<usize> = (0..2048)
+            .map(|i| i * 8)
+            .filter(|&o| img[o..o + 4] != [0xFF; 4])
+            .collect();
+        let (a, b) = (live[0], live[1]);
+        let key_a = img[a..a + 4].to_vec();
+        pool.transaction(|tx| tx.write_bytes(seg + b as u64, &key_a))
+            .unwrap();
+    }
+    let o = run(daisy()
+        .args(["pool", "check", "--format", "json"])
+        .arg(&path));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = json_lines(&o).pop().unwrap();
+    assert_eq!(v["ok"], false);
+    let maps = v["hash_maps"].as_array().unwrap();
+    assert_eq!(maps.len(), 1);
+    let problems = maps[0]["problems"].to_string();
+    assert!(
+        problems.contains("stored twice")
+            || problems.contains("another segment")
+            || problems.contains("home"),
+        "{problems}"
+    );
 }
 
 #[test]

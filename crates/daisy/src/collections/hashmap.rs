@@ -147,12 +147,33 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// Insert or replace; returns the previous value. Durable when it returns.
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
         let this = &*self;
+        this.touch_home(&k);
         this.t.pool.transaction(|tx| this.insert_in(tx, k, v))
+    }
+
+    /// Load the key's home bucket before the transaction begins. Taking a lane is a locked
+    /// instruction, which waits for the previous commit's cache-line write-backs; a cache miss
+    /// issued before it overlaps that wait instead of following it. (Only a hint: the
+    /// transaction reads the bucket again.)
+    #[inline(always)]
+    fn touch_home(&self, k: &K) {
+        let kb = bytemuck::bytes_of(k);
+        if is_reserved(kb) {
+            return;
+        }
+        let h = hash_bytes(self.t.seed, kb);
+        let src = Src::Pool(&self.t.pool.inner);
+        if let Ok((_, seg, _, _)) = self.t.locate(&src, h) {
+            if let Ok(w) = src.read_u64(seg + (home_bucket(h) * BUCKET) as u64) {
+                std::hint::black_box(w);
+            }
+        }
     }
 
     /// Remove; returns the value. Durable when it returns.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
         let this = &*self;
+        this.touch_home(k);
         this.t.pool.transaction(|tx| this.remove_in(tx, k))
     }
 
