@@ -516,3 +516,107 @@ fn check_reports_damaged_maps() {
         c.problems
     );
 }
+
+/// Damaged map objects (header fields, directory, segments, entries) give errors or check
+/// problems, never a panic or an absurd allocation. Seeds are printed by the assertion.
+#[test]
+fn damaged_maps_give_errors_not_panics() {
+    use rand::{Rng, SeedableRng};
+    let dir = tmp();
+    let path = dir.path().join("dmg.pool");
+    let (fid, bid) = {
+        let pool = new_pool(&dir, "dmg.pool");
+        let root = pool.root::<[u64; 2]>().unwrap();
+        let (fid, bid) = pool
+            .transaction(|tx| {
+                let f = U32Map::create_in_with_seed(tx, 3)?;
+                let b = PBytesMap::create_in_with_seed(tx, 4)?;
+                tx.write(root, &[f.offset(), b.offset()])?;
+                Ok::<_, Error>((f, b))
+            })
+            .unwrap();
+        let mut f = U32Map::open(&pool, fid).unwrap();
+        f.batch(|b| {
+            for k in 0..6000u32 {
+                b.insert(k.wrapping_mul(0x9E37_79B9), k)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let mut b = PBytesMap::open(&pool, bid).unwrap();
+        for k in 0..400u32 {
+            b.insert(
+                format!("key{k}").as_bytes(),
+                &vec![k as u8; (k % 50) as usize],
+            )
+            .unwrap();
+        }
+        (fid, bid)
+    };
+    let clean = std::fs::read(&path).unwrap();
+    let objects: Vec<u64> = {
+        let pool = Pool::open(&path, "test.hashmap").unwrap();
+        let mut o = daisy::collections::map_objects(&pool, fid.offset()).unwrap();
+        o.extend(daisy::collections::map_objects(&pool, bid.offset()).unwrap());
+        o
+    };
+    let bad = dir.path().join("bad.pool");
+    for seed in 0..60u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut img = clean.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let obj = objects[rng.gen_range(0..objects.len())] as usize;
+            // Mostly the first bytes of an object (header fields, directory words, lengths).
+            let at = obj
+                + if rng.gen_bool(0.5) {
+                    rng.gen_range(0..96)
+                } else {
+                    rng.gen_range(0..16384)
+                };
+            let at = at.min(img.len() - 8);
+            let v: u64 = match rng.gen_range(0..4) {
+                0 => rng.gen(),
+                1 => u64::MAX,
+                2 => rng.gen_range(0..64),
+                _ => 1 << rng.gen_range(0..63),
+            };
+            img[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        std::fs::write(&bad, &img).unwrap();
+        let Ok(pool) = Pool::open(&bad, "test.hashmap") else {
+            continue;
+        };
+        let _ = daisy::collections::check_all(&pool);
+        if let Ok(mut f) = U32Map::open(&pool, fid) {
+            let _ = f.check();
+            if let Ok(it) = f.iter() {
+                let _ = it.take(100_000).count();
+            }
+            for k in 0..50u32 {
+                let _ = f.get(&k.wrapping_mul(0x9E37_79B9));
+                let _ = f.insert(k ^ 0x5555, k);
+                let _ = f.remove(&k.wrapping_mul(0x9E37_79B9));
+            }
+            let _ = f.batch(|b| {
+                for k in 0..300u32 {
+                    b.insert(k ^ 0xAAAA, k)?;
+                }
+                Ok(())
+            });
+            let _ = f.clear();
+        }
+        if let Ok(mut b) = PBytesMap::open(&pool, bid) {
+            let _ = b.check();
+            if let Ok(it) = b.iter() {
+                let _ = it.take(100_000).count();
+            }
+            for k in 0..50u32 {
+                let key = format!("key{k}");
+                let _ = b.get(key.as_bytes());
+                let _ = b.insert(key.as_bytes(), b"v");
+                let _ = b.remove(format!("key{}", k + 100).as_bytes());
+            }
+            let _ = b.clear();
+        }
+    }
+}

@@ -65,10 +65,18 @@ pub struct PBytesMap {
 fn entry_lens(src: &Src, obj: u64) -> Result<(usize, usize)> {
     let mut h = [0u8; 8];
     src.read(obj, &mut h)?;
-    Ok((
-        u32::from_le_bytes(h[..4].try_into().unwrap()) as usize,
-        u32::from_le_bytes(h[4..].try_into().unwrap()) as usize,
-    ))
+    let (kl, vl) = (
+        u32::from_le_bytes(h[..4].try_into().unwrap()) as u64,
+        u32::from_le_bytes(h[4..].try_into().unwrap()) as u64,
+    );
+    // Checked before anything is allocated from these lengths (damaged media).
+    if obj + 8 + kl + vl > src.heap_end() {
+        return Err(Error::InvalidPointer {
+            offset: obj,
+            why: "hash map entry runs past the heap",
+        });
+    }
+    Ok((kl as usize, vl as usize))
 }
 
 fn key_matches(src: &Src, obj: u64, key: &[u8]) -> Result<bool> {

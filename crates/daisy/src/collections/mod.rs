@@ -22,7 +22,11 @@ pub fn map_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
     let inner: &PoolInner = &pool.inner;
     let src = Src::Pool(inner);
     let h = src.header(hdr)?;
-    if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() || h.depth > MAX_DEPTH as u64 {
+    if h.magic != MAP_MAGIC
+        || h.crc != h.immutable_crc()
+        || !dir_fits(inner, h.dir, h.depth)
+        || (h.garbage_dir != 0 && !dir_fits(inner, h.garbage_dir, h.garbage_depth as u64))
+    {
         return Err(crate::Error::NotACollection {
             offset: hdr,
             what: "hash map",

@@ -170,6 +170,14 @@ impl Src<'_, '_> {
         }
     }
 
+    /// End of the pool's heap (reads beyond it fail).
+    pub fn heap_end(&self) -> u64 {
+        match self {
+            Src::Pool(p) => p.heap_end(),
+            Src::Tx(tx) => tx.pool_inner().heap_end(),
+        }
+    }
+
     #[inline(always)]
     pub fn read_u64(&self, off: u64) -> Result<u64> {
         let mut b = [0u8; 8];
@@ -181,6 +189,24 @@ impl Src<'_, '_> {
         let mut h = MapHeader::zeroed();
         self.read(hdr, bytemuck::bytes_of_mut(&mut h))?;
         Ok(h)
+    }
+}
+
+/// Is a directory of depth `depth` at `dir` plausible: depth in range and the 2^depth words
+/// inside the heap? Checked before anything is sized from a depth read from the media, so a
+/// damaged header cannot make us allocate or walk an absurd directory.
+pub fn dir_fits(pool: &PoolInner, dir: u64, depth: u64) -> bool {
+    depth <= MAX_DEPTH as u64
+        && dir >= pool.hdr.heap_off
+        && (8u64 << depth)
+            .checked_add(dir)
+            .is_some_and(|end| end <= pool.heap_end())
+}
+
+fn bad_dir(hdr: u64) -> Error {
+    Error::InvalidPointer {
+        offset: hdr,
+        why: "hash map directory (offset or depth) does not fit the pool",
     }
 }
 
@@ -423,8 +449,14 @@ impl<S: SlotKind> Table<S> {
                 S::val_size()
             )));
         }
-        if h.depth > MAX_DEPTH as u64 {
-            return Err(not(format!("global depth {} is out of range", h.depth)));
+        if !dir_fits(&pool.inner, h.dir, h.depth) {
+            return Err(not(format!(
+                "directory at {:#x} of depth {} does not fit the pool",
+                h.dir, h.depth
+            )));
+        }
+        if h.garbage_dir != 0 && !dir_fits(&pool.inner, h.garbage_dir, h.garbage_depth as u64) {
+            return Err(not("the detached directory does not fit the pool".into()));
         }
         if !pool.inner.claim_object(hdr) {
             return Err(Error::CollectionInUse { offset: hdr, what });
@@ -454,13 +486,10 @@ impl<S: SlotKind> Table<S> {
     #[inline(always)]
     pub fn locate(&self, src: &Src, h: u64) -> Result<(u64, u64, u32, MapHeader)> {
         let hd = src.header(self.hdr)?;
-        let depth = hd.depth as u32;
-        if depth > MAX_DEPTH {
-            return Err(Error::InvalidPointer {
-                offset: self.hdr,
-                why: "hash map depth out of range",
-            });
+        if hd.depth > MAX_DEPTH as u64 {
+            return Err(bad_dir(self.hdr));
         }
+        let depth = hd.depth as u32;
         let idx = dir_index(h, depth);
         let at = hd.dir + idx * 8;
         let (seg, ld) = decode_dir(src.read_u64(at)?, depth, at)?;
@@ -471,6 +500,9 @@ impl<S: SlotKind> Table<S> {
     /// the caller's).
     pub fn split_logged(&self, tx: &mut Tx, idx: u64) -> Result<()> {
         let mut hd = Src::Tx(tx).header(self.hdr)?;
+        if !dir_fits(tx.pool_inner(), hd.dir, hd.depth) {
+            return Err(bad_dir(self.hdr));
+        }
         let depth = hd.depth as u32;
         let at = hd.dir + idx * 8;
         let (seg, ld) = decode_dir(Src::Tx(tx).read_u64(at)?, depth, at)?;
@@ -542,6 +574,9 @@ impl<S: SlotKind> Table<S> {
     /// Every distinct segment: (first directory index, segment offset, local depth).
     pub fn segments(&self, src: &Src) -> Result<Vec<(u64, u64, u32)>> {
         let hd = src.header(self.hdr)?;
+        if hd.depth > MAX_DEPTH as u64 {
+            return Err(bad_dir(self.hdr));
+        }
         let g = hd.depth as u32;
         let mut out = Vec::new();
         let mut i = 0u64;
@@ -590,7 +625,7 @@ impl<S: SlotKind> Table<S> {
                     return Ok::<_, Error>(true);
                 }
                 let g = hd.garbage_depth;
-                if g > MAX_DEPTH {
+                if !dir_fits(tx.pool_inner(), hd.garbage_dir, g as u64) {
                     return Err(Error::InvalidPointer {
                         offset: self.hdr,
                         why: "detached directory depth out of range",
@@ -653,9 +688,13 @@ impl<S: SlotKind> Drop for Table<S> {
 
 /// Images for splitting `old`: k = 1 nearly always; more bits when one half would overflow.
 pub fn split_images<S: SlotKind>(seed: u64, old: &[u8], ld: u32) -> Result<(u32, Vec<Vec<u8>>)> {
+    /// More bits than this for one split means damaged slots (or keys whose hashes agree in
+    /// dozens of bits, which XXH3 makes practically impossible): refuse instead of building
+    /// 2^k segments.
+    const MAX_SPLIT_BITS: u32 = 6;
     let mut k = 1;
     loop {
-        if ld + k > MAX_DEPTH {
+        if ld + k > MAX_DEPTH || k > MAX_SPLIT_BITS {
             return Err(Error::Aborted(
                 "hash map segment cannot split further (keys hash too alike)".into(),
             ));
@@ -690,6 +729,9 @@ impl<'p> BatchCore<'p> {
         let tx = Tx::begin(&t.pool.inner)?;
         let src = Src::Tx(&tx);
         let hd = src.header(t.hdr)?;
+        if !dir_fits(&t.pool.inner, hd.dir, hd.depth) {
+            return Err(bad_dir(t.hdr));
+        }
         let g = hd.depth as u32;
         let mut dir = vec![0u64; 1usize << g];
         src.read(hd.dir, bytemuck::cast_slice_mut(&mut dir))?;
@@ -916,9 +958,11 @@ pub fn check_table(
             return r;
         }
     };
-    if hd.depth > MAX_DEPTH as u64 {
-        r.problems
-            .push(format!("global depth {} out of range", hd.depth));
+    if !dir_fits(pool, hd.dir, hd.depth) {
+        r.problems.push(format!(
+            "directory at {:#x} of depth {} does not fit the pool",
+            hd.dir, hd.depth
+        ));
         return r;
     }
     let g = hd.depth as u32;
@@ -1066,6 +1110,11 @@ pub fn check_table(
         let g = hd.garbage_depth;
         let mut i = hd.garbage_pos as u64;
         let mut img = vec![0u8; SEG_BYTES];
+        if !dir_fits(pool, hd.garbage_dir, g as u64) {
+            r.problems
+                .push("the detached directory does not fit the pool".to_string());
+            i = u64::MAX;
+        }
         while g <= MAX_DEPTH && i < (1u64 << g) {
             let at = hd.garbage_dir + i * 8;
             let Ok((seg, ld)) = src.read_u64(at).and_then(|w| decode_dir(w, g, at)) else {
