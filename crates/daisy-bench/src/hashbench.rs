@@ -827,9 +827,15 @@ pub fn run(
 fn row(cfg: &Config, name: &'static str, n: usize, m: Measured, mode: Mode, fs: &str) -> Row {
     let ns = Spread::of(&m.ns_per_op);
     let ms = Spread::of(&m.totals_ms);
+    // Per entry the table held when its size was taken: after an insert run on a prefix
+    // (extrapolated), only that prefix was inserted.
+    let entries = match cfg.op {
+        Op::Insert => m.ops_timed.max(1),
+        Op::Get | Op::Remove => n.max(1),
+    } as f64;
     let (bytes_per_entry, bytes_estimated) = match m.bytes {
-        Some(Bytes::Measured(b)) => (Some(b as f64 / n as f64), false),
-        Some(Bytes::Estimated(b)) => (Some(b as f64 / n as f64), true),
+        Some(Bytes::Measured(b)) => (Some(b as f64 / entries), false),
+        Some(Bytes::Estimated(b)) => (Some(b as f64 / entries), true),
         None => (None, false),
     };
     let (flushes_per_op, fences_per_op) = match m.counts {

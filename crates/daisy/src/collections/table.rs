@@ -342,14 +342,22 @@ pub fn remove_slot<S: SlotKind>(
 ) -> Result<()> {
     let empty = [S::EMPTY_FILL; BUCKET];
     let mut hole = hole;
+    // Whether the hole's bucket was full before the slot was emptied. If it was not, no entry
+    // lives past it on its account (probe invariant), so nothing has to move back.
+    let full = |line: &[u8]| {
+        (0..S::PER_BUCKET).all(|s| !S::is_empty(&line[s * S::SLOT..(s + 1) * S::SLOT]))
+    };
+    let mut line = [0u8; BUCKET];
+    let j0 = seg + (((hole - seg) as usize) / BUCKET * BUCKET) as u64;
+    tx.read_bytes(j0, &mut line)?;
+    let mut was_full = full(&line);
     put(tx, mode, hole, &empty[..S::SLOT])?;
-    loop {
+    while was_full {
         let j = ((hole - seg) as usize) / BUCKET;
         let mut moved = None;
         'search: for step in 1..PROBE {
             let m = (j + step) & (SEG_BUCKETS - 1);
             let boff = seg + (m * BUCKET) as u64;
-            let mut line = [0u8; BUCKET];
             tx.read_bytes(boff, &mut line)?;
             for s in 0..S::PER_BUCKET {
                 let slot = &line[s * S::SLOT..(s + 1) * S::SLOT];
@@ -360,18 +368,24 @@ pub fn remove_slot<S: SlotKind>(
                 if may_move_back(hm, j, m) {
                     let mut bytes = [0u8; BUCKET];
                     bytes[..S::SLOT].copy_from_slice(slot);
-                    moved = Some((boff + (s * S::SLOT) as u64, bytes));
+                    moved = Some((boff + (s * S::SLOT) as u64, bytes, full(&line)));
                     break 'search;
                 }
             }
+            // Entries past a bucket with a free slot never lean on the buckets before it.
+            if !full(&line) {
+                break;
+            }
         }
-        let Some((from, bytes)) = moved else {
+        let Some((from, bytes, from_full)) = moved else {
             return Ok(());
         };
         put(tx, mode, hole, &bytes[..S::SLOT])?;
         put(tx, mode, from, &empty[..S::SLOT])?;
         hole = from;
+        was_full = from_full;
     }
+    Ok(())
 }
 
 /// A map's identity: its header offset and hash seed, plus the pool it lives in.
