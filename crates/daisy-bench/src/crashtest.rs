@@ -364,7 +364,7 @@ impl Ct {
                         b.remove(&k)?;
                     }
                 }
-                b.tx().write(root.cast::<u64>(), &id)
+                b.tx()?.write(root.cast::<u64>(), &id)
             });
         }
         let mut bmap = self.bmap.lock().unwrap_or_else(|e| e.into_inner());

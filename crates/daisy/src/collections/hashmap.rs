@@ -372,6 +372,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
             _t: PhantomData,
         };
         let r = f(&mut b)?;
+        b.ensure_open()?;
         b.core.commit(b.hdr, false)?;
         Ok(r)
     }
@@ -408,8 +409,20 @@ pub struct Batch<'m, K: Pod, V: Pod> {
 }
 
 impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
+    /// A commit inside the batch failed earlier: the batch cannot go on.
+    #[inline(always)]
+    fn ensure_open(&self) -> Result<()> {
+        if self.core.tx.is_none() {
+            return Err(Error::Aborted(
+                "the batch's transaction failed earlier; the batch cannot continue".into(),
+            ));
+        }
+        Ok(())
+    }
+
     #[inline(always)]
     fn before_op(&mut self) -> Result<()> {
+        self.ensure_open()?;
         if self.core.should_commit() {
             self.core.commit(self.hdr, true)?;
         }
@@ -418,6 +431,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
 
     /// Make every operation so far durable (a durability point inside the batch).
     pub fn sync(&mut self) -> Result<()> {
+        self.ensure_open()?;
         self.core.commit(self.hdr, true)
     }
 
@@ -478,6 +492,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// Look up a value as the batch sees it.
     #[inline]
     pub fn get(&mut self, k: &K) -> Result<Option<V>> {
+        self.ensure_open()?;
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
             let hdr = self.hdr;
@@ -540,8 +555,9 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
 
     /// The batch's current transaction, for writes that must commit together with the
     /// operations around them (a transaction ends when the log fills or at [`Batch::sync`]).
-    pub fn tx(&mut self) -> &mut Tx<'m> {
-        self.core.tx()
+    pub fn tx(&mut self) -> Result<&mut Tx<'m>> {
+        self.ensure_open()?;
+        Ok(self.core.tx())
     }
 
     /// Entries in the map as the batch sees it.
