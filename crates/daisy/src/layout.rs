@@ -1,5 +1,7 @@
-//! The on-media format, version 1. docs/FORMAT.md is the prose version of this file; keep them
-//! in step, and bump [`FORMAT_VERSION`] for any change a version-1 reader would misread.
+//! The on-media format, version 2. docs/FORMAT.md is the prose version of this file; keep them
+//! in step, and bump [`FORMAT_VERSION`] for any change an older reader would misread.
+//! (Version 2 added the 16-byte word log entries, which a version-1 reader would take for a
+//! damaged record.)
 //!
 //! ```text
 //! offset 0            Header        4 KiB, written once at create, crc32c-protected
@@ -21,7 +23,7 @@ use bytemuck::{Pod, Zeroable};
 /// First 8 bytes of every pool file.
 pub const MAGIC: [u8; 8] = *b"DAISYPL\0";
 /// The format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 pub const HEADER_SIZE: u64 = 4096;
 pub const STATE_OFF: u64 = 4096;
 pub const STATE_SIZE: u64 = 4096;

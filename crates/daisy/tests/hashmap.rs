@@ -620,3 +620,105 @@ fn damaged_maps_give_errors_not_panics() {
         }
     }
 }
+
+/// A batch whose internal commit fails stops there: every later call returns an error, and the
+/// map holds what the batch committed before (here nothing), never a half-written directory.
+#[test]
+fn batch_stops_after_a_failed_commit() {
+    let dir = tmp();
+    let pool = Pool::create(
+        dir.path().join("small-log.pool"),
+        &PoolOptions::new("test.hashmap")
+            .size(64 << 20)
+            .log_slot_size(4096),
+    )
+    .unwrap();
+    let root = pool.root::<[u64; 1024]>().unwrap();
+    let id = pool
+        .transaction(|tx| {
+            let id = U32Map::create_in_with_seed(tx, 8)?;
+            tx.write(root.cast::<u64>(), &id.offset())?;
+            Ok::<_, Error>(id)
+        })
+        .unwrap();
+    let mut m = U32Map::open(&pool, id).unwrap();
+    for k in 0..100 {
+        m.insert(k, k).unwrap();
+    }
+    let before = contents(&m);
+    let r = m.batch(|b| {
+        for k in 1000..1010 {
+            b.insert(k, k)?;
+        }
+        // Fill the batch's redo record to the last few bytes with the caller's own writes.
+        let mut size = 4096usize;
+        while size > 0 {
+            if b.tx()?.write_bytes(root.offset(), &vec![1u8; size]).is_ok() {
+                break;
+            }
+            size -= 8;
+        }
+        assert!(size > 0);
+        // The commit cannot add the map's length and directory now: it fails, and the batch is
+        // over.
+        let e = b.sync().unwrap_err();
+        assert!(matches!(e, Error::TxTooLarge { .. }), "{e}");
+        let e = b.insert(2000, 1).unwrap_err();
+        assert!(e.to_string().contains("failed earlier"), "{e}");
+        assert!(b.get(&5).is_err());
+        Err::<(), _>(e)
+    });
+    assert!(r.is_err());
+    assert_eq!(
+        contents(&m),
+        before,
+        "nothing of the failed batch is visible"
+    );
+    assert_ok(&m.check());
+    let reach: Vec<u64> = m
+        .check()
+        .objects
+        .into_iter()
+        .chain([root.offset()])
+        .collect();
+    let rep = pool.check(Some(&reach));
+    assert!(rep.ok(), "{rep:?}");
+}
+
+/// With small log slots, clearing a byte map (its entries are freed a log's worth at a time)
+/// and growing a map (splits) still work.
+#[test]
+fn small_log_slots_clear_and_split() {
+    let dir = tmp();
+    let pool = Pool::create(
+        dir.path().join("small-log2.pool"),
+        &PoolOptions::new("test.hashmap")
+            .size(64 << 20)
+            .log_slot_size(4096),
+    )
+    .unwrap();
+    let baseline = pool.objects().unwrap().len();
+    let root = pool.root::<[u64; 2]>().unwrap();
+    let (bid, fid) = pool
+        .transaction(|tx| {
+            let b = PBytesMap::create_in_with_seed(tx, 1)?;
+            let f = U32Map::create_in_with_seed(tx, 2)?;
+            tx.write(root, &[b.offset(), f.offset()])?;
+            Ok::<_, Error>((b, f))
+        })
+        .unwrap();
+    let mut b = PBytesMap::open(&pool, bid).unwrap();
+    let after_create = pool.objects().unwrap().len();
+    for k in 0..3000u32 {
+        b.insert(format!("k{k}").as_bytes(), b"value").unwrap();
+    }
+    b.clear().unwrap();
+    assert_eq!(pool.objects().unwrap().len(), after_create);
+    let mut f = U32Map::open(&pool, fid).unwrap();
+    for k in 0..20_000u32 {
+        f.insert(k.wrapping_mul(0x9E37_79B9), k).unwrap();
+    }
+    assert_ok(&f.check());
+    assert!(f.check().segments > 8);
+    assert!(baseline < after_create);
+}

@@ -53,7 +53,9 @@ fn is_reserved(k: &[u8]) -> bool {
 /// * [`insert`](Self::insert), [`remove`](Self::remove), [`clear`](Self::clear): each is its
 ///   own transaction, durable when it returns;
 /// * [`insert_tx`](Self::insert_tx) and friends: part of the caller's transaction, all or
-///   nothing with everything else in it;
+///   nothing with everything else in it. When one of them returns an error, the transaction
+///   may hold part of that operation: end the transaction with the error (the usual `?`), do
+///   not commit it;
 /// * [`batch`](Self::batch): many operations with one durability point at the end (bulk
 ///   loading); after a crash the map holds a prefix of the batch's operations.
 ///

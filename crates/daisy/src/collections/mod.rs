@@ -92,7 +92,9 @@ pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
             continue;
         }
         let mut c = match h.kind {
-            KIND_FIXED if h.key_size >= 1 && (h.key_size + h.val_size) as usize <= BUCKET => {
+            KIND_FIXED
+                if h.key_size >= 1 && h.key_size as u64 + h.val_size as u64 <= BUCKET as u64 =>
+            {
                 hashmap::check_fixed(inner, o.off, h.key_size as usize, h.val_size as usize)
             }
             KIND_BYTES => bytesmap::check_bytes(inner, o.off),

@@ -225,7 +225,8 @@ pub enum Probe {
 pub fn decode_dir(word: u64, depth: u32, at: u64) -> Result<(u64, u32)> {
     let seg = word & OFF_MASK;
     let ld = (word >> 56) as u32;
-    if ld > depth || seg == 0 || seg % BUCKET as u64 != 0 {
+    // Bit 55 is never set on media (it marks fresh segments in a batch's DRAM copy only).
+    if ld > depth || seg == 0 || seg % BUCKET as u64 != 0 || seg & FRESH != 0 {
         return Err(Error::InvalidPointer {
             offset: at,
             why: "hash map directory word is invalid",
@@ -505,7 +506,10 @@ impl<S: SlotKind> Table<S> {
         }
         let depth = hd.depth as u32;
         let idx = dir_index(h, depth);
-        let at = hd.dir + idx * 8;
+        let at = hd
+            .dir
+            .checked_add(idx * 8)
+            .ok_or_else(|| bad_dir(self.hdr))?;
         let (seg, ld) = decode_dir(src.read_u64(at)?, depth, at)?;
         Ok((idx, seg, ld, hd))
     }
@@ -538,7 +542,10 @@ impl<S: SlotKind> Table<S> {
         let words: Vec<u64> = (0..span)
             .map(|i| segs[(i / sub) as usize] | (((ld + k) as u64) << 56))
             .collect();
-        if span <= DIR_LOG_MAX_WORDS {
+        // Rewrite the range through the log when it is small and fits the record's room;
+        // otherwise copy the whole directory into a fresh object.
+        let room = tx.log_capacity().saturating_sub(tx.log_used() + 256);
+        if span <= DIR_LOG_MAX_WORDS && (span as usize) * 8 + 16 <= room {
             tx.write_bytes(hd.dir + first * 8, bytemuck::cast_slice(&words))?;
         } else {
             let mut dir = vec![0u64; 1 << g];
@@ -595,7 +602,7 @@ impl<S: SlotKind> Table<S> {
         let mut out = Vec::new();
         let mut i = 0u64;
         while i < (1u64 << g) {
-            let at = hd.dir + i * 8;
+            let at = hd.dir.checked_add(i * 8).ok_or_else(|| bad_dir(self.hdr))?;
             let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
             out.push((i, seg, ld));
             i += 1u64 << (g - ld);
@@ -664,7 +671,9 @@ impl<S: SlotKind> Table<S> {
                                 else {
                                     continue;
                                 };
-                                if budget == 0 {
+                                // Two entries per freed object; leave room for the progress
+                                // word and the segment's own free.
+                                if budget == 0 || tx.log_used() + 256 > tx.log_capacity() {
                                     break 'segments;
                                 }
                                 tx.free(crate::PPtr::<u8>::from_offset(o))?;
@@ -672,6 +681,9 @@ impl<S: SlotKind> Table<S> {
                                 budget -= 1;
                             }
                         }
+                    }
+                    if tx.log_used() + 128 > tx.log_capacity() {
+                        break 'segments;
                     }
                     tx.free(crate::PPtr::<u8>::from_offset(seg))?;
                     budget = budget.saturating_sub(1);
@@ -749,8 +761,26 @@ impl<'p> BatchCore<'p> {
         let g = hd.depth as u32;
         let mut dir = vec![0u64; 1usize << g];
         src.read(hd.dir, bytemuck::cast_slice_mut(&mut dir))?;
-        for (i, &w) in dir.iter().enumerate() {
-            decode_dir(w, g, hd.dir + i as u64 * 8)?;
+        // Every word decodes, and each segment fills exactly its aligned span: the batch trusts
+        // this copy for in-place writes, so a damaged directory must stop it here.
+        let mut i = 0usize;
+        let mut segs = Vec::new();
+        while i < dir.len() {
+            let at = hd.dir + i as u64 * 8;
+            let (seg, ld) = decode_dir(dir[i], g, at)?;
+            let span = 1usize << (g - ld);
+            if i % span != 0 || dir[i..i + span].iter().any(|&w| w != dir[i]) {
+                return Err(bad_dir(t.hdr));
+            }
+            segs.push(seg);
+            i += span;
+        }
+        let n = segs.len();
+        segs.sort_unstable();
+        segs.dedup();
+        if segs.len() != n {
+            // One segment under two spans: copying it would free it while still referenced.
+            return Err(bad_dir(t.hdr));
         }
         Ok(BatchCore {
             tx: Some(tx),
@@ -813,7 +843,12 @@ impl<'p> BatchCore<'p> {
         let (k, imgs) = split_images::<S>(seed, &old, ld)?;
         let pattern = idx >> (self.depth - ld);
         while self.depth < ld + k {
-            if self.depth >= MAX_DEPTH {
+            // The directory must fit the pool once written: refuse before allocating it here.
+            let heap = {
+                let p = self.tx().pool_inner();
+                p.hdr.max_size.saturating_sub(p.hdr.heap_off)
+            };
+            if self.depth >= MAX_DEPTH || (16u64 << self.depth) > heap {
                 return Err(Error::Aborted(
                     "hash map directory reached its maximum depth".into(),
                 ));
@@ -848,19 +883,54 @@ impl<'p> BatchCore<'p> {
     /// directory and header writes).
     pub fn should_commit(&mut self) -> bool {
         let tx = self.tx();
-        tx.log_used() + 6 * 1024 > tx.log_capacity()
+        let margin = (6 * 1024).min(tx.log_capacity() / 4);
+        tx.log_used() + margin > tx.log_capacity()
     }
 
     /// Write the directory and header changes into the transaction and commit it; then begin
     /// the next one. Afterwards no segment is fresh.
     pub fn commit(&mut self, hdr: u64, reopen: bool) -> Result<()> {
+        if let Err(e) = self.write_dir_and_header(hdr) {
+            // The record may hold part of the directory change: abandon the transaction (its
+            // drop rolls it back) so nothing half-written can ever commit. The batch is over;
+            // what earlier commits made durable stays (the documented prefix).
+            self.tx = None;
+            return Err(e);
+        }
+        let tx = self.tx.take().expect("batch transaction is open");
+        let pool = tx.pool_inner();
+        tx.commit()?;
+        self.persisted_len = self.len;
+        self.changed.clear();
+        self.dir_resized = false;
+        for w in &mut self.dir {
+            *w &= !FRESH;
+        }
+        if reopen {
+            self.tx = Some(Tx::begin(pool)?);
+        }
+        Ok(())
+    }
+
+    /// The directory changes (logged ranges, or a fresh copy of the whole directory when
+    /// they would not fit the record) and the new length, into the transaction.
+    fn write_dir_and_header(&mut self, hdr: u64) -> Result<()> {
         let words: u64 = self.changed.iter().map(|c| c.1).sum();
         let dir_bytes = |d: &[u64]| -> Vec<u8> {
             d.iter()
                 .flat_map(|w| (w & !FRESH).to_le_bytes())
                 .collect::<Vec<u8>>()
         };
-        if self.dir_resized || words > DIR_LOG_MAX_WORDS || self.changed.len() > 64 {
+        let logged_bytes = words as usize * 8 + self.changed.len() * 16;
+        let room = {
+            let tx = self.tx();
+            tx.log_capacity().saturating_sub(tx.log_used() + 256)
+        };
+        if self.dir_resized
+            || words > DIR_LOG_MAX_WORDS
+            || self.changed.len() > 64
+            || logged_bytes > room
+        {
             let bytes = dir_bytes(&self.dir);
             let old = self.persisted_dir;
             let depth = self.depth as u64;
@@ -873,9 +943,9 @@ impl<'p> BatchCore<'p> {
             tx.free(crate::PPtr::<u8>::from_offset(old))?;
             self.persisted_dir = new_dir;
         } else {
-            let changed = std::mem::take(&mut self.changed);
             let dir = self.persisted_dir;
-            for &(first, n) in &changed {
+            for i in 0..self.changed.len() {
+                let (first, n) = self.changed[i];
                 let bytes = dir_bytes(&self.dir[first as usize..(first + n) as usize]);
                 self.tx().write_bytes(dir + first * 8, &bytes)?;
             }
@@ -883,18 +953,6 @@ impl<'p> BatchCore<'p> {
         if self.len != self.persisted_len {
             let len = self.len;
             self.tx().write_bytes(hdr + H_LEN, &len.to_le_bytes())?;
-            self.persisted_len = len;
-        }
-        let tx = self.tx.take().expect("batch transaction is open");
-        let pool = tx.pool_inner();
-        tx.commit()?;
-        self.changed.clear();
-        self.dir_resized = false;
-        for w in &mut self.dir {
-            *w &= !FRESH;
-        }
-        if reopen {
-            self.tx = Some(Tx::begin(pool)?);
         }
         Ok(())
     }
