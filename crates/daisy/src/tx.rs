@@ -493,6 +493,12 @@ impl<'p> Tx<'p> {
         self.pool
     }
 
+    /// Whether this transaction has logged any write (reads must then overlay them).
+    #[inline(always)]
+    pub(crate) fn has_logged_copies(&self) -> bool {
+        !self.st.buf.copies.is_empty()
+    }
+
     /// Bytes of redo log this transaction has used so far.
     #[inline(always)]
     pub(crate) fn log_used(&self) -> usize {

@@ -222,7 +222,7 @@ impl PBytesMap {
                     slot[..8].copy_from_slice(&h.to_le_bytes());
                     slot[8..].copy_from_slice(&obj.to_le_bytes());
                     tx.write_bytes(off, &slot)?;
-                    self.t.add_len(tx, &hd, 1)?;
+                    self.t.add_len(tx, hd.len, 1)?;
                     return Ok(false);
                 }
                 Probe::Full => self.t.split_logged(tx, idx)?,
@@ -245,7 +245,7 @@ impl PBytesMap {
         };
         remove_slot::<BytesSlot>(tx, WriteMode::Logged, self.t.seed, seg, off)?;
         tx.free(PPtr::<u8>::from_offset(obj))?;
-        self.t.add_len(tx, &hd, -1)?;
+        self.t.add_len(tx, hd.len, -1)?;
         Ok(true)
     }
 

@@ -149,8 +149,11 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// Insert or replace; returns the previous value. Durable when it returns.
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
         let this = &*self;
-        this.touch_home(&k);
-        this.t.pool.transaction(|tx| this.insert_in(tx, k, v))
+        let h = hash_bytes(this.t.seed, bytemuck::bytes_of(&k));
+        this.touch_home(&k, h);
+        this.t
+            .pool
+            .transaction(|tx| this.insert_hashed(tx, k, v, h))
     }
 
     /// Load the key's home bucket before the transaction begins. Taking a lane is a locked
@@ -158,15 +161,13 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// issued before it overlaps that wait instead of following it. (Only a hint: the
     /// transaction reads the bucket again.)
     #[inline(always)]
-    fn touch_home(&self, k: &K) {
-        let kb = bytemuck::bytes_of(k);
-        if is_reserved(kb) {
+    fn touch_home(&self, k: &K, h: u64) {
+        if is_reserved(bytemuck::bytes_of(k)) {
             return;
         }
-        let h = hash_bytes(self.t.seed, kb);
         let src = Src::Pool(&self.t.pool.inner);
         if let Ok((_, seg, _, _)) = self.t.locate(&src, h) {
-            if let Ok(w) = src.read_u64(seg + (home_bucket(h) * BUCKET) as u64) {
+            if let Ok(w) = src.read_pod::<u64>(seg + (home_bucket(h) * BUCKET) as u64) {
                 std::hint::black_box(w);
             }
         }
@@ -175,7 +176,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// Remove; returns the value. Durable when it returns.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
         let this = &*self;
-        this.touch_home(k);
+        this.touch_home(k, hash_bytes(this.t.seed, bytemuck::bytes_of(k)));
         this.t.pool.transaction(|tx| this.remove_in(tx, k))
     }
 
@@ -226,6 +227,12 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// (`&self`: the handle's exclusivity is the public methods' `&mut self`.)
     #[inline(always)]
     fn insert_in(&self, tx: &mut Tx, k: K, v: V) -> Result<Option<V>> {
+        let h = hash_bytes(self.t.seed, bytemuck::bytes_of(&k));
+        self.insert_hashed(tx, k, v, h)
+    }
+
+    #[inline(always)]
+    fn insert_hashed(&self, tx: &mut Tx, k: K, v: V, h: u64) -> Result<Option<V>> {
         let kb = bytemuck::bytes_of(&k);
         let vb = bytemuck::bytes_of(&v);
         if is_reserved(kb) {
@@ -234,11 +241,11 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
             if old.is_none() {
                 let hd = Src::Tx(tx).header(self.t.hdr)?;
                 tx.write_bytes(self.t.hdr + H_SPECIAL, &1u64.to_le_bytes())?;
-                self.t.add_len(tx, &hd, 1)?;
+                self.t.add_len(tx, hd.len, 1)?;
             }
             return Ok(old);
         }
-        let h = hash_bytes(self.t.seed, kb);
+
         loop {
             let src = Src::Tx(tx);
             let (idx, seg, _, hd) = self.t.locate(&src, h)?;
@@ -254,7 +261,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
                     slot[..kb.len()].copy_from_slice(kb);
                     slot[kb.len()..kb.len() + vb.len()].copy_from_slice(vb);
                     tx.write_bytes(off, &slot[..kb.len() + vb.len()])?;
-                    self.t.add_len(tx, &hd, 1)?;
+                    self.t.add_len(tx, hd.len, 1)?;
                     return Ok(None);
                 }
                 Probe::Full => self.t.split_logged(tx, idx)?,
@@ -275,7 +282,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
             if old.is_some() {
                 let hd = Src::Tx(tx).header(self.t.hdr)?;
                 tx.write_bytes(self.t.hdr + H_SPECIAL, &0u64.to_le_bytes())?;
-                self.t.add_len(tx, &hd, -1)?;
+                self.t.add_len(tx, hd.len, -1)?;
             }
             return Ok(old);
         }
@@ -286,7 +293,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
             Probe::Found(off) => {
                 let old = read_val::<V>(&src, off + kb.len() as u64)?;
                 remove_slot::<Fixed<K, V>>(tx, WriteMode::Logged, self.t.seed, seg, off)?;
-                self.t.add_len(tx, &hd, -1)?;
+                self.t.add_len(tx, hd.len, -1)?;
                 Ok(Some(old))
             }
             _ => Ok(None),

@@ -99,6 +99,15 @@ const _: () = {
     assert!(H_SPECIAL_VAL as usize + BUCKET <= HEADER_BYTES);
 };
 
+/// The header words every operation reads: `len`, `dir`, `depth` (at [`H_LEN`]).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable, Debug)]
+pub struct Hot {
+    pub len: u64,
+    pub dir: u64,
+    pub depth: u64,
+}
+
 impl MapHeader {
     pub fn immutable_crc(&self) -> u32 {
         crate::checksum::crc32c_append(0, &bytemuck::bytes_of(self)[..32])
@@ -178,6 +187,35 @@ impl Src<'_, '_> {
         }
     }
 
+    /// Read a small `T` (the hot path: header words, a directory word, a bucket). Inline
+    /// copies instead of a byte loop; a transaction's own writes are overlaid when it has any.
+    #[inline(always)]
+    pub fn read_pod<T: Pod>(&self, off: u64) -> Result<T> {
+        let len = std::mem::size_of::<T>() as u64;
+        let direct = match self {
+            Src::Pool(p) => Some(*p),
+            Src::Tx(tx) if !tx.has_logged_copies() => Some(tx.pool_inner()),
+            Src::Tx(_) => None,
+        };
+        match direct {
+            Some(p) => {
+                let end = off.checked_add(len);
+                if off < p.hdr.heap_off || end.is_none_or(|e| e > p.heap_end()) {
+                    return Err(Error::InvalidPointer {
+                        offset: off,
+                        why: "hash map points outside the pool's heap",
+                    });
+                }
+                Ok(p.map.read::<T>(off))
+            }
+            None => {
+                let mut v = T::zeroed();
+                self.read(off, bytemuck::bytes_of_mut(&mut v))?;
+                Ok(v)
+            }
+        }
+    }
+
     #[inline(always)]
     pub fn read_u64(&self, off: u64) -> Result<u64> {
         let mut b = [0u8; 8];
@@ -245,10 +283,9 @@ pub fn probe<S: SlotKind>(
     mut matches: impl FnMut(&[u8]) -> Result<bool>,
 ) -> Result<Probe> {
     let home = home_bucket(h);
-    let mut line = [0u8; BUCKET];
     for p in 0..PROBE {
         let boff = seg + (((home + p) & (SEG_BUCKETS - 1)) * BUCKET) as u64;
-        src.read(boff, &mut line)?;
+        let line: [u8; BUCKET] = src.read_pod(boff)?;
         let mut free = None;
         for s in 0..S::PER_BUCKET {
             let slot = &line[s * S::SLOT..(s + 1) * S::SLOT];
@@ -499,8 +536,8 @@ impl<S: SlotKind> Table<S> {
 
     /// Find the segment of `h`: (directory index, segment offset, local depth, header).
     #[inline(always)]
-    pub fn locate(&self, src: &Src, h: u64) -> Result<(u64, u64, u32, MapHeader)> {
-        let hd = src.header(self.hdr)?;
+    pub fn locate(&self, src: &Src, h: u64) -> Result<(u64, u64, u32, Hot)> {
+        let hd: Hot = src.read_pod(self.hdr + H_LEN)?;
         if hd.depth > MAX_DEPTH as u64 {
             return Err(bad_dir(self.hdr));
         }
@@ -510,7 +547,7 @@ impl<S: SlotKind> Table<S> {
             .dir
             .checked_add(idx * 8)
             .ok_or_else(|| bad_dir(self.hdr))?;
-        let (seg, ld) = decode_dir(src.read_u64(at)?, depth, at)?;
+        let (seg, ld) = decode_dir(src.read_pod::<u64>(at)?, depth, at)?;
         Ok((idx, seg, ld, hd))
     }
 
@@ -582,8 +619,8 @@ impl<S: SlotKind> Table<S> {
 
     /// Add `delta` to `len` (logged).
     #[inline(always)]
-    pub fn add_len(&self, tx: &mut Tx, hd: &MapHeader, delta: i64) -> Result<()> {
-        let len = hd.len.wrapping_add(delta as u64);
+    pub fn add_len(&self, tx: &mut Tx, cur: u64, delta: i64) -> Result<()> {
+        let len = cur.wrapping_add(delta as u64);
         tx.write_bytes(self.hdr + H_LEN, &len.to_le_bytes())
     }
 
