@@ -1,0 +1,130 @@
+//! SVG charts for the report (plotters, SVG backend: the page stays self-contained).
+//!
+//! Times differ by orders of magnitude between mechanisms (DRAM at tens of nanoseconds,
+//! fsync at hundreds of microseconds), so both axes of the hash-map chart are logarithmic, as
+//! seed 000 asks.
+
+use crate::hashbench;
+use plotters::prelude::*;
+
+const COLORS: [RGBColor; 10] = [
+    RGBColor(214, 39, 40),   // daisy: red
+    RGBColor(255, 127, 14),  // daisy-batch: orange
+    RGBColor(31, 119, 180),  // store-flush
+    RGBColor(44, 160, 44),   // pmdk
+    RGBColor(148, 103, 189), // msync-op
+    RGBColor(140, 86, 75),   // msync-end
+    RGBColor(227, 119, 194), // fsync-op
+    RGBColor(127, 127, 127), // fsync-end
+    RGBColor(188, 189, 34),  // dram
+    RGBColor(23, 190, 207),
+];
+
+fn color_of(names: &[&str], m: &str) -> RGBColor {
+    let i = names.iter().position(|n| *n == m).unwrap_or(names.len());
+    COLORS[i % COLORS.len()]
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    format!("chart: {e}")
+}
+
+/// One line per mechanism: `y(row)` against N, both axes logarithmic.
+fn by_n(
+    rows: &[hashbench::Row],
+    title: &str,
+    y_desc: &str,
+    y: impl Fn(&hashbench::Row) -> Option<f64>,
+) -> Result<String, String> {
+    let mut names: Vec<&str> = vec![];
+    for r in rows {
+        if !names.contains(&r.mechanism) {
+            names.push(r.mechanism);
+        }
+    }
+    let pts: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| y(r).map(|v| (r.n as f64, v)))
+        .filter(|p| p.1 > 0.0 && p.1.is_finite())
+        .collect();
+    if pts.is_empty() {
+        return Err("chart: no data".into());
+    }
+    let (xmin, xmax) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (ymin, ymax) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (820, 460)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                (xmin * 0.7..xmax * 1.4).log_scale(),
+                (ymin * 0.5..ymax * 2.0).log_scale(),
+            )
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("N (pairs inserted)")
+            .y_desc(y_desc)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v}"))
+            .draw()
+            .map_err(err)?;
+        for m in &names {
+            let c = color_of(&names, m);
+            let line: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.mechanism == *m)
+                .filter_map(|r| y(r).map(|v| (r.n as f64, v)))
+                .filter(|p| p.1 > 0.0 && p.1.is_finite())
+                .collect();
+            chart
+                .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(*m)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(line.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Nanoseconds per insert by N, every mechanism (log-log).
+pub fn hashmap_ns(rows: &[hashbench::Row]) -> Result<String, String> {
+    by_n(
+        rows,
+        "Hash map: time per insert (log-log)",
+        "ns per insert",
+        |r| Some(r.ns_per_op),
+    )
+}
+
+/// Speed-up against msync-op (msync-op's time / the row's), by N: above 1 is faster.
+pub fn hashmap_vs_msync(rows: &[hashbench::Row]) -> Result<String, String> {
+    by_n(
+        rows,
+        "Hash map: times faster than msync per insert (normalized, log)",
+        "x msync-op",
+        |r| r.speedup_vs_msync_op,
+    )
+}
