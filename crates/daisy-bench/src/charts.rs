@@ -58,9 +58,11 @@ fn by_n(
         .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (820, 460)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (960, 460)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
+        // The legend gets its own column on the right, clear of the lines.
+        let (plot, legend) = root.split_horizontally(800);
+        let mut chart = ChartBuilder::on(&plot)
             .caption(title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
@@ -97,13 +99,16 @@ fn by_n(
                 .draw_series(line.into_iter().map(|p| Circle::new(p, 3, c.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        for (i, m) in names.iter().enumerate() {
+            let c = color_of(&names, m);
+            let y = 50 + i as i32 * 22;
+            legend
+                .draw(&PathElement::new(vec![(4, y), (24, y)], c.stroke_width(3)))
+                .map_err(err)?;
+            legend
+                .draw(&Text::new(m.to_string(), (30, y - 7), ("sans-serif", 14)))
+                .map_err(err)?;
+        }
         root.present().map_err(err)?;
     }
     Ok(svg)
