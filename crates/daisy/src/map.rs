@@ -327,7 +327,7 @@ pub fn msync(addr: usize, len: usize) -> std::io::Result<()> {
 
 /// Write back the cache line containing `p`.
 #[inline(always)]
-pub fn flush_line(instr: FlushInstr, p: *const u8) {
+pub(crate) fn flush_line(instr: FlushInstr, p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the flush instructions only need `p` to be a valid address for the purpose of
     // a cache lookup; the caller passes addresses inside the pool mapping, and the instruction

@@ -121,7 +121,7 @@ fn bad_handles_are_refused() {
     assert!(e.to_string().contains("another pool"), "{e}");
     // Entries too large for a fixed map.
     let e = other
-        .transaction(|tx| PHashMap::<[u64; 5], [u64; 5]>::create_in(tx))
+        .transaction(PHashMap::<[u64; 5], [u64; 5]>::create_in)
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)), "{e}");
 }
