@@ -133,3 +133,102 @@ pub fn hashmap_vs_msync(rows: &[hashbench::Row]) -> Result<String, String> {
         |r| r.speedup_vs_msync_op,
     )
 }
+
+/// Small transactions: nanoseconds per transaction for each case, one bar per mechanism
+/// (log scale: PMDK and fsync are an order of magnitude above the floor).
+pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
+    let mut cases: Vec<&str> = vec![];
+    let mut mechs: Vec<&str> = vec![];
+    for r in rows {
+        if !cases.contains(&r.case.as_str()) {
+            cases.push(&r.case);
+        }
+        if !mechs.contains(&r.mechanism) {
+            mechs.push(r.mechanism);
+        }
+    }
+    let vals: Vec<f64> = rows
+        .iter()
+        .map(|r| r.ns_per_op)
+        .filter(|v| *v > 0.0)
+        .collect();
+    if vals.is_empty() {
+        return Err("chart: no data".into());
+    }
+    let ymin = vals.iter().cloned().fold(f64::MAX, f64::min) * 0.5;
+    let ymax = vals.iter().cloned().fold(f64::MIN, f64::max) * 2.0;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot, legend) = root.split_horizontally(800);
+        let n = cases.len() as f64;
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(
+                "Small transactions: time per transaction (log)",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..n, (ymin..ymax).log_scale())
+            .map_err(err)?;
+        let labels = cases.clone();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(cases.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - x.floor() - 0.5).abs() < 0.01 && i < labels.len() {
+                    labels[i].to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("ns per transaction")
+            .y_label_formatter(&|v| format!("{v}"))
+            .draw()
+            .map_err(err)?;
+        let w = 0.8 / mechs.len() as f64;
+        for r in rows {
+            let (Some(ci), Some(mi)) = (
+                cases.iter().position(|c| *c == r.case),
+                mechs.iter().position(|m| *m == r.mechanism),
+            ) else {
+                continue;
+            };
+            let x0 = ci as f64 + 0.1 + mi as f64 * w;
+            let c = color_of(&["daisy", "_", "store-flush", "pmdk"], r.mechanism);
+            let c = if r.mechanism == "msync" {
+                COLORS[4]
+            } else if r.mechanism == "fsync" {
+                COLORS[6]
+            } else {
+                c
+            };
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, ymin), (x0 + w * 0.9, r.ns_per_op)],
+                    c.filled(),
+                )))
+                .map_err(err)?;
+        }
+        for (i, m) in mechs.iter().enumerate() {
+            let c = match *m {
+                "msync" => COLORS[4],
+                "fsync" => COLORS[6],
+                other => color_of(&["daisy", "_", "store-flush", "pmdk"], other),
+            };
+            let y = 50 + i as i32 * 22;
+            legend
+                .draw(&Rectangle::new([(4, y - 6), (22, y + 6)], c.filled()))
+                .map_err(err)?;
+            legend
+                .draw(&Text::new(m.to_string(), (30, y - 7), ("sans-serif", 14)))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

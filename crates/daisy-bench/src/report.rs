@@ -712,9 +712,17 @@ pub fn html(r: &Report) -> String {
     );
     let _ = writeln!(
         h,
-        "<h2>2. Persistence performance test: small transactions</h2>{}",
-        md_table(&md, "| case |")
+        "<h2>2. Persistence performance test: small transactions</h2>"
     );
+    match crate::charts::tx_ns(&r.tx) {
+        Ok(svg) => {
+            let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
+        }
+        Err(e) => {
+            let _ = writeln!(h, "<p>(chart not drawn: {})</p>", esc(&e));
+        }
+    }
+    let _ = writeln!(h, "{}", md_table(&md, "| case |"));
     let _ = writeln!(
         h,
         "<h2>3. Persistence performance test: hash map (seed 000's table)</h2><ul>"

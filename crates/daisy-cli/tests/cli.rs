@@ -400,10 +400,10 @@ fn report_quick_writes_files_and_verdicts() {
     assert!(std::fs::read_to_string(out.join("hashmap.csv"))
         .unwrap()
         .starts_with("n,mechanism"));
-    // One self-contained page: the verdicts, the tables and the two hash-map charts (SVG).
+    // One self-contained page: the verdicts, the tables and the charts (SVG).
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"));
-    assert_eq!(page.matches("<svg").count(), 2, "two charts");
+    assert_eq!(page.matches("<svg").count(), 3, "three charts");
     assert!(page.matches("<table>").count() >= 5, "tables");
     assert!(page.contains("ns per insert") && page.contains("daisy-batch"));
     assert!(!page.contains("<script"), "no scripts: readable offline");
