@@ -90,12 +90,17 @@ pub enum Mix {
     /// Hash-map operations only (inserts, removes, batches, byte-string entries), so the map
     /// grows through splits and directory doublings within a short run.
     Maps,
+    /// Everything, with the larger key space of `Maps`: the kill torture's mix, so processes
+    /// are also killed while the map grows (verification there runs once per kill, not once
+    /// per crash image, so a bigger map costs little).
+    Kill,
 }
 
 fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
     let mut rng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let (roll, keys) = match mix {
         Mix::Mixed => (rng.gen_range(0..100), MIXED_MAP_KEYS),
+        Mix::Kill => (rng.gen_range(0..100), MAP_KEYS),
         Mix::Maps => (rng.gen_range(60..100), MAP_KEYS),
     };
     match roll {
@@ -591,7 +596,7 @@ fn verify_maps(
 /// Child side: run transactions forever, printing each committed id.
 pub fn child(path: &Path, seed: u64) -> daisy::Result<()> {
     let pool = Pool::open(path, LAYOUT)?;
-    let ct = Ct::open(&pool, seed)?;
+    let ct = Ct::open_mix(&pool, seed, Mix::Kill)?;
     let mut id = pool.read(ct.root).last_tx;
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -626,6 +631,11 @@ pub struct Summary {
     pub failures: u64,
     pub recoveries_replayed: u64,
     pub max_open_micros: u64,
+    /// The fixed-size hash map after the last recovery: entries, segments, global depth (it
+    /// grows through splits while processes are being killed).
+    pub map_entries: u64,
+    pub map_segments: u64,
+    pub map_depth: u32,
     pub seed: u64,
     pub mode: String,
     pub fs: String,
@@ -656,7 +666,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
         ..Default::default()
     };
     drop(pool);
-    let mut model = Model::new();
+    let mut model = Model::with_mix(Mix::Kill);
     let mut rng = SmallRng::seed_from_u64(cfg.seed);
     for kill in 0..cfg.kills {
         let (prog, args) = cfg.child_cmd.split_first().expect("child command");
@@ -751,6 +761,15 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
             break;
         }
         sum.transactions_verified += n;
+        let r = pool.read(pool.root::<CtRoot>()?);
+        if let Some(c) = daisy::collections::check_all(&pool)?
+            .into_iter()
+            .find(|c| c.header == r.map.offset())
+        {
+            sum.map_entries = c.entries;
+            sum.map_segments = c.segments;
+            sum.map_depth = c.depth;
+        }
         pool.close()?;
         progress(&sum);
         if sum.lost > 0 {

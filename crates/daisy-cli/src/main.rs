@@ -781,6 +781,10 @@ fn crashtest_cmd(a: CrashtestArgs) -> Result<ExitCode, String> {
             "kills: {}, transactions verified: {}, lost: {}, failures: {} ({} recoveries re-applied committed transactions; slowest open {} us; {} on {})",
             sum.kills, sum.transactions_verified, sum.lost, sum.failures, sum.recoveries_replayed, sum.max_open_micros, sum.mode, sum.fs
         );
+        println!(
+            "hash map after the last recovery: {} entries in {} segments (directory depth {})",
+            sum.map_entries, sum.map_segments, sum.map_depth
+        );
     }
     Ok(
         if sum.lost == 0 && sum.failures == 0 && sum.kills == a.kills {
