@@ -202,6 +202,10 @@ const HASHMAP_ABOUT: &str = "Seed 000's table: random insertion of N key-value p
 measured for every mechanism side by side in one run, on the same file system and with the same \
 random distinct keys (a seeded generator).\n\n\
 Mechanisms (--mechanisms):\n\
+  daisy        Daisy's persistent hash map (PHashMap<u32, u32>) in a pool: every insert its own \
+transaction, durable when it returns\n\
+  daisy-batch  the same map, the whole run as one batch: one durability point at the end (a \
+crash keeps a prefix of the inserts)\n\
   store-flush  simple table in a mapped file: 8-byte store + flush of its line + fence per \
 operation, no transaction (the physical floor of per-operation durability)\n\
   pmdk-tx      the same table in a PMDK libpmemobj pool, one transaction per operation (skipped \
