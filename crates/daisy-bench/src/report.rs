@@ -62,6 +62,11 @@ pub struct Report {
     pub hashmap: Vec<hashbench::Row>,
     /// What the hash-map benchmark printed about how it measured.
     pub hashmap_notes: Vec<String>,
+    /// Seed 000's own setting for the baseline: the file rivals (msync, fsync) on a disk file
+    /// system, when the pools are on tmpfs and the output directory is on a disk.
+    pub hashmap_disk: Vec<hashbench::Row>,
+    /// The disk directory used and its file system.
+    pub hashmap_disk_dir: Option<(PathBuf, String)>,
     pub verdicts: Vec<Verdict>,
     pub seconds: f64,
 }
@@ -271,8 +276,47 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
     )?;
     bar.finish_and_clear();
 
+    // 3b. The seed's baseline is file persistence on a file system with a device behind it;
+    // on tmpfs msync persists nothing. When the pools are on tmpfs and the output directory is
+    // on a disk, the file rivals run there too (largest N, timed on a prefix if slow).
+    let mut hashmap_disk = vec![];
+    let mut hashmap_disk_dir = None;
+    let out_fs = std::fs::File::open(&cfg.out)
+        .map(|f| daisy::map::fs_type_name(&f).to_string())
+        .unwrap_or_default();
+    if env.fs == "tmpfs" && !out_fs.is_empty() && out_fs != "tmpfs" {
+        let ddir = cfg.out.join("disk-baseline");
+        let n = *hcfg.ns.iter().max().unwrap_or(&100_000);
+        note(&format!(
+            "performance test: msync and fsync on a disk file ({out_fs}, {}), N = {n}",
+            ddir.display()
+        ));
+        let dcfg = hashbench::Config {
+            dir: ddir.clone(),
+            ns: vec![n],
+            mechanisms: ["msync-op", "msync-end", "fsync-op", "fsync-end"]
+                .iter()
+                .map(|m| m.to_string())
+                .collect(),
+            op: hashbench::Op::Insert,
+            runs: 1,
+            seed: cfg.seed,
+            max_secs: 5.0,
+        };
+        let r = hashbench::run(&dcfg, |_| {}, |_, _, _| {}, |_| {});
+        let _ = std::fs::remove_dir_all(&ddir);
+        match r {
+            Ok(rows) => {
+                hashmap_disk = rows;
+                hashmap_disk_dir = Some((ddir, out_fs));
+            }
+            Err(e) => note(&format!("disk baseline not measured: {e}")),
+        }
+    }
+
     let mut verdicts = verdicts(&functional, &tx, &env);
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
+    verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.insert(
         1,
         match &power_fail {
@@ -304,9 +348,54 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         tx,
         hashmap,
         hashmap_notes,
+        hashmap_disk,
+        hashmap_disk_dir,
         verdicts,
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// Seed 000's own setting: Daisy on (emulated) NVM against file persistence on a disk.
+fn disk_verdicts(
+    pm: &[hashbench::Row],
+    disk: &[hashbench::Row],
+    dir: &Option<(PathBuf, String)>,
+) -> Vec<Verdict> {
+    let mut v = vec![];
+    let Some((_, fs)) = dir else {
+        return v;
+    };
+    for (ours, theirs, what) in [
+        (
+            "daisy-batch",
+            "msync-end",
+            "insert all, then one durability point",
+        ),
+        ("daisy", "msync-op", "every insert durable"),
+    ] {
+        let Some(m) = disk.iter().find(|r| r.mechanism == theirs) else {
+            continue;
+        };
+        let Some(d) = pm.iter().find(|r| r.mechanism == ours && r.n == m.n) else {
+            continue;
+        };
+        let ratio = m.total_ms / d.total_ms;
+        v.push(Verdict {
+            name: format!("performance: seed 000 setting, {ours} vs {theirs} on disk"),
+            passed: ratio >= 1.05,
+            text: format!(
+                "Seed 000's setting, hash map N = {} ({what}): Daisy on NVM (tmpfs) {:.1} ms, \
+                 {theirs} on a disk file ({fs}) {}{:.1} ms: {ratio:.1}x (requirement: at least \
+                 1.05x): {}",
+                m.n,
+                d.total_ms,
+                if m.extrapolated { "~" } else { "" },
+                m.total_ms,
+                if ratio >= 1.05 { "PASS" } else { "FAIL" }
+            ),
+        });
+    }
+    v
 }
 
 /// Seed 000's comparison at the largest N: "insert all pairs and persist" (daisy-batch against
@@ -615,6 +704,34 @@ pub fn markdown(r: &Report) -> String {
          this report: the Redis benchmark (it arrives with the server); the charts are in \
          report.html."
     );
+    if let Some((dir, fs)) = &r.hashmap_disk_dir {
+        let _ = writeln!(
+            s,
+            "\n### Seed 000's setting: file persistence on a disk\n\nOn tmpfs msync and fsync \
+             persist nothing (no device), so the file rivals also ran on a disk file system \
+             ({fs}, {}), as in seed 000, where NVM is compared with file persistence:\n",
+            dir.display()
+        );
+        let _ = writeln!(
+            s,
+            "| N (disk) | mechanism | total ms | ns/insert | syncs per insert |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|");
+        for row in &r.hashmap_disk {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {}{:.1} | {:.0} | {} |",
+                row.n,
+                row.mechanism,
+                if row.extrapolated { "~" } else { "" },
+                row.total_ms,
+                row.ns_per_op,
+                row.syncs_per_op
+                    .map(|v| format!("{v:.6}"))
+                    .unwrap_or_else(|| "-".into())
+            );
+        }
+    }
     s
 }
 
@@ -744,7 +861,15 @@ pub fn html(r: &Report) -> String {
             }
         }
     }
-    let _ = writeln!(h, "{}</body></html>", md_table(&md, "| N |"));
+    let _ = writeln!(h, "{}", md_table(&md, "| N |"));
+    if r.hashmap_disk_dir.is_some() {
+        let _ = writeln!(
+            h,
+            "<h3>Seed 000's setting: file persistence on a disk</h3>{}",
+            md_table(&md, "| N (disk) |")
+        );
+    }
+    let _ = writeln!(h, "</body></html>");
     h
 }
 

@@ -615,3 +615,43 @@ fn help_is_available_everywhere() {
         assert!(text(&o).contains("Usage"), "{args:?}");
     }
 }
+
+/// With the pools on tmpfs and the report written to a disk, the file rivals also run on the
+/// disk (seed 000's setting) and get verdicts of their own. Skipped where the temporary
+/// directory is itself on tmpfs.
+#[test]
+fn report_measures_file_rivals_on_a_disk() {
+    let out = tempfile::tempdir().unwrap();
+    let fs = std::process::Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(out.path())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if fs == "tmpfs" || fs.is_empty() {
+        eprintln!("skipped: {} is on {fs:?}", out.path().display());
+        return;
+    }
+    let pools = tmpdir();
+    let o = run(daisy()
+        .args(["report", "--quick", "--seed", "4"])
+        .arg("--out")
+        .arg(out.path())
+        .arg("--dir")
+        .arg(pools.path()));
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("Seed 000's setting") && t.contains("on a disk file"),
+        "{t}"
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap();
+    let rows = v["hashmap_disk"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["mechanism"] == "msync-op"), "{v}");
+    assert!(
+        !out.path().join("disk-baseline").exists(),
+        "scratch files removed"
+    );
+}
