@@ -7,22 +7,42 @@
 use crate::hashbench;
 use plotters::prelude::*;
 
-const COLORS: [RGBColor; 10] = [
-    RGBColor(214, 39, 40),   // daisy: red
-    RGBColor(255, 127, 14),  // daisy-batch: orange
-    RGBColor(31, 119, 180),  // store-flush
-    RGBColor(44, 160, 44),   // pmdk
-    RGBColor(148, 103, 189), // msync-op
-    RGBColor(140, 86, 75),   // msync-end
-    RGBColor(227, 119, 194), // fsync-op
-    RGBColor(127, 127, 127), // fsync-end
-    RGBColor(188, 189, 34),  // dram
-    RGBColor(23, 190, 207),
-];
+/// One colour per mechanism, the same in every chart (bench tx calls PMDK `pmdk` and the
+/// file rivals `msync`/`fsync`; bench hashmap names their per-op and end variants).
+fn mech_color(m: &str) -> RGBColor {
+    match m {
+        "daisy" => RGBColor(214, 39, 40),
+        "daisy-batch" => RGBColor(255, 127, 14),
+        "store-flush" => RGBColor(31, 119, 180),
+        "pmdk" | "pmdk-tx" => RGBColor(44, 160, 44),
+        "msync" | "msync-op" => RGBColor(148, 103, 189),
+        "msync-end" => RGBColor(140, 86, 75),
+        "fsync" | "fsync-op" => RGBColor(227, 119, 194),
+        "fsync-end" => RGBColor(127, 127, 127),
+        "dram" => RGBColor(188, 189, 34),
+        _ => RGBColor(23, 190, 207),
+    }
+}
 
-fn color_of(names: &[&str], m: &str) -> RGBColor {
-    let i = names.iter().position(|n| *n == m).unwrap_or(names.len());
-    COLORS[i % COLORS.len()]
+/// The legend, in its own column right of the plot: a line or a box per mechanism.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    names: &[&str],
+    boxes: bool,
+) -> Result<(), String> {
+    for (i, m) in names.iter().enumerate() {
+        let c = mech_color(m);
+        let y = 50 + i as i32 * 22;
+        if boxes {
+            area.draw(&Rectangle::new([(4, y - 6), (22, y + 6)], c.filled()))
+        } else {
+            area.draw(&PathElement::new(vec![(4, y), (24, y)], c.stroke_width(3)))
+        }
+        .map_err(err)?;
+        area.draw(&Text::new(m.to_string(), (30, y - 7), ("sans-serif", 14)))
+            .map_err(err)?;
+    }
+    Ok(())
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -81,7 +101,7 @@ fn by_n(
             .draw()
             .map_err(err)?;
         for m in &names {
-            let c = color_of(&names, m);
+            let c = mech_color(m);
             let line: Vec<(f64, f64)> = rows
                 .iter()
                 .filter(|r| r.mechanism == *m)
@@ -99,16 +119,7 @@ fn by_n(
                 .draw_series(line.into_iter().map(|p| Circle::new(p, 3, c.filled())))
                 .map_err(err)?;
         }
-        for (i, m) in names.iter().enumerate() {
-            let c = color_of(&names, m);
-            let y = 50 + i as i32 * 22;
-            legend
-                .draw(&PathElement::new(vec![(4, y), (24, y)], c.stroke_width(3)))
-                .map_err(err)?;
-            legend
-                .draw(&Text::new(m.to_string(), (30, y - 7), ("sans-serif", 14)))
-                .map_err(err)?;
-        }
+        draw_legend(&legend, &names, false)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -199,14 +210,7 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
                 continue;
             };
             let x0 = ci as f64 + 0.1 + mi as f64 * w;
-            let c = color_of(&["daisy", "_", "store-flush", "pmdk"], r.mechanism);
-            let c = if r.mechanism == "msync" {
-                COLORS[4]
-            } else if r.mechanism == "fsync" {
-                COLORS[6]
-            } else {
-                c
-            };
+            let c = mech_color(r.mechanism);
             chart
                 .draw_series(std::iter::once(Rectangle::new(
                     [(x0, ymin), (x0 + w * 0.9, r.ns_per_op)],
@@ -214,20 +218,7 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
                 )))
                 .map_err(err)?;
         }
-        for (i, m) in mechs.iter().enumerate() {
-            let c = match *m {
-                "msync" => COLORS[4],
-                "fsync" => COLORS[6],
-                other => color_of(&["daisy", "_", "store-flush", "pmdk"], other),
-            };
-            let y = 50 + i as i32 * 22;
-            legend
-                .draw(&Rectangle::new([(4, y - 6), (22, y + 6)], c.filled()))
-                .map_err(err)?;
-            legend
-                .draw(&Text::new(m.to_string(), (30, y - 7), ("sans-serif", 14)))
-                .map_err(err)?;
-        }
+        draw_legend(&legend, &mechs, true)?;
         root.present().map_err(err)?;
     }
     Ok(svg)

@@ -430,6 +430,18 @@ impl Ct {
 
 /// Everything reachable from the root (for leak and dangling-pointer checks).
 pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
+    let r = pool.read(pool.root::<CtRoot>()?);
+    let mut out = reachable_outside_maps(pool)?;
+    for m in [r.map.offset(), r.bmap.offset()] {
+        if m != 0 {
+            out.extend(daisy::collections::map_objects(pool, m)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The root, the list and the blob (the maps' objects come from their own walk).
+fn reachable_outside_maps(pool: &Pool) -> daisy::Result<Vec<u64>> {
     let root = pool.root::<CtRoot>()?;
     let r = pool.read(root);
     let mut out = vec![root.offset()];
@@ -442,11 +454,6 @@ pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
     }
     if !r.blob.is_null() {
         out.push(r.blob.offset());
-    }
-    for m in [r.map.offset(), r.bmap.offset()] {
-        if m != 0 {
-            out.extend(daisy::collections::map_objects(pool, m)?);
-        }
     }
     Ok(out)
 }
@@ -543,21 +550,23 @@ fn verify_with(
             }
         }
     }
-    verify_maps(m, b, model, &mut bad)?;
-    let reach = reachable(pool)?;
+    // The maps' checks walk their objects already: reuse that walk for reachability (this
+    // runs on every crash image of the simulator).
+    let mut reach = reachable_outside_maps(pool)?;
+    reach.extend(verify_maps(m, b, model, &mut bad)?);
     let rep = pool.check(Some(&reach));
     bad.extend(rep.problems.into_iter().map(|p| format!("pool check: {p}")));
     Ok(bad)
 }
 
 /// Compare both maps with the model: entry count, an order-independent digest of the
-/// contents, and the maps' own invariants (`check`).
+/// contents, and the maps' own invariants (`check`). Returns the objects the maps own.
 fn verify_maps(
     m: &PHashMap<u32, u32>,
     b: &PBytesMap,
     model: &Model,
     bad: &mut Vec<String>,
-) -> daisy::Result<()> {
+) -> daisy::Result<Vec<u64>> {
     let (mut n, mut d) = (0usize, 0u64);
     for e in m.iter()? {
         let (k, v) = e?;
@@ -587,10 +596,12 @@ fn verify_maps(
             if d == want { "match" } else { "differ" }
         ));
     }
+    let mut objects = vec![];
     for c in [m.check(), b.check()] {
         bad.extend(c.problems.iter().map(|p| format!("{} check: {p}", c.kind)));
+        objects.extend(c.objects);
     }
-    Ok(())
+    Ok(objects)
 }
 
 /// Child side: run transactions forever, printing each committed id.

@@ -42,6 +42,19 @@ pub enum Workload {
 /// split that doubles the directory (found by a dry run on a scratch pool).
 const HASHMAP_LEAD: u64 = 20;
 
+/// A workload's pool: small to start (crash images stay cheap), growing on demand; the dry
+/// run and the simulated run use the same one.
+fn workload_pool(path: &Path) -> Result<Pool, String> {
+    Pool::create(
+        path,
+        &PoolOptions::new(crashtest::LAYOUT)
+            .size(1 << 20)
+            .max_size(32 << 20)
+            .lanes(4),
+    )
+    .map_err(|e| e.to_string())
+}
+
 /// The id of the first transaction of the `Maps` mix that takes the fixed-size map from two
 /// segments to three (a split that also doubles the directory), by a dry run without the
 /// simulator. The workload is deterministic in the seed, so the real run splits there too.
@@ -52,14 +65,7 @@ fn first_doubling_split(dir: &Path, seed: u64) -> Result<u64, String> {
     ));
     let _ = std::fs::remove_file(&path);
     let r = (|| {
-        let pool = Pool::create(
-            &path,
-            &PoolOptions::new(crashtest::LAYOUT)
-                .size(1 << 20)
-                .max_size(64 << 20)
-                .lanes(4),
-        )
-        .map_err(|e| e.to_string())?;
+        let pool = workload_pool(&path)?;
         let ct = crashtest::Ct::open_mix(&pool, seed, crashtest::Mix::Maps)
             .map_err(|e| e.to_string())?;
         for id in 1..=50_000 {
@@ -364,14 +370,7 @@ pub fn run_workload(
     let scratch = dir.join(format!("daisy-powerfail-{tag}.image"));
     let _ = std::fs::remove_file(&path);
     let result = (|| {
-        let pool = Pool::create(
-            &path,
-            &PoolOptions::new(crashtest::LAYOUT)
-                .size(1 << 20)
-                .max_size(32 << 20)
-                .lanes(4),
-        )
-        .map_err(|e| e.to_string())?;
+        let pool = workload_pool(&path)?;
         let ct =
             Arc::new(crashtest::Ct::open_mix(&pool, seed, w.mix()).map_err(|e| e.to_string())?);
         let mut model = Model::with_mix(w.mix());

@@ -121,7 +121,7 @@ impl PBytesMap {
     /// Open the map at `id`; finishes a `clear` a crash interrupted.
     pub fn open(pool: &Pool, id: PPtr<PBytesMap>) -> Result<PBytesMap> {
         let t = Table::open(pool, id.offset(), WHAT)?;
-        t.finish_garbage()?;
+        t.finish_interrupted_clear()?;
         Ok(PBytesMap { t })
     }
 

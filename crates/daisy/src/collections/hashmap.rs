@@ -128,7 +128,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     pub fn open(pool: &Pool, id: PPtr<PHashMap<K, V>>) -> Result<PHashMap<K, V>> {
         check_types::<K, V>()?;
         let t = Table::open(pool, id.offset(), WHAT)?;
-        t.finish_garbage()?;
+        t.finish_interrupted_clear()?;
         Ok(PHashMap { t })
     }
 
@@ -150,33 +150,14 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
         let this = &*self;
         let h = hash_bytes(this.t.seed, bytemuck::bytes_of(&k));
-        this.touch_home(&k, h);
         this.t
             .pool
             .transaction(|tx| this.insert_hashed(tx, k, v, h))
     }
 
-    /// Load the key's home bucket before the transaction begins. Taking a lane is a locked
-    /// instruction, which waits for the previous commit's cache-line write-backs; a cache miss
-    /// issued before it overlaps that wait instead of following it. (Only a hint: the
-    /// transaction reads the bucket again.)
-    #[inline(always)]
-    fn touch_home(&self, k: &K, h: u64) {
-        if is_reserved(bytemuck::bytes_of(k)) {
-            return;
-        }
-        let src = Src::Pool(&self.t.pool.inner);
-        if let Ok((_, seg, _, _)) = self.t.locate(&src, h) {
-            if let Ok(w) = src.read_pod::<u64>(seg + (home_bucket(h) * BUCKET) as u64) {
-                std::hint::black_box(w);
-            }
-        }
-    }
-
     /// Remove; returns the value. Durable when it returns.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
         let this = &*self;
-        this.touch_home(k, hash_bytes(this.t.seed, bytemuck::bytes_of(k)));
         this.t.pool.transaction(|tx| this.remove_in(tx, k))
     }
 
@@ -210,11 +191,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     }
 
     fn special_get(&self, src: &Src) -> Result<Option<V>> {
-        let hd = src.header(self.t.hdr)?;
-        if hd.special == 0 {
-            return Ok(None);
-        }
-        Ok(Some(read_val::<V>(src, self.t.hdr + H_SPECIAL_VAL)?))
+        special_read(src, self.t.hdr)
     }
 
     /// Insert or replace inside the caller's transaction.
@@ -236,11 +213,9 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         let kb = bytemuck::bytes_of(&k);
         let vb = bytemuck::bytes_of(&v);
         if is_reserved(kb) {
-            let old = self.special_get(&Src::Tx(tx))?;
-            tx.write_bytes(self.t.hdr + H_SPECIAL_VAL, vb)?;
+            let old = special_write::<V>(tx, self.t.hdr, Some(vb))?;
             if old.is_none() {
                 let hd = Src::Tx(tx).header(self.t.hdr)?;
-                tx.write_bytes(self.t.hdr + H_SPECIAL, &1u64.to_le_bytes())?;
                 self.t.add_len(tx, hd.len, 1)?;
             }
             return Ok(old);
@@ -278,10 +253,9 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     fn remove_in(&self, tx: &mut Tx, k: &K) -> Result<Option<V>> {
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
-            let old = self.special_get(&Src::Tx(tx))?;
+            let old = special_write::<V>(tx, self.t.hdr, None)?;
             if old.is_some() {
                 let hd = Src::Tx(tx).header(self.t.hdr)?;
-                tx.write_bytes(self.t.hdr + H_SPECIAL, &0u64.to_le_bytes())?;
                 self.t.add_len(tx, hd.len, -1)?;
             }
             return Ok(old);
@@ -387,6 +361,33 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     }
 }
 
+/// The value of the reserved all-ones key (kept in the header, since all-ones key bytes mark
+/// an empty slot), as `src` sees it.
+fn special_read<V: Pod>(src: &Src, hdr: u64) -> Result<Option<V>> {
+    if src.header(hdr)?.special == 0 {
+        return Ok(None);
+    }
+    Ok(Some(read_val::<V>(src, hdr + H_SPECIAL_VAL)?))
+}
+
+/// Set (`Some`) or clear (`None`) the reserved key's entry; returns the old value. Logged:
+/// the header is never a fresh object. The caller adjusts the length (+1 when an insert added
+/// the key, -1 when a remove took it).
+fn special_write<V: Pod>(tx: &mut Tx, hdr: u64, v: Option<&[u8]>) -> Result<Option<V>> {
+    let old = special_read::<V>(&Src::Tx(tx), hdr)?;
+    match v {
+        Some(vb) => {
+            tx.write_bytes(hdr + H_SPECIAL_VAL, vb)?;
+            if old.is_none() {
+                tx.write_bytes(hdr + H_SPECIAL, &1u64.to_le_bytes())?;
+            }
+        }
+        None if old.is_some() => tx.write_bytes(hdr + H_SPECIAL, &0u64.to_le_bytes())?,
+        None => {}
+    }
+    Ok(old)
+}
+
 #[inline(always)]
 fn read_val<V: Pod>(src: &Src, off: u64) -> Result<V> {
     let mut v = V::zeroed();
@@ -481,18 +482,8 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     }
 
     fn special_insert(&mut self, vb: &[u8]) -> Result<Option<V>> {
-        let hdr = self.hdr;
-        let tx = self.core.tx();
-        let src = Src::Tx(tx);
-        let hd = src.header(hdr)?;
-        let old = if hd.special != 0 {
-            Some(read_val::<V>(&src, hdr + H_SPECIAL_VAL)?)
-        } else {
-            None
-        };
-        tx.write_bytes(hdr + H_SPECIAL_VAL, vb)?;
+        let old = special_write::<V>(self.core.tx(), self.hdr, Some(vb))?;
         if old.is_none() {
-            tx.write_bytes(hdr + H_SPECIAL, &1u64.to_le_bytes())?;
             self.core.len += 1;
         }
         Ok(old)
@@ -505,13 +496,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
             let hdr = self.hdr;
-            let src = Src::Tx(self.core.tx());
-            let hd = src.header(hdr)?;
-            return if hd.special != 0 {
-                Ok(Some(read_val::<V>(&src, hdr + H_SPECIAL_VAL)?))
-            } else {
-                Ok(None)
-            };
+            return special_read(&Src::Tx(self.core.tx()), hdr);
         }
         let h = hash_bytes(self.seed, kb);
         let (_, seg, _, _) = self.core.locate(h);
@@ -527,17 +512,11 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
         self.before_op()?;
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
-            let hdr = self.hdr;
-            let tx = self.core.tx();
-            let src = Src::Tx(tx);
-            let hd = src.header(hdr)?;
-            if hd.special == 0 {
-                return Ok(None);
+            let old = special_write::<V>(self.core.tx(), self.hdr, None)?;
+            if old.is_some() {
+                self.core.len -= 1;
             }
-            let old = read_val::<V>(&src, hdr + H_SPECIAL_VAL)?;
-            tx.write_bytes(hdr + H_SPECIAL, &0u64.to_le_bytes())?;
-            self.core.len -= 1;
-            return Ok(Some(old));
+            return Ok(old);
         }
         let h = hash_bytes(self.seed, kb);
         loop {

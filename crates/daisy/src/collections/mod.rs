@@ -33,45 +33,14 @@ pub fn map_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
             why: "no valid map header there".into(),
         });
     }
+    let entries = h.kind == KIND_BYTES;
     let mut out = vec![hdr, h.dir];
-    let g = h.depth as u32;
-    let mut i = 0u64;
-    let mut img = vec![0u8; SEG_BYTES];
-    while i < (1u64 << g) {
-        let at = h.dir + i * 8;
-        let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
-        out.push(seg);
-        if h.kind == KIND_BYTES {
-            src.read(seg, &mut img)?;
-            for slot in img.chunks_exact(16) {
-                let p = u64::from_le_bytes(slot[8..16].try_into().unwrap());
-                if p != 0 {
-                    out.push(p);
-                }
-            }
-        }
-        i += 1u64 << (g - ld);
-    }
+    owned_by_dir(&src, h.dir, h.depth as u32, 0, entries, &mut out)?;
     if h.garbage_dir != 0 {
         // An interrupted clear: the detached directory and what it still owns.
         out.push(h.garbage_dir);
-        let g = h.garbage_depth;
-        let mut i = h.garbage_pos as u64;
-        while g <= MAX_DEPTH && i < (1u64 << g) {
-            let at = h.garbage_dir + i * 8;
-            let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
-            out.push(seg);
-            if h.kind == KIND_BYTES {
-                src.read(seg, &mut img)?;
-                for slot in img.chunks_exact(16) {
-                    let p = u64::from_le_bytes(slot[8..16].try_into().unwrap());
-                    if p != 0 {
-                        out.push(p);
-                    }
-                }
-            }
-            i += 1u64 << (g - ld);
-        }
+        let (g, from) = (h.garbage_depth, h.garbage_pos as u64);
+        owned_by_dir(&src, h.garbage_dir, g, from, entries, &mut out)?;
     }
     Ok(out)
 }

@@ -248,6 +248,77 @@ fn bad_dir(hdr: u64) -> Error {
     }
 }
 
+/// The directory's words (the caller checked with [`dir_fits`] or a depth bound that they
+/// are few enough to read).
+pub fn read_dir(src: &Src, dir: u64, depth: u32) -> Result<Vec<u64>> {
+    let mut words = vec![0u64; 1usize << depth];
+    src.read(dir, bytemuck::cast_slice_mut(&mut words))?;
+    Ok(words)
+}
+
+/// The segments of a directory, one per span: (first word, segment, local depth). Checks
+/// what every reader relies on: each word decodes, a segment of local depth L fills exactly
+/// its aligned run of 2^(G-L) words, and no segment appears under two runs (copying or
+/// freeing it would leave the other run dangling).
+pub fn dir_spans(
+    words: &[u64],
+    depth: u32,
+    dir: u64,
+) -> std::result::Result<Vec<(u64, u64, u32)>, String> {
+    let mut out = Vec::new();
+    let mut i = 0usize;
+    while i < words.len() {
+        let at = dir + i as u64 * 8;
+        let (seg, ld) = decode_dir(words[i], depth, at).map_err(|e| format!("word {i}: {e}"))?;
+        let span = 1usize << (depth - ld);
+        if i % span != 0 || words[i..i + span].iter().any(|&w| w != words[i]) {
+            return Err(format!(
+                "words {i}..{}: a segment of local depth {ld} must fill its aligned run",
+                i + span
+            ));
+        }
+        out.push((i as u64, seg, ld));
+        i += span;
+    }
+    let mut segs: Vec<u64> = out.iter().map(|s| s.1).collect();
+    segs.sort_unstable();
+    if let Some(w) = segs.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("segment {:#x} appears under two runs", w[0]));
+    }
+    Ok(out)
+}
+
+/// Push every object a directory owns, from word `from` on: its segments and, for
+/// byte-string maps (`entries`), the entry objects their slots point to. Used for the live
+/// directory and for one a `clear` detached (whose freed part lies before `garbage_pos`).
+pub fn owned_by_dir(
+    src: &Src,
+    dir: u64,
+    depth: u32,
+    from: u64,
+    entries: bool,
+    out: &mut Vec<u64>,
+) -> Result<()> {
+    let words = read_dir(src, dir, depth)?;
+    let spans = dir_spans(&words, depth, dir).map_err(|_| Error::InvalidPointer {
+        offset: dir,
+        why: "hash map directory is inconsistent",
+    })?;
+    let mut img = vec![0u8; SEG_BYTES];
+    for (_, seg, _) in spans.into_iter().filter(|s| s.0 >= from) {
+        out.push(seg);
+        if entries {
+            src.read(seg, &mut img)?;
+            out.extend(
+                img.chunks_exact(16)
+                    .map(|slot| u64::from_le_bytes(slot[8..16].try_into().unwrap()))
+                    .filter(|&p| p != 0),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Result of probing a segment for a key.
 pub enum Probe {
     /// The key is in the slot at this offset.
@@ -636,15 +707,8 @@ impl<S: SlotKind> Table<S> {
             return Err(bad_dir(self.hdr));
         }
         let g = hd.depth as u32;
-        let mut out = Vec::new();
-        let mut i = 0u64;
-        while i < (1u64 << g) {
-            let at = hd.dir.checked_add(i * 8).ok_or_else(|| bad_dir(self.hdr))?;
-            let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
-            out.push((i, seg, ld));
-            i += 1u64 << (g - ld);
-        }
-        Ok(out)
+        let words = read_dir(src, hd.dir, g)?;
+        dir_spans(&words, g, hd.dir).map_err(|_| bad_dir(self.hdr))
     }
 
     /// Replace the map's contents with an empty table (one transaction), then free the old
@@ -666,6 +730,15 @@ impl<S: SlotKind> Table<S> {
             w[40..48].copy_from_slice(&0u64.to_le_bytes()); // special
             tx.write_bytes(self.hdr + H_LEN, &w)
         })?;
+        self.finish_garbage()
+    }
+
+    /// At open: finish a `clear` a crash interrupted, if there is one (the common case reads
+    /// one header word and runs no transaction).
+    pub fn finish_interrupted_clear(&self) -> Result<()> {
+        if Src::Pool(&self.pool.inner).header(self.hdr)?.garbage_dir == 0 {
+            return Ok(());
+        }
         self.finish_garbage()
     }
 
@@ -796,29 +869,9 @@ impl<'p> BatchCore<'p> {
             return Err(bad_dir(t.hdr));
         }
         let g = hd.depth as u32;
-        let mut dir = vec![0u64; 1usize << g];
-        src.read(hd.dir, bytemuck::cast_slice_mut(&mut dir))?;
-        // Every word decodes, and each segment fills exactly its aligned span: the batch trusts
-        // this copy for in-place writes, so a damaged directory must stop it here.
-        let mut i = 0usize;
-        let mut segs = Vec::new();
-        while i < dir.len() {
-            let at = hd.dir + i as u64 * 8;
-            let (seg, ld) = decode_dir(dir[i], g, at)?;
-            let span = 1usize << (g - ld);
-            if i % span != 0 || dir[i..i + span].iter().any(|&w| w != dir[i]) {
-                return Err(bad_dir(t.hdr));
-            }
-            segs.push(seg);
-            i += span;
-        }
-        let n = segs.len();
-        segs.sort_unstable();
-        segs.dedup();
-        if segs.len() != n {
-            // One segment under two spans: copying it would free it while still referenced.
-            return Err(bad_dir(t.hdr));
-        }
+        let dir = read_dir(&src, hd.dir, g)?;
+        // The batch trusts this copy for in-place writes: a damaged directory stops it here.
+        dir_spans(&dir, g, hd.dir).map_err(|_| bad_dir(t.hdr))?;
         Ok(BatchCore {
             tx: Some(tx),
             dir,
@@ -1085,31 +1138,14 @@ pub fn check_table(
     // (hash, slot offset) of every entry: duplicates are found by sorting.
     let mut keys: Vec<(u64, u64)> = Vec::with_capacity(hd.len.min(1 << 24) as usize);
     let mut count = 0u64;
-    let mut i = 0u64;
-    while i < (1u64 << g) {
-        let (seg, ld) = match decode_dir(dir[i as usize], g, hd.dir + i * 8) {
-            Ok(x) => x,
-            Err(e) => {
-                r.problems.push(format!("directory word {i}: {e}"));
-                return r;
-            }
-        };
-        let span = 1u64 << (g - ld);
-        if i % span != 0 {
-            r.problems.push(format!(
-                "directory word {i}: segment span not aligned (local depth {ld})"
-            ));
+    let spans = match dir_spans(&dir, g, hd.dir) {
+        Ok(s) => s,
+        Err(e) => {
+            r.problems.push(format!("directory {e}"));
             return r;
         }
-        for j in i..i + span {
-            if dir[j as usize] != dir[i as usize] {
-                r.problems.push(format!(
-                    "directory words {i}..{}: a segment of local depth {ld} must fill them all",
-                    i + span
-                ));
-                return r;
-            }
-        }
+    };
+    for (i, seg, ld) in spans {
         let pattern = i >> (g - ld);
         r.segments += 1;
         r.objects.push(seg);
@@ -1174,12 +1210,9 @@ pub fn check_table(
                         }
                     }
                 }
-                // Duplicates: same key, same hash. Keys are compared only when hashes
-                // collide (no per-entry allocation: this runs on every crash image).
                 keys.push((h, seg + at as u64));
             }
         }
-        i += span;
     }
     // Duplicates: the same key has the same hash. Keys are compared only when hashes are
     // equal, with no per-entry allocation (this runs on every crash image of the simulator).
@@ -1217,30 +1250,18 @@ pub fn check_table(
         // directory still owns is the map's too.
         r.objects.push(hd.garbage_dir);
         let g = hd.garbage_depth;
-        let mut i = hd.garbage_pos as u64;
-        let mut img = vec![0u8; SEG_BYTES];
         if !dir_fits(pool, hd.garbage_dir, g as u64) {
             r.problems
                 .push("the detached directory does not fit the pool".to_string());
-            i = u64::MAX;
-        }
-        while g <= MAX_DEPTH && i < (1u64 << g) {
-            let at = hd.garbage_dir + i * 8;
-            let Ok((seg, ld)) = src.read_u64(at).and_then(|w| decode_dir(w, g, at)) else {
-                r.problems
-                    .push(format!("detached directory word {i} is invalid"));
-                break;
-            };
-            r.objects.push(seg);
-            if d.stored_hash && src.read(seg, &mut img).is_ok() {
-                for slot in img.chunks_exact(d.slot) {
-                    if !d.is_empty(slot) {
-                        r.objects
-                            .push(u64::from_le_bytes(slot[8..16].try_into().unwrap()));
-                    }
-                }
-            }
-            i += 1u64 << (g - ld);
+        } else if let Err(e) = owned_by_dir(
+            &src,
+            hd.garbage_dir,
+            g,
+            hd.garbage_pos as u64,
+            d.stored_hash,
+            &mut r.objects,
+        ) {
+            r.problems.push(format!("detached directory: {e}"));
         }
     }
     r
