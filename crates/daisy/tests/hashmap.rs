@@ -748,3 +748,57 @@ fn other_map_format_version_is_refused() {
         all[0].problems
     );
 }
+
+/// A crash inside `clear`, after the new empty table is committed and before the old objects
+/// are freed: the header keeps the detached directory, so nothing leaks (`pool check` with the
+/// map's objects as reachable is clean), and the next open frees the rest.
+#[test]
+fn clear_interrupted_by_a_crash_is_finished_at_open() {
+    let dir = tmp();
+    let path = dir.path().join("clear-crash.pool");
+    let pool = new_pool(&dir, "clear-crash.pool");
+    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
+    let id = pool
+        .transaction(|tx| {
+            let id = PBytesMap::create_in_with_seed(tx, 21)?;
+            tx.write(root, &id)?;
+            Ok::<_, Error>(id)
+        })
+        .unwrap();
+    let mut m = PBytesMap::open(&pool, id).unwrap();
+    let empty = pool.objects().unwrap().len();
+    for k in 0..3000u32 {
+        m.insert(format!("key{k}").as_bytes(), &[7u8; 40]).unwrap();
+    }
+    // The transaction that installs the empty table commits, then the process "dies" before
+    // applying it or freeing anything.
+    pool.fail_next_apply_for_test();
+    assert!(
+        m.clear().is_err(),
+        "the pool is poisoned after the simulated death"
+    );
+    drop(m);
+    pool.crash_for_test();
+
+    let pool = Pool::open(&path, "test.hashmap").unwrap();
+    let owned = daisy::collections::map_objects(&pool, id.offset()).unwrap();
+    assert!(
+        owned.len() > 3000,
+        "the detached entries are still owned by the map"
+    );
+    let reach: Vec<u64> = owned.into_iter().chain([root.offset()]).collect();
+    let rep = pool.check(Some(&reach));
+    assert!(rep.ok(), "{rep:?}");
+    let all = daisy::collections::check_all(&pool).unwrap();
+    assert!(all[0].problems.is_empty(), "{:?}", all[0].problems);
+    assert_eq!(all[0].entries, 0, "the committed clear emptied the map");
+
+    let m = PBytesMap::open(&pool, id).unwrap();
+    assert_eq!(m.len().unwrap(), 0);
+    assert_eq!(
+        pool.objects().unwrap().len(),
+        empty,
+        "open finished freeing"
+    );
+    assert_ok(&m.check());
+}
