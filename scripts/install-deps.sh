@@ -4,7 +4,7 @@
 # then report the rivals they could not measure).
 set -euo pipefail
 
-want=(libpmemobj-dev)
+want=(libpmemobj-dev redis-server redis-tools)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
