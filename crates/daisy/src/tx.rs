@@ -511,6 +511,14 @@ impl<'p> Tx<'p> {
         self.pool.hdr.slot_size as usize
     }
 
+    /// Bytes of redo log still free in this transaction's record. A caller that packs many
+    /// operations into one transaction (group commit) ends it and starts another before this
+    /// runs low; a transaction that outgrows its record fails with [`Error::TxTooLarge`].
+    #[inline(always)]
+    pub fn log_room(&self) -> usize {
+        self.log_capacity().saturating_sub(self.log_used())
+    }
+
     /// Write into an object this transaction allocated with [`Tx::alloc_bytes_cached`] or
     /// [`Tx::alloc_zeroed_bytes`], in place, without logging and without noting it dirty: those
     /// calls noted the whole object dirty, so commit flushes these bytes too. The caller (a

@@ -802,3 +802,101 @@ fn clear_interrupted_by_a_crash_is_finished_at_open() {
     );
     assert_ok(&m.check());
 }
+
+/// Byte maps: entries read in place, cursor scans that see every key exactly once while the
+/// table grows underneath (splits and directory doublings between calls), random keys, and
+/// `clear_with` changing the caller's word atomically with the clear.
+#[test]
+fn bytes_map_entries_scan_random_and_clear_with() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "scan.pool");
+    let root = pool.root::<[u64; 2]>().unwrap();
+    let id = pool
+        .transaction(|tx| {
+            let id = PBytesMap::create_in_with_seed(tx, 9)?;
+            tx.write(root, &[id.offset(), 0])?;
+            Ok::<_, Error>(id)
+        })
+        .unwrap();
+    let mut m = PBytesMap::open(&pool, id).unwrap();
+    let key = |i: u32| format!("key:{i:06}").into_bytes();
+    for i in 0..3000u32 {
+        m.insert(&key(i), &i.to_le_bytes().repeat(1 + i as usize % 5))
+            .unwrap();
+    }
+    // In-place reads of a value, whole and in part.
+    let e = m.entry(&key(7)).unwrap().unwrap();
+    assert_eq!((e.key_len(), e.value_len()), (10, 4 * 3));
+    let mut part = [0u8; 4];
+    m.read_value(&e, 8, &mut part).unwrap();
+    assert_eq!(part, 7u32.to_le_bytes());
+    assert!(
+        m.read_value(&e, 9, &mut part).is_err(),
+        "past the value's end"
+    );
+    assert!(m.entry(b"absent").unwrap().is_none());
+
+    // A scan with inserts between the calls: the 3000 old keys come back exactly once.
+    let mut seen = HashMap::<Vec<u8>, u32>::new();
+    let (mut cursor, mut calls, mut next_new) = (0u64, 0, 100_000u32);
+    loop {
+        let mut out = Vec::new();
+        cursor = m.scan(cursor, 10, &mut out).unwrap();
+        calls += 1;
+        for (k, e) in out {
+            assert_eq!(m.entry(&k).unwrap(), Some(e));
+            *seen.entry(k).or_default() += 1;
+        }
+        for _ in 0..20 {
+            m.insert(&key(next_new), b"new").unwrap();
+            next_new += 1;
+        }
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert!(
+        calls > 50,
+        "COUNT 10 over 3000 keys took only {calls} calls"
+    );
+    for i in 0..3000 {
+        assert_eq!(
+            seen.get(&key(i)),
+            Some(&1),
+            "key {i} seen {:?} times",
+            seen.get(&key(i))
+        );
+    }
+    assert!(seen.values().all(|&n| n == 1), "a key came back twice");
+    assert_ok(&m.check());
+
+    // Random keys are keys of the map, and not always the same one.
+    let picks: std::collections::HashSet<Vec<u8>> = pool
+        .transaction(|tx| {
+            (0..50u64)
+                .map(|r| m.random_key_tx(tx, r.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|k| k.unwrap())
+        .collect();
+    assert!(
+        picks.len() > 20,
+        "only {} distinct random keys",
+        picks.len()
+    );
+    assert!(picks.iter().all(|k| m.contains_key(k).unwrap()));
+
+    m.clear_with(|tx| tx.write(root, &[id.offset(), 77]))
+        .unwrap();
+    assert_eq!(pool.read(root)[1], 77);
+    assert_eq!(m.len().unwrap(), 0);
+    let mut out = Vec::new();
+    assert_eq!(m.scan(0, 10, &mut out).unwrap(), 0);
+    assert!(out.is_empty());
+    assert!(pool
+        .transaction(|tx| m.random_key_tx(tx, 5))
+        .unwrap()
+        .is_none());
+}

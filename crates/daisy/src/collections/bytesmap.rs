@@ -255,6 +255,135 @@ impl PBytesMap {
         self.t.clear()
     }
 
+    /// [`clear`](Self::clear), running `extra` inside the transaction that empties the map:
+    /// the caller's bookkeeping (a counter next to the map, say) changes atomically with it.
+    pub fn clear_with(&mut self, extra: impl FnOnce(&mut Tx) -> Result<()>) -> Result<()> {
+        self.t.clear_with(extra)
+    }
+
+    /// Where `key`'s entry is in the committed map, without copying its value: read the
+    /// value (or part of it) with [`read_value`](Self::read_value).
+    pub fn entry(&self, key: &[u8]) -> Result<Option<EntryRef>> {
+        self.entry_in(&Src::Pool(&self.t.pool.inner), key)
+    }
+
+    /// [`entry`](Self::entry) as transaction `tx` sees the map.
+    pub fn entry_tx(&self, tx: &Tx, key: &[u8]) -> Result<Option<EntryRef>> {
+        self.t.same_pool(tx)?;
+        self.entry_in(&Src::Tx(tx), key)
+    }
+
+    fn entry_in(&self, src: &Src, key: &[u8]) -> Result<Option<EntryRef>> {
+        let Some((_, obj)) = self.find(src, key)? else {
+            return Ok(None);
+        };
+        let (kl, vl) = entry_lens(src, obj)?;
+        Ok(Some(EntryRef {
+            obj,
+            key_len: kl as u32,
+            value_len: vl as u32,
+        }))
+    }
+
+    /// Copy `out.len()` bytes of the entry's value, starting at byte `from`, from the
+    /// committed map.
+    pub fn read_value(&self, e: &EntryRef, from: usize, out: &mut [u8]) -> Result<()> {
+        read_value_in(&Src::Pool(&self.t.pool.inner), e, from, out)
+    }
+
+    /// [`read_value`](Self::read_value) as transaction `tx` sees the map.
+    pub fn read_value_tx(&self, tx: &Tx, e: &EntryRef, from: usize, out: &mut [u8]) -> Result<()> {
+        self.t.same_pool(tx)?;
+        read_value_in(&Src::Tx(tx), e, from, out)
+    }
+
+    /// Cursor iteration over the committed map (the model of Redis's SCAN): returns the
+    /// keys (with their entries) whose hash lies in `[cursor, next)`, about `count` of them,
+    /// and `next`; start with cursor 0, stop when `next` is 0.
+    ///
+    /// A segment holds one contiguous range of hash values (its directory prefix), so the
+    /// cursor is a hash value and the ranges of successive calls are disjoint and cover the
+    /// whole hash space in order, however the table grows or shrinks in between. Hence the
+    /// guarantee, stronger than Redis's: a key present for the whole iteration is returned
+    /// exactly once, and no key is returned twice.
+    pub fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<(Vec<u8>, EntryRef)>,
+    ) -> Result<u64> {
+        self.scan_in(&Src::Pool(&self.t.pool.inner), cursor, count, out)
+    }
+
+    /// [`scan`](Self::scan) as transaction `tx` sees the map.
+    pub fn scan_tx(
+        &self,
+        tx: &Tx,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<(Vec<u8>, EntryRef)>,
+    ) -> Result<u64> {
+        self.t.same_pool(tx)?;
+        self.scan_in(&Src::Tx(tx), cursor, count, out)
+    }
+
+    fn scan_in(
+        &self,
+        src: &Src,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<(Vec<u8>, EntryRef)>,
+    ) -> Result<u64> {
+        let (_, seg, ld, hd) = self.t.locate(src, cursor)?;
+        // The segment's hash range: every hash with the same top `ld` bits as the cursor.
+        let seg_start = if ld == 0 {
+            0
+        } else {
+            (cursor >> (64 - ld)) << (64 - ld)
+        };
+        let seg_end = seg_start as u128 + (1u128 << (64 - ld));
+        // A sub-range expected to hold about `count` entries (hashes are uniform).
+        let step = ((count.max(1) as u128) << 64) / (hd.len.max(1) as u128);
+        let end = (cursor as u128 + step.max(1)).min(seg_end);
+        let mut img = vec![0u8; SEG_BYTES];
+        src.read(seg, &mut img)?;
+        for slot in img.chunks_exact(BytesSlot::SLOT) {
+            if BytesSlot::is_empty(slot) {
+                continue;
+            }
+            let h = BytesSlot::entry_hash(0, slot);
+            if h < cursor || h as u128 >= end {
+                continue;
+            }
+            let obj = slot_ptr(slot);
+            out.push(read_entry_key(src, obj)?);
+        }
+        // `end` > cursor, so a next cursor is never 0 unless the hash space is done.
+        Ok(if end >= 1u128 << 64 { 0 } else { end as u64 })
+    }
+
+    /// A key chosen at random (uniformly over hash space, so about uniformly over keys) from
+    /// the map as `tx` sees it; `None` when the map is empty. `r` is the caller's random word.
+    pub fn random_key_tx(&self, tx: &Tx, r: u64) -> Result<Option<Vec<u8>>> {
+        self.t.same_pool(tx)?;
+        let src = Src::Tx(tx);
+        if self.t.locate(&src, 0)?.3.len == 0 {
+            return Ok(None);
+        }
+        let mut cursor = r;
+        let mut found = Vec::new();
+        // Each call covers at least 1/len of the hash space (or a whole segment), so this
+        // ends; the bound only guards a damaged `len`.
+        for _ in 0..(1 << 20) {
+            let next = self.scan_in(&src, cursor, 4, &mut found)?;
+            if let Some((k, _)) = found.pop() {
+                return Ok(Some(k));
+            }
+            cursor = next;
+        }
+        Ok(None)
+    }
+
     /// Every (key, value), in no particular order, from the committed map.
     pub fn iter(&self) -> Result<impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + '_> {
         let pool = &self.t.pool.inner;
@@ -282,6 +411,57 @@ impl PBytesMap {
     pub fn check(&self) -> MapCheck {
         check_bytes(&self.t.pool.inner, self.t.hdr)
     }
+}
+
+/// Where an entry of a [`PBytesMap`] lives, from [`PBytesMap::entry`] or a scan. It stays
+/// valid until that key is next changed (a stale one reads whatever the block then holds,
+/// always inside the pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryRef {
+    obj: u64,
+    key_len: u32,
+    value_len: u32,
+}
+
+impl EntryRef {
+    pub fn key_len(&self) -> usize {
+        self.key_len as usize
+    }
+
+    pub fn value_len(&self) -> usize {
+        self.value_len as usize
+    }
+}
+
+fn read_value_in(src: &Src, e: &EntryRef, from: usize, out: &mut [u8]) -> Result<()> {
+    if from
+        .checked_add(out.len())
+        .is_none_or(|end| end > e.value_len as usize)
+    {
+        return Err(Error::Unsupported(format!(
+            "read of {} bytes at {from} past the end of a {}-byte value",
+            out.len(),
+            e.value_len
+        )));
+    }
+    src.read(obj_value(e) + from as u64, out)
+}
+
+#[inline(always)]
+fn obj_value(e: &EntryRef) -> u64 {
+    e.obj + 8 + e.key_len as u64
+}
+
+fn read_entry_key(src: &Src, obj: u64) -> Result<(Vec<u8>, EntryRef)> {
+    let (kl, vl) = entry_lens(src, obj)?;
+    let mut k = vec![0u8; kl];
+    src.read(obj + 8, &mut k)?;
+    let e = EntryRef {
+        obj,
+        key_len: kl as u32,
+        value_len: vl as u32,
+    };
+    Ok((k, e))
 }
 
 fn read_entry(src: &Src, obj: u64) -> Result<(Vec<u8>, Vec<u8>)> {

@@ -715,8 +715,15 @@ impl<S: SlotKind> Table<S> {
     /// segments a bounded number per transaction. A crash in between leaves the old directory
     /// recorded in the header; the next `clear`, `open` or `finish_garbage` call continues.
     pub fn clear(&self) -> Result<()> {
+        self.clear_with(|_| Ok(()))
+    }
+
+    /// [`Table::clear`], with `extra` run inside the transaction that empties the map (so a
+    /// caller's own bookkeeping changes atomically with it).
+    pub fn clear_with(&self, extra: impl FnOnce(&mut Tx) -> Result<()>) -> Result<()> {
         self.finish_garbage()?;
         self.pool.transaction(|tx| {
+            extra(tx)?;
             let hd = Src::Tx(tx).header(self.hdr)?;
             let seg = tx.alloc_bytes(&new_segment_image::<S>())?.offset();
             let dir = tx.alloc_bytes(&seg.to_le_bytes())?.offset();
