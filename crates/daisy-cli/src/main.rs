@@ -35,6 +35,10 @@ enum Cmd {
     /// Benchmarks: Daisy against its rivals, measured side by side in one run.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// A Redis-protocol server whose keyspace lives in a pool: every write is durable before
+    /// it is acknowledged, and a restart serves at once (no snapshot or log to load).
+    /// Stops on SIGTERM, SIGINT or SHUTDOWN.
+    Serve(ServeArgs),
     /// The test report: the persistence functional test and the performance tests, written to
     /// report.md, results.json and CSV files, with verdicts against seed 000's requirement.
     /// Exits non-zero when the functional test failed.
@@ -108,6 +112,37 @@ enum PoolCmd {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// The keyspace's pool: opened when it exists, created otherwise.
+    #[arg(long, default_value = "/dev/shm/daisy-kv.pool")]
+    pool: PathBuf,
+    /// Address to listen on (loopback by default: expose it deliberately).
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: String,
+    /// TCP port (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 6379)]
+    port: u16,
+    /// Require AUTH with this password before any other command.
+    #[arg(long, env = "DAISY_REQUIREPASS", hide_env_values = true)]
+    requirepass: Option<String>,
+    /// Most clients connected at once (more are refused with Redis's error).
+    #[arg(long, default_value_t = 10_000)]
+    max_clients: usize,
+    /// Initial size of a new pool.
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    size: u64,
+    /// A new pool grows on demand up to this size; when it is full, writes answer -OOM.
+    #[arg(long, default_value = "16GiB", value_parser = parse_size)]
+    max_size: u64,
+    /// Persistence mode [auto: pmem on tmpfs/DAX, msync elsewhere].
+    #[arg(long, value_enum, default_value = "auto")]
+    mode: ModeArg,
+    /// Print only errors.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -373,6 +408,21 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Cmd::Pool(p) => pool_cmd(p),
         Cmd::Crashtest(a) => crashtest_cmd(a),
         Cmd::Report(a) => report_cmd(a),
+        Cmd::Serve(a) => {
+            let o = daisy_kv::Options {
+                pool: a.pool,
+                bind: a.bind,
+                port: a.port,
+                requirepass: a.requirepass,
+                max_clients: a.max_clients,
+                size: a.size,
+                max_size: a.max_size,
+                mode: a.mode.into(),
+                quiet: a.quiet,
+            };
+            daisy_kv::serve(&o, |_| {})?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::CrashtestChild { pool, seed } => {
             crashtest::child(&pool, seed).map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)

@@ -809,6 +809,13 @@ impl Pool {
     }
 
     /// Every allocated object, in offset order.
+    /// (bytes, objects) allocated in the heap, without listing them: a scan of the chunk
+    /// table and the run bitmaps (no object is read), for statistics such as a server's
+    /// memory figure.
+    pub fn usage(&self) -> Result<(u64, u64)> {
+        self.inner.usage()
+    }
+
     pub fn objects(&self) -> Result<Vec<ObjectInfo>> {
         self.inner.allocated_objects()
     }
@@ -1157,6 +1164,22 @@ impl PoolInner {
     /// Every allocated object (scan of the chunk table and run bitmaps).
     pub fn allocated_objects(&self) -> Result<Vec<ObjectInfo>> {
         let mut out = Vec::new();
+        self.for_each_object(|o| out.push(o))?;
+        Ok(out)
+    }
+
+    /// (bytes, objects) allocated: the same scan, counting only.
+    pub fn usage(&self) -> Result<(u64, u64)> {
+        let (mut bytes, mut n) = (0, 0);
+        self.for_each_object(|o| {
+            bytes += o.size;
+            n += 1;
+        })?;
+        Ok((bytes, n))
+    }
+
+    fn for_each_object(&self, mut out: impl FnMut(ObjectInfo)) -> Result<()> {
+        let out = &mut out;
         let chunks = self.heap_chunks();
         let mut c = 0;
         while c < chunks {
@@ -1174,7 +1197,7 @@ impl PoolInner {
                             ),
                         ));
                     }
-                    out.push(ObjectInfo {
+                    out(ObjectInfo {
                         off: self.geo.chunk_start(c),
                         size: n as u64 * CHUNK_SIZE,
                     });
@@ -1190,7 +1213,7 @@ impl PoolInner {
                             bits &= bits - 1;
                             let idx = w * 64 + b;
                             if idx < n as u64 {
-                                out.push(ObjectInfo {
+                                out(ObjectInfo {
                                     off: self.geo.block_off(c, class, idx as u32),
                                     size: SIZE_CLASSES[class as usize] as u64,
                                 });
@@ -1207,7 +1230,7 @@ impl PoolInner {
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     pub fn check(&self, reachable: Option<&[u64]>) -> CheckReport {

@@ -215,6 +215,37 @@ pub(crate) struct LaneState {
     pub dirty: DirtyLines,
 }
 
+/// Entries a transaction holds before its lookups switch from scanning to indexes.
+const INDEX_FROM: usize = 24;
+
+/// A hash map for the transaction's indexes: keys are pool offsets, not attacker-chosen,
+/// so a fast multiplicative hash is enough (std's SipHash would cost more than the scan).
+type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<OffsetHasher>>;
+
+#[derive(Default)]
+struct OffsetHasher(u64);
+
+impl std::hash::Hasher for OffsetHasher {
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline(always)]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    #[inline(always)]
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64);
+    }
+}
+
 /// Reusable buffers of a lane's current transaction.
 pub(crate) struct TxBuffers {
     /// The log record being built: [`LOG_HEADER_SIZE`] bytes reserved for the header (filled
@@ -225,6 +256,13 @@ pub(crate) struct TxBuffers {
     copies: Vec<(u64, u64, usize)>,
     /// Bit-operation entries: (word, kind, mask position in payload), merged per word.
     bitops: Vec<(u64, u8, usize)>,
+    /// Once a transaction holds more than [`INDEX_FROM`] entries (a group commit of many
+    /// operations), lookups go through these indexes instead of scanning the lists, so a
+    /// big transaction costs O(1) per read and write, not O(entries). Small transactions
+    /// never build them. `copy_lines`: cache line -> indexes of the copies touching it, in
+    /// log order. `bitop_index`: (word, kind) -> mask position.
+    copy_lines: FastMap<u64, Vec<u32>>,
+    bitop_index: FastMap<(u64, u8), usize>,
     /// Objects allocated by this transaction: (offset, size). Written in place.
     fresh: Vec<(u64, u64)>,
     /// Blocks taken from the lane cache: (offset, class), returned on abort.
@@ -250,6 +288,8 @@ impl Default for TxBuffers {
             n_entries: 0,
             copies: Vec::new(),
             bitops: Vec::new(),
+            copy_lines: FastMap::default(),
+            bitop_index: FastMap::default(),
             fresh: Vec::new(),
             reserved: Vec::new(),
             chunks_taken: Vec::new(),
@@ -262,6 +302,84 @@ impl Default for TxBuffers {
 }
 
 impl TxBuffers {
+    /// Position of the mask of the bit-operation entry for (`word`, `kind`), if any.
+    #[inline(always)]
+    fn find_bitop(&self, word: u64, kind: u8) -> Option<usize> {
+        if self.bitops.len() <= INDEX_FROM {
+            // Newest first: consecutive allocations usually share a bitmap word.
+            self.bitops
+                .iter()
+                .rev()
+                .find(|e| e.0 == word && e.1 == kind)
+                .map(|e| e.2)
+        } else {
+            self.bitop_index.get(&(word, kind)).copied()
+        }
+    }
+
+    fn push_bitop(&mut self, e: (u64, u8, usize)) {
+        self.bitops.push(e);
+        if self.bitops.len() > INDEX_FROM {
+            if self.bitop_index.is_empty() {
+                for &(w, k, p) in &self.bitops {
+                    self.bitop_index.insert((w, k), p);
+                }
+            } else {
+                self.bitop_index.insert((e.0, e.1), e.2);
+            }
+        }
+    }
+
+    fn push_copy(&mut self, e: (u64, u64, usize)) {
+        self.copies.push(e);
+        if self.copies.len() > INDEX_FROM {
+            let from = if self.copy_lines.is_empty() {
+                0
+            } else {
+                self.copies.len() - 1
+            };
+            for i in from..self.copies.len() {
+                let (t, len, _) = self.copies[i];
+                for line in t / 64..=(t + len.max(1) - 1) / 64 {
+                    self.copy_lines.entry(line).or_default().push(i as u32);
+                }
+            }
+        }
+    }
+
+    /// Overlay this transaction's logged copies on `out`, read from `off`.
+    #[inline(always)]
+    fn overlay(&self, off: u64, out: &mut [u8]) {
+        let end = off + out.len() as u64;
+        let mut apply = |t: u64, len: u64, pos: usize, lo: u64, hi: u64| {
+            let (s, e) = (t.max(lo), (t + len).min(hi));
+            if s < e {
+                let src = pos + (s - t) as usize;
+                let n = (e - s) as usize;
+                out[(s - off) as usize..(s - off) as usize + n]
+                    .copy_from_slice(&self.record[src..src + n]);
+            }
+        };
+        if self.copies.len() <= INDEX_FROM {
+            for &(t, len, pos) in &self.copies {
+                apply(t, len, pos, off, end);
+            }
+            return;
+        }
+        if off == end {
+            return;
+        }
+        for line in off / 64..=(end - 1) / 64 {
+            if let Some(ids) = self.copy_lines.get(&line) {
+                let (lo, hi) = ((line * 64).max(off), (line * 64 + 64).min(end));
+                for &i in ids {
+                    let (t, len, pos) = self.copies[i as usize];
+                    apply(t, len, pos, lo, hi);
+                }
+            }
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.record.len() == LOG_HEADER_SIZE
     }
@@ -271,6 +389,8 @@ impl TxBuffers {
         self.n_entries = 0;
         self.copies.clear();
         self.bitops.clear();
+        self.copy_lines.clear();
+        self.bitop_index.clear();
         self.fresh.clear();
         self.reserved.clear();
         self.chunks_taken.clear();
@@ -403,7 +523,7 @@ impl<'p> Tx<'p> {
             b.record.resize(pos + padded, 0);
         }
         b.n_entries += 1;
-        b.copies.push((target, data.len() as u64, pos));
+        b.push_copy((target, data.len() as u64, pos));
         Ok(())
     }
 
@@ -420,13 +540,7 @@ impl<'p> Tx<'p> {
     /// Add `mask` to the OR/AND-NOT entry for `word`, creating it if needed.
     fn log_bitop(&mut self, word: u64, kind: EntryKind, mask: u64) -> Result<()> {
         let b = &mut self.st.buf;
-        // Newest first: consecutive allocations usually share a bitmap word.
-        if let Some(&(_, _, pos)) = b
-            .bitops
-            .iter()
-            .rev()
-            .find(|e| e.0 == word && e.1 == kind as u8)
-        {
+        if let Some(pos) = b.find_bitop(word, kind as u8) {
             let m = u64::from_le_bytes(b.record[pos..pos + 8].try_into().unwrap()) | mask;
             b.record[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
             return Ok(());
@@ -438,7 +552,7 @@ impl<'p> Tx<'p> {
         let pos = b.record.len();
         b.record.extend_from_slice(&mask.to_le_bytes());
         b.n_entries += 1;
-        b.bitops.push((word, kind as u8, pos));
+        b.push_bitop((word, kind as u8, pos));
         Ok(())
     }
 
@@ -561,17 +675,7 @@ impl<'p> Tx<'p> {
     pub fn read_bytes(&self, off: u64, out: &mut [u8]) -> Result<()> {
         self.check_user_range(off, out.len() as u64)?;
         self.pool.map.read_bytes(off, out);
-        let end = off + out.len() as u64;
-        let b = &self.st.buf;
-        for &(t, len, pos) in &b.copies {
-            let (s, e) = (t.max(off), (t + len).min(end));
-            if s < e {
-                let src = pos + (s - t) as usize;
-                let n = (e - s) as usize;
-                out[(s - off) as usize..(s - off) as usize + n]
-                    .copy_from_slice(&b.record[src..src + n]);
-            }
-        }
+        self.st.buf.overlay(off, out);
         Ok(())
     }
 
@@ -819,11 +923,8 @@ impl<'p> Tx<'p> {
     /// The mask already logged for `word` with `kind` in this transaction (0 if none).
     fn pending_mask(&self, word: u64, kind: EntryKind) -> u64 {
         let b = &self.st.buf;
-        b.bitops
-            .iter()
-            .rev()
-            .find(|e| e.0 == word && e.1 == kind as u8)
-            .map(|e| u64::from_le_bytes(b.record[e.2..e.2 + 8].try_into().unwrap()))
+        b.find_bitop(word, kind as u8)
+            .map(|p| u64::from_le_bytes(b.record[p..p + 8].try_into().unwrap()))
             .unwrap_or(0)
     }
 
@@ -955,13 +1056,9 @@ impl<'p> Tx<'p> {
                 .block_at(chunk, class, off)
                 .expect("block start");
             let buf = &mut self.st.buf;
-            let e = buf
-                .bitops
-                .iter()
-                .rev()
-                .find(|e| e.0 == b.bitmap_word && e.1 == EntryKind::Or as u8)
+            let pos = buf
+                .find_bitop(b.bitmap_word, EntryKind::Or as u8)
                 .expect("allocation logged its bit");
-            let pos = e.2;
             let m = u64::from_le_bytes(buf.record[pos..pos + 8].try_into().unwrap()) & !b.mask;
             buf.record[pos..pos + 8].copy_from_slice(&m.to_le_bytes());
             self.st.alloc.caches[class as usize].push(off);

@@ -140,7 +140,9 @@ impl PBytesMap {
     /// Insert or replace; true when a value was replaced. Durable when it returns.
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
         let this = &*self;
-        this.t.pool.transaction(|tx| this.insert_in(tx, key, value))
+        this.t
+            .pool
+            .transaction(|tx| this.insert_in(tx, key, &[value]))
     }
 
     /// Remove; true when the key was present. Durable when it returns.
@@ -190,18 +192,28 @@ impl PBytesMap {
     /// Insert or replace inside the caller's transaction; true when a value was replaced.
     pub fn insert_tx(&mut self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
         self.t.same_pool(tx)?;
-        self.insert_in(tx, key, value)
+        self.insert_in(tx, key, &[value])
     }
 
-    fn insert_in(&self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
+    /// [`insert_tx`](Self::insert_tx) of the value that is the concatenation of `parts`
+    /// (saves the caller a copy when a value is a header plus a payload).
+    pub fn insert_parts_tx(&mut self, tx: &mut Tx, key: &[u8], parts: &[&[u8]]) -> Result<bool> {
+        self.t.same_pool(tx)?;
+        self.insert_in(tx, key, parts)
+    }
+
+    fn insert_in(&self, tx: &mut Tx, key: &[u8], parts: &[&[u8]]) -> Result<bool> {
+        let vlen: usize = parts.iter().map(|p| p.len()).sum();
         check_len("key", key.len())?;
-        check_len("value", value.len())?;
+        check_len("value", vlen)?;
         let h = hash_bytes(self.t.seed, key);
-        let mut entry = Vec::with_capacity(8 + key.len() + value.len());
+        let mut entry = Vec::with_capacity(8 + key.len() + vlen);
         entry.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        entry.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        entry.extend_from_slice(&(vlen as u32).to_le_bytes());
         entry.extend_from_slice(key);
-        entry.extend_from_slice(value);
+        for p in parts {
+            entry.extend_from_slice(p);
+        }
         loop {
             let src = Src::Tx(tx);
             let (idx, seg, _, hd) = self.t.locate(&src, h)?;

@@ -1,0 +1,318 @@
+//! RESP2 framing: parsing requests (multibulk and inline) out of a connection's input buffer
+//! without copying them, and writing replies.
+//!
+//! The parser never allocates from a length it read: a bulk or multibulk count over the
+//! limit is refused by its header alone, and argument ranges point into the input buffer.
+
+use std::ops::Range;
+
+/// Redis's limits (defaults as Redis 7: proto-max-bulk-len 512 MB, inline 64 KB).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_bulk_len: u64,
+    pub max_multibulk_len: u64,
+    pub max_inline_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bulk_len: 512 << 20,
+            max_multibulk_len: i32::MAX as u64,
+            max_inline_len: 64 << 10,
+        }
+    }
+}
+
+/// Outcome of one parse attempt at the start of `buf`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    /// Not a whole request yet: read more.
+    Incomplete,
+    /// One request of `consumed` bytes; its arguments were pushed (none for an empty line
+    /// or `*0`, which Redis skips).
+    Request { consumed: usize },
+    /// A protocol error (Redis's text, without "ERR "): reply it and close the connection.
+    Error(String),
+}
+
+/// Find `\r\n` at or after `from`; the index of `\r`.
+#[inline]
+fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 1 < buf.len() {
+        match buf[i + 1..].iter().position(|&b| b == b'\n') {
+            Some(p) => {
+                let nl = i + 1 + p;
+                if buf[nl - 1] == b'\r' {
+                    return Some(nl - 1);
+                }
+                i = nl;
+            }
+            None => return None,
+        }
+    }
+    None
+}
+
+/// Parse a decimal integer as Redis's string2ll does (optional '-', no '+', no spaces).
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let (neg, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let d = (d - b'0') as i64;
+        v = if neg {
+            v.checked_mul(10)?.checked_sub(d)?
+        } else {
+            v.checked_mul(10)?.checked_add(d)?
+        };
+    }
+    if neg && v == 0 {
+        return None; // "-0"
+    }
+    Some(v)
+}
+
+/// Parse one request at the start of `buf`, pushing argument ranges into `args`.
+pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
+    args.clear();
+    if buf.is_empty() {
+        return Parsed::Incomplete;
+    }
+    if buf[0] != b'*' {
+        return parse_inline(buf, args, lim);
+    }
+    let Some(end) = find_crlf(buf, 1) else {
+        if buf.len() > lim.max_inline_len {
+            return Parsed::Error("Protocol error: too big mbulk count string".into());
+        }
+        return Parsed::Incomplete;
+    };
+    let count = match parse_i64(&buf[1..end]) {
+        Some(n) if (n as i128) <= lim.max_multibulk_len as i128 => n,
+        _ => return Parsed::Error("Protocol error: invalid multibulk length".into()),
+    };
+    let mut pos = end + 2;
+    if count <= 0 {
+        return Parsed::Request { consumed: pos };
+    }
+    for _ in 0..count {
+        if pos >= buf.len() {
+            return Parsed::Incomplete;
+        }
+        if buf[pos] != b'$' {
+            return Parsed::Error(format!(
+                "Protocol error: expected '$', got '{}'",
+                buf[pos] as char
+            ));
+        }
+        let Some(end) = find_crlf(buf, pos + 1) else {
+            if buf.len() - pos > lim.max_inline_len {
+                return Parsed::Error("Protocol error: too big bulk count string".into());
+            }
+            return Parsed::Incomplete;
+        };
+        let len = match parse_i64(&buf[pos + 1..end]) {
+            Some(n) if n >= 0 && n as u64 <= lim.max_bulk_len => n as usize,
+            _ => return Parsed::Error("Protocol error: invalid bulk length".into()),
+        };
+        let start = end + 2;
+        if buf.len() < start + len + 2 {
+            return Parsed::Incomplete;
+        }
+        if &buf[start + len..start + len + 2] != b"\r\n" {
+            // Redis trusts the length and then fails on the missing CRLF the same way.
+            return Parsed::Error("Protocol error: invalid bulk length".into());
+        }
+        args.push(start..start + len);
+        pos = start + len + 2;
+    }
+    Parsed::Request { consumed: pos }
+}
+
+/// An inline request: one line, arguments split on spaces and tabs (no quoting: send
+/// arguments with spaces as multibulk, as every client library does).
+fn parse_inline(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        if buf.len() > lim.max_inline_len {
+            return Parsed::Error("Protocol error: too big inline request".into());
+        }
+        return Parsed::Incomplete;
+    };
+    if nl > lim.max_inline_len {
+        return Parsed::Error("Protocol error: too big inline request".into());
+    }
+    let line_end = if nl > 0 && buf[nl - 1] == b'\r' {
+        nl - 1
+    } else {
+        nl
+    };
+    let mut i = 0;
+    while i < line_end {
+        while i < line_end && (buf[i] == b' ' || buf[i] == b'\t') {
+            i += 1;
+        }
+        let s = i;
+        while i < line_end && buf[i] != b' ' && buf[i] != b'\t' {
+            i += 1;
+        }
+        if i > s {
+            args.push(s..i);
+        }
+    }
+    Parsed::Request { consumed: nl + 1 }
+}
+
+// ---- replies ---------------------------------------------------------------------------
+
+pub fn ok(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"+OK\r\n");
+}
+
+pub fn simple(out: &mut Vec<u8>, s: &str) {
+    out.push(b'+');
+    out.extend_from_slice(s.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// An error reply; `msg` starts with its code ("ERR ...", "WRONGTYPE ...").
+pub fn error(out: &mut Vec<u8>, msg: &str) {
+    out.push(b'-');
+    // A reply line must not contain CR or LF (Redis replaces them with spaces).
+    out.extend(
+        msg.bytes()
+            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    out.extend_from_slice(b"\r\n");
+}
+
+pub fn int(out: &mut Vec<u8>, v: i64) {
+    out.push(b':');
+    out.extend_from_slice(v.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+pub fn bulk_header(out: &mut Vec<u8>, len: usize) {
+    out.push(b'$');
+    out.extend_from_slice(len.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+pub fn bulk(out: &mut Vec<u8>, v: &[u8]) {
+    bulk_header(out, v.len());
+    out.extend_from_slice(v);
+    out.extend_from_slice(b"\r\n");
+}
+
+pub fn nil(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"$-1\r\n");
+}
+
+pub fn array(out: &mut Vec<u8>, n: usize) {
+    out.push(b'*');
+    out.extend_from_slice(n.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A null array (`*-1`): COMMAND INFO of an unknown name.
+pub fn out_nil_array(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"*-1\r\n");
+}
+
+pub fn crlf(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args_of(buf: &[u8]) -> (Parsed, Vec<Vec<u8>>) {
+        let mut a = Vec::new();
+        let p = parse(buf, &mut a, &Limits::default());
+        (p, a.into_iter().map(|r| buf[r].to_vec()).collect())
+    }
+
+    #[test]
+    fn multibulk_inline_and_incomplete() {
+        let (p, a) = args_of(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nrest");
+        assert_eq!(p, Parsed::Request { consumed: 20 });
+        assert_eq!(a, vec![b"GET".to_vec(), b"k".to_vec()]);
+        for cut in 0..20 {
+            let (p, _) = args_of(&b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"[..cut]);
+            assert_eq!(p, Parsed::Incomplete, "prefix of {cut} bytes");
+        }
+        let (p, a) = args_of(b"  set  a\tb \r\n");
+        assert_eq!(p, Parsed::Request { consumed: 13 });
+        assert_eq!(a, vec![b"set".to_vec(), b"a".to_vec(), b"b".to_vec()]);
+        let (p, a) = args_of(b"\r\n");
+        assert_eq!((p, a.len()), (Parsed::Request { consumed: 2 }, 0));
+        let (p, a) = args_of(b"*0\r\n");
+        assert_eq!((p, a.len()), (Parsed::Request { consumed: 4 }, 0));
+        // A bulk may hold CR, LF and '*'.
+        let (p, a) = args_of(b"*1\r\n$4\r\n\r\n*\n\r\n");
+        assert_eq!(p, Parsed::Request { consumed: 14 });
+        assert_eq!(a, vec![b"\r\n*\n".to_vec()]);
+    }
+
+    #[test]
+    fn protocol_errors_use_redis_texts() {
+        let e = |b: &[u8]| match args_of(b).0 {
+            Parsed::Error(e) => e,
+            p => panic!("{:?} parsed as {p:?}", String::from_utf8_lossy(b)),
+        };
+        assert_eq!(e(b"*x\r\n"), "Protocol error: invalid multibulk length");
+        assert_eq!(
+            e(b"*99999999999\r\n"),
+            "Protocol error: invalid multibulk length"
+        );
+        assert_eq!(e(b"*1\r\n+3\r\n"), "Protocol error: expected '$', got '+'");
+        assert_eq!(e(b"*1\r\n$-2\r\n"), "Protocol error: invalid bulk length");
+        // Over proto-max-bulk-len: refused from the header, nothing allocated.
+        assert_eq!(
+            e(b"*1\r\n$536870913\r\n"),
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            e(b"*1\r\n$1\r\nab\r\n"),
+            "Protocol error: invalid bulk length"
+        );
+        let long = vec![b'a'; 70 << 10];
+        assert_eq!(e(&long), "Protocol error: too big inline request");
+        let mut long = b"*".to_vec();
+        long.extend(std::iter::repeat(b'1').take(70 << 10));
+        assert_eq!(e(&long), "Protocol error: too big mbulk count string");
+    }
+
+    #[test]
+    fn integers_parse_like_redis() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b" 1",
+            b"01",
+            b"-0",
+            b"1a",
+            b"9223372036854775808",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}

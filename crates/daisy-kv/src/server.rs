@@ -1,0 +1,664 @@
+//! The event loop: one thread, non-blocking sockets (mio/epoll), like Redis's own.
+//!
+//! A round: wait for events; read what every ready connection sent; parse the complete
+//! requests; run them in arrival order inside as few transactions as the redo log allows
+//! (group commit); only then write the replies. So no reply leaves before the
+//! transaction that holds its command is durable, and one fence covers a whole round.
+//!
+//! When a group's transaction fails (a full pool, a command too large for one redo record),
+//! nothing of it is applied: the replies it produced are dropped and its first command runs
+//! alone, answering with an error if it fails again; the rest follow as a new group. A
+//! request that has not fully arrived is never run, so a client that disconnects
+//! mid-command loses only that command.
+
+use crate::cmd::{self, Action, Client, Ctx, Kind, ServerState};
+use crate::resp::{self, Limits, Parsed};
+use crate::store::{Store, LAYOUT};
+use daisy::{ModeChoice, Pool, PoolOptions};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `daisy serve`'s settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub pool: PathBuf,
+    pub bind: String,
+    pub port: u16,
+    pub requirepass: Option<String>,
+    pub max_clients: usize,
+    /// Size of a new pool (it grows on demand up to `max_size`).
+    pub size: u64,
+    pub max_size: u64,
+    pub mode: ModeChoice,
+    /// Print nothing but errors.
+    pub quiet: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pool: PathBuf::from(daisy::pool::DEFAULT_DIR).join("daisy-kv.pool"),
+            bind: "127.0.0.1".into(),
+            port: 6379,
+            requirepass: None,
+            max_clients: 10_000,
+            size: 64 << 20,
+            max_size: 16 << 30,
+            mode: ModeChoice::Auto,
+            quiet: false,
+        }
+    }
+}
+
+/// Redo log bytes one transaction may hold. Large, so a pipeline round or a big MSET fits
+/// one record; the server runs a single thread, so few lanes are needed.
+const LOG_SLOT: u32 = 1 << 20;
+const LANES: u32 = 2;
+/// Start a new transaction when less redo log than this is left (a command that needs more
+/// fails the group and then runs alone with the whole record).
+const LOG_RESERVE: usize = 32 << 10;
+/// Close a client whose unparsed input exceeds this (Redis's client-query-buffer-limit).
+const QUERY_BUFFER_LIMIT: usize = 1 << 30;
+const LISTENER: Token = Token(usize::MAX);
+/// Active expiry runs every this often, for at most `EXPIRE_BUDGET`.
+const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
+const EXPIRE_BUDGET: Duration = Duration::from_millis(2);
+
+struct Conn {
+    stream: TcpStream,
+    /// Input buffer: `rbuf[..rlen]` holds received bytes. Its length is its capacity,
+    /// zeroed once when it grows, so a read never clears memory first.
+    rbuf: Vec<u8>,
+    rlen: usize,
+    /// Bytes of `rbuf` already parsed and run.
+    rpos: usize,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    cl: Client,
+    /// Close once `wbuf` is written (QUIT, protocol error).
+    close_after: bool,
+    /// The peer is gone or the socket failed: close now.
+    dead: bool,
+}
+
+/// One parsed request: which connection, and its arguments (ranges into that connection's
+/// input buffer, stored in the round's shared `args` vector).
+struct Work {
+    conn: usize,
+    args: Range<usize>,
+    /// A protocol error instead of a request.
+    proto_error: Option<String>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn open_pool(o: &Options) -> Result<Pool, String> {
+    if o.pool.exists() {
+        Pool::open_with(&o.pool, Some(LAYOUT), o.mode).map_err(|e| e.to_string())
+    } else {
+        let opts = PoolOptions::new(LAYOUT)
+            .size(o.size)
+            .max_size(o.max_size.max(o.size))
+            .mode(o.mode)
+            .lanes(LANES)
+            .log_slot_size(LOG_SLOT);
+        Pool::create(&o.pool, &opts).map_err(|e| e.to_string())
+    }
+}
+
+/// Run the server until SIGTERM, SIGINT or SHUTDOWN. `ready` is called with the bound
+/// address once the server accepts connections.
+pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> {
+    let t0 = Instant::now();
+    let pool = open_pool(o)?;
+    let store = Store::open(&pool)?;
+    let recovery_ms = t0.elapsed().as_secs_f64() * 1e3;
+
+    let addr: SocketAddr = format!("{}:{}", o.bind, o.port)
+        .parse()
+        .or_else(|_| {
+            std::net::ToSocketAddrs::to_socket_addrs(&(o.bind.as_str(), o.port))
+                .map_err(|e| e.to_string())?
+                .next()
+                .ok_or_else(|| "no address".to_string())
+        })
+        .map_err(|e| format!("--bind {}: not an address ({e})", o.bind))?;
+    let mut listener =
+        TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .map_err(|e| format!("epoll: {e}"))?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?;
+    }
+
+    let keys = store.len().map_err(|e| e.to_string())?;
+    if !o.quiet {
+        eprintln!(
+            "daisy serve: pool {} ({}, {} keys, opened in {:.1} ms); listening on {addr}{}",
+            o.pool.display(),
+            pool.mode().describe(),
+            keys,
+            recovery_ms,
+            if o.requirepass.is_some() {
+                " (password required)"
+            } else {
+                ""
+            },
+        );
+    }
+    let sv = ServerState {
+        pool: pool.clone(),
+        bind: o.bind.clone(),
+        port: addr.port(),
+        requirepass: o.requirepass.clone().map(String::into_bytes),
+        max_clients: o.max_clients,
+        pool_path: o.pool.display().to_string(),
+        pool_mode: pool.mode().describe(),
+        started_ms: now_ms(),
+        connected_clients: 0,
+        total_connections: 0,
+        total_commands: 0,
+        rejected_connections: 0,
+        keyspace_hits: 0,
+        keyspace_misses: 0,
+        group_commits: 0,
+        pool_size: pool.size(),
+        pool_max_size: pool.max_size(),
+        recovery_ms,
+        rng: now_ms() as u64 ^ 0x9E37_79B9_7F4A_7C15,
+    };
+    let mut s = Server {
+        pool,
+        store,
+        sv,
+        table: cmd::Table::new(),
+        conns: Vec::new(),
+        free: Vec::new(),
+        next_id: 1,
+        limits: Limits::default(),
+        shutdown: false,
+        expire_cursor: 0,
+    };
+    ready(addr);
+    let r = s.run(&mut poll, &mut listener, &stop);
+    if !o.quiet {
+        eprintln!(
+            "daisy serve: shutting down ({} keys)",
+            s.store.len().unwrap_or(0)
+        );
+    }
+    r
+}
+
+struct Server {
+    pool: Pool,
+    store: Store,
+    sv: ServerState,
+    table: cmd::Table,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    next_id: u64,
+    limits: Limits,
+    shutdown: bool,
+    expire_cursor: u64,
+}
+
+impl Server {
+    fn run(
+        &mut self,
+        poll: &mut Poll,
+        listener: &mut TcpListener,
+        stop: &AtomicBool,
+    ) -> Result<(), String> {
+        let mut events = Events::with_capacity(1024);
+        let mut next_expire = Instant::now() + EXPIRE_PERIOD;
+        let mut ready = Vec::new();
+        while !self.shutdown && !stop.load(Ordering::Relaxed) {
+            let wait = next_expire.saturating_duration_since(Instant::now());
+            if let Err(e) = poll.poll(&mut events, Some(wait)) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(format!("epoll_wait: {e}"));
+            }
+            ready.clear();
+            for ev in events.iter() {
+                if ev.token() == LISTENER {
+                    self.accept(poll, listener);
+                    continue;
+                }
+                let i = ev.token().0;
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    self.read(i);
+                    ready.push(i);
+                }
+                if ev.is_writable() {
+                    self.write(i);
+                }
+            }
+            self.process(&ready);
+            for &i in &ready {
+                self.write(i);
+            }
+            self.reap(poll);
+            if Instant::now() >= next_expire {
+                self.active_expire();
+                next_expire = Instant::now() + EXPIRE_PERIOD;
+            }
+        }
+        // Flush what is pending (a SHUTDOWN's round may hold replies of other clients).
+        for i in 0..self.conns.len() {
+            self.write(i);
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, poll: &mut Poll, listener: &mut TcpListener) {
+        loop {
+            let (mut stream, peer) = match listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // EMFILE and the like: leave the rest in the backlog for the next round.
+                    eprintln!("daisy serve: accept: {e}");
+                    return;
+                }
+            };
+            if self.sv.connected_clients >= self.sv.max_clients {
+                let _ = stream.write(b"-ERR max number of clients reached\r\n");
+                self.sv.rejected_connections += 1;
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let i = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            if poll
+                .registry()
+                .register(
+                    &mut stream,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+                .is_err()
+            {
+                self.free.push(i);
+                continue;
+            }
+            let cl = Client {
+                id: self.next_id,
+                addr: peer.to_string(),
+                laddr: stream
+                    .local_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_default(),
+                fd: stream.as_raw_fd(),
+                created_ms: now_ms(),
+                authed: self.sv.requirepass.is_none(),
+                ..Client::default()
+            };
+            self.next_id += 1;
+            self.sv.connected_clients += 1;
+            self.sv.total_connections += 1;
+            self.conns[i] = Some(Conn {
+                stream,
+                rbuf: vec![0; 16 << 10],
+                rlen: 0,
+                rpos: 0,
+                wbuf: Vec::new(),
+                wpos: 0,
+                cl,
+                close_after: false,
+                dead: false,
+            });
+        }
+    }
+
+    /// Read everything the socket has (edge-triggered: until it would block).
+    fn read(&mut self, i: usize) {
+        let Some(Some(c)) = self.conns.get_mut(i) else {
+            return;
+        };
+        // Drop what was run already, so the buffer holds only unparsed bytes.
+        if c.rpos > 0 {
+            c.rbuf.copy_within(c.rpos..c.rlen, 0);
+            c.rlen -= c.rpos;
+            c.rpos = 0;
+        }
+        if c.rlen == 0 && c.rbuf.len() > 1 << 20 {
+            c.rbuf = vec![0; 16 << 10]; // after a large request: give the memory back
+        }
+        loop {
+            if c.rbuf.len() - c.rlen < 4 << 10 {
+                let grown = (c.rbuf.len() * 2).max(16 << 10);
+                c.rbuf.resize(grown, 0);
+            }
+            match c.stream.read(&mut c.rbuf[c.rlen..]) {
+                Ok(0) => {
+                    c.dead = true;
+                    return;
+                }
+                Ok(n) => c.rlen += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    c.dead = true;
+                    return;
+                }
+            }
+            if c.rlen > QUERY_BUFFER_LIMIT {
+                eprintln!(
+                    "daisy serve: closing client {} ({}): query buffer over {} bytes",
+                    c.cl.id, c.cl.addr, QUERY_BUFFER_LIMIT
+                );
+                c.dead = true;
+                return;
+            }
+        }
+    }
+
+    /// Write pending replies until the socket would block.
+    fn write(&mut self, i: usize) {
+        let Some(Some(c)) = self.conns.get_mut(i) else {
+            return;
+        };
+        while c.wpos < c.wbuf.len() {
+            match c.stream.write(&c.wbuf[c.wpos..]) {
+                Ok(0) => {
+                    c.dead = true;
+                    return;
+                }
+                Ok(n) => c.wpos += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    c.dead = true;
+                    return;
+                }
+            }
+        }
+        c.wbuf.clear();
+        c.wpos = 0;
+        if c.wbuf.capacity() > 1 << 20 {
+            c.wbuf.shrink_to(64 << 10);
+        }
+    }
+
+    /// Close connections that are gone, or done after QUIT or a protocol error.
+    fn reap(&mut self, poll: &mut Poll) {
+        for i in 0..self.conns.len() {
+            let close = match &self.conns[i] {
+                Some(c) => c.dead || (c.close_after && c.wpos >= c.wbuf.len()),
+                None => false,
+            };
+            if close {
+                let mut c = self.conns[i].take().unwrap();
+                let _ = poll.registry().deregister(&mut c.stream);
+                self.free.push(i);
+                self.sv.connected_clients -= 1;
+            }
+        }
+    }
+
+    /// Parse every complete request of the ready connections and run them.
+    fn process(&mut self, ready: &[usize]) {
+        let mut work = Vec::new();
+        let mut ranges: Vec<Range<usize>> = Vec::new();
+        let mut one = Vec::new();
+        for &i in ready {
+            let Some(Some(c)) = self.conns.get_mut(i) else {
+                continue;
+            };
+            if c.close_after {
+                continue;
+            }
+            let mut pos = c.rpos;
+            loop {
+                match resp::parse(&c.rbuf[pos..c.rlen], &mut one, &self.limits) {
+                    Parsed::Incomplete => break,
+                    Parsed::Request { consumed } => {
+                        if !one.is_empty() {
+                            let start = ranges.len();
+                            ranges.extend(one.iter().map(|r| r.start + pos..r.end + pos));
+                            work.push(Work {
+                                conn: i,
+                                args: start..ranges.len(),
+                                proto_error: None,
+                            });
+                        }
+                        pos += consumed;
+                    }
+                    Parsed::Error(e) => {
+                        work.push(Work {
+                            conn: i,
+                            args: 0..0,
+                            proto_error: Some(e),
+                        });
+                        pos = c.rlen;
+                        break;
+                    }
+                }
+            }
+            c.rpos = pos;
+        }
+        if work.is_empty() {
+            return;
+        }
+        self.run_work(&work, &ranges);
+    }
+
+    /// Run a round's requests in order, grouped into transactions.
+    fn run_work(&mut self, work: &[Work], ranges: &[Range<usize>]) {
+        let now = now_ms();
+        let mut i = 0;
+        while i < work.len() && !self.shutdown {
+            if self.is_barrier(&work[i], ranges) {
+                self.run_barrier(&work[i], ranges, now);
+                i += 1;
+                continue;
+            }
+            // Save what a failed group must undo: reply buffers and close flags.
+            let mut saved: Vec<(usize, usize, bool)> = Vec::new();
+            let pool = self.pool.clone();
+            let start = i;
+            let res = pool.transaction(|tx| {
+                let mut j = start;
+                while j < work.len() && !self.shutdown {
+                    if j > start
+                        && (tx.log_room() < LOG_RESERVE || self.is_barrier(&work[j], ranges))
+                    {
+                        break;
+                    }
+                    let w = &work[j];
+                    if let Some(Some(c)) = self.conns.get(w.conn) {
+                        if !saved.iter().any(|s| s.0 == w.conn) {
+                            saved.push((w.conn, c.wbuf.len(), c.close_after));
+                        }
+                    }
+                    self.exec(tx, w, ranges, now)?;
+                    j += 1;
+                }
+                Ok::<_, daisy::Error>(j)
+            });
+            match res {
+                Ok(j) => {
+                    self.sv.group_commits += 1;
+                    i = j;
+                }
+                Err(_) => {
+                    self.shutdown = false;
+                    for (ci, len, close) in saved {
+                        if let Some(Some(c)) = self.conns.get_mut(ci) {
+                            c.wbuf.truncate(len);
+                            c.close_after = close;
+                        }
+                    }
+                    // The first command alone: its own failure answers it.
+                    let w = &work[start];
+                    let mark = self.conns[w.conn].as_ref().map_or(0, |c| c.wbuf.len());
+                    let r = pool.transaction(|tx| self.exec(tx, w, ranges, now));
+                    if let Err(e) = r {
+                        if let Some(Some(c)) = self.conns.get_mut(w.conn) {
+                            c.wbuf.truncate(mark);
+                            resp::error(&mut c.wbuf, &error_reply(&e));
+                        }
+                    }
+                    i = start + 1;
+                }
+            }
+        }
+    }
+
+    fn spec_of(&self, w: &Work, ranges: &[Range<usize>]) -> Option<&'static cmd::Spec> {
+        let c = self.conns.get(w.conn)?.as_ref()?;
+        let r = ranges.get(w.args.start)?;
+        if w.proto_error.is_some() {
+            return None;
+        }
+        self.table.find(&c.rbuf[r.clone()])
+    }
+
+    fn is_barrier(&self, w: &Work, ranges: &[Range<usize>]) -> bool {
+        self.spec_of(w, ranges)
+            .is_some_and(|s| s.kind == Kind::Barrier)
+    }
+
+    /// FLUSHALL/FLUSHDB: its own transactions, after everything before it committed.
+    fn run_barrier(&mut self, w: &Work, ranges: &[Range<usize>], now: i64) {
+        let Some(Some(c)) = self.conns.get_mut(w.conn) else {
+            return;
+        };
+        if c.close_after {
+            return;
+        }
+        let args: Vec<&[u8]> = ranges[w.args.clone()]
+            .iter()
+            .map(|r| &c.rbuf[r.clone()])
+            .collect();
+        let spec = self.table.find(args[0]);
+        self.sv.total_commands += 1;
+        if let Some(e) = cmd::precheck(spec, &args, &c.cl, &self.sv) {
+            resp::error(&mut c.wbuf, &e);
+            return;
+        }
+        if !cmd::flushall_valid(&args) {
+            resp::error(&mut c.wbuf, cmd::E_SYNTAX);
+            return;
+        }
+        let _ = now;
+        match self.store.flush_all() {
+            Ok(()) => resp::ok(&mut c.wbuf),
+            Err(e) => resp::error(&mut c.wbuf, &error_reply(&e)),
+        }
+    }
+
+    /// Run one request inside `tx`, appending its reply.
+    fn exec(
+        &mut self,
+        tx: &mut daisy::Tx,
+        w: &Work,
+        ranges: &[Range<usize>],
+        now: i64,
+    ) -> daisy::Result<()> {
+        let Some(Some(c)) = self.conns.get_mut(w.conn) else {
+            return Ok(());
+        };
+        if c.close_after {
+            return Ok(()); // after QUIT or a protocol error: ignored, as in Redis
+        }
+        if let Some(e) = &w.proto_error {
+            resp::error(&mut c.wbuf, &format!("ERR {e}"));
+            c.close_after = true;
+            return Ok(());
+        }
+        let args: Vec<&[u8]> = ranges[w.args.clone()]
+            .iter()
+            .map(|r| &c.rbuf[r.clone()])
+            .collect();
+        let spec = self.table.find(args[0]);
+        self.sv.total_commands += 1;
+        if let Some(e) = cmd::precheck(spec, &args, &c.cl, &self.sv) {
+            resp::error(&mut c.wbuf, &e);
+            return Ok(());
+        }
+        let spec = spec.expect("precheck passed");
+        c.cl.last_cmd = spec.name.to_string();
+        let mut ctx = Ctx {
+            store: &mut self.store,
+            tx,
+            cl: &mut c.cl,
+            sv: &mut self.sv,
+            out: &mut c.wbuf,
+            now_ms: now,
+            action: Action::Continue,
+        };
+        (spec.handler)(&mut ctx, &args)?;
+        match ctx.action {
+            Action::Continue => {}
+            Action::Close => c.close_after = true,
+            Action::Shutdown => self.shutdown = true,
+            Action::ClientList => {
+                let mut list = String::new();
+                for x in self.conns.iter().flatten() {
+                    list += &cmd::client_line(&x.cl, now);
+                }
+                if let Some(Some(c)) = self.conns.get_mut(w.conn) {
+                    resp::bulk(&mut c.wbuf, list.as_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove keys whose time passed, a bounded amount of work per call (Redis's active
+    /// expiry): continue while a quarter or more of the keys looked at were expired.
+    fn active_expire(&mut self) {
+        let pool = self.pool.clone();
+        let has = pool.transaction(|tx| self.store.expires(tx)).unwrap_or(0);
+        if has == 0 {
+            return;
+        }
+        let t0 = Instant::now();
+        let now = now_ms();
+        loop {
+            let cursor = self.expire_cursor;
+            let r = pool.transaction(|tx| self.store.expire_step(tx, cursor, 200, now));
+            let Ok((next, seen, removed)) = r else {
+                return;
+            };
+            self.expire_cursor = next;
+            if removed * 4 < seen.max(1) || t0.elapsed() > EXPIRE_BUDGET {
+                return;
+            }
+        }
+    }
+}
+
+/// The reply for a failed transaction: Redis's OOM text for a full pool.
+fn error_reply(e: &daisy::Error) -> String {
+    match e {
+        daisy::Error::PoolFull { .. } => {
+            "OOM command not allowed when used memory > 'maxmemory'.".into()
+        }
+        e => format!("ERR daisy: {e}"),
+    }
+}

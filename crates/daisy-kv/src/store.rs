@@ -1,0 +1,284 @@
+//! The keyspace: one [`PBytesMap`] in a pool, reached from the pool's root.
+//!
+//! Format (docs/FORMAT.md, "KV server"): the root object is a [`KvRoot`]; the map's values
+//! are *value records*: one flags byte (bit 0: an expiry time follows; bits 1-7: the value
+//! type, 0 = string, the only one so far), then, when bit 0 is set, the absolute expiry time
+//! in Unix milliseconds (i64 LE), then the payload.
+//!
+//! Crash reasoning: every change of a key (its record, and the root's count of keys with an
+//! expiry time) is made inside the caller's transaction, so a crash leaves each command
+//! whole or absent. FLUSHALL swaps in an empty table and resets the count in one transaction
+//! (`clear_with`), then frees the old table in bounded transactions that opening finishes.
+
+use bytemuck::{Pod, Zeroable};
+use daisy::{EntryRef, Error, PBytesMap, PPtr, Pool, Tx};
+
+/// Pool layout name of a KV server's pool.
+pub const LAYOUT: &str = "daisy.kv";
+pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
+pub const KV_VERSION: u32 = 1;
+
+const F_EXPIRE: u8 = 1;
+
+/// The pool's root object.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable, Debug)]
+pub struct KvRoot {
+    pub magic: u64,
+    pub version: u32,
+    pub _pad: u32,
+    /// Offset of the keyspace map's header.
+    pub map: u64,
+    /// Keys whose record carries an expiry time (INFO keyspace's `expires`).
+    pub expires: u64,
+}
+
+/// A key's value as found: where it is, its expiry time, and its payload's extent.
+#[derive(Clone, Copy, Debug)]
+pub struct Val {
+    pub entry: EntryRef,
+    pub expire_ms: Option<i64>,
+    /// Payload start inside the record.
+    pub off: usize,
+    pub len: usize,
+}
+
+/// Open or create the keyspace of `pool`.
+pub struct Store {
+    map: PBytesMap,
+    root: PPtr<KvRoot>,
+    /// Keys removed because their time passed (INFO stats).
+    pub expired_keys: u64,
+}
+
+fn decode_header(map: &PBytesMap, tx: &Tx, e: EntryRef) -> daisy::Result<Val> {
+    let mut h = [0u8; 9];
+    let n = e.value_len().min(9);
+    map.read_value_tx(tx, &e, 0, &mut h[..n])?;
+    let bad = || Error::Unsupported("damaged value record (run `daisy pool check`)".into());
+    if n == 0 || h[0] & !F_EXPIRE != 0 {
+        return Err(bad());
+    }
+    if h[0] & F_EXPIRE != 0 {
+        if n < 9 {
+            return Err(bad());
+        }
+        let t = i64::from_le_bytes(h[1..9].try_into().unwrap());
+        Ok(Val {
+            entry: e,
+            expire_ms: Some(t),
+            off: 9,
+            len: e.value_len() - 9,
+        })
+    } else {
+        Ok(Val {
+            entry: e,
+            expire_ms: None,
+            off: 1,
+            len: e.value_len() - 1,
+        })
+    }
+}
+
+impl Store {
+    /// Reach (or, in a new pool, create) the keyspace. Refuses a pool whose root is some
+    /// other program's.
+    pub fn open(pool: &Pool) -> Result<Store, String> {
+        let what = |e: Error| format!("{}: {e}", pool.path().display());
+        let root = pool.root::<KvRoot>().map_err(|e| {
+            format!(
+                "{}: not a daisy serve pool ({e}); use another --pool",
+                pool.path().display()
+            )
+        })?;
+        let r = pool.read(root);
+        if r.magic == 0 && r.map == 0 {
+            pool.transaction(|tx| {
+                let map = PBytesMap::create_in(tx)?;
+                tx.write(
+                    root,
+                    &KvRoot {
+                        magic: KV_MAGIC,
+                        version: KV_VERSION,
+                        _pad: 0,
+                        map: map.offset(),
+                        expires: 0,
+                    },
+                )
+            })
+            .map_err(what)?;
+        } else if r.magic != KV_MAGIC {
+            return Err(format!(
+                "{}: the pool's root is not a daisy serve keyspace",
+                pool.path().display()
+            ));
+        } else if r.version != KV_VERSION {
+            return Err(format!(
+                "{}: keyspace format version {} (this build reads {KV_VERSION})",
+                pool.path().display(),
+                r.version
+            ));
+        }
+        let r = pool.read(root);
+        let map = PBytesMap::open(pool, PPtr::from_offset(r.map)).map_err(what)?;
+        Ok(Store {
+            map,
+            root,
+            expired_keys: 0,
+        })
+    }
+
+    /// Number of keys (expired ones not yet removed included, as Redis counts them).
+    pub fn len(&self) -> daisy::Result<u64> {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> daisy::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    pub fn map_offset(&self) -> u64 {
+        self.map.id().offset()
+    }
+
+    /// Keys with an expiry time, as `tx` sees them.
+    pub fn expires(&self, tx: &Tx) -> daisy::Result<u64> {
+        Ok(tx.read(self.root)?.expires)
+    }
+
+    fn adjust_expires(&self, tx: &mut Tx, delta: i64) -> daisy::Result<()> {
+        if delta != 0 {
+            tx.update(self.root, |r| {
+                r.expires = r.expires.wrapping_add(delta as u64)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The key's value without looking at its expiry time.
+    pub fn peek(&self, tx: &Tx, key: &[u8]) -> daisy::Result<Option<Val>> {
+        match self.map.entry_tx(tx, key)? {
+            None => Ok(None),
+            Some(e) => decode_header(&self.map, tx, e).map(Some),
+        }
+    }
+
+    /// The key's live value; a key whose time has passed is removed (lazy expiry) and
+    /// reads as absent.
+    pub fn lookup(&mut self, tx: &mut Tx, key: &[u8], now_ms: i64) -> daisy::Result<Option<Val>> {
+        let Some(v) = self.peek(tx, key)? else {
+            return Ok(None);
+        };
+        if v.expire_ms.is_some_and(|t| t <= now_ms) {
+            self.map.remove_tx(tx, key)?;
+            self.adjust_expires(tx, -1)?;
+            self.expired_keys += 1;
+            return Ok(None);
+        }
+        Ok(Some(v))
+    }
+
+    /// Append `len` payload bytes of `v` from `from` to `out`.
+    pub fn read_into(
+        &self,
+        tx: &Tx,
+        v: &Val,
+        from: usize,
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> daisy::Result<()> {
+        let at = out.len();
+        out.resize(at + len, 0);
+        self.map
+            .read_value_tx(tx, &v.entry, v.off + from, &mut out[at..])
+    }
+
+    pub fn payload(&self, tx: &Tx, v: &Val) -> daisy::Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(v.len);
+        self.read_into(tx, v, 0, v.len, &mut out)?;
+        Ok(out)
+    }
+
+    /// Store `payload` under `key` with expiry `expire_ms`; `old_had_expiry` says whether
+    /// the record it replaces had one (for the expires count).
+    pub fn put(
+        &mut self,
+        tx: &mut Tx,
+        key: &[u8],
+        payload: &[u8],
+        expire_ms: Option<i64>,
+        old_had_expiry: bool,
+    ) -> daisy::Result<()> {
+        let mut h = [0u8; 9];
+        let hdr: &[u8] = match expire_ms {
+            Some(t) => {
+                h[0] = F_EXPIRE;
+                h[1..].copy_from_slice(&t.to_le_bytes());
+                &h
+            }
+            None => &h[..1],
+        };
+        self.map.insert_parts_tx(tx, key, &[hdr, payload])?;
+        self.adjust_expires(tx, expire_ms.is_some() as i64 - old_had_expiry as i64)
+    }
+
+    /// Remove `key` whose record is `v`.
+    pub fn delete(&mut self, tx: &mut Tx, key: &[u8], v: &Val) -> daisy::Result<()> {
+        self.map.remove_tx(tx, key)?;
+        self.adjust_expires(tx, -(v.expire_ms.is_some() as i64))
+    }
+
+    /// One SCAN step over the map as `tx` sees it (see [`PBytesMap::scan_tx`]).
+    pub fn scan(
+        &self,
+        tx: &Tx,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<(Vec<u8>, EntryRef)>,
+    ) -> daisy::Result<u64> {
+        self.map.scan_tx(tx, cursor, count, out)
+    }
+
+    /// Decode the record of a scanned entry.
+    pub fn val_of(&self, tx: &Tx, e: EntryRef) -> daisy::Result<Val> {
+        decode_header(&self.map, tx, e)
+    }
+
+    pub fn random_key(&self, tx: &Tx, r: u64) -> daisy::Result<Option<Vec<u8>>> {
+        self.map.random_key_tx(tx, r)
+    }
+
+    /// Remove every key (FLUSHALL): runs its own transactions, so no other may be open.
+    pub fn flush_all(&mut self) -> daisy::Result<()> {
+        let root = self.root;
+        self.map.clear_with(|tx| tx.update(root, |r| r.expires = 0))
+    }
+
+    /// One step of active expiry: look at about `count` keys from `cursor`, remove those
+    /// whose time passed. Returns (next cursor, keys looked at, keys removed).
+    pub fn expire_step(
+        &mut self,
+        tx: &mut Tx,
+        cursor: u64,
+        count: usize,
+        now_ms: i64,
+    ) -> daisy::Result<(u64, usize, usize)> {
+        let mut found = Vec::new();
+        let next = self.map.scan_tx(tx, cursor, count, &mut found)?;
+        let mut removed = 0;
+        for (k, e) in &found {
+            let v = decode_header(&self.map, tx, *e)?;
+            if v.expire_ms.is_some_and(|t| t <= now_ms) {
+                self.delete(tx, k, &v)?;
+                removed += 1;
+            }
+        }
+        self.expired_keys += removed as u64;
+        Ok((next, found.len(), removed))
+    }
+
+    /// Verify the map's invariants (for `daisy pool check` style tests).
+    pub fn check(&self) -> daisy::collections::MapCheck {
+        self.map.check()
+    }
+}
