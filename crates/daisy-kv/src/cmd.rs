@@ -983,7 +983,7 @@ fn renamenx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn dbsize(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
-    let n = c.store.len()?;
+    let n = c.store.len_tx(c.tx)?;
     resp::int(c.out, n as i64);
     Ok(())
 }
@@ -1531,7 +1531,7 @@ fn info(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     if on("keyspace") {
         t += "# Keyspace\r\n";
-        let n = c.store.len()?;
+        let n = c.store.len_tx(c.tx)?;
         if n > 0 {
             let e = c.store.expires(c.tx)?;
             t += &format!("db0:keys={n},expires={e},avg_ttl=0\r\n");

@@ -247,7 +247,7 @@ impl Server {
                 }
                 let i = ev.token().0;
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.read(i);
+                    self.read(i, ev.is_read_closed() || ev.is_error());
                     ready.push(i);
                 }
                 if ev.is_writable() {
@@ -334,7 +334,7 @@ impl Server {
     }
 
     /// Read everything the socket has (edge-triggered: until it would block).
-    fn read(&mut self, i: usize) {
+    fn read(&mut self, i: usize, hup: bool) {
         let Some(Some(c)) = self.conns.get_mut(i) else {
             return;
         };
@@ -352,12 +352,21 @@ impl Server {
                 let grown = (c.rbuf.len() * 2).max(16 << 10);
                 c.rbuf.resize(grown, 0);
             }
+            let mut drained = false;
             match c.stream.read(&mut c.rbuf[c.rlen..]) {
                 Ok(0) => {
                     c.dead = true;
                     return;
                 }
-                Ok(n) => c.rlen += n,
+                Ok(n) => {
+                    let room = c.rbuf.len() - c.rlen;
+                    c.rlen += n;
+                    // A short read took everything the socket held: data arriving later
+                    // raises a new edge, so there is no need to read again until EAGAIN
+                    // (that would cost a second system call per request).
+                    // (A peer that also closed must be read to its end of file.)
+                    drained = n < room && !hup;
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => {
@@ -371,6 +380,9 @@ impl Server {
                     c.cl.id, c.cl.addr, QUERY_BUFFER_LIMIT
                 );
                 c.dead = true;
+                return;
+            }
+            if drained {
                 return;
             }
         }

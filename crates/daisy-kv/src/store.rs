@@ -133,6 +133,11 @@ impl Store {
         self.map.len()
     }
 
+    /// Number of keys as `tx` sees them (inside a group, earlier commands' keys count).
+    pub fn len_tx(&self, tx: &Tx) -> daisy::Result<u64> {
+        self.map.len_tx(tx)
+    }
+
     pub fn is_empty(&self) -> daisy::Result<bool> {
         Ok(self.len()? == 0)
     }

@@ -133,6 +133,12 @@ impl PBytesMap {
         self.t.len()
     }
 
+    /// The number of entries as transaction `tx` sees it.
+    pub fn len_tx(&self, tx: &Tx) -> Result<u64> {
+        self.t.same_pool(tx)?;
+        Ok(Src::Tx(tx).header(self.t.hdr)?.len)
+    }
+
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
