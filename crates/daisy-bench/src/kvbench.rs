@@ -55,6 +55,8 @@ pub const DEFAULT_SIZES: [usize; 1] = [8];
 pub const KEYSPACE: usize = 100_000;
 /// Default seconds a redis-benchmark invocation may take before N is sampled.
 pub const DEFAULT_MAX_SECS: f64 = 4.0;
+/// Requests of the probe that estimates a case's time when no smaller N was measured.
+const PROBE_N: usize = 10_000;
 /// Largest value size accepted (redis-benchmark's own limit is far higher; the keyspace of
 /// 100,000 keys must fit in memory twice: server and tmpfs).
 pub const MAX_SIZE: usize = 1 << 20;
@@ -1196,6 +1198,24 @@ fn measure_requests(
                         if spr * n as f64 > cfg.max_secs {
                             n_run = round2((cfg.max_secs / spr) as usize).clamp(1, n);
                         }
+                    }
+                    if per_req.is_none() && n > PROBE_N * 2 {
+                        // No smaller N to project from: a probe of PROBE_N requests (not
+                        // reported) estimates the time of this one.
+                        c.ok(&["FLUSHALL"])?;
+                        let case = Case {
+                            n: PROBE_N,
+                            pipeline,
+                            size,
+                        };
+                        let timeout = Duration::from_secs(120);
+                        let rows = redis_benchmark(bench, server.port, cfg, case, sub, timeout)
+                            .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
+                        let spr: f64 = rows.iter().map(|r| 1.0 / r.rps.max(1e-9)).sum();
+                        if spr * n as f64 > cfg.max_secs {
+                            n_run = round2((cfg.max_secs / spr) as usize).clamp(PROBE_N, n);
+                        }
+                        per_req = Some(spr);
                     }
                     let projected = per_req.map(|s| s * n_run as f64).unwrap_or(10.0);
                     let timeout = Duration::from_secs_f64(60.0 + 20.0 * projected);

@@ -667,16 +667,17 @@ fn have_redis() -> bool {
     found("redis-server") && found("redis-benchmark")
 }
 
-/// Processes whose command line mentions `dir` (servers the benchmark started there).
+/// Processes whose command line mentions `dir` or that run in it (redis-server rewrites its
+/// command line but works in its --dir): servers the benchmark started there.
 fn processes_in(dir: &Path) -> Vec<String> {
     let needle = dir.to_string_lossy().into_owned();
     let mut v = vec![];
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
-            let c = String::from_utf8_lossy(&c).replace('\0', " ");
-            if c.contains(&needle) {
-                v.push(c);
-            }
+        let c = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let c = String::from_utf8_lossy(&c).replace('\0', " ");
+        let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+        if c.contains(&needle) || cwd.starts_with(dir) {
+            v.push(format!("{c} (in {})", cwd.display()));
         }
     }
     v
