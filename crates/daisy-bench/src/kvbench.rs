@@ -114,6 +114,9 @@ pub struct Row {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// DBSIZE after the case (the last run): keys its writes left. GET and INCR draw keys from
+    /// the 100,000 of `-r`, so about keys_after / 100,000 of the GETs find a value.
+    pub keys_after: u64,
     pub runs: usize,
     /// rps / redis-none's rps in the same case.
     pub vs_redis_none: Option<f64>,
@@ -1220,6 +1223,7 @@ fn measure_requests(
                     let projected = per_req.map(|s| s * n_run as f64).unwrap_or(10.0);
                     let timeout = Duration::from_secs_f64(60.0 + 20.0 * projected);
                     let mut samples: Vec<Vec<CsvRow>> = vec![];
+                    let mut keys_after = 0;
                     for r in 0..cfg.runs {
                         c.ok(&["FLUSHALL"])?;
                         let case = Case {
@@ -1230,6 +1234,7 @@ fn measure_requests(
                         let rows = redis_benchmark(bench, server.port, cfg, case, sub, timeout)
                             .map_err(|e| format!("N={n} pipeline {pipeline} size {size}: {e}"))?;
                         samples.push(rows);
+                        keys_after = c.int(&["DBSIZE"])? as u64;
                         tick(&format!(
                             "P={pipeline} size={size} N={n} run {}/{}",
                             r + 1,
@@ -1275,6 +1280,7 @@ fn measure_requests(
                             p50_ms: med(|r| r.p50_ms),
                             p99_ms: med(|r| r.p99_ms),
                             max_ms: med(|r| r.max_ms),
+                            keys_after,
                             runs: cfg.runs,
                             vs_redis_none: None,
                             vs_redis_aof_always: None,
@@ -1462,7 +1468,7 @@ pub fn table(rep: &Report) -> String {
     if !rep.rows.is_empty() {
         let w = if rep.runs > 1 { 24 } else { 11 };
         s += &format!(
-            "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9}\n",
+            "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
             "test",
             "P",
             "size B",
@@ -1474,7 +1480,8 @@ pub fn table(rep: &Report) -> String {
             "p99 ms",
             "max ms",
             "x none",
-            "x always"
+            "x always",
+            "keys"
         );
         let mut rows: Vec<&Row> = rep.rows.iter().collect();
         let order = |r: &Row| {
@@ -1500,7 +1507,7 @@ pub fn table(rep: &Report) -> String {
                 format!("{:.0}", r.rps)
             };
             s += &format!(
-                "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9}\n",
+                "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
                 r.test.to_uppercase(),
                 r.pipeline,
                 r.value_size,
@@ -1517,13 +1524,15 @@ pub fn table(rep: &Report) -> String {
                 fmt_ms(r.max_ms),
                 fmt_ratio(r.vs_redis_none),
                 fmt_ratio(r.vs_redis_aof_always),
+                r.keys_after,
             );
         }
         s += "\nrequests/s, p50/p99/max: redis-benchmark's figures (median of the runs); \
               elapsed ms = N / requests/s; ~ = sampled: run on fewer requests (see \
               requests_run in --format json), elapsed projected to N; x none, x always = \
               requests/s / redis-none's, redis-aof-always's in the same case (above 1: faster); \
-              MSET counts commands of 10 keys each\n";
+              keys = DBSIZE after the case: GET and INCR pick keys among 100,000 (-r), so about \
+              keys / 100,000 of the GETs find a value; MSET counts commands of 10 keys each\n";
     }
     if !rep.memory.is_empty() || !rep.restarts.is_empty() {
         let w = if rep.runs > 1 { 24 } else { 11 };

@@ -745,6 +745,9 @@ fn bench_kv_against_redis() {
             assert!(r["vs_redis_none"].as_f64().unwrap() > 0.0, "{r}");
             assert!(r["vs_redis_aof_always"].as_f64().unwrap() > 0.0, "{r}");
             assert_eq!(r["dir"], d.path().to_string_lossy().as_ref(), "{r}");
+            // 2000 SETs on 100,000 random keys leave between 1 and 2000 of them.
+            let keys = r["keys_after"].as_u64().unwrap();
+            assert!(keys > 0 && keys <= 2000, "{r}");
             ports.push(r["port"].as_u64().unwrap());
         }
         let m = lines
