@@ -6,6 +6,7 @@ pub mod crashtest;
 pub mod hashbench;
 pub mod hashbench_daisy;
 pub mod hashrivals;
+pub mod kvbench;
 pub mod openbench;
 pub mod pmdk;
 pub mod progress;

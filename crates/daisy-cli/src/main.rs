@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use daisy::{ModeChoice, Pool, PoolOptions};
-use daisy_bench::{crashtest, hashbench, txbench};
+use daisy_bench::{crashtest, hashbench, kvbench, txbench};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -231,7 +231,37 @@ enum BenchCmd {
     /// (store+flush+fence, PMDK transactions, msync, fsync) and in a DRAM HashMap, side by side.
     #[command(long_about = HASHMAP_ABOUT)]
     Hashmap(HashmapArgs),
+    /// Seed 000's Redis table: the real redis-benchmark against `daisy serve` and against
+    /// redis-server in each persistence mode (none, rdb, aof everysec, aof always), side by
+    /// side in one run; plus memory per key and restart time.
+    #[command(long_about = KV_ABOUT)]
+    Kv(KvArgs),
 }
+
+const KV_ABOUT: &str = "Seed 000's Redis table: the real redis-benchmark (Debian redis-tools) \
+against `daisy serve` and against a real redis-server (Debian redis-server) in each persistence \
+mode, side by side in one run. Every server is started here, one at a time, on a free \
+127.0.0.1 port, in its own directory under --dir (removed afterwards), and stopped when its \
+measurements are done.\n\n\
+Servers (--servers):\n\
+  daisy               this binary's `daisy serve --pool <dir>/kv.pool`: every write durable \
+before its reply (reported unavailable, with the reason, when it does not answer PING)\n\
+  redis-none          --save \"\" --appendonly no: nothing persisted\n\
+  redis-rdb           Redis's default save points --save \"3600 1 300 100 60 10000\"\n\
+  redis-aof-everysec  --appendonly yes --appendfsync everysec --save \"\"\n\
+  redis-aof-always    --appendonly yes --appendfsync always --save \"\" (every write durable)\n\
+(AOF modes also get --aof-use-rdb-preamble no: a pure command log.)\n\n\
+Requests: for each pipeline, value size and N (ascending): FLUSHALL, then \
+`redis-benchmark -c C -n N -r 100000 -P pipeline -d size -t TESTS --csv`; requests/s and \
+p50/p99/max latency are redis-benchmark's, elapsed = N / requests/s, with the ratios to \
+redis-none and redis-aof-always. A case projected (from the previous N) past --max-secs is run \
+on fewer requests and marked ~ (sampled).\n\n\
+Memory and restart (--restart-keys K, 0 skips): K keys key:<i> with 8-byte values loaded by a \
+pipelined writer into a fresh server; bytes per key from INFO used_memory (loaded - empty); \
+for daisy, redis-rdb (SAVE, SHUTDOWN) and redis-aof-always (SHUTDOWN NOSAVE): the time from \
+spawning the server again on the same files to its first +PONG, and DBSIZE = K checked.\n\n\
+The default run (N up to 1,000,000, sampled past --max-secs) takes about 2-3 minutes on a \
+2-core machine; redis-benchmark and the server share the CPU.";
 
 const HASHMAP_ABOUT: &str = "Seed 000's table: random insertion of N key-value pairs (two u32s), \
 measured for every mechanism side by side in one run, on the same file system and with the same \
@@ -307,6 +337,124 @@ struct HashmapArgs {
     max_secs: f64,
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
+}
+
+#[derive(Args)]
+struct KvArgs {
+    /// Requests per case, comma-separated [default: 1000,10000,100000,1000000].
+    #[arg(long = "n", value_delimiter = ',', value_parser = parse_count, conflicts_with = "full")]
+    ns: Vec<usize>,
+    /// The default N plus 10,000,000 (seed 000's largest; sampled past --max-secs).
+    #[arg(long)]
+    full: bool,
+    /// redis-benchmark tests, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "set,get", value_parser = clap::builder::PossibleValuesParser::new(kvbench::TESTS))]
+    tests: Vec<String>,
+    /// Pipeline depths (-P), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    pipeline: Vec<usize>,
+    /// Value sizes in bytes (-d), comma-separated (e.g. 8,1024,10240,102400 for seed 001's
+    /// 1 KB/10 KB/100 KB values).
+    #[arg(long, value_delimiter = ',', default_value = "8", value_parser = parse_size_usize)]
+    sizes: Vec<usize>,
+    /// Parallel connections of redis-benchmark (-c).
+    #[arg(long, default_value_t = 50)]
+    clients: usize,
+    /// Runs per case (median of requests/s, with min..max); also restarts per server.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Parent directory of the servers' files (tmpfs emulates NVM; a disk path measures the
+    /// disk's fsync).
+    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    dir: PathBuf,
+    /// Keys loaded for memory per key and restart time (e.g. 1000000 or 1_000_000); 0 skips both.
+    #[arg(long, default_value = "1000000", value_parser = parse_count_or_zero)]
+    restart_keys: u64,
+    /// Servers to measure, comma-separated [default: all].
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(kvbench::SERVERS))]
+    servers: Vec<String>,
+    /// Longest a redis-benchmark invocation may take, in seconds; larger N are run on fewer
+    /// requests and marked sampled.
+    #[arg(long, default_value_t = kvbench::DEFAULT_MAX_SECS)]
+    max_secs: f64,
+    #[arg(long, value_enum, default_value = "table")]
+    format: TableFormat,
+}
+
+fn parse_size_usize(s: &str) -> Result<usize, String> {
+    let v = parse_size(s)?;
+    usize::try_from(v).map_err(|_| format!("{s}: too large"))
+}
+
+fn parse_count_or_zero(s: &str) -> Result<u64, String> {
+    s.replace('_', "")
+        .parse()
+        .map_err(|_| format!("invalid count {s:?}: expected a whole number such as 1000000"))
+}
+
+fn kv_cmd(a: KvArgs) -> Result<ExitCode, String> {
+    let mut ns = if a.ns.is_empty() {
+        kvbench::DEFAULT_NS.to_vec()
+    } else {
+        a.ns
+    };
+    if a.full {
+        ns.push(kvbench::FULL_N);
+    }
+    let servers = if a.servers.is_empty() {
+        kvbench::SERVERS.iter().map(|s| s.to_string()).collect()
+    } else {
+        a.servers
+    };
+    let cfg = kvbench::Config {
+        dir: a.dir,
+        ns,
+        tests: a.tests,
+        pipelines: a.pipeline,
+        sizes: a.sizes,
+        clients: a.clients,
+        runs: a.runs,
+        restart_keys: a.restart_keys,
+        servers,
+        max_secs: a.max_secs,
+        daisy_exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+    };
+    let json = a.format == TableFormat::Json;
+    let bar = if json {
+        daisy_bench::progress::hidden()
+    } else {
+        daisy_bench::progress::stages(0)
+    };
+    let rep = kvbench::run(
+        &cfg,
+        |n| {
+            if json {
+                eprintln!("{n}")
+            } else {
+                bar.suspend(|| println!("{n}"))
+            }
+        },
+        |done, total, what| {
+            bar.set_length(total);
+            bar.set_position(done);
+            bar.set_message(what.to_string());
+        },
+    );
+    bar.finish_and_clear();
+    let rep = rep?;
+    if json {
+        for l in rep.json_lines() {
+            println!("{l}");
+        }
+    } else {
+        println!();
+        print!("{}", kvbench::table(&rep));
+    }
+    Ok(if rep.failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// One size N: digits, with underscores allowed (1_000_000); commas separate sizes.
@@ -428,6 +576,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench(BenchCmd::Hashmap(a)) => hashmap_cmd(a),
+        Cmd::Bench(BenchCmd::Kv(a)) => kv_cmd(a),
         Cmd::Bench(BenchCmd::Open {
             dir,
             objects,

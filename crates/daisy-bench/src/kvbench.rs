@@ -1,0 +1,1623 @@
+//! `daisy bench kv`: the real `redis-benchmark` against `daisy serve` and against a real
+//! `redis-server` in each of its persistence modes, side by side in one run (seed 000's Redis
+//! table, seed 001's methods).
+//!
+//! Every server is started by the benchmark itself, one at a time, on a loopback port picked
+//! as free, in its own subdirectory of `--dir` (under `daisy-kvbench-<pid>/`), and stopped and
+//! removed when its measurements are done, on errors too ([`Proc`] kills a process that is
+//! still running when it is dropped, [`Workdir`] removes the directory). Children also get
+//! `PR_SET_PDEATHSIG`, so they die with the benchmark; a directory left by a benchmark that was
+//! killed is removed by the next run.
+//!
+//! How it measures:
+//! 1. requests: for each (pipeline, value size, N), ascending N: FLUSHALL, then
+//!    `redis-benchmark -h 127.0.0.1 -p P -c C -n N -r 100000 -P p -d size -t <tests> --csv`,
+//!    one invocation for all tests (redis-benchmark runs them in its own order, SET before GET,
+//!    so GET finds the keys SET wrote, as in its canonical runs). Requests/s and latencies are
+//!    redis-benchmark's own figures; elapsed ms = N / requests/s. A case whose projected time
+//!    (from the previous N's requests/s) exceeds `--max-secs` is run with fewer requests and
+//!    marked sampled (`~`): its elapsed time is projected to N;
+//! 2. memory: on a fresh server, `used_memory` (INFO memory) when empty and after loading K
+//!    keys `key:<i>` with 8-byte values through a pipelined RESP writer (batches of 1000 SETs),
+//!    divided by K;
+//! 3. restart (daisy, redis-rdb, redis-aof-always): on that loaded server, SAVE (rdb only),
+//!    SHUTDOWN (rdb, daisy) or SHUTDOWN NOSAVE (AOF), start again on the same files and time
+//!    spawn -> first +PONG (a fresh connection every ~1 ms; Redis answers -LOADING until its
+//!    data are in), then DBSIZE must equal K.
+
+use crate::stats::Spread;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Every server, in table order.
+pub const SERVERS: &[&str] = &[
+    "daisy",
+    "redis-none",
+    "redis-rdb",
+    "redis-aof-everysec",
+    "redis-aof-always",
+];
+/// Servers whose restart time is measured (the others only their memory).
+pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"];
+/// redis-benchmark tests `--tests` accepts.
+pub const TESTS: &[&str] = &["set", "get", "incr", "mset"];
+/// Requests per case by default (seed 000's Redis table without its largest).
+pub const DEFAULT_NS: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
+/// The N `--full` adds.
+pub const FULL_N: usize = 10_000_000;
+pub const DEFAULT_PIPELINES: [usize; 2] = [1, 16];
+pub const DEFAULT_SIZES: [usize; 1] = [8];
+/// `-r`: redis-benchmark's random keys come from this many.
+pub const KEYSPACE: usize = 100_000;
+/// Default seconds a redis-benchmark invocation may take before N is sampled.
+pub const DEFAULT_MAX_SECS: f64 = 4.0;
+/// Requests of the probe that estimates a case's time when no smaller N was measured.
+const PROBE_N: usize = 10_000;
+/// Largest value size accepted (redis-benchmark's own limit is far higher; the keyspace of
+/// 100,000 keys must fit in memory twice: server and tmpfs).
+pub const MAX_SIZE: usize = 1 << 20;
+
+const INSTALL_HINT: &str = "install the Debian package with `sudo apt-get install {pkg}` \
+     (scripts/install-deps.sh installs it)";
+
+/// Benchmark settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Parent of the servers' directories (`--dir`).
+    pub dir: PathBuf,
+    /// Requests per case.
+    pub ns: Vec<usize>,
+    /// redis-benchmark tests (lower case, from [`TESTS`]).
+    pub tests: Vec<String>,
+    pub pipelines: Vec<usize>,
+    /// Value sizes in bytes (`-d`).
+    pub sizes: Vec<usize>,
+    pub clients: usize,
+    /// Runs per case (median reported, with min..max of requests/s); also restarts per server.
+    pub runs: usize,
+    /// Keys loaded for the memory and restart measurements; 0 skips both.
+    pub restart_keys: u64,
+    /// Servers to measure (from [`SERVERS`]).
+    pub servers: Vec<String>,
+    /// Longest a redis-benchmark invocation may take before N is sampled.
+    pub max_secs: f64,
+    /// The `daisy` binary that has the `serve` command (`std::env::current_exe()`).
+    pub daisy_exe: PathBuf,
+}
+
+/// One result row of the requests table (one server, one test, one case).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    pub bench: &'static str,
+    pub kind: &'static str,
+    pub server: String,
+    pub test: String,
+    pub pipeline: usize,
+    pub value_size: usize,
+    /// N, the requests of the case.
+    pub requests: u64,
+    /// Requests actually sent (fewer than N when `sampled`).
+    pub requests_run: u64,
+    pub sampled: bool,
+    pub clients: usize,
+    /// Median over the runs (redis-benchmark's figure).
+    pub rps: f64,
+    pub rps_min: f64,
+    pub rps_max: f64,
+    /// N / rps (projected to N when sampled).
+    pub elapsed_ms: f64,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// DBSIZE after the case (the last run): keys its writes left. GET and INCR draw keys from
+    /// the 100,000 of `-r`, so about keys_after / 100,000 of the GETs find a value.
+    pub keys_after: u64,
+    pub runs: usize,
+    /// rps / redis-none's rps in the same case.
+    pub vs_redis_none: Option<f64>,
+    /// rps / redis-aof-always's rps in the same case.
+    pub vs_redis_aof_always: Option<f64>,
+    /// The loopback port the server listened on (closed when the benchmark ends).
+    pub port: u16,
+    pub dir: String,
+    pub fs: String,
+}
+
+/// Memory per key after loading K keys.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MemoryRow {
+    pub bench: &'static str,
+    pub kind: &'static str,
+    pub server: String,
+    pub keys: u64,
+    pub used_memory_empty: u64,
+    pub used_memory_loaded: u64,
+    pub bytes_per_key: f64,
+    /// Time to load the K keys (pipelined, batches of 1000 SETs).
+    pub load_ms: f64,
+    pub dir: String,
+    pub fs: String,
+}
+
+/// Restart time with K keys.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RestartRow {
+    pub bench: &'static str,
+    pub kind: &'static str,
+    pub server: String,
+    pub keys: u64,
+    /// Spawn until the first +PONG: median over the restarts, with min..max.
+    pub restart_ms: f64,
+    pub restart_ms_min: f64,
+    pub restart_ms_max: f64,
+    pub runs: usize,
+    /// DBSIZE after the (last) restart.
+    pub dbsize: u64,
+    pub dbsize_ok: bool,
+    /// Bytes of the server's files (pool, RDB or AOF) it restarted from.
+    pub data_bytes: u64,
+    /// restart_ms / daisy's restart_ms.
+    pub vs_daisy: Option<f64>,
+    /// The port of the last restart (closed when the benchmark ends).
+    pub port: u16,
+    pub dir: String,
+    pub fs: String,
+}
+
+/// A server that could not be measured (or failed part-way), and why.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Unavailable {
+    pub bench: &'static str,
+    pub kind: &'static str,
+    pub server: String,
+    /// "unavailable" (never measured) or "failed" (stopped part-way; rows before it stand).
+    pub status: &'static str,
+    pub reason: String,
+    pub dir: String,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub memory: Vec<MemoryRow>,
+    pub restarts: Vec<RestartRow>,
+    pub unavailable: Vec<Unavailable>,
+    pub restart_keys: u64,
+    pub runs: usize,
+}
+
+impl Report {
+    /// Every line of `--format json`, in order: requests, memory, restart, unavailable.
+    pub fn json_lines(&self) -> Vec<String> {
+        let mut v: Vec<String> = vec![];
+        v.extend(self.rows.iter().map(|r| serde_json::to_string(r).unwrap()));
+        v.extend(
+            self.memory
+                .iter()
+                .map(|r| serde_json::to_string(r).unwrap()),
+        );
+        v.extend(
+            self.restarts
+                .iter()
+                .map(|r| serde_json::to_string(r).unwrap()),
+        );
+        v.extend(
+            self.unavailable
+                .iter()
+                .map(|r| serde_json::to_string(r).unwrap()),
+        );
+        v
+    }
+
+    /// Whether something that was running failed (a server that never started is only
+    /// unavailable).
+    pub fn failed(&self) -> bool {
+        self.unavailable.iter().any(|u| u.status == "failed")
+            || self.restarts.iter().any(|r| !r.dbsize_ok)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RESP client
+
+/// A RESP2 reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Option<Vec<Reply>>),
+}
+
+/// Append the RESP encoding of one command to `out`.
+pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// One connection to a server.
+pub struct Conn {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Conn {
+    pub fn connect(port: u16, timeout: Duration) -> std::io::Result<Conn> {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let s = TcpStream::connect_timeout(&addr, timeout)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(Duration::from_secs(120)))?;
+        s.set_write_timeout(Some(Duration::from_secs(120)))?;
+        Ok(Conn {
+            r: BufReader::with_capacity(1 << 16, s.try_clone()?),
+            w: s,
+        })
+    }
+
+    pub fn set_read_timeout(&self, t: Duration) {
+        let _ = self.w.set_read_timeout(Some(t));
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.w.write_all(bytes).map_err(|e| format!("write: {e}"))
+    }
+
+    fn line(&mut self) -> Result<String, String> {
+        let mut l = String::new();
+        let n = self.r.read_line(&mut l).map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("the server closed the connection".into());
+        }
+        if !l.ends_with("\r\n") {
+            return Err(format!("malformed reply line {l:?}"));
+        }
+        l.truncate(l.len() - 2);
+        Ok(l)
+    }
+
+    pub fn read_reply(&mut self) -> Result<Reply, String> {
+        let l = self.line()?;
+        let (tag, rest) = l.split_at(l.len().min(1));
+        let int = |s: &str| {
+            s.parse::<i64>()
+                .map_err(|_| format!("malformed reply {l:?}"))
+        };
+        Ok(match tag {
+            "+" => Reply::Simple(rest.to_string()),
+            "-" => Reply::Error(rest.to_string()),
+            ":" => Reply::Int(int(rest)?),
+            "$" => {
+                let n = int(rest)?;
+                if n < 0 {
+                    Reply::Bulk(None)
+                } else {
+                    let mut b = vec![0; n as usize + 2];
+                    self.r
+                        .read_exact(&mut b)
+                        .map_err(|e| format!("read: {e}"))?;
+                    if &b[n as usize..] != b"\r\n" {
+                        return Err("malformed bulk reply".into());
+                    }
+                    b.truncate(n as usize);
+                    Reply::Bulk(Some(b))
+                }
+            }
+            "*" => {
+                let n = int(rest)?;
+                if n < 0 {
+                    Reply::Array(None)
+                } else {
+                    let mut v = Vec::with_capacity(n.min(1024) as usize);
+                    for _ in 0..n {
+                        v.push(self.read_reply()?);
+                    }
+                    Reply::Array(Some(v))
+                }
+            }
+            _ => return Err(format!("malformed reply {l:?}")),
+        })
+    }
+
+    /// One command, its reply.
+    pub fn cmd(&mut self, args: &[&str]) -> Result<Reply, String> {
+        let mut b = vec![];
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        encode(&mut b, &a);
+        self.send(&b)?;
+        self.read_reply()
+    }
+
+    /// One command that must not answer with an error.
+    pub fn ok(&mut self, args: &[&str]) -> Result<Reply, String> {
+        match self.cmd(args)? {
+            Reply::Error(e) => Err(format!("{}: -{e}", args.join(" "))),
+            r => Ok(r),
+        }
+    }
+
+    /// An integer reply (DBSIZE).
+    pub fn int(&mut self, args: &[&str]) -> Result<i64, String> {
+        match self.ok(args)? {
+            Reply::Int(i) => Ok(i),
+            r => Err(format!(
+                "{}: expected an integer, got {r:?}",
+                args.join(" ")
+            )),
+        }
+    }
+
+    /// One field of INFO (`used_memory`): the number after `field:`.
+    pub fn info_field(&mut self, section: &str, field: &str) -> Result<u64, String> {
+        let text = match self.ok(&["INFO", section])? {
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+            r => return Err(format!("INFO {section}: expected a bulk string, got {r:?}")),
+        };
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| format!("INFO {section} has no numeric {field}: field"))
+    }
+}
+
+/// The value of `key:<i>` in the memory and restart loads: 8 bytes.
+pub fn load_value(i: u64) -> String {
+    format!("{:08}", i % 100_000_000)
+}
+
+/// SET `key:<i>` = [`load_value`]`(i)` for i in 0..k, batches of 1000 commands written at once,
+/// then their replies read (each must be +OK).
+pub fn load_keys(c: &mut Conn, k: u64, mut progress: impl FnMut(u64)) -> Result<(), String> {
+    let mut buf = Vec::with_capacity(64 * 1000);
+    let mut i = 0;
+    while i < k {
+        let end = (i + 1000).min(k);
+        buf.clear();
+        for j in i..end {
+            let key = format!("key:{j}");
+            let val = load_value(j);
+            encode(&mut buf, &[b"SET", key.as_bytes(), val.as_bytes()]);
+        }
+        c.send(&buf)?;
+        for j in i..end {
+            match c.read_reply()? {
+                Reply::Simple(s) if s == "OK" => {}
+                r => return Err(format!("SET key:{j}: expected +OK, got {r:?}")),
+            }
+        }
+        i = end;
+        progress(i);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes and directories
+
+/// A child process that is killed (SIGKILL) and reaped when dropped, unless it has exited.
+pub struct Proc {
+    child: Child,
+}
+
+impl Proc {
+    fn spawn(cmd: &mut Command) -> std::io::Result<Proc> {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        Ok(Proc {
+            child: cmd.spawn()?,
+        })
+    }
+
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Wait up to `t` for it to exit on its own.
+    fn wait_for(&mut self, t: Duration) -> Option<std::process::ExitStatus> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.exited() {
+                return Some(s);
+            }
+            if t0.elapsed() > t {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid (not yet reaped, so not reused).
+        unsafe {
+            libc::kill(self.child.id() as i32, sig);
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.exited().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A directory removed (with everything in it) when dropped.
+pub struct Workdir {
+    pub path: PathBuf,
+}
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Directory prefix of the benchmark's files in `--dir`.
+pub const DIR_PREFIX: &str = "daisy-kvbench-";
+
+/// Remove `daisy-kvbench-<pid>` directories of benchmarks that no longer run (killed ones).
+fn remove_stale(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(DIR_PREFIX) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("bind: {e}"))?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// Whether something accepts connections on the loopback port.
+pub fn port_open(port: u16) -> bool {
+    TcpStream::connect_timeout(
+        &SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+        Duration::from_millis(200),
+    )
+    .is_ok()
+}
+
+/// `name` in $PATH.
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The last `n` lines of a file (a server's log), for error messages.
+fn tail(path: &Path, n: usize) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+    let t = lines[lines.len().saturating_sub(n)..].join(" | ");
+    if t.is_empty() {
+        "(no output)".into()
+    } else {
+        t
+    }
+}
+
+fn dir_bytes(dir: &Path, skip: &str) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                total += dir_bytes(&e.path(), skip);
+            } else if e.file_name().to_string_lossy() != skip {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers
+
+/// The programs the benchmark runs.
+struct Tools {
+    redis_server: Option<PathBuf>,
+    redis_benchmark: Option<PathBuf>,
+    daisy: PathBuf,
+}
+
+const LOG: &str = "server.log";
+
+/// The command line of `name` on `port` with its files in `sub`.
+fn server_command(tools: &Tools, name: &str, port: u16, sub: &Path) -> Result<Command, String> {
+    let log = std::fs::File::create(sub.join(LOG))
+        .map_err(|e| format!("{}: {e}", sub.join(LOG).display()))?;
+    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+    let mut c;
+    if name == "daisy" {
+        c = Command::new(&tools.daisy);
+        c.arg("serve")
+            .arg("--pool")
+            .arg(sub.join("kv.pool"))
+            .args(["--bind", "127.0.0.1", "--port"])
+            .arg(port.to_string());
+    } else {
+        let exe = tools.redis_server.as_ref().ok_or_else(|| {
+            format!(
+                "redis-server not found in PATH: {}",
+                INSTALL_HINT.replace("{pkg}", "redis-server")
+            )
+        })?;
+        c = Command::new(exe);
+        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
+            .arg(sub)
+            .args(["--daemonize", "no", "--protected-mode", "no"])
+            .args(redis_mode_args(name));
+    }
+    c.stdin(Stdio::null()).stdout(log).stderr(log2);
+    Ok(c)
+}
+
+/// The persistence flags of each Redis mode.
+pub fn redis_mode_args(name: &str) -> Vec<&'static str> {
+    match name {
+        "redis-none" => vec!["--save", "", "--appendonly", "no"],
+        "redis-rdb" => vec!["--save", "3600 1 300 100 60 10000", "--appendonly", "no"],
+        "redis-aof-everysec" => vec![
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+            "--aof-use-rdb-preamble",
+            "no",
+        ],
+        "redis-aof-always" => vec![
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--save",
+            "",
+            "--aof-use-rdb-preamble",
+            "no",
+        ],
+        _ => vec![],
+    }
+}
+
+/// What each server is, in words (printed before the tables).
+pub fn describe_server(name: &str) -> String {
+    match name {
+        "daisy" => "`daisy serve --pool <dir>/kv.pool`: every write durable in the pool before \
+                    its reply"
+            .into(),
+        "redis-none" => "redis-server --save \"\" --appendonly no: nothing persisted".into(),
+        "redis-rdb" => "redis-server with Redis's default save points (--save \"3600 1 300 100 \
+                        60 10000\"): a snapshot now and then, writes since it lost on a crash"
+            .into(),
+        "redis-aof-everysec" => "redis-server --appendonly yes --appendfsync everysec: the log \
+                                 fsynced once a second (up to a second lost)"
+            .into(),
+        "redis-aof-always" => "redis-server --appendonly yes --appendfsync always: the log \
+                               fsynced before replies (every write durable)"
+            .into(),
+        _ => String::new(),
+    }
+}
+
+/// A running server.
+struct Server {
+    name: String,
+    port: u16,
+    sub: PathBuf,
+    proc: Proc,
+    spawned: Instant,
+}
+
+impl Server {
+    /// Spawn `name` with its files in `sub` (created if needed) on a free port. Does not wait.
+    fn spawn(tools: &Tools, name: &str, sub: &Path) -> Result<Server, String> {
+        std::fs::create_dir_all(sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+        let port = free_port()?;
+        let mut cmd = server_command(tools, name, port, sub)?;
+        let spawned = Instant::now();
+        let proc = Proc::spawn(&mut cmd)
+            .map_err(|e| format!("{}: {e}", cmd.get_program().to_string_lossy().into_owned()))?;
+        Ok(Server {
+            name: name.to_string(),
+            port,
+            sub: sub.to_path_buf(),
+            proc,
+            spawned,
+        })
+    }
+
+    /// Spawn and wait until it answers PING (a port taken meanwhile is retried).
+    fn start(tools: &Tools, name: &str, sub: &Path, timeout: Duration) -> Result<Server, String> {
+        let mut last = String::new();
+        for _ in 0..3 {
+            let mut s = Server::spawn(tools, name, sub)?;
+            match s.wait_ready(timeout) {
+                Ok(_) => return Ok(s),
+                Err(e) => {
+                    if !e.contains("in use") {
+                        return Err(e);
+                    }
+                    last = e;
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// Poll with a fresh connection every ~1 ms until PING answers +PONG; the time since
+    /// spawn. -LOADING (Redis reading its files) and refused connections keep polling.
+    fn wait_ready(&mut self, timeout: Duration) -> Result<Duration, String> {
+        loop {
+            if let Ok(mut c) = Conn::connect(self.port, Duration::from_millis(100)) {
+                c.set_read_timeout(Duration::from_secs(5));
+                if let Ok(Reply::Simple(s)) = c.cmd(&["PING"]) {
+                    if s == "PONG" {
+                        return Ok(self.spawned.elapsed());
+                    }
+                }
+            }
+            if let Some(st) = self.proc.exited() {
+                return Err(format!(
+                    "{} exited ({st}) before answering PING; its output: {}",
+                    self.what(),
+                    tail(&self.sub.join(LOG), 6)
+                ));
+            }
+            if self.spawned.elapsed() > timeout {
+                return Err(format!(
+                    "{} did not answer PING within {:.0} s; its output: {}",
+                    self.what(),
+                    timeout.as_secs_f64(),
+                    tail(&self.sub.join(LOG), 6)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn what(&self) -> String {
+        if self.name == "daisy" {
+            format!("`daisy serve` on port {}", self.port)
+        } else {
+            format!("redis-server ({}) on port {}", self.name, self.port)
+        }
+    }
+
+    fn conn(&self) -> Result<Conn, String> {
+        Conn::connect(self.port, Duration::from_secs(2))
+            .map_err(|e| format!("connect to {}: {e}", self.what()))
+    }
+
+    /// Stop it with `shutdown` (e.g. ["SHUTDOWN", "NOSAVE"]; daisy gets plain SHUTDOWN: its
+    /// writes are durable when answered); SIGTERM if it refuses the command or does not exit
+    /// within 30 s, SIGKILL 10 s later, which is reported as an error.
+    fn stop(mut self, shutdown: &[&str]) -> Result<(), String> {
+        let shutdown = if self.name == "daisy" {
+            &["SHUTDOWN"][..]
+        } else {
+            shutdown
+        };
+        if let Ok(mut c) = self.conn() {
+            c.set_read_timeout(Duration::from_secs(30));
+            // A server that exits answers nothing (connection closed): that is success. One
+            // that refuses the command gets SIGTERM.
+            if let Ok(Reply::Error(_)) = c.cmd(shutdown) {
+                self.proc.signal(libc::SIGTERM);
+            }
+        }
+        if self.proc.wait_for(Duration::from_secs(30)).is_some() {
+            return Ok(());
+        }
+        self.proc.signal(libc::SIGTERM);
+        if self.proc.wait_for(Duration::from_secs(10)).is_some() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} did not exit after {} and SIGTERM (killed)",
+            self.what(),
+            shutdown.join(" ")
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// redis-benchmark
+
+/// One CSV row of redis-benchmark.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsvRow {
+    /// Lower-case test name (`set`, `mset`).
+    pub test: String,
+    pub rps: f64,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// Parse redis-benchmark 7's `--csv` output: a header
+/// `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
+/// "p99_latency_ms","max_latency_ms"`, then one row per test (`"MSET (10 keys)"` -> mset).
+pub fn parse_csv(out: &str) -> Result<Vec<CsvRow>, String> {
+    let split = |l: &str| -> Vec<String> {
+        l.split(',')
+            .map(|f| f.trim().trim_matches('"').to_string())
+            .collect()
+    };
+    let mut header: Option<Vec<String>> = None;
+    let mut rows = vec![];
+    for l in out.lines().map(str::trim).filter(|l| l.starts_with('"')) {
+        let f = split(l);
+        if f.first().map(String::as_str) == Some("test") {
+            header = Some(f);
+            continue;
+        }
+        let h = header
+            .as_ref()
+            .ok_or_else(|| format!("redis-benchmark CSV row before its header: {l}"))?;
+        let col = |name: &str| -> Result<f64, String> {
+            let i = h
+                .iter()
+                .position(|x| x == name)
+                .ok_or_else(|| format!("redis-benchmark CSV has no {name} column: {h:?}"))?;
+            f.get(i)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("redis-benchmark CSV: bad {name} in {l}"))
+        };
+        let test = f[0].split_whitespace().next().unwrap_or("").to_lowercase();
+        rows.push(CsvRow {
+            test,
+            rps: col("rps")?,
+            avg_ms: col("avg_latency_ms")?,
+            p50_ms: col("p50_latency_ms")?,
+            p99_ms: col("p99_latency_ms")?,
+            max_ms: col("max_latency_ms")?,
+        });
+    }
+    if rows.is_empty() {
+        return Err(format!(
+            "redis-benchmark printed no results: {}",
+            out.lines().rev().take(4).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    Ok(rows)
+}
+
+/// One case of the requests table: requests, pipeline depth, value size.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    n: usize,
+    pipeline: usize,
+    size: usize,
+}
+
+/// One redis-benchmark invocation (all of `cfg.tests`), its output in `scratch`; killed after
+/// `timeout`.
+fn redis_benchmark(
+    exe: &Path,
+    port: u16,
+    cfg: &Config,
+    case: Case,
+    scratch: &Path,
+    timeout: Duration,
+) -> Result<Vec<CsvRow>, String> {
+    let Case { n, pipeline, size } = case;
+    let out_path = scratch.join("redis-benchmark.out");
+    let out =
+        std::fs::File::create(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let args: Vec<OsString> = [
+        "-h".to_string(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        port.to_string(),
+        "-c".into(),
+        cfg.clients.to_string(),
+        "-n".into(),
+        n.to_string(),
+        "-r".into(),
+        KEYSPACE.to_string(),
+        "-P".into(),
+        pipeline.to_string(),
+        "-d".into(),
+        size.to_string(),
+        "-t".into(),
+        cfg.tests.join(","),
+        "--csv".into(),
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect();
+    let mut p = Proc::spawn(
+        Command::new(exe)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err),
+    )
+    .map_err(|e| format!("{}: {e}", exe.display()))?;
+    let st = p.wait_for(timeout);
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    match st {
+        None => Err(format!(
+            "redis-benchmark did not finish within {:.0} s (killed); its output: {}",
+            timeout.as_secs_f64(),
+            text.lines().rev().take(3).collect::<Vec<_>>().join(" | ")
+        )),
+        Some(s) if !s.success() => Err(format!(
+            "redis-benchmark exited with {s}: {}",
+            text.lines().rev().take(3).collect::<Vec<_>>().join(" | ")
+        )),
+        Some(_) => parse_csv(&text),
+    }
+}
+
+/// `-v`/`--version` of a program: the first line.
+fn version(exe: &Path) -> Option<String> {
+    let o = Command::new(exe).arg("--version").output().ok()?;
+    let s = String::from_utf8_lossy(&o.stdout);
+    s.lines().next().map(|l| l.trim().to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+/// A number rounded down to two significant digits (sampled request counts).
+fn round2(n: usize) -> usize {
+    let mut p = 1;
+    while n / p >= 100 {
+        p *= 10;
+    }
+    n / p * p
+}
+
+/// Stages of the progress bar for one server.
+fn stages_per_server(cfg: &Config, with_requests: bool) -> u64 {
+    let cases = if with_requests {
+        (cfg.pipelines.len() * cfg.sizes.len() * cfg.ns.len() * cfg.runs) as u64
+    } else {
+        0
+    };
+    cases + if cfg.restart_keys > 0 { 1 } else { 0 }
+}
+
+/// Progress over the stages of all servers.
+struct Progress<'a> {
+    done: u64,
+    total: u64,
+    f: &'a mut dyn FnMut(u64, u64, &str),
+}
+
+impl Progress<'_> {
+    fn tick(&mut self, what: &str) {
+        self.done += 1;
+        (self.f)(self.done, self.total, what);
+    }
+
+    fn show(&mut self, what: &str) {
+        (self.f)(self.done, self.total, what);
+    }
+
+    /// Skip to `done` (a server's stages that did not run).
+    fn jump(&mut self, done: u64, what: &str) {
+        self.done = done;
+        (self.f)(self.done, self.total, what);
+    }
+}
+
+/// Run the benchmark. `note` receives the lines that describe it, `progress` (done, total,
+/// what) each finished stage.
+pub fn run(
+    cfg: &Config,
+    mut note: impl FnMut(&str),
+    mut progress: impl FnMut(u64, u64, &str),
+) -> Result<Report, String> {
+    validate(cfg)?;
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    let f = std::fs::File::open(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    let fs = daisy::map::fs_type_name(&f).to_string();
+    let tmpfs = daisy::map::is_tmpfs(&f);
+    drop(f);
+    remove_stale(&cfg.dir);
+    let tools = Tools {
+        redis_server: find_in_path("redis-server"),
+        redis_benchmark: find_in_path("redis-benchmark"),
+        daisy: cfg.daisy_exe.clone(),
+    };
+    let dir_s = cfg.dir.display().to_string();
+
+    let mut ns = cfg.ns.clone();
+    ns.sort_unstable();
+    ns.dedup();
+    let cfg = &Config { ns, ..cfg.clone() };
+
+    note(&format!(
+        "daisy bench kv: redis-benchmark against daisy serve and redis-server, one server at a \
+         time, each started here on a free 127.0.0.1 port in its own directory under {}",
+        cfg.dir.display()
+    ));
+    note(&format!(
+        "dir {} on {} ({})",
+        cfg.dir.display(),
+        fs,
+        if tmpfs {
+            "tmpfs: DRAM emulating NVM, as in seed 000; fsync and msync persist nothing beyond \
+             the page cache here, so AOF always costs its system calls only"
+        } else {
+            "a disk: fsync reaches the device"
+        }
+    ));
+    match &tools.redis_server {
+        Some(p) => note(&format!(
+            "redis-server: {} ({})",
+            p.display(),
+            version(p).unwrap_or_else(|| "version unknown".into())
+        )),
+        None => note(&format!(
+            "redis-server: not found in PATH; the redis-* servers are not measured: {}",
+            INSTALL_HINT.replace("{pkg}", "redis-server")
+        )),
+    }
+    match &tools.redis_benchmark {
+        Some(p) => note(&format!(
+            "redis-benchmark: {} ({}): -c {} -n N -r {} -P <pipeline> -d <size> -t {} --csv; \
+             FLUSHALL before each case; requests/s and latencies are redis-benchmark's; \
+             elapsed = N / requests/s",
+            p.display(),
+            version(p).unwrap_or_else(|| "version unknown".into()),
+            cfg.clients,
+            KEYSPACE,
+            cfg.tests.join(",")
+        )),
+        None => note(&format!(
+            "redis-benchmark: not found in PATH; no request rates measured (memory and restart \
+             only): {}",
+            INSTALL_HINT.replace("{pkg}", "redis-tools")
+        )),
+    }
+    note(&format!(
+        "cases: N = {}; pipeline {}; value size {} B; {} run(s) each (median of requests/s, \
+         min..max shown when more than one); a case projected past {} s is run on fewer \
+         requests and marked ~ (sampled)",
+        join(&cfg.ns),
+        join(&cfg.pipelines),
+        join(&cfg.sizes),
+        cfg.runs,
+        cfg.max_secs
+    ));
+    if cfg.restart_keys > 0 {
+        note(&format!(
+            "memory and restart: {} keys key:<i> with 8-byte values loaded by a pipelined RESP \
+             writer (batches of 1000 SETs) into a fresh server; memory = (used_memory loaded - \
+             empty) / keys; restart ({}) = spawn to first +PONG on the same files, DBSIZE \
+             checked",
+            cfg.restart_keys,
+            RESTART_SERVERS
+                .iter()
+                .filter(|s| cfg.servers.iter().any(|x| x == *s))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for s in &cfg.servers {
+        note(&format!("  {s}: {}", describe_server(s)));
+    }
+
+    let base = cfg.dir.join(format!("{DIR_PREFIX}{}", std::process::id()));
+    std::fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let _work = Workdir { path: base.clone() };
+
+    let per_server = stages_per_server(cfg, tools.redis_benchmark.is_some());
+    let mut prog = Progress {
+        done: 0,
+        total: per_server * cfg.servers.len() as u64,
+        f: &mut progress,
+    };
+    let mut rep = Report {
+        restart_keys: cfg.restart_keys,
+        runs: cfg.runs,
+        ..Report::default()
+    };
+    for (i, name) in cfg.servers.iter().enumerate() {
+        let name = name.as_str();
+        let end = per_server * (i as u64 + 1);
+        let unavailable = |reason: String, status: &'static str| Unavailable {
+            bench: "kv",
+            kind: "unavailable",
+            server: name.to_string(),
+            status,
+            reason,
+            dir: dir_s.clone(),
+        };
+        if name != "daisy" && tools.redis_server.is_none() {
+            rep.unavailable.push(unavailable(
+                format!(
+                    "redis-server not found in PATH: {}",
+                    INSTALL_HINT.replace("{pkg}", "redis-server")
+                ),
+                "unavailable",
+            ));
+            prog.jump(end, name);
+            continue;
+        }
+        // 1. Requests.
+        if let Some(bench) = &tools.redis_benchmark {
+            let sub = base.join(name);
+            let r = measure_requests(cfg, &tools, bench, name, &sub, &fs, &mut |w| {
+                prog.tick(&format!("{name}: {w}"))
+            });
+            let _ = std::fs::remove_dir_all(&sub);
+            match r {
+                Ok(rows) => rep.rows.extend(rows),
+                Err((rows, e, started)) => {
+                    rep.rows.extend(rows);
+                    let status = if started { "failed" } else { "unavailable" };
+                    rep.unavailable.push(unavailable(e, status));
+                    prog.jump(end, name);
+                    continue;
+                }
+            }
+        }
+        // 2. and 3. Memory and restart.
+        if cfg.restart_keys > 0 {
+            prog.show(&format!(
+                "{name}: loading {} keys (memory{})",
+                cfg.restart_keys,
+                if RESTART_SERVERS.contains(&name) {
+                    ", restart"
+                } else {
+                    ""
+                }
+            ));
+            let sub = base.join(format!("{name}-restart"));
+            let r = memory_and_restart(cfg, &tools, name, &sub, &fs);
+            let _ = std::fs::remove_dir_all(&sub);
+            match r {
+                Ok((m, rs)) => {
+                    rep.memory.push(m);
+                    rep.restarts.extend(rs);
+                }
+                Err((m, e, started)) => {
+                    rep.memory.extend(m.map(|m| *m));
+                    let status = if started { "failed" } else { "unavailable" };
+                    rep.unavailable.push(unavailable(e, status));
+                }
+            }
+        }
+        prog.jump(end, &format!("{name}: done"));
+    }
+    ratios(&mut rep);
+    Ok(rep)
+}
+
+fn join<T: ToString>(v: &[T]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn validate(cfg: &Config) -> Result<(), String> {
+    if cfg.runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
+    if !(cfg.max_secs > 0.0 && cfg.max_secs.is_finite()) {
+        return Err("--max-secs must be a positive number of seconds".into());
+    }
+    if cfg.clients == 0 || cfg.clients > 10_000 {
+        return Err("--clients must be between 1 and 10000".into());
+    }
+    if cfg.ns.is_empty() || cfg.ns.contains(&0) {
+        return Err("--n: each N must be at least 1".into());
+    }
+    if cfg.pipelines.is_empty() || cfg.pipelines.iter().any(|&p| p == 0 || p > 10_000) {
+        return Err("--pipeline: each must be between 1 and 10000".into());
+    }
+    if cfg.sizes.is_empty() || cfg.sizes.iter().any(|&s| s == 0 || s > MAX_SIZE) {
+        return Err(format!(
+            "--sizes: each must be between 1 and {MAX_SIZE} bytes"
+        ));
+    }
+    if cfg.tests.is_empty() {
+        return Err("--tests: at least one test".into());
+    }
+    if let Some(t) = cfg.tests.iter().find(|t| !TESTS.contains(&t.as_str())) {
+        return Err(format!("unknown test {t:?}; known: {}", TESTS.join(", ")));
+    }
+    if cfg.servers.is_empty() {
+        return Err("--servers: at least one server".into());
+    }
+    if let Some(s) = cfg.servers.iter().find(|s| !SERVERS.contains(&s.as_str())) {
+        return Err(format!(
+            "unknown server {s:?}; known: {}",
+            SERVERS.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Error of a server's measurement: the rows measured before it, why, and whether the server
+/// had started (failed) or never did (unavailable).
+type Partial<T> = (T, String, bool);
+
+/// The requests cases of one server: one server process for all of them.
+fn measure_requests(
+    cfg: &Config,
+    tools: &Tools,
+    bench: &Path,
+    name: &str,
+    sub: &Path,
+    fs: &str,
+    tick: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, Partial<Vec<Row>>> {
+    let server =
+        Server::start(tools, name, sub, Duration::from_secs(10)).map_err(|e| (vec![], e, false))?;
+    let mut rows = vec![];
+    let res = (|| -> Result<(), String> {
+        let mut c = server.conn()?;
+        for &pipeline in &cfg.pipelines {
+            for &size in &cfg.sizes {
+                // Seconds per request of each test, from the previous N.
+                let mut per_req: Option<f64> = None;
+                for &n in &cfg.ns {
+                    let mut n_run = n;
+                    if let Some(spr) = per_req {
+                        if spr * n as f64 > cfg.max_secs {
+                            n_run = round2((cfg.max_secs / spr) as usize).clamp(1, n);
+                        }
+                    }
+                    if per_req.is_none() && n > PROBE_N * 2 {
+                        // No smaller N to project from: a probe of PROBE_N requests (not
+                        // reported) estimates the time of this one.
+                        c.ok(&["FLUSHALL"])?;
+                        let case = Case {
+                            n: PROBE_N,
+                            pipeline,
+                            size,
+                        };
+                        let timeout = Duration::from_secs(120);
+                        let rows = redis_benchmark(bench, server.port, cfg, case, sub, timeout)
+                            .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
+                        let spr: f64 = rows.iter().map(|r| 1.0 / r.rps.max(1e-9)).sum();
+                        if spr * n as f64 > cfg.max_secs {
+                            n_run = round2((cfg.max_secs / spr) as usize).clamp(PROBE_N, n);
+                        }
+                        per_req = Some(spr);
+                    }
+                    let projected = per_req.map(|s| s * n_run as f64).unwrap_or(10.0);
+                    let timeout = Duration::from_secs_f64(60.0 + 20.0 * projected);
+                    let mut samples: Vec<Vec<CsvRow>> = vec![];
+                    let mut keys_after = 0;
+                    for r in 0..cfg.runs {
+                        c.ok(&["FLUSHALL"])?;
+                        let case = Case {
+                            n: n_run,
+                            pipeline,
+                            size,
+                        };
+                        let rows = redis_benchmark(bench, server.port, cfg, case, sub, timeout)
+                            .map_err(|e| format!("N={n} pipeline {pipeline} size {size}: {e}"))?;
+                        samples.push(rows);
+                        keys_after = c.int(&["DBSIZE"])? as u64;
+                        tick(&format!(
+                            "P={pipeline} size={size} N={n} run {}/{}",
+                            r + 1,
+                            cfg.runs
+                        ));
+                    }
+                    let mut spr = 0.0;
+                    for t in &cfg.tests {
+                        let per: Vec<&CsvRow> = samples
+                            .iter()
+                            .filter_map(|s| s.iter().find(|r| &r.test == t))
+                            .collect();
+                        if per.len() != samples.len() {
+                            return Err(format!(
+                                "redis-benchmark gave no {t} result (N={n}, pipeline \
+                                 {pipeline}, size {size})"
+                            ));
+                        }
+                        let med = |f: fn(&CsvRow) -> f64| {
+                            crate::stats::median(&per.iter().map(|r| f(r)).collect::<Vec<_>>())
+                        };
+                        let rps = Spread::of(&per.iter().map(|r| r.rps).collect::<Vec<_>>());
+                        if rps.median.is_nan() || rps.median <= 0.0 {
+                            return Err(format!("redis-benchmark reported {t} at 0 requests/s"));
+                        }
+                        spr += 1.0 / rps.median;
+                        rows.push(Row {
+                            bench: "kv",
+                            kind: "requests",
+                            server: name.to_string(),
+                            test: t.clone(),
+                            pipeline,
+                            value_size: size,
+                            requests: n as u64,
+                            requests_run: n_run as u64,
+                            sampled: n_run < n,
+                            clients: cfg.clients,
+                            rps: rps.median,
+                            rps_min: rps.min,
+                            rps_max: rps.max,
+                            elapsed_ms: n as f64 / rps.median * 1e3,
+                            avg_ms: med(|r| r.avg_ms),
+                            p50_ms: med(|r| r.p50_ms),
+                            p99_ms: med(|r| r.p99_ms),
+                            max_ms: med(|r| r.max_ms),
+                            keys_after,
+                            runs: cfg.runs,
+                            vs_redis_none: None,
+                            vs_redis_aof_always: None,
+                            port: server.port,
+                            dir: cfg.dir.display().to_string(),
+                            fs: fs.to_string(),
+                        });
+                    }
+                    per_req = Some(spr);
+                }
+            }
+        }
+        Ok(())
+    })();
+    let stopped = server.stop(&["SHUTDOWN", "NOSAVE"]);
+    match res.and(stopped) {
+        Ok(()) => Ok(rows),
+        Err(e) => Err((rows, e, true)),
+    }
+}
+
+/// A server's memory row and its restart row (none for servers not restarted).
+type MemoryAndRestart = (MemoryRow, Vec<RestartRow>);
+
+/// Load K keys into a fresh server (memory per key), then restart it (restart servers only).
+fn memory_and_restart(
+    cfg: &Config,
+    tools: &Tools,
+    name: &str,
+    sub: &Path,
+    fs: &str,
+) -> Result<MemoryAndRestart, Partial<Option<Box<MemoryRow>>>> {
+    let k = cfg.restart_keys;
+    let server =
+        Server::start(tools, name, sub, Duration::from_secs(10)).map_err(|e| (None, e, false))?;
+    let dir = cfg.dir.display().to_string();
+    let mem = (|| -> Result<MemoryRow, String> {
+        let mut c = server.conn()?;
+        let empty = c.info_field("memory", "used_memory")?;
+        let t = Instant::now();
+        load_keys(&mut c, k, |_| {})?;
+        let load_ms = t.elapsed().as_secs_f64() * 1e3;
+        let loaded = c.info_field("memory", "used_memory")?;
+        let dbsize = c.int(&["DBSIZE"])?;
+        if dbsize as u64 != k {
+            return Err(format!("DBSIZE {dbsize} after loading {k} keys"));
+        }
+        Ok(MemoryRow {
+            bench: "kv",
+            kind: "memory",
+            server: name.to_string(),
+            keys: k,
+            used_memory_empty: empty,
+            used_memory_loaded: loaded,
+            bytes_per_key: (loaded as f64 - empty as f64) / k as f64,
+            load_ms,
+            dir: dir.clone(),
+            fs: fs.to_string(),
+        })
+    })();
+    let mem = match mem {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = server.stop(&["SHUTDOWN", "NOSAVE"]);
+            return Err((None, format!("loading {k} keys: {e}"), true));
+        }
+    };
+    if !RESTART_SERVERS.contains(&name) {
+        return match server.stop(&["SHUTDOWN", "NOSAVE"]) {
+            Ok(()) => Ok((mem, vec![])),
+            Err(e) => Err((Some(Box::new(mem)), e, true)),
+        };
+    }
+    let res = (|| -> Result<RestartRow, String> {
+        // The data on the files: SAVE + SHUTDOWN (rdb); the AOF already has every write
+        // (always: fsynced before each reply); daisy's writes are durable when answered.
+        let first_stop: &[&str] = if name == "redis-rdb" {
+            server.conn()?.ok(&["SAVE"])?;
+            &["SHUTDOWN"]
+        } else {
+            &["SHUTDOWN", "NOSAVE"]
+        };
+        server.stop(first_stop)?;
+        let data_bytes = dir_bytes(sub, LOG);
+        let mut times = vec![];
+        let mut dbsize = 0;
+        let mut port = 0;
+        for _ in 0..cfg.runs {
+            let mut s = Server::spawn(tools, name, sub)?;
+            let t = s
+                .wait_ready(Duration::from_secs(300))
+                .map_err(|e| format!("restart with {k} keys: {e}"))?;
+            times.push(t.as_secs_f64() * 1e3);
+            port = s.port;
+            dbsize = s.conn()?.int(&["DBSIZE"])? as u64;
+            s.stop(&["SHUTDOWN", "NOSAVE"])?;
+        }
+        let ms = Spread::of(&times);
+        Ok(RestartRow {
+            bench: "kv",
+            kind: "restart",
+            server: name.to_string(),
+            keys: k,
+            restart_ms: ms.median,
+            restart_ms_min: ms.min,
+            restart_ms_max: ms.max,
+            runs: cfg.runs,
+            dbsize,
+            dbsize_ok: dbsize == k,
+            data_bytes,
+            vs_daisy: None,
+            port,
+            dir: dir.clone(),
+            fs: fs.to_string(),
+        })
+    })();
+    match res {
+        Ok(r) => Ok((mem, vec![r])),
+        Err(e) => Err((Some(Box::new(mem)), e, true)),
+    }
+}
+
+/// Fill in the ratios against redis-none, redis-aof-always and daisy.
+fn ratios(rep: &mut Report) {
+    let key = |r: &Row| (r.test.clone(), r.pipeline, r.value_size, r.requests);
+    let rps_of = |rows: &[Row], server: &str, k: &(String, usize, usize, u64)| {
+        rows.iter()
+            .find(|r| r.server == server && &key(r) == k)
+            .map(|r| r.rps)
+    };
+    let snapshot = rep.rows.clone();
+    for r in rep.rows.iter_mut() {
+        let k = key(r);
+        r.vs_redis_none = rps_of(&snapshot, "redis-none", &k).map(|x| r.rps / x);
+        r.vs_redis_aof_always = rps_of(&snapshot, "redis-aof-always", &k).map(|x| r.rps / x);
+    }
+    let daisy = rep
+        .restarts
+        .iter()
+        .find(|r| r.server == "daisy")
+        .map(|r| r.restart_ms);
+    for r in rep.restarts.iter_mut() {
+        r.vs_daisy = daisy.map(|d| r.restart_ms / d);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{ms:.0}")
+    } else if ms >= 100.0 {
+        format!("{ms:.1}")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
+fn fmt_ratio(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.2}x")).unwrap_or_else(|| "-".into())
+}
+
+fn fmt_bytes(b: u64) -> String {
+    if b >= 10 << 20 {
+        format!("{:.0} MiB", b as f64 / (1 << 20) as f64)
+    } else if b >= 10 << 10 {
+        format!("{:.0} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// The human-readable tables, with their legends.
+pub fn table(rep: &Report) -> String {
+    let mut s = String::new();
+    for u in &rep.unavailable {
+        s += &format!("{}: {}: {}\n", u.server, u.status, u.reason);
+    }
+    if !rep.unavailable.is_empty() {
+        s += "\n";
+    }
+    if !rep.rows.is_empty() {
+        let w = if rep.runs > 1 { 24 } else { 11 };
+        s += &format!(
+            "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
+            "test",
+            "P",
+            "size B",
+            "N",
+            "server",
+            "requests/s",
+            "elapsed ms",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "x none",
+            "x always",
+            "keys"
+        );
+        let mut rows: Vec<&Row> = rep.rows.iter().collect();
+        let order = |r: &Row| {
+            (
+                TESTS.iter().position(|t| *t == r.test),
+                r.pipeline,
+                r.value_size,
+                r.requests,
+                SERVERS.iter().position(|t| *t == r.server),
+            )
+        };
+        rows.sort_by_key(|r| order(r));
+        let mut last = None;
+        for r in rows {
+            let group = (r.test.clone(), r.pipeline, r.value_size, r.requests);
+            if last.as_ref().is_some_and(|g| *g != group) {
+                s += "\n";
+            }
+            last = Some(group);
+            let rps = if rep.runs > 1 {
+                format!("{:.0} ({:.0}..{:.0})", r.rps, r.rps_min, r.rps_max)
+            } else {
+                format!("{:.0}", r.rps)
+            };
+            s += &format!(
+                "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
+                r.test.to_uppercase(),
+                r.pipeline,
+                r.value_size,
+                r.requests,
+                r.server,
+                rps,
+                format!(
+                    "{}{}",
+                    if r.sampled { "~" } else { "" },
+                    fmt_ms(r.elapsed_ms)
+                ),
+                fmt_ms(r.p50_ms),
+                fmt_ms(r.p99_ms),
+                fmt_ms(r.max_ms),
+                fmt_ratio(r.vs_redis_none),
+                fmt_ratio(r.vs_redis_aof_always),
+                r.keys_after,
+            );
+        }
+        s += "\nrequests/s, p50/p99/max: redis-benchmark's figures (median of the runs); \
+              elapsed ms = N / requests/s; ~ = sampled: run on fewer requests (see \
+              requests_run in --format json), elapsed projected to N; x none, x always = \
+              requests/s / redis-none's, redis-aof-always's in the same case (above 1: faster); \
+              keys = DBSIZE after the case: GET and INCR pick keys among 100,000 (-r), so about \
+              keys / 100,000 of the GETs find a value; MSET counts commands of 10 keys each\n";
+    }
+    if !rep.memory.is_empty() || !rep.restarts.is_empty() {
+        let w = if rep.runs > 1 { 24 } else { 11 };
+        s += &format!(
+            "\n{} keys key:<i> = 8-byte values, loaded pipelined into a fresh server:\n",
+            rep.restart_keys
+        );
+        s += &format!(
+            "{:<19} {:>10} {:>12} {:>11} {:>w$} {:>9} {:>11} {:>10}\n",
+            "server", "load ms", "keys/s", "used B/key", "restart ms", "x daisy", "DBSIZE", "files"
+        );
+        for name in SERVERS {
+            let m = rep.memory.iter().find(|m| m.server == *name);
+            let r = rep.restarts.iter().find(|r| r.server == *name);
+            if m.is_none() && r.is_none() {
+                continue;
+            }
+            let restart = r
+                .map(|r| {
+                    if r.runs > 1 {
+                        format!(
+                            "{} ({}..{})",
+                            fmt_ms(r.restart_ms),
+                            fmt_ms(r.restart_ms_min),
+                            fmt_ms(r.restart_ms_max)
+                        )
+                    } else {
+                        fmt_ms(r.restart_ms)
+                    }
+                })
+                .unwrap_or_else(|| "-".into());
+            s += &format!(
+                "{:<19} {:>10} {:>12} {:>11} {:>w$} {:>9} {:>11} {:>10}\n",
+                name,
+                m.map(|m| fmt_ms(m.load_ms)).unwrap_or_else(|| "-".into()),
+                m.map(|m| format!("{:.0}", m.keys as f64 / (m.load_ms / 1e3)))
+                    .unwrap_or_else(|| "-".into()),
+                m.map(|m| format!("{:.1}", m.bytes_per_key))
+                    .unwrap_or_else(|| "-".into()),
+                restart,
+                fmt_ratio(r.and_then(|r| r.vs_daisy)),
+                r.map(|r| format!("{}{}", r.dbsize, if r.dbsize_ok { " ok" } else { " WRONG" }))
+                    .unwrap_or_else(|| "-".into()),
+                r.map(|r| fmt_bytes(r.data_bytes))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        s += "\nused B/key = (INFO used_memory after loading - when empty) / keys (daisy: pool \
+              bytes in use; Redis: its allocator's bytes); restart ms = spawn until the first \
+              +PONG on the same files (redis-rdb: after SAVE + SHUTDOWN; AOF: SHUTDOWN NOSAVE; \
+              daisy: SHUTDOWN), median of the runs; x daisy = restart ms / daisy's; files = \
+              bytes of the pool, RDB or AOF files restarted from\n";
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_of_redis_benchmark_7() {
+        let out = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\
+                   \"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
+                   \"SET\",\"52356.02\",\"0.667\",\"0.120\",\"0.511\",\"1.527\",\"5.247\",\"7.607\"\n\
+                   \"MSET (10 keys)\",\"56179.77\",\"12.767\",\"0.776\",\"9.311\",\"33.663\",\
+                   \"34.303\",\"34.559\"\n";
+        let r = parse_csv(out).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].test, "set");
+        assert_eq!(r[0].rps, 52356.02);
+        assert_eq!(r[0].p50_ms, 0.511);
+        assert_eq!(r[0].p99_ms, 5.247);
+        assert_eq!(r[0].max_ms, 7.607);
+        assert_eq!(r[1].test, "mset");
+        assert!(parse_csv("Could not connect to Redis at 127.0.0.1:1\n").is_err());
+    }
+
+    #[test]
+    fn resp_encoding_and_rounding() {
+        let mut b = vec![];
+        encode(&mut b, &[b"SET", b"key:1", b"00000001"]);
+        assert_eq!(b, b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$8\r\n00000001\r\n");
+        assert_eq!(load_value(7).len(), 8);
+        assert_eq!(round2(123_456), 120_000);
+        assert_eq!(round2(99), 99);
+    }
+}
