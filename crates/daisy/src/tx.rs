@@ -263,6 +263,8 @@ pub(crate) struct TxBuffers {
     /// log order. `bitop_index`: (word, kind) -> mask position.
     copy_lines: FastMap<u64, Vec<u32>>,
     bitop_index: FastMap<(u64, u8), usize>,
+    /// `fresh` by offset (start -> size), built like the two above.
+    fresh_index: std::collections::BTreeMap<u64, u64>,
     /// Objects allocated by this transaction: (offset, size). Written in place.
     fresh: Vec<(u64, u64)>,
     /// Blocks taken from the lane cache: (offset, class), returned on abort.
@@ -290,6 +292,7 @@ impl Default for TxBuffers {
             bitops: Vec::new(),
             copy_lines: FastMap::default(),
             bitop_index: FastMap::default(),
+            fresh_index: Default::default(),
             fresh: Vec::new(),
             reserved: Vec::new(),
             chunks_taken: Vec::new(),
@@ -327,6 +330,33 @@ impl TxBuffers {
             } else {
                 self.bitop_index.insert((e.0, e.1), e.2);
             }
+        }
+    }
+
+    fn push_fresh(&mut self, e: (u64, u64)) {
+        self.fresh.push(e);
+        if self.fresh.len() > INDEX_FROM {
+            if self.fresh_index.is_empty() {
+                self.fresh_index.extend(self.fresh.iter().copied());
+            } else {
+                self.fresh_index.insert(e.0, e.1);
+            }
+        }
+    }
+
+    /// The object this transaction allocated that holds [off, off + len), if any:
+    /// (start, size).
+    #[inline(always)]
+    fn fresh_holding(&self, off: u64, len: u64) -> Option<(u64, u64)> {
+        let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
+        if self.fresh.len() <= INDEX_FROM {
+            self.fresh.iter().rev().copied().find(inside)
+        } else {
+            self.fresh_index
+                .range(..=off)
+                .next_back()
+                .map(|(&o, &s)| (o, s))
+                .filter(inside)
         }
     }
 
@@ -391,6 +421,7 @@ impl TxBuffers {
         self.bitops.clear();
         self.copy_lines.clear();
         self.bitop_index.clear();
+        self.fresh_index.clear();
         self.fresh.clear();
         self.reserved.clear();
         self.chunks_taken.clear();
@@ -558,12 +589,7 @@ impl<'p> Tx<'p> {
 
     #[inline(always)]
     fn fresh_contains(&self, off: u64, len: u64) -> bool {
-        self.st
-            .buf
-            .fresh
-            .iter()
-            .rev()
-            .any(|&(o, s)| off >= o && off + len <= o + s)
+        self.st.buf.fresh_holding(off, len).is_some()
     }
 
     #[inline(always)]
@@ -735,8 +761,10 @@ impl<'p> Tx<'p> {
     /// Usable size of an allocated object (at least what was asked for).
     pub fn usable_size<T>(&self, p: PPtr<T>) -> Result<u64> {
         let off = p.offset();
-        if let Some(&(_, s)) = self.st.buf.fresh.iter().find(|f| f.0 == off) {
-            return Ok(s);
+        if let Some((o, s)) = self.st.buf.fresh_holding(off, 1) {
+            if o == off {
+                return Ok(s);
+            }
         }
         let chunk = self.pool.geo.chunk_of(off).ok_or(Error::InvalidPointer {
             offset: off,
@@ -896,7 +924,7 @@ impl<'p> Tx<'p> {
                     self.st.alloc.caches[class].push(off);
                     return Err(e);
                 }
-                self.st.buf.fresh.push((off, SIZE_CLASSES[class] as u64));
+                self.st.buf.push_fresh((off, SIZE_CLASSES[class] as u64));
                 Ok(off)
             }
             None => {
@@ -914,7 +942,7 @@ impl<'p> Tx<'p> {
                 let entry = ChunkEntry::Large { chunks: n as u32 }.encode();
                 self.log_copy(self.pool.geo.chunk_entry_off(chunk), &entry.to_le_bytes())?;
                 let off = self.pool.geo.chunk_start(chunk);
-                self.st.buf.fresh.push((off, n * CHUNK_SIZE));
+                self.st.buf.push_fresh((off, n * CHUNK_SIZE));
                 Ok(off)
             }
         }
@@ -1030,6 +1058,7 @@ impl<'p> Tx<'p> {
             });
         };
         let (_, size) = self.st.buf.fresh.swap_remove(i);
+        self.st.buf.fresh_index.remove(&off);
         // Its bytes must not be logged at commit: the block goes back to the cache now, and a
         // later owner's unlogged contents would be overwritten when this record is replayed.
         let (a, b) = (off, off + size);
