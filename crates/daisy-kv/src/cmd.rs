@@ -5,7 +5,7 @@
 
 use crate::glob;
 use crate::resp::{self, parse_i64};
-use crate::store::{Store, Val};
+use crate::store::{SetOpts, Store, Val};
 use daisy::Tx;
 use std::collections::HashMap;
 
@@ -510,41 +510,34 @@ fn set(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         i += 1;
     }
-    let old = c.lookup(a[1])?;
-    let old_reply = if get {
-        match &old {
-            Some(v) => Some(c.payload(v)?),
-            None => None,
-        }
-    } else {
-        None
+    let o = SetOpts {
+        nx,
+        xx,
+        get,
+        keepttl,
+        expire,
     };
-    let skip = (nx && old.is_some()) || (xx && old.is_none());
-    if !skip {
-        let old_exp = old.and_then(|v| v.expire_ms);
-        let exp = if keepttl { old_exp } else { expire };
-        c.store.put(c.tx, a[1], a[2], exp, old_exp.is_some())?;
-    }
+    let r = c.store.set(c.tx, a[1], a[2], c.now_ms, &o)?;
     if get {
-        match old_reply {
+        match r.old {
             Some(v) => resp::bulk(c.out, &v),
             None => resp::nil(c.out),
         }
-    } else if skip {
-        resp::nil(c.out);
-    } else {
+    } else if r.written {
         resp::ok(c.out);
+    } else {
+        resp::nil(c.out);
     }
     Ok(())
 }
 
 fn setnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    if c.lookup(a[1])?.is_some() {
-        resp::int(c.out, 0);
-    } else {
-        c.store.put(c.tx, a[1], a[2], None, false)?;
-        resp::int(c.out, 1);
-    }
+    let o = SetOpts {
+        nx: true,
+        ..SetOpts::default()
+    };
+    let r = c.store.set(c.tx, a[1], a[2], c.now_ms, &o)?;
+    resp::int(c.out, r.written as i64);
     Ok(())
 }
 
@@ -555,9 +548,11 @@ fn setex_generic(c: &mut Ctx, a: &[&[u8]], unit: i64, name: &str) -> daisy::Resu
     let Some(t) = c.abs_time(c.now_ms, n, unit).filter(|_| n > 0) else {
         return c.err(&format!("ERR invalid expire time in '{name}' command"));
     };
-    let old = c.lookup(a[1])?;
-    let had = old.is_some_and(|v| v.expire_ms.is_some());
-    c.store.put(c.tx, a[1], a[3], Some(t), had)?;
+    let o = SetOpts {
+        expire: Some(t),
+        ..SetOpts::default()
+    };
+    c.store.set(c.tx, a[1], a[3], c.now_ms, &o)?;
     resp::ok(c.out);
     Ok(())
 }
@@ -571,14 +566,11 @@ fn psetex(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn getset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let old = c.lookup(a[1])?;
-    let prev = match &old {
-        Some(v) => Some(c.payload(v)?),
-        None => None,
+    let o = SetOpts {
+        get: true,
+        ..SetOpts::default()
     };
-    let had = old.is_some_and(|v| v.expire_ms.is_some());
-    c.store.put(c.tx, a[1], a[2], None, had)?;
-    match prev {
+    match c.store.set(c.tx, a[1], a[2], c.now_ms, &o)?.old {
         Some(p) => resp::bulk(c.out, &p),
         None => resp::nil(c.out),
     }
@@ -619,9 +611,7 @@ fn mset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     for kv in a[1..].chunks(2) {
-        let old = c.lookup(kv[0])?;
-        let had = old.is_some_and(|v| v.expire_ms.is_some());
-        c.store.put(c.tx, kv[0], kv[1], None, had)?;
+        c.store.set(c.tx, kv[0], kv[1], c.now_ms, &SetOpts::default())?;
     }
     resp::ok(c.out);
     Ok(())

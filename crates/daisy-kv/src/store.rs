@@ -11,7 +11,7 @@
 //! (`clear_with`), then frees the old table in bounded transactions that opening finishes.
 
 use bytemuck::{Pod, Zeroable};
-use daisy::{EntryRef, Error, PBytesMap, PPtr, Pool, Tx};
+use daisy::{EntryRef, Error, PBytesMap, PPtr, Pool, Tx, Upsert};
 
 /// Pool layout name of a KV server's pool.
 pub const LAYOUT: &str = "daisy.kv";
@@ -43,6 +43,40 @@ pub struct Val {
     pub len: usize,
 }
 
+/// SET's options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SetOpts {
+    pub nx: bool,
+    pub xx: bool,
+    /// Return the old value.
+    pub get: bool,
+    pub keepttl: bool,
+    /// Absolute expiry time (ms).
+    pub expire: Option<i64>,
+}
+
+/// What SET did.
+#[derive(Debug, Default)]
+pub struct SetOutcome {
+    pub written: bool,
+    /// The old live value, when asked for with `get`.
+    pub old: Option<Vec<u8>>,
+}
+
+fn header_bytes(expire_ms: Option<i64>, h: &mut [u8; 9]) -> &[u8] {
+    match expire_ms {
+        Some(t) => {
+            h[0] = F_EXPIRE;
+            h[1..].copy_from_slice(&t.to_le_bytes());
+            &h[..]
+        }
+        None => {
+            h[0] = 0;
+            &h[..1]
+        }
+    }
+}
+
 /// Open or create the keyspace of `pool`.
 pub struct Store {
     map: PBytesMap,
@@ -51,10 +85,10 @@ pub struct Store {
     pub expired_keys: u64,
 }
 
-fn decode_header(map: &PBytesMap, tx: &Tx, e: EntryRef) -> daisy::Result<Val> {
+fn decode_header(tx: &Tx, e: EntryRef) -> daisy::Result<Val> {
     let mut h = [0u8; 9];
     let n = e.value_len().min(9);
-    map.read_value_tx(tx, &e, 0, &mut h[..n])?;
+    e.read_tx(tx, 0, &mut h[..n])?;
     let bad = || Error::Unsupported("damaged value record (run `daisy pool check`)".into());
     if n == 0 || h[0] & !F_EXPIRE != 0 {
         return Err(bad());
@@ -164,7 +198,7 @@ impl Store {
     pub fn peek(&self, tx: &Tx, key: &[u8]) -> daisy::Result<Option<Val>> {
         match self.map.entry_tx(tx, key)? {
             None => Ok(None),
-            Some(e) => decode_header(&self.map, tx, e).map(Some),
+            Some(e) => decode_header(tx, e).map(Some),
         }
     }
 
@@ -215,16 +249,67 @@ impl Store {
         old_had_expiry: bool,
     ) -> daisy::Result<()> {
         let mut h = [0u8; 9];
-        let hdr: &[u8] = match expire_ms {
-            Some(t) => {
-                h[0] = F_EXPIRE;
-                h[1..].copy_from_slice(&t.to_le_bytes());
-                &h
-            }
-            None => &h[..1],
-        };
+        let hdr = header_bytes(expire_ms, &mut h);
         self.map.insert_parts_tx(tx, key, &[hdr, payload])?;
         self.adjust_expires(tx, expire_ms.is_some() as i64 - old_had_expiry as i64)
+    }
+
+    /// SET with its options, in one probe of the table: the old record is read, judged
+    /// (expired, NX/XX, KEEPTTL, GET) and replaced where it lies.
+    pub fn set(
+        &mut self,
+        tx: &mut Tx,
+        key: &[u8],
+        value: &[u8],
+        now_ms: i64,
+        o: &SetOpts,
+    ) -> daisy::Result<SetOutcome> {
+        let mut out = SetOutcome::default();
+        // Whether the entry there (live or expired) had an expiry time, and the new one's.
+        let (mut old_exp, mut new_exp, mut expired) = (false, false, false);
+        let op = self.map.upsert_tx(tx, key, |tx, old, buf| {
+            let live = match old {
+                None => None,
+                Some(e) => {
+                    let v = decode_header(tx, e)?;
+                    old_exp = v.expire_ms.is_some();
+                    if v.expire_ms.is_some_and(|t| t <= now_ms) {
+                        expired = true;
+                        None
+                    } else {
+                        Some(v)
+                    }
+                }
+            };
+            if o.get {
+                if let Some(v) = &live {
+                    let mut p = vec![0u8; v.len];
+                    v.entry.read_tx(tx, v.off, &mut p)?;
+                    out.old = Some(p);
+                }
+            }
+            if (o.nx && live.is_some()) || (o.xx && live.is_none()) {
+                // Not written; an expired entry met on the way is removed (lazy expiry).
+                return Ok(if expired { Upsert::Remove } else { Upsert::Keep });
+            }
+            let exp = if o.keepttl { live.and_then(|v| v.expire_ms) } else { o.expire };
+            new_exp = exp.is_some();
+            let mut h = [0u8; 9];
+            buf.extend_from_slice(header_bytes(exp, &mut h));
+            buf.extend_from_slice(value);
+            Ok(Upsert::Put)
+        })?;
+        let delta = match op {
+            Upsert::Put => new_exp as i64 - old_exp as i64,
+            Upsert::Remove => -(old_exp as i64),
+            Upsert::Keep => 0,
+        };
+        self.adjust_expires(tx, delta)?;
+        if expired {
+            self.expired_keys += 1;
+        }
+        out.written = op == Upsert::Put;
+        Ok(out)
     }
 
     /// Remove `key` whose record is `v`.
@@ -246,7 +331,7 @@ impl Store {
 
     /// Decode the record of a scanned entry.
     pub fn val_of(&self, tx: &Tx, e: EntryRef) -> daisy::Result<Val> {
-        decode_header(&self.map, tx, e)
+        decode_header(tx, e)
     }
 
     pub fn random_key(&self, tx: &Tx, r: u64) -> daisy::Result<Option<Vec<u8>>> {
@@ -272,7 +357,7 @@ impl Store {
         let next = self.map.scan_tx(tx, cursor, count, &mut found)?;
         let mut removed = 0;
         for (k, e) in &found {
-            let v = decode_header(&self.map, tx, *e)?;
+            let v = decode_header(tx, *e)?;
             if v.expire_ms.is_some_and(|t| t <= now_ms) {
                 self.delete(tx, k, &v)?;
                 removed += 1;

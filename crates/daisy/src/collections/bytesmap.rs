@@ -80,6 +80,15 @@ fn entry_lens(src: &Src, obj: u64) -> Result<(usize, usize)> {
 }
 
 fn key_matches(src: &Src, obj: u64, key: &[u8]) -> Result<bool> {
+    // A short key: its entry's header and bytes in one read (one overlay lookup inside a
+    // big transaction instead of two). The read may not run past the heap's end.
+    if key.len() <= 56 && obj + 8 + key.len() as u64 <= src.heap_end() {
+        let mut b = [0u8; 64];
+        let n = 8 + key.len();
+        src.read(obj, &mut b[..n])?;
+        let kl = u32::from_le_bytes(b[..4].try_into().unwrap()) as usize;
+        return Ok(kl == key.len() && &b[8..n] == key);
+    }
     let (kl, _) = entry_lens(src, obj)?;
     if kl != key.len() {
         return Ok(false);
@@ -246,6 +255,87 @@ impl PBytesMap {
                 Probe::Full => self.t.split_logged(tx, idx)?,
             }
         }
+    }
+
+    /// Read, then insert, replace, remove or keep `key` in one probe of the table (what a
+    /// server's SET with options needs without looking the key up twice).
+    ///
+    /// `decide` is called once with the current entry (if any) and a buffer; to store a new
+    /// value it appends the value's bytes to the buffer and returns [`Upsert::Put`]. The
+    /// buffer holds the new entry's header and key before the value: only what `decide`
+    /// appends is the value. Returns what was done.
+    pub fn upsert_tx(
+        &mut self,
+        tx: &mut Tx,
+        key: &[u8],
+        decide: impl FnOnce(&Tx, Option<EntryRef>, &mut Vec<u8>) -> Result<Upsert>,
+    ) -> Result<Upsert> {
+        self.t.same_pool(tx)?;
+        check_len("key", key.len())?;
+        let h = hash_bytes(self.t.seed, key);
+        let mut entry = Vec::with_capacity(64 + key.len());
+        entry.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        entry.extend_from_slice(&[0u8; 4]);
+        entry.extend_from_slice(key);
+        let src = Src::Tx(tx);
+        let (mut idx, mut seg, _, mut hd) = self.t.locate(&src, h)?;
+        let matches = |src: &Src, s: &[u8]| -> Result<bool> {
+            Ok(BytesSlot::entry_hash(0, s) == h && key_matches(src, slot_ptr(s), key)?)
+        };
+        let mut found = probe::<BytesSlot>(&src, seg, h, |s| matches(&src, s))?;
+        let old = match found {
+            Probe::Found(off) => {
+                let obj = src.read_u64(off + 8)?;
+                let (kl, vl) = entry_lens(&src, obj)?;
+                Some(EntryRef {
+                    obj,
+                    key_len: kl as u32,
+                    value_len: vl as u32,
+                })
+            }
+            _ => None,
+        };
+        let op = decide(tx, old, &mut entry)?;
+        match (op, found, old) {
+            (Upsert::Keep, ..) | (Upsert::Remove, _, None) => {}
+            (Upsert::Remove, Probe::Found(off), Some(e)) => {
+                remove_slot::<BytesSlot>(tx, WriteMode::Logged, self.t.seed, seg, off)?;
+                tx.free(PPtr::<u8>::from_offset(e.obj))?;
+                self.t.add_len(tx, hd.len, -1)?;
+            }
+            (Upsert::Put, ..) => {
+                let vlen = entry.len() - 8 - key.len();
+                check_len("value", vlen)?;
+                entry[4..8].copy_from_slice(&(vlen as u32).to_le_bytes());
+                loop {
+                    match found {
+                        Probe::Found(off) => {
+                            let obj = tx.alloc_bytes(&entry)?.offset();
+                            tx.write_bytes(off + 8, &obj.to_le_bytes())?;
+                            tx.free(PPtr::<u8>::from_offset(old.expect("found").obj))?;
+                            break;
+                        }
+                        Probe::Free(off) => {
+                            let obj = tx.alloc_bytes(&entry)?.offset();
+                            let mut slot = [0u8; 16];
+                            slot[..8].copy_from_slice(&h.to_le_bytes());
+                            slot[8..].copy_from_slice(&obj.to_le_bytes());
+                            tx.write_bytes(off, &slot)?;
+                            self.t.add_len(tx, hd.len, 1)?;
+                            break;
+                        }
+                        Probe::Full => {
+                            self.t.split_logged(tx, idx)?;
+                            let src = Src::Tx(tx);
+                            (idx, seg, _, hd) = self.t.locate(&src, h)?;
+                            found = probe::<BytesSlot>(&src, seg, h, |s| matches(&src, s))?;
+                        }
+                    }
+                }
+            }
+            (Upsert::Remove, ..) => unreachable!("an old entry is only given when found"),
+        }
+        Ok(op)
     }
 
     /// Remove inside the caller's transaction; true when the key was present.
@@ -431,6 +521,17 @@ impl PBytesMap {
     }
 }
 
+/// What [`PBytesMap::upsert_tx`]'s decision did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upsert {
+    /// Leave the map as it is.
+    Keep,
+    /// Store the new value (insert, or replace the old entry).
+    Put,
+    /// Remove the old entry (nothing when there is none).
+    Remove,
+}
+
 /// Where an entry of a [`PBytesMap`] lives, from [`PBytesMap::entry`] or a scan. It stays
 /// valid until that key is next changed (a stale one reads whatever the block then holds,
 /// always inside the pool).
@@ -442,6 +543,12 @@ pub struct EntryRef {
 }
 
 impl EntryRef {
+    /// Copy `out.len()` bytes of the value from byte `from`, as transaction `tx` sees the
+    /// pool (the map's `read_value_tx` without the map at hand).
+    pub fn read_tx(&self, tx: &Tx, from: usize, out: &mut [u8]) -> Result<()> {
+        read_value_in(&Src::Tx(tx), self, from, out)
+    }
+
     pub fn key_len(&self) -> usize {
         self.key_len as usize
     }

@@ -320,6 +320,7 @@ pub fn owned_by_dir(
 }
 
 /// Result of probing a segment for a key.
+#[derive(Clone, Copy, Debug)]
 pub enum Probe {
     /// The key is in the slot at this offset.
     Found(u64),
