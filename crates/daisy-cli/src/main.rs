@@ -776,11 +776,18 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
             // Checked as recovery would leave it, without writing the file.
             let pool = Pool::open_snapshot(&path, None).map_err(|e| e.to_string())?;
             let layout = pool.layout();
+            let mut layout_problems = Vec::new();
             let reach = match layout.as_str() {
                 crashtest::LAYOUT => Some(crashtest::reachable(&pool).map_err(|e| e.to_string())?),
+                daisy_kv::store::LAYOUT => {
+                    let (reach, problems) = daisy_kv::store::check(&pool)?;
+                    layout_problems = problems;
+                    Some(reach)
+                }
                 _ => None,
             };
             let mut rep = pool.check(reach.as_deref());
+            rep.problems.extend(layout_problems);
             // Every hash map in the pool (found by its header) checks its own invariants.
             let maps = daisy::collections::check_all(&pool).map_err(|e| e.to_string())?;
             for m in &maps {

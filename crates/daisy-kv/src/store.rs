@@ -372,3 +372,54 @@ impl Store {
         self.map.check()
     }
 }
+
+/// For `daisy pool check` on a keyspace pool (open it read-only, e.g. with
+/// `Pool::open_snapshot`): every object the keyspace owns (for the reachability check), and
+/// the keyspace's own problems: a damaged root, malformed value records, an `expires` count
+/// that does not match the records.
+pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
+    let root = pool.root::<KvRoot>().map_err(|e| e.to_string())?;
+    let r = pool.read(root);
+    let mut problems = Vec::new();
+    if r.magic == 0 && r.map == 0 {
+        return Ok((vec![root.offset()], problems)); // never served: empty
+    }
+    if r.magic != KV_MAGIC || r.version != KV_VERSION {
+        problems.push(format!(
+            "keyspace root: magic {:#x} version {} (want {KV_MAGIC:#x} version {KV_VERSION})",
+            r.magic, r.version
+        ));
+        return Ok((vec![root.offset()], problems));
+    }
+    let mut reach = daisy::collections::map_objects(pool, r.map).map_err(|e| e.to_string())?;
+    reach.push(root.offset());
+    let map = PBytesMap::open(pool, PPtr::from_offset(r.map)).map_err(|e| e.to_string())?;
+    let mut with_expiry = 0u64;
+    for item in map.iter().map_err(|e| e.to_string())? {
+        let (k, v) = match item {
+            Ok(kv) => kv,
+            Err(e) => {
+                problems.push(format!("keyspace entry unreadable: {e}"));
+                continue;
+            }
+        };
+        let key = String::from_utf8_lossy(&k);
+        match v.first() {
+            None => problems.push(format!("key {key:?}: empty value record")),
+            Some(&f) if f & !F_EXPIRE != 0 => {
+                problems.push(format!("key {key:?}: unknown record flags {f:#x}"))
+            }
+            Some(&f) if f & F_EXPIRE != 0 && v.len() < 9 => {
+                problems.push(format!("key {key:?}: record too short for its expiry time"))
+            }
+            Some(&f) => with_expiry += (f & F_EXPIRE != 0) as u64,
+        }
+    }
+    if with_expiry != r.expires {
+        problems.push(format!(
+            "keyspace root counts {} keys with an expiry time, the records hold {with_expiry}",
+            r.expires
+        ));
+    }
+    Ok((reach, problems))
+}
