@@ -731,25 +731,22 @@ fn setrange(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn incr_by(c: &mut Ctx, key: &[u8], by: i64) -> daisy::Result<()> {
-    let old = c.lookup(key)?;
-    let (cur, exp) = match &old {
-        Some(v) => {
-            if v.len > 20 {
-                return c.err(E_INT);
-            }
-            match parse_i64(&c.payload(v)?) {
-                Some(n) => (n, v.expire_ms),
-                None => return c.err(E_INT),
-            }
-        }
-        None => (0, None),
-    };
-    let Some(n) = cur.checked_add(by) else {
-        return c.err("ERR increment or decrement would overflow");
-    };
-    c.store
-        .put(c.tx, key, n.to_string().as_bytes(), exp, exp.is_some())?;
-    resp::int(c.out, n);
+    // One probe: the old value is read, parsed and replaced where it lies.
+    let r = c.store.rewrite(c.tx, key, c.now_ms, |old| {
+        let cur = match old {
+            Some(v) if v.len() > 20 => return Err(E_INT.to_string()),
+            Some(v) => parse_i64(v).ok_or_else(|| E_INT.to_string())?,
+            None => 0,
+        };
+        let n = cur
+            .checked_add(by)
+            .ok_or_else(|| "ERR increment or decrement would overflow".to_string())?;
+        Ok(n.to_string().into_bytes())
+    })?;
+    match r {
+        Ok(v) => resp::int(c.out, parse_i64(&v).expect("just formatted")),
+        Err(e) => resp::error(c.out, &e),
+    }
     Ok(())
 }
 

@@ -65,6 +65,10 @@ const LANES: u32 = 2;
 /// Start a new transaction when less redo log than this is left (a command that needs more
 /// fails the group and then runs alone with the whole record).
 const LOG_RESERVE: usize = 32 << 10;
+/// A group's transaction ends once it has logged this much (more commands per fence gain
+/// little, and a transaction's bookkeeping grows with its size: freeing an object it
+/// allocated itself, as when one key is written twice in a round, scans its allocations).
+const GROUP_LOG_BYTES: usize = 64 << 10;
 /// Close a client whose unparsed input exceeds this (Redis's client-query-buffer-limit).
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 const LISTENER: Token = Token(usize::MAX);
@@ -494,9 +498,13 @@ impl Server {
             let start = i;
             let res = pool.transaction(|tx| {
                 let mut j = start;
+                let room0 = tx.log_room();
                 while j < work.len() && !self.shutdown {
+                    let room = tx.log_room();
                     if j > start
-                        && (tx.log_room() < LOG_RESERVE || self.is_barrier(&work[j], ranges))
+                        && (room < LOG_RESERVE
+                            || room0 - room > GROUP_LOG_BYTES
+                            || self.is_barrier(&work[j], ranges))
                     {
                         break;
                     }

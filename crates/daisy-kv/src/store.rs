@@ -312,6 +312,54 @@ impl Store {
         Ok(out)
     }
 
+    /// Read-modify-write of a string in one probe, keeping its expiry time (INCR and
+    /// friends): `f` gets the live payload (None when absent or expired) and returns the new
+    /// payload, or an error text to reply with (then nothing changes). Returns `f`'s result.
+    pub fn rewrite(
+        &mut self,
+        tx: &mut Tx,
+        key: &[u8],
+        now_ms: i64,
+        f: impl FnOnce(Option<&[u8]>) -> Result<Vec<u8>, String>,
+    ) -> daisy::Result<Result<Vec<u8>, String>> {
+        let mut result = Err(String::new());
+        let (mut old_exp, mut new_exp, mut expired) = (false, false, false);
+        let op = self.map.upsert_tx(tx, key, |tx, old, buf| {
+            let mut live = None;
+            if let Some(e) = old {
+                let v = decode_header(tx, e)?;
+                old_exp = v.expire_ms.is_some();
+                if v.expire_ms.is_some_and(|t| t <= now_ms) {
+                    expired = true;
+                } else {
+                    let mut p = vec![0u8; v.len];
+                    e.read_tx(tx, v.off, &mut p)?;
+                    live = Some((p, v.expire_ms));
+                }
+            }
+            result = f(live.as_ref().map(|(p, _)| &p[..]));
+            let Ok(new) = &result else {
+                return Ok(if expired { Upsert::Remove } else { Upsert::Keep });
+            };
+            let exp = live.and_then(|(_, t)| t);
+            new_exp = exp.is_some();
+            let mut h = [0u8; 9];
+            buf.extend_from_slice(header_bytes(exp, &mut h));
+            buf.extend_from_slice(new);
+            Ok(Upsert::Put)
+        })?;
+        let delta = match op {
+            Upsert::Put => new_exp as i64 - old_exp as i64,
+            Upsert::Remove => -(old_exp as i64),
+            Upsert::Keep => 0,
+        };
+        self.adjust_expires(tx, delta)?;
+        if expired {
+            self.expired_keys += 1;
+        }
+        Ok(result)
+    }
+
     /// Remove `key` whose record is `v`.
     pub fn delete(&mut self, tx: &mut Tx, key: &[u8], v: &Val) -> daisy::Result<()> {
         self.map.remove_tx(tx, key)?;
