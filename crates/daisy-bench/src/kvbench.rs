@@ -182,7 +182,7 @@ pub struct Unavailable {
 }
 
 /// Everything one run measured.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Report {
     pub rows: Vec<Row>,
     pub memory: Vec<MemoryRow>,

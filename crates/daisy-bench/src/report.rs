@@ -6,6 +6,7 @@
 //! writes `report.md`, `results.json`, `tx.csv` and `hashmap.csv`, prints verdicts against the
 //! seed's requirement, and fails when the functional test lost anything.
 
+use crate::kvbench;
 use crate::{crashtest, hashbench, progress, txbench};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,8 @@ pub struct Config {
     pub child_cmd: Vec<String>,
     /// The power-failure simulator binary (`daisy-powerfail`), when it was built.
     pub powerfail: Option<PathBuf>,
+    /// The `daisy` binary (its `serve` command is the server of the Redis benchmark).
+    pub daisy_exe: PathBuf,
     pub seed: u64,
 }
 
@@ -67,6 +70,8 @@ pub struct Report {
     pub hashmap_disk: Vec<hashbench::Row>,
     /// The disk directory used and its file system.
     pub hashmap_disk_dir: Option<(PathBuf, String)>,
+    /// Seed 000's Redis benchmark (`daisy bench kv`), or why it could not run.
+    pub kv: Result<kvbench::Report, String>,
     pub verdicts: Vec<Verdict>,
     pub seconds: f64,
 }
@@ -314,8 +319,44 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         }
     }
 
+    // 4. Seed 000's Redis benchmark: daisy serve against redis-server without persistence,
+    // with RDB snapshots and with an AOF (every second, and fsynced before every reply).
+    let (ns, runs, restart_keys) = match cfg.level {
+        Level::Quick => (vec![10_000], 1, 100_000),
+        Level::Default => (vec![100_000], 1, 1_000_000),
+        Level::Full => (vec![100_000, 1_000_000], 3, 1_000_000),
+    };
+    note(&format!(
+        "performance test: Redis benchmark (seed 000): redis-benchmark against daisy serve and \
+         redis-server (none, rdb, aof), N = {ns:?}, restart with {restart_keys} keys"
+    ));
+    let kcfg = kvbench::Config {
+        dir: cfg.dir.clone(),
+        ns,
+        tests: vec!["set".into(), "get".into()],
+        pipelines: kvbench::DEFAULT_PIPELINES.to_vec(),
+        sizes: kvbench::DEFAULT_SIZES.to_vec(),
+        clients: 50,
+        runs,
+        restart_keys,
+        servers: kvbench::SERVERS.iter().map(|s| s.to_string()).collect(),
+        max_secs: kvbench::DEFAULT_MAX_SECS,
+        daisy_exe: cfg.daisy_exe.clone(),
+    };
+    let bar = progress::bar(1, "stages");
+    let kv = kvbench::run(
+        &kcfg,
+        |_| {},
+        |done, total, _| {
+            bar.set_length(total);
+            bar.set_position(done);
+        },
+    );
+    bar.finish_and_clear();
+
     let mut verdicts = verdicts(&functional, &tx, &env);
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
+    verdicts.extend(kv_verdicts(&kv));
     verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.insert(
         1,
@@ -350,6 +391,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         hashmap_notes,
         hashmap_disk,
         hashmap_disk_dir,
+        kv,
         verdicts,
         seconds: t0.elapsed().as_secs_f64(),
     })
@@ -451,6 +493,120 @@ fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Vec<Verdict> 
                 "Hash map, N = {n}, one transaction per insert: Daisy {:.0} ns, PMDK libpmemobj \
                  {:.0} ns per insert: {ratio:.1}x faster",
                 d.ns_per_op, p.ns_per_op
+            ),
+        });
+    }
+    v
+}
+
+/// Seed 000's Redis test: Daisy's server (every write durable) against Redis with RDB and
+/// with AOF, and the restart time.
+fn kv_verdicts(kv: &Result<kvbench::Report, String>) -> Vec<Verdict> {
+    let rep = match kv {
+        Ok(r) => r,
+        Err(e) => {
+            return vec![Verdict {
+                name: "not run: Redis benchmark".into(),
+                passed: false,
+                text: format!("Redis benchmark: {e}: NOT RUN"),
+            }]
+        }
+    };
+    let mut v = vec![];
+    for u in &rep.unavailable {
+        v.push(Verdict {
+            name: format!("not run: Redis benchmark, {}", u.server),
+            passed: u.status != "failed",
+            text: format!("Redis benchmark: {} {}: {}", u.server, u.status, u.reason),
+        });
+    }
+    let Some(n) = rep.rows.iter().map(|r| r.requests).max() else {
+        return v;
+    };
+    let at = |server: &str, test: &str, p: usize| {
+        rep.rows.iter().find(|r| {
+            r.requests == n
+                && r.server == server
+                && r.test.eq_ignore_ascii_case(test)
+                && r.pipeline == p
+        })
+    };
+    for rival in ["redis-rdb", "redis-aof-always"] {
+        let mut parts = vec![];
+        let mut all = true;
+        for test in ["SET", "GET"] {
+            for p in kvbench::DEFAULT_PIPELINES {
+                if let (Some(d), Some(r)) = (at("daisy", test, p), at(rival, test, p)) {
+                    let ratio = d.rps / r.rps;
+                    all &= ratio >= 1.05;
+                    parts.push(format!(
+                        "{test} P{p}: {:.0} vs {:.0} req/s = {ratio:.2}x",
+                        d.rps, r.rps
+                    ));
+                }
+            }
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        v.push(Verdict {
+            name: format!("performance: Redis benchmark vs {rival}"),
+            passed: all,
+            text: format!(
+                "Redis benchmark, N = {n}, 50 clients, 8-byte values: daisy serve (every write \
+                 durable before its reply) against {rival}: {} (requirement: at least 1.05x in \
+                 each): {}",
+                parts.join("; "),
+                if all { "PASS" } else { "FAIL" }
+            ),
+        });
+    }
+    // The issue's own target: as fast as Redis with no persistence at all.
+    let mut parts = vec![];
+    let mut all = true;
+    for test in ["SET", "GET"] {
+        for p in kvbench::DEFAULT_PIPELINES {
+            if let (Some(d), Some(r)) = (at("daisy", test, p), at("redis-none", test, p)) {
+                let ratio = d.rps / r.rps;
+                all &= ratio >= 1.0;
+                parts.push(format!("{test} P{p} {ratio:.2}x"));
+            }
+        }
+    }
+    if !parts.is_empty() {
+        v.push(Verdict {
+            name: "target: Redis benchmark vs Redis without persistence".into(),
+            passed: all,
+            text: format!(
+                "Redis benchmark against redis-none (nothing persisted): {} (target: at least \
+                 1.00x in each; single runs on a shared 2-core machine vary by 10-30%): {}",
+                parts.join(", "),
+                if all { "PASS" } else { "FAIL" }
+            ),
+        });
+    }
+    let restart = |s: &str| rep.restarts.iter().find(|r| r.server == s);
+    if let Some(d) = restart("daisy") {
+        let others: Vec<String> = ["redis-rdb", "redis-aof-always"]
+            .iter()
+            .filter_map(|s| restart(s).map(|r| format!("{s} {:.0} ms", r.restart_ms)))
+            .collect();
+        let ok = d.dbsize_ok && d.restart_ms <= 12.0 * (d.keys as f64 / 1e6).max(1.0);
+        v.push(Verdict {
+            name: "performance: Redis restart time".into(),
+            passed: ok,
+            text: format!(
+                "Restart with {} keys until the first PONG: daisy serve {:.1} ms ({}), {} \
+                 (target: within 12 ms at 1,000,000 keys): {}",
+                d.keys,
+                d.restart_ms,
+                if d.dbsize_ok {
+                    "every key there"
+                } else {
+                    "KEYS MISSING"
+                },
+                others.join(", "),
+                if ok { "PASS" } else { "FAIL" }
             ),
         });
     }
@@ -700,9 +856,8 @@ pub fn markdown(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "\n`~`: timed on a prefix and projected to N (too slow for the time limit). Not yet in \
-         this report: the Redis benchmark (it arrives with the server); the charts are in \
-         report.html."
+        "\n`~`: timed on a prefix and projected to N (too slow for the time limit). The charts \
+         are in report.html."
     );
     if let Some((dir, fs)) = &r.hashmap_disk_dir {
         let _ = writeln!(
@@ -730,6 +885,22 @@ pub fn markdown(r: &Report) -> String {
                     .map(|v| format!("{v:.6}"))
                     .unwrap_or_else(|| "-".into())
             );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n## 4. Persistence performance test: Redis (seed 000's table)\n\nThe real \
+         redis-benchmark against `daisy serve` (every write durable in the pool before its \
+         reply) and against redis-server with no persistence, RDB snapshots, and an AOF \
+         (fsync every second, and before every reply), each started by the benchmark on the \
+         same file system; then memory per key and the restart time with many keys.\n"
+    );
+    match &r.kv {
+        Ok(k) => {
+            let _ = writeln!(s, "```text\n{}```", kvbench::table(k));
+        }
+        Err(e) => {
+            let _ = writeln!(s, "Not run: {e}");
         }
     }
     s
@@ -869,6 +1040,18 @@ pub fn html(r: &Report) -> String {
             md_table(&md, "| N (disk) |")
         );
     }
+    let _ = writeln!(
+        h,
+        "<h2>4. Persistence performance test: Redis (seed 000's table)</h2>"
+    );
+    match &r.kv {
+        Ok(k) => {
+            let _ = writeln!(h, "<pre>{}</pre>", esc(&kvbench::table(k)));
+        }
+        Err(e) => {
+            let _ = writeln!(h, "<p>Not run: {}</p>", esc(e));
+        }
+    }
     let _ = writeln!(h, "</body></html>");
     h
 }
@@ -936,5 +1119,32 @@ pub fn write(r: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
         );
     }
     w(&hcsv, c)?;
-    Ok(vec![md, page, json, csv, hcsv])
+    let mut out_files = vec![md, page, json, csv, hcsv];
+    if let Ok(k) = &r.kv {
+        let kcsv = out.join("kv.csv");
+        let mut c = String::from(
+            "server,test,pipeline,value_size,requests,rps,p50_ms,p99_ms,max_ms,runs,sampled,fs\n",
+        );
+        for row in &k.rows {
+            let _ = writeln!(
+                c,
+                "{},{},{},{},{},{:.0},{},{},{},{},{},{}",
+                row.server,
+                row.test,
+                row.pipeline,
+                row.value_size,
+                row.requests,
+                row.rps,
+                row.p50_ms,
+                row.p99_ms,
+                row.max_ms,
+                row.runs,
+                row.sampled,
+                row.fs
+            );
+        }
+        w(&kcsv, c)?;
+        out_files.push(kcsv);
+    }
+    Ok(out_files)
 }

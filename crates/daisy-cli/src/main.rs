@@ -900,6 +900,7 @@ fn report_cmd(a: ReportArgs) -> Result<ExitCode, String> {
             .ok()
             .map(|e| e.with_file_name("daisy-powerfail"))
             .filter(|p| p.exists()),
+        daisy_exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
         seed: a.seed.unwrap_or_else(random_seed),
     };
     println!("daisy report ({level:?}): writing {}", a.out.display());

@@ -611,7 +611,8 @@ fn mset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     for kv in a[1..].chunks(2) {
-        c.store.set(c.tx, kv[0], kv[1], c.now_ms, &SetOpts::default())?;
+        c.store
+            .set(c.tx, kv[0], kv[1], c.now_ms, &SetOpts::default())?;
     }
     resp::ok(c.out);
     Ok(())

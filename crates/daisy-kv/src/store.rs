@@ -290,9 +290,17 @@ impl Store {
             }
             if (o.nx && live.is_some()) || (o.xx && live.is_none()) {
                 // Not written; an expired entry met on the way is removed (lazy expiry).
-                return Ok(if expired { Upsert::Remove } else { Upsert::Keep });
+                return Ok(if expired {
+                    Upsert::Remove
+                } else {
+                    Upsert::Keep
+                });
             }
-            let exp = if o.keepttl { live.and_then(|v| v.expire_ms) } else { o.expire };
+            let exp = if o.keepttl {
+                live.and_then(|v| v.expire_ms)
+            } else {
+                o.expire
+            };
             new_exp = exp.is_some();
             let mut h = [0u8; 9];
             buf.extend_from_slice(header_bytes(exp, &mut h));
@@ -339,7 +347,11 @@ impl Store {
             }
             result = f(live.as_ref().map(|(p, _)| &p[..]));
             let Ok(new) = &result else {
-                return Ok(if expired { Upsert::Remove } else { Upsert::Keep });
+                return Ok(if expired {
+                    Upsert::Remove
+                } else {
+                    Upsert::Keep
+                });
             };
             let exp = live.and_then(|(_, t)| t);
             new_exp = exp.is_some();

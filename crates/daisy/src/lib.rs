@@ -47,7 +47,10 @@ pub mod sim;
 pub mod tx;
 
 pub use bytemuck;
-pub use collections::{bytesmap::{EntryRef, Upsert}, PBytesMap, PHashMap};
+pub use collections::{
+    bytesmap::{EntryRef, Upsert},
+    PBytesMap, PHashMap,
+};
 pub use error::{Error, Result};
 pub use persist::{counters, FlushInstr, Mode, Persister};
 pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, RecoveryReport};
