@@ -508,6 +508,10 @@ impl Server {
                     {
                         break;
                     }
+                    // Overlap the cache misses of the commands ahead with this one's work:
+                    // bucket of the command 8 ahead, entry of the one 4 ahead.
+                    self.prefetch(work.get(j + 8), ranges, 1);
+                    self.prefetch(work.get(j + 4), ranges, 2);
                     let w = &work[j];
                     if let Some(Some(c)) = self.conns.get(w.conn) {
                         if !saved.iter().any(|s| s.0 == w.conn) {
@@ -555,6 +559,20 @@ impl Server {
             return None;
         }
         self.table.find(&c.rbuf[r.clone()])
+    }
+
+    /// Prefetch the key of request `w` (its first argument, for commands whose key is it).
+    #[inline]
+    fn prefetch(&self, w: Option<&Work>, ranges: &[Range<usize>], stage: u8) {
+        let Some(w) = w else { return };
+        if w.args.len() < 2 || w.proto_error.is_some() {
+            return;
+        }
+        let Some(Some(c)) = self.conns.get(w.conn) else {
+            return;
+        };
+        let key = &c.rbuf[ranges[w.args.start + 1].clone()];
+        self.store.prefetch(key, stage);
     }
 
     fn is_barrier(&self, w: &Work, ranges: &[Range<usize>]) -> bool {

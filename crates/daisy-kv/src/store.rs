@@ -180,6 +180,12 @@ impl Store {
         self.map.id().offset()
     }
 
+    /// Prefetch hint for a key a later command of the round will touch (see
+    /// [`PBytesMap::prefetch`]).
+    pub fn prefetch(&self, key: &[u8], stage: u8) {
+        self.map.prefetch(key, stage)
+    }
+
     /// Keys with an expiry time, as `tx` sees them.
     pub fn expires(&self, tx: &Tx) -> daisy::Result<u64> {
         Ok(tx.read(self.root)?.expires)

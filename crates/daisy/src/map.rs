@@ -201,6 +201,22 @@ impl Mapping {
         unsafe { self.base.add(off as usize) }
     }
 
+    /// Ask the CPU to bring the cache line at `off` closer (a hint: nothing happens when
+    /// `off` is outside the mapping). Batched lookups use it to overlap their cache misses.
+    #[inline(always)]
+    pub fn prefetch(&self, off: u64) {
+        if !self.in_bounds(off, 1) {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch never faults and has no architectural effect; the address is
+        // inside the mapping anyway (checked above).
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.base.add(off as usize) as *const i8);
+        }
+    }
+
     /// Copy a `T` out of the pool.
     #[inline]
     pub fn read<T: Pod>(&self, off: u64) -> T {

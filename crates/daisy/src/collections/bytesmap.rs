@@ -257,6 +257,33 @@ impl PBytesMap {
         }
     }
 
+    /// Prefetch hints for a batch of lookups (a server's pipelined round): stage 1 brings in
+    /// `key`'s home bucket; stage 2, a few keys later when that bucket is cached, the entry
+    /// whose stored hash matches. Reads the committed table only and never fails: a stale or
+    /// damaged word only makes the hint useless.
+    pub fn prefetch(&self, key: &[u8], stage: u8) {
+        let pool = &self.t.pool.inner;
+        let src = Src::Pool(pool);
+        let h = hash_bytes(self.t.seed, key);
+        let Ok((_, seg, _, _)) = self.t.locate(&src, h) else {
+            return;
+        };
+        let bucket = seg + (home_bucket(h) * BUCKET) as u64;
+        if stage == 1 {
+            pool.map.prefetch(bucket);
+            return;
+        }
+        let Ok(line) = src.read_pod::<[u8; BUCKET]>(bucket) else {
+            return;
+        };
+        for slot in line.chunks_exact(BytesSlot::SLOT) {
+            if !BytesSlot::is_empty(slot) && BytesSlot::entry_hash(0, slot) == h {
+                pool.map.prefetch(slot_ptr(slot));
+                return;
+            }
+        }
+    }
+
     /// Read, then insert, replace, remove or keep `key` in one probe of the table (what a
     /// server's SET with options needs without looking the key up twice).
     ///
