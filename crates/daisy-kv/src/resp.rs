@@ -292,7 +292,7 @@ mod tests {
         let long = vec![b'a'; 70 << 10];
         assert_eq!(e(&long), "Protocol error: too big inline request");
         let mut long = b"*".to_vec();
-        long.extend(std::iter::repeat(b'1').take(70 << 10));
+        long.extend(std::iter::repeat_n(b'1', 70 << 10));
         assert_eq!(e(&long), "Protocol error: too big mbulk count string");
     }
 
