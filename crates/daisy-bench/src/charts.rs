@@ -20,6 +20,10 @@ fn mech_color(m: &str) -> RGBColor {
         "fsync" | "fsync-op" => RGBColor(227, 119, 194),
         "fsync-end" => RGBColor(127, 127, 127),
         "dram" => RGBColor(188, 189, 34),
+        "redis-none" => RGBColor(31, 119, 180),
+        "redis-rdb" => RGBColor(44, 160, 44),
+        "redis-aof-everysec" => RGBColor(148, 103, 189),
+        "redis-aof-always" => RGBColor(140, 86, 75),
         _ => RGBColor(23, 190, 207),
     }
 }
@@ -219,6 +223,195 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
                 .map_err(err)?;
         }
         draw_legend(&legend, &mechs, true)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Redis benchmark: requests/s per server as bars, grouped by case (test and pipeline depth),
+/// with each bar's p99 latency as a black marker on the right-hand (log) axis.
+pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String, String> {
+    let n = rows
+        .iter()
+        .map(|r| r.requests)
+        .max()
+        .ok_or("chart: no data")?;
+    let rows: Vec<&crate::kvbench::Row> = rows
+        .iter()
+        .filter(|r| r.requests == n && r.value_size == rows[0].value_size)
+        .collect();
+    let mut cases: Vec<(String, usize)> = vec![];
+    let mut servers: Vec<&str> = vec![];
+    for r in &rows {
+        let c = (r.test.to_ascii_uppercase(), r.pipeline);
+        if !cases.contains(&c) {
+            cases.push(c);
+        }
+        if !servers.contains(&r.server.as_str()) {
+            servers.push(&r.server);
+        }
+    }
+    let ymax = rows.iter().map(|r| r.rps).fold(0.0, f64::max) * 1.15;
+    let (pmin, pmax) = rows
+        .iter()
+        .map(|r| r.p99_ms)
+        .filter(|v| *v > 0.0)
+        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    if ymax <= 0.0 || pmin > pmax {
+        return Err("chart: no data".into());
+    }
+    let labels: Vec<String> = cases.iter().map(|(t, p)| format!("{t} P{p}")).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot, legend) = root.split_horizontally(780);
+        let k = cases.len() as f64;
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(
+                format!("Redis benchmark, N = {n}: requests/s (bars), p99 latency (dots)"),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .right_y_label_area_size(60)
+            .build_cartesian_2d(0f64..k, 0f64..ymax)
+            .map_err(err)?
+            .set_secondary_coord(0f64..k, ((pmin * 0.5)..(pmax * 2.0)).log_scale());
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(cases.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - x.floor() - 0.5).abs() < 0.01 && i < labels.len() {
+                    labels[i].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("requests per second")
+            .y_label_formatter(&|v| format!("{:.0}k", v / 1000.0))
+            .draw()
+            .map_err(err)?;
+        chart
+            .configure_secondary_axes()
+            .y_desc("p99 ms (log)")
+            .label_style(("sans-serif", 12))
+            .draw()
+            .map_err(err)?;
+        let w = 0.8 / servers.len() as f64;
+        for r in &rows {
+            let c = (r.test.to_ascii_uppercase(), r.pipeline);
+            let (Some(ci), Some(si)) = (
+                cases.iter().position(|x| *x == c),
+                servers.iter().position(|s| *s == r.server),
+            ) else {
+                continue;
+            };
+            let x0 = ci as f64 + 0.1 + si as f64 * w;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, 0.0), (x0 + w * 0.9, r.rps)],
+                    mech_color(&r.server).filled(),
+                )))
+                .map_err(err)?;
+            if r.p99_ms > 0.0 {
+                chart
+                    .draw_secondary_series(std::iter::once(Circle::new(
+                        (x0 + w * 0.45, r.p99_ms),
+                        4,
+                        BLACK.filled(),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        draw_legend(&legend, &servers, true)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Redis benchmark: latency percentile curves (p50, p99, max) per server for one case (SET at
+/// pipeline 1 when measured), log scale.
+pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String, String> {
+    let n = rows
+        .iter()
+        .map(|r| r.requests)
+        .max()
+        .ok_or("chart: no data")?;
+    let pick = |test: &str, p: usize| -> Vec<&crate::kvbench::Row> {
+        rows.iter()
+            .filter(|r| r.requests == n && r.test.eq_ignore_ascii_case(test) && r.pipeline == p)
+            .collect()
+    };
+    let (case, sel) = [("SET", 1), ("GET", 1), ("SET", 16)]
+        .iter()
+        .map(|&(t, p)| (format!("{t} P{p}"), pick(t, p)))
+        .find(|(_, v)| !v.is_empty())
+        .ok_or("chart: no data")?;
+    let vals: Vec<f64> = sel
+        .iter()
+        .flat_map(|r| [r.p50_ms, r.p99_ms, r.max_ms])
+        .filter(|v| *v > 0.0)
+        .collect();
+    if vals.is_empty() {
+        return Err("chart: no data".into());
+    }
+    let ymin = vals.iter().cloned().fold(f64::MAX, f64::min) * 0.5;
+    let ymax = vals.iter().cloned().fold(f64::MIN, f64::max) * 2.0;
+    let names: Vec<&str> = sel.iter().map(|r| r.server.as_str()).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 380)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot, legend) = root.split_horizontally(780);
+        let xs = ["p50", "p99", "max"];
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(
+                format!("Redis benchmark, {case}, N = {n}: latency percentiles (log)"),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.2f64..2.2, (ymin..ymax).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_labels(3)
+            .x_label_formatter(&|x| {
+                let i = x.round() as usize;
+                if (x - x.round()).abs() < 0.01 && i < xs.len() {
+                    xs[i].to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("latency, ms")
+            .y_label_formatter(&|v| {
+                let t = format!("{v:.3}");
+                t.trim_end_matches('0').trim_end_matches('.').to_string()
+            })
+            .draw()
+            .map_err(err)?;
+        for r in &sel {
+            let c = mech_color(&r.server);
+            let pts: Vec<(f64, f64)> = [r.p50_ms, r.p99_ms, r.max_ms]
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v > 0.0)
+                .map(|(i, v)| (i as f64, *v))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(3)))
+                .map_err(err)?;
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))
+                .map_err(err)?;
+        }
+        draw_legend(&legend, &names, false)?;
         root.present().map_err(err)?;
     }
     Ok(svg)

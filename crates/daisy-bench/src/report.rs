@@ -1046,6 +1046,19 @@ pub fn html(r: &Report) -> String {
     );
     match &r.kv {
         Ok(k) => {
+            for chart in [
+                crate::charts::kv_rps(&k.rows),
+                crate::charts::kv_latency(&k.rows),
+            ] {
+                match chart {
+                    Ok(svg) => {
+                        let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
+                    }
+                    Err(e) => {
+                        let _ = writeln!(h, "<p>(chart not drawn: {})</p>", esc(&e));
+                    }
+                }
+            }
             let _ = writeln!(h, "<pre>{}</pre>", esc(&kvbench::table(k)));
         }
         Err(e) => {
