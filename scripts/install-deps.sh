@@ -4,7 +4,8 @@
 # then report the rivals they could not measure).
 set -euo pipefail
 
-want=(libpmemobj-dev redis-server redis-tools)
+# chromium: the report test opens report.html in headless Chromium and takes a screenshot.
+want=(libpmemobj-dev redis-server redis-tools chromium)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

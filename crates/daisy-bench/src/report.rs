@@ -43,6 +43,8 @@ pub struct Environment {
     pub fs: String,
     pub daisy_version: String,
     pub pmdk: String,
+    /// `redis-server --version`, or why it is missing.
+    pub redis: String,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -126,6 +128,16 @@ pub fn environment(dir: &Path) -> Environment {
             Ok(p) => p.version,
             Err(e) => format!("not available: {e}"),
         },
+        redis: std::process::Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| {
+                "not available (Debian package redis-server; scripts/install-deps.sh installs it)"
+                    .into()
+            }),
     }
 }
 
@@ -716,7 +728,8 @@ pub fn markdown(r: &Report) -> String {
         }
     );
     let _ = writeln!(s, "| Daisy | {} |", e.daisy_version);
-    let _ = writeln!(s, "| PMDK | {} |\n", e.pmdk);
+    let _ = writeln!(s, "| PMDK | {} |", e.pmdk);
+    let _ = writeln!(s, "| Redis | {} |\n", e.redis);
     let _ = writeln!(s, "## Verdicts\n");
     for v in &r.verdicts {
         let _ = writeln!(s, "- {}", v.text);

@@ -405,10 +405,99 @@ fn report_quick_writes_files_and_verdicts() {
     // One self-contained page: the verdicts, the tables and the charts (SVG).
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"));
-    assert_eq!(page.matches("<svg").count(), 3, "three charts");
+    // Seed 000's Redis table, when redis-server and redis-benchmark are installed (CI
+    // installs them): two more charts, the table, kv.csv and the restart verdict.
+    assert!(
+        md.contains("## 4. Persistence performance test: Redis"),
+        "{md}"
+    );
+    let kv_ran = v["kv"]["Ok"].is_object();
+    if kv_ran {
+        assert!(t.contains("Restart with 100000 keys"), "{t}");
+        assert!(std::fs::read_to_string(out.join("kv.csv"))
+            .unwrap()
+            .starts_with("server,test"));
+        let kv_rows = v["kv"]["Ok"]["rows"].as_array().unwrap();
+        assert!(kv_rows
+            .iter()
+            .any(|r| r["server"] == "daisy" && r["rps"].as_f64().unwrap() > 0.0));
+        assert!(kv_rows.iter().any(|r| r["server"] == "redis-aof-always"));
+    } else {
+        println!("Redis benchmark not run: {}", v["kv"]);
+    }
+    let charts = if kv_ran { 5 } else { 3 };
+    assert_eq!(page.matches("<svg").count(), charts, "charts");
     assert!(page.matches("<table>").count() >= 5, "tables");
     assert!(page.contains("ns per insert") && page.contains("daisy-batch"));
     assert!(!page.contains("<script"), "no scripts: readable offline");
+    look_at_it_in_chromium(&out.join("report.html"), charts);
+}
+
+/// Open the report as a person would: headless Chromium renders it (tables and charts in the
+/// DOM after layout) and takes a screenshot, kept at target/report-screenshot.png to look at.
+fn look_at_it_in_chromium(page: &Path, charts: usize) {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let Some(chromium) = chromium else {
+        println!("SKIPPED the Chromium check: no chromium (Debian package chromium; scripts/install-deps.sh installs it)");
+        return;
+    };
+    let url = format!("file://{}", page.display());
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+    ];
+    let dom = std::process::Command::new(chromium)
+        .args(common)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("<h1>Daisy test report</h1>"),
+        "chromium rendered: {dom:.300}"
+    );
+    assert!(
+        dom.matches("<table>").count() >= 5,
+        "tables in the rendered page"
+    );
+    assert_eq!(
+        dom.matches("<svg").count(),
+        charts,
+        "charts in the rendered page"
+    );
+    let shot = page.with_file_name("screenshot.png");
+    let o = std::process::Command::new(chromium)
+        .args(common)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,6000")
+        .arg(&url)
+        .output()
+        .unwrap();
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)));
+    assert_eq!(&png[1..4], b"PNG");
+    let (w, h) = (
+        u32::from_be_bytes(png[16..20].try_into().unwrap()),
+        u32::from_be_bytes(png[20..24].try_into().unwrap()),
+    );
+    assert_eq!((w, h), (1280, 6000), "screenshot size");
+    // A blank page compresses to a few KB; tables, text and charts do not.
+    assert!(
+        png.len() > 100_000,
+        "screenshot of {} bytes looks blank",
+        png.len()
+    );
+    let keep = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-screenshot.png");
+    let _ = std::fs::copy(&shot, keep);
 }
 
 /// `pool check` finds hash maps in any pool and verifies their invariants; damage fails it.
