@@ -296,6 +296,80 @@ mod tests {
         assert_eq!(e(&long), "Protocol error: too big mbulk count string");
     }
 
+    /// Parse a whole stream as the server does (requests one after another).
+    fn parse_stream(buf: &[u8]) -> (Vec<Vec<Vec<u8>>>, Option<String>, usize) {
+        let lim = Limits::default();
+        let (mut out, mut pos, mut args) = (Vec::new(), 0, Vec::new());
+        loop {
+            match parse(&buf[pos..], &mut args, &lim) {
+                Parsed::Incomplete => return (out, None, pos),
+                Parsed::Request { consumed } => {
+                    assert!(
+                        consumed > 0 && consumed <= buf.len() - pos,
+                        "consumed {consumed}"
+                    );
+                    let a = args.iter().map(|r| {
+                        assert!(r.end <= consumed);
+                        buf[pos + r.start..pos + r.end].to_vec()
+                    });
+                    out.push(a.collect());
+                    pos += consumed;
+                }
+                Parsed::Error(e) => return (out, Some(e), pos),
+            }
+        }
+    }
+
+    fn encode(cmds: &[Vec<Vec<u8>>]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for c in cmds {
+            b.extend_from_slice(format!("*{}\r\n", c.len()).as_bytes());
+            for a in c {
+                b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                b.extend_from_slice(a);
+                b.extend_from_slice(b"\r\n");
+            }
+        }
+        b
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// Arbitrary bytes: no panic, nothing consumed beyond the input.
+        #[test]
+        fn arbitrary_bytes_never_panic(buf in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = parse_stream(&buf);
+        }
+
+        /// A pipeline arrives in two reads split anywhere: the requests come out the same as
+        /// from one read, and a mutated byte gives an error or other requests, never a panic.
+        #[test]
+        fn pipelines_parse_the_same_however_split(
+            cmds in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20), 1..5),
+                1..6),
+            cut in 0usize..1000,
+            flip in 0usize..1000,
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let wire = encode(&cmds);
+            let (all, err, used) = parse_stream(&wire);
+            proptest::prop_assert_eq!(&all, &cmds);
+            proptest::prop_assert!(err.is_none() && used == wire.len());
+            let cut = cut % (wire.len() + 1);
+            let (first, _, used1) = parse_stream(&wire[..cut]);
+            let (rest, _, _) = parse_stream(&wire[used1..]);
+            let mut joined = first;
+            joined.extend(rest);
+            proptest::prop_assert_eq!(&joined, &cmds);
+            let mut bad = wire.clone();
+            let i = flip % bad.len();
+            bad[i] = byte;
+            let _ = parse_stream(&bad);
+        }
+    }
+
     #[test]
     fn integers_parse_like_redis() {
         assert_eq!(parse_i64(b"0"), Some(0));
