@@ -640,16 +640,12 @@ fn requirepass_guards_every_command() {
     let d = tmp();
     let srv = Server::start_with(&pool_in(&d), |o| o.requirepass = Some("s3cret".into()));
     let mut s = srv.raw();
-    let got = roundtrip(&mut s, b"GET k\r\n", 38);
-    assert_eq!(
-        String::from_utf8_lossy(&got),
-        "-NOAUTH Authentication required.\r\n"
-    );
-    let got = roundtrip(&mut s, b"AUTH wrong\r\n", 66);
-    assert_eq!(
-        String::from_utf8_lossy(&got),
-        "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
-    );
+    let noauth = "-NOAUTH Authentication required.\r\n";
+    let got = roundtrip(&mut s, b"GET k\r\n", noauth.len());
+    assert_eq!(String::from_utf8_lossy(&got), noauth);
+    let wrongpass = "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+    let got = roundtrip(&mut s, b"AUTH wrong\r\n", wrongpass.len());
+    assert_eq!(String::from_utf8_lossy(&got), wrongpass);
     let got = roundtrip(&mut s, b"AUTH s3cret\r\nSET k v\r\n", 10);
     assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n+OK\r\n");
     // HELLO with AUTH, through a client library.
