@@ -528,3 +528,34 @@ fn redis_cli_and_redis_benchmark_work() {
         String::from_utf8_lossy(&check.stdout)
     );
 }
+
+#[test]
+fn bad_bind_or_busy_port_fails_clearly_and_creates_nothing() {
+    let dir = tmpdir();
+    let pool = dir.path().join("kv.pool");
+    let out = Command::new(env!("CARGO_BIN_EXE_daisy"))
+        .args(["serve", "--bind", "no such host!", "--port", "0", "--pool"])
+        .arg(&pool)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--bind"),
+        "{out:?}"
+    );
+    assert!(!pool.exists(), "a failed start left a pool file");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_daisy"))
+        .args(["serve", "--port", &port, "--pool"])
+        .arg(&pool)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot listen") && err.contains(&port),
+        "{err}"
+    );
+    assert!(!pool.exists(), "a failed start left a pool file");
+}

@@ -126,11 +126,6 @@ fn open_pool(o: &Options) -> Result<Pool, String> {
 /// Run the server until SIGTERM, SIGINT or SHUTDOWN. `ready` is called with the bound
 /// address once the server accepts connections.
 pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> {
-    let t0 = Instant::now();
-    let pool = open_pool(o)?;
-    let store = Store::open(&pool)?;
-    let recovery_ms = t0.elapsed().as_secs_f64() * 1e3;
-
     let addr: SocketAddr = format!("{}:{}", o.bind, o.port)
         .parse()
         .or_else(|_| {
@@ -143,6 +138,12 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
     let mut listener =
         TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    // The address is checked and bound first, so a wrong --bind or a busy port leaves no
+    // new pool file behind; connections wait in the backlog until the loop runs.
+    let t0 = Instant::now();
+    let pool = open_pool(o)?;
+    let store = Store::open(&pool)?;
+    let recovery_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)
