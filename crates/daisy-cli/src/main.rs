@@ -156,7 +156,7 @@ struct CrashtestArgs {
     #[arg(long, default_value_t = 10_000, requires = "power_fail")]
     budget: u64,
     /// (--power-fail) workloads to run.
-    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "hashmap"], requires = "power_fail")]
+    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "hashmap", "kv"], requires = "power_fail")]
     workload: String,
     /// Number of kills.
     #[arg(long, default_value_t = 200)]

@@ -55,6 +55,31 @@ pub struct ServerState {
 }
 
 impl ServerState {
+    /// Defaults for a server (or a test driver) on `pool`: loopback, port 6379, no password.
+    pub fn new(pool: &daisy::Pool, now_ms: i64) -> ServerState {
+        ServerState {
+            pool: pool.clone(),
+            bind: "127.0.0.1".into(),
+            port: 6379,
+            requirepass: None,
+            max_clients: 10_000,
+            pool_path: pool.path().display().to_string(),
+            pool_mode: pool.mode().describe(),
+            started_ms: now_ms,
+            connected_clients: 0,
+            total_connections: 0,
+            total_commands: 0,
+            rejected_connections: 0,
+            keyspace_hits: 0,
+            keyspace_misses: 0,
+            group_commits: 0,
+            pool_size: pool.size(),
+            pool_max_size: pool.max_size(),
+            recovery_ms: 0.0,
+            rng: now_ms as u64 ^ 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
     pub fn next_random(&mut self) -> u64 {
         // xorshift64*: RANDOMKEY only needs a spread, not a secret.
         let mut x = self.rng | 1;
@@ -479,6 +504,41 @@ pub fn precheck(
         ));
     }
     None
+}
+
+/// Run one request inside `tx`: the checks (unknown, arity, authentication), then its
+/// handler; the reply is appended to `out`. What the event loop (and the power-failure
+/// workload) calls for every command but the barriers (see [`Kind`]).
+#[allow(clippy::too_many_arguments)]
+pub fn execute(
+    table: &Table,
+    store: &mut Store,
+    tx: &mut Tx,
+    cl: &mut Client,
+    sv: &mut ServerState,
+    args: &[&[u8]],
+    now_ms: i64,
+    out: &mut Vec<u8>,
+) -> daisy::Result<Action> {
+    let spec = table.find(args[0]);
+    sv.total_commands += 1;
+    if let Some(e) = precheck(spec, args, cl, sv) {
+        resp::error(out, &e);
+        return Ok(Action::Continue);
+    }
+    let spec = spec.expect("precheck passed");
+    cl.last_cmd = spec.name.to_string();
+    let mut ctx = Ctx {
+        store,
+        tx,
+        cl,
+        sv,
+        out,
+        now_ms,
+        action: Action::Continue,
+    };
+    (spec.handler)(&mut ctx, args)?;
+    Ok(ctx.action)
 }
 
 // ---- strings ---------------------------------------------------------------------------

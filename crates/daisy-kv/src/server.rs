@@ -11,7 +11,7 @@
 //! request that has not fully arrived is never run, so a client that disconnects
 //! mid-command loses only that command.
 
-use crate::cmd::{self, Action, Client, Ctx, Kind, ServerState};
+use crate::cmd::{self, Action, Client, Kind, ServerState};
 use crate::resp::{self, Limits, Parsed};
 use crate::store::{Store, LAYOUT};
 use daisy::{ModeChoice, Pool, PoolOptions};
@@ -170,25 +170,12 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         );
     }
     let sv = ServerState {
-        pool: pool.clone(),
         bind: o.bind.clone(),
         port: addr.port(),
         requirepass: o.requirepass.clone().map(String::into_bytes),
         max_clients: o.max_clients,
-        pool_path: o.pool.display().to_string(),
-        pool_mode: pool.mode().describe(),
-        started_ms: now_ms(),
-        connected_clients: 0,
-        total_connections: 0,
-        total_commands: 0,
-        rejected_connections: 0,
-        keyspace_hits: 0,
-        keyspace_misses: 0,
-        group_commits: 0,
-        pool_size: pool.size(),
-        pool_max_size: pool.max_size(),
         recovery_ms,
-        rng: now_ms() as u64 ^ 0x9E37_79B9_7F4A_7C15,
+        ..ServerState::new(&pool, now_ms())
     };
     let mut s = Server {
         pool,
@@ -633,25 +620,17 @@ impl Server {
             .iter()
             .map(|r| &c.rbuf[r.clone()])
             .collect();
-        let spec = self.table.find(args[0]);
-        self.sv.total_commands += 1;
-        if let Some(e) = cmd::precheck(spec, &args, &c.cl, &self.sv) {
-            resp::error(&mut c.wbuf, &e);
-            return Ok(());
-        }
-        let spec = spec.expect("precheck passed");
-        c.cl.last_cmd = spec.name.to_string();
-        let mut ctx = Ctx {
-            store: &mut self.store,
+        let action = cmd::execute(
+            &self.table,
+            &mut self.store,
             tx,
-            cl: &mut c.cl,
-            sv: &mut self.sv,
-            out: &mut c.wbuf,
-            now_ms: now,
-            action: Action::Continue,
-        };
-        (spec.handler)(&mut ctx, &args)?;
-        match ctx.action {
+            &mut c.cl,
+            &mut self.sv,
+            &args,
+            now,
+            &mut c.wbuf,
+        )?;
+        match action {
             Action::Continue => {}
             Action::Close => c.close_after = true,
             Action::Shutdown => self.shutdown = true,

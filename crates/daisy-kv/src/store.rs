@@ -489,3 +489,30 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
     }
     Ok((reach, problems))
 }
+
+/// Every key with its payload and whether it has an expiry time, read-only (for checkers
+/// that compare a recovered keyspace with a model). An empty map for a pool never served.
+pub fn dump(pool: &Pool) -> Result<std::collections::BTreeMap<Vec<u8>, (Vec<u8>, bool)>, String> {
+    let root = pool.root::<KvRoot>().map_err(|e| e.to_string())?;
+    let r = pool.read(root);
+    let mut out = std::collections::BTreeMap::new();
+    if r.magic == 0 && r.map == 0 {
+        return Ok(out);
+    }
+    let map = PBytesMap::open(pool, PPtr::from_offset(r.map)).map_err(|e| e.to_string())?;
+    for item in map.iter().map_err(|e| e.to_string())? {
+        let (k, v) = item.map_err(|e| e.to_string())?;
+        let (payload, ttl) = match v.first() {
+            Some(&f) if f & F_EXPIRE != 0 && v.len() >= 9 => (v[9..].to_vec(), true),
+            Some(&0) => (v[1..].to_vec(), false),
+            _ => {
+                return Err(format!(
+                    "key {:?}: malformed record",
+                    String::from_utf8_lossy(&k)
+                ))
+            }
+        };
+        out.insert(k, (payload, ttl));
+    }
+    Ok(out)
+}

@@ -18,6 +18,8 @@
 //! threads, one at a time in a seeded order, so lanes go idle with data not yet flushed and
 //! the watermark's helping and ordering rules are exercised).
 
+pub mod kv;
+
 use daisy::sim::{self, CrashPoint};
 use daisy::{Pool, PoolOptions};
 use daisy_bench::crashtest::{self, CtRoot, Model};
@@ -36,6 +38,8 @@ pub enum Workload {
     /// Hash-map operations only, after an untracked warm-up that fills the map close to its
     /// first segment splits, so splits and directory doublings happen under the simulator.
     HashMap,
+    /// The KV server's commands in group transactions on a keyspace pool (`kv.rs`).
+    Kv,
 }
 
 /// Transactions the hash-map workload runs under the simulator before the first segment
@@ -86,10 +90,16 @@ impl Workload {
             Workload::Single => "single",
             Workload::Threads => "threads",
             Workload::HashMap => "hashmap",
+            Workload::Kv => "kv",
         }
     }
 
-    pub const ALL: [Workload; 3] = [Workload::Single, Workload::Threads, Workload::HashMap];
+    pub const ALL: [Workload; 4] = [
+        Workload::Single,
+        Workload::Threads,
+        Workload::HashMap,
+        Workload::Kv,
+    ];
 
     pub fn parse(s: &str) -> Option<Workload> {
         Self::ALL.into_iter().find(|w| w.name() == s)
@@ -139,13 +149,40 @@ pub struct Summary {
     pub workloads: Vec<WorkloadResult>,
 }
 
+/// What a workload's crash images are compared with: the state after a number of
+/// transactions, as a function of the seed.
+trait Checked: Clone + Send + Sync {
+    fn advance_to(&mut self, seed: u64, id: u64);
+    /// Recover the image at `path`; it must equal `self` (after `acked` transactions) or
+    /// `next` (after the one in flight too).
+    fn verify(&self, path: &Path, next: &Self, acked: u64) -> Result<(), String>;
+}
+
+impl Checked for Model {
+    fn advance_to(&mut self, seed: u64, id: u64) {
+        Model::advance_to(self, seed, id)
+    }
+    fn verify(&self, path: &Path, next: &Self, acked: u64) -> Result<(), String> {
+        recover_and_verify(path, self, next, acked)
+    }
+}
+
+impl Checked for kv::KvModel {
+    fn advance_to(&mut self, seed: u64, id: u64) {
+        kv::KvModel::advance_to(self, seed, id)
+    }
+    fn verify(&self, path: &Path, next: &Self, _acked: u64) -> Result<(), String> {
+        kv::verify(path, self, next)
+    }
+}
+
 /// State shared between the workload and the crash hook.
-struct Ctx {
+struct Ctx<M: Checked> {
     seed: u64,
     /// Transactions that returned.
     acked: u64,
     /// Model after `acked` transactions.
-    model: Model,
+    model: M,
     /// One scratch file per checking thread.
     scratch: Vec<(PathBuf, std::fs::File)>,
     /// The scratch files hold the previous crash point's shadow.
@@ -165,7 +202,30 @@ struct Spec {
     sample: Option<usize>,
 }
 
-impl Ctx {
+impl<M: Checked> Ctx<M> {
+    fn new(
+        seed: u64,
+        w: Workload,
+        acked: u64,
+        model: M,
+        scratch: Vec<(PathBuf, std::fs::File)>,
+        per_point: usize,
+    ) -> Self {
+        Ctx {
+            seed,
+            acked,
+            model,
+            scratch,
+            scratch_synced: false,
+            per_point,
+            images: 0,
+            points: 0,
+            failures: 0,
+            messages: vec![],
+            workload: w,
+        }
+    }
+
     /// Check every image of one crash point, on all checking threads.
     fn check_point(&mut self, p: &CrashPoint) {
         self.points += 1;
@@ -238,9 +298,7 @@ impl Ctx {
                             return vec![(usize::MAX, e)];
                         }
                         for (i, s) in specs.iter().enumerate().skip(w).step_by(workers) {
-                            let r = with_lines(file, p, s, || {
-                                recover_and_verify(path, model, next, acked)
-                            });
+                            let r = with_lines(file, p, s, || model.verify(path, next, acked));
                             if let Err(why) = r {
                                 bad.push((i, why));
                             }
@@ -345,7 +403,7 @@ fn recover_and_verify(path: &Path, model: &Model, next: &Model, acked: u64) -> R
     Ok(())
 }
 
-fn result_of(ctx: &Ctx, transactions: u64) -> WorkloadResult {
+fn result_of<M: Checked>(ctx: &Ctx<M>, transactions: u64) -> WorkloadResult {
     WorkloadResult {
         workload: ctx.workload.name().into(),
         transactions,
@@ -355,6 +413,71 @@ fn result_of(ctx: &Ctx, transactions: u64) -> WorkloadResult {
         messages: ctx.messages.clone(),
         ..Default::default()
     }
+}
+
+/// One scratch image file per checking thread.
+fn scratch_files(scratch: &Path) -> Result<Vec<(PathBuf, std::fs::File)>, String> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let mut files = vec![];
+    for t in 0..threads {
+        let p = scratch.with_extension(format!("image{t}"));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        files.push((p, f));
+    }
+    Ok(files)
+}
+
+/// The KV workload: group transactions of server commands until `budget` images (or a
+/// failure).
+fn run_kv_workload(
+    path: &Path,
+    scratch: &Path,
+    seed: u64,
+    budget: u64,
+    per_point: usize,
+) -> Result<WorkloadResult, String> {
+    let mut work = kv::KvWork::create(path)?;
+    work.pool.drain().map_err(|e| e.to_string())?;
+    let ctx = Arc::new(Mutex::new(Ctx::new(
+        seed,
+        Workload::Kv,
+        0,
+        kv::KvModel::default(),
+        scratch_files(scratch)?,
+        per_point,
+    )));
+    let hook_ctx = ctx.clone();
+    sim::track(
+        &work.pool,
+        Box::new(move |p| hook_ctx.lock().unwrap().check_point(p)),
+    );
+    let mut id = 0;
+    loop {
+        {
+            let c = ctx.lock().unwrap();
+            if c.images >= budget || c.failures > 0 {
+                break;
+            }
+        }
+        id += 1;
+        work.run_tx(seed, id)?;
+        let mut c = ctx.lock().unwrap();
+        c.acked = id;
+        c.model.advance_to(seed, id);
+    }
+    sim::stop();
+    drop(work);
+    let c = ctx.lock().unwrap();
+    Ok(result_of(&c, id))
 }
 
 /// Run one workload until it has checked `budget` images (or failed).
@@ -370,6 +493,9 @@ pub fn run_workload(
     let scratch = dir.join(format!("daisy-powerfail-{tag}.image"));
     let _ = std::fs::remove_file(&path);
     let result = (|| {
+        if w == Workload::Kv {
+            return run_kv_workload(&path, &scratch, seed, budget, per_point);
+        }
         let pool = workload_pool(&path)?;
         let ct =
             Arc::new(crashtest::Ct::open_mix(&pool, seed, w.mix()).map_err(|e| e.to_string())?);
@@ -385,45 +511,25 @@ pub fn run_workload(
         }
         pool.drain().map_err(|e| e.to_string())?;
         let map_before = ct.map_shape();
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 8);
-        let mut scratch_files = vec![];
-        for t in 0..threads {
-            let p = scratch.with_extension(format!("image{t}"));
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&p)
-                .map_err(|e| format!("{}: {e}", p.display()))?;
-            scratch_files.push((p, f));
-        }
-        let ctx = Arc::new(Mutex::new(Ctx {
+        let ctx = Arc::new(Mutex::new(Ctx::new(
             seed,
-            acked: id,
+            w,
+            id,
             model,
-            scratch: scratch_files,
-            scratch_synced: false,
+            scratch_files(&scratch)?,
             per_point,
-            images: 0,
-            points: 0,
-            failures: 0,
-            messages: vec![],
-            workload: w,
-        }));
+        )));
         let hook_ctx = ctx.clone();
         sim::track(
             &pool,
             Box::new(move |p| hook_ctx.lock().unwrap().check_point(p)),
         );
-        let done = |c: &Arc<Mutex<Ctx>>| {
+        let done = |c: &Arc<Mutex<Ctx<Model>>>| {
             let c = c.lock().unwrap();
             c.images >= budget || c.failures > 0
         };
         match w {
+            Workload::Kv => unreachable!("run by run_kv_workload"),
             Workload::Single | Workload::HashMap => {
                 while !done(&ctx) {
                     id += 1;

@@ -18,6 +18,8 @@ enum WorkloadArg {
     Threads,
     /// Hash-map inserts, removes, batches and growth.
     Hashmap,
+    /// The KV server's commands in group transactions on a keyspace pool.
+    Kv,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         WorkloadArg::Hashmap => vec![Workload::HashMap],
         WorkloadArg::Single => vec![Workload::Single],
         WorkloadArg::Threads => vec![Workload::Threads],
+        WorkloadArg::Kv => vec![Workload::Kv],
     };
     let cfg = Config {
         dir: cli.dir,
@@ -93,20 +96,23 @@ fn main() -> ExitCode {
     }
     let res = daisy_powerfail::run(&cfg, |r| {
         if !json {
+            // The fixed-size map's shape means something only where the workload has one.
+            let shape = if r.map_after.0 > 0 {
+                format!(
+                    "; hash map {} -> {} segments (depth {} -> {}, {} -> {} entries)",
+                    r.map_before.0,
+                    r.map_after.0,
+                    r.map_before.1,
+                    r.map_after.1,
+                    r.map_before.2,
+                    r.map_after.2
+                )
+            } else {
+                String::new()
+            };
             println!(
-                "workload {:<8} {:>6} transactions, {:>7} crash points, {:>8} images, {} failures; \
-                 hash map {} -> {} segments (depth {} -> {}, {} -> {} entries)",
-                r.workload,
-                r.transactions,
-                r.crash_points,
-                r.images,
-                r.failures,
-                r.map_before.0,
-                r.map_after.0,
-                r.map_before.1,
-                r.map_after.1,
-                r.map_before.2,
-                r.map_after.2
+                "workload {:<8} {:>6} transactions, {:>7} crash points, {:>8} images, {} failures{shape}",
+                r.workload, r.transactions, r.crash_points, r.images, r.failures,
             );
         }
     });

@@ -14,6 +14,10 @@ fn injected_bugs_are_caught() {
         (Fault::NoCommitFence, Workload::Single),
         (Fault::ApplyBeforeCommit, Workload::Single),
         (Fault::NoDataFlush, Workload::Threads),
+        // The KV server's group transactions: a missing commit fence, and applied data
+        // never flushed, are caught by comparing the recovered keyspace with its model.
+        (Fault::NoCommitFence, Workload::Kv),
+        (Fault::NoDataFlush, Workload::Kv),
     ] {
         sim::clear_faults();
         sim::inject(fault);
@@ -30,7 +34,7 @@ fn injected_bugs_are_caught() {
         );
     }
     // And without a fault, the same runs pass.
-    for workload in [Workload::Single, Workload::Threads] {
+    for workload in [Workload::Single, Workload::Threads, Workload::Kv] {
         let r = run_workload(d.path(), 77, workload, 600, 32).unwrap();
         assert_eq!(r.failures, 0, "{r:?}");
     }
