@@ -4,6 +4,7 @@
 //! The parser never allocates from a length it read: a bulk or multibulk count over the
 //! limit is refused by its header alone, and argument ranges point into the input buffer.
 
+use std::io::Write as _;
 use std::ops::Range;
 
 /// Redis's limits (defaults as Redis 7: proto-max-bulk-len 512 MB, inline 64 KB).
@@ -198,16 +199,13 @@ pub fn error(out: &mut Vec<u8>, msg: &str) {
     out.extend_from_slice(b"\r\n");
 }
 
+// Numbers are formatted straight into the output buffer (no String per reply).
 pub fn int(out: &mut Vec<u8>, v: i64) {
-    out.push(b':');
-    out.extend_from_slice(v.to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let _ = write!(out, ":{v}\r\n");
 }
 
 pub fn bulk_header(out: &mut Vec<u8>, len: usize) {
-    out.push(b'$');
-    out.extend_from_slice(len.to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let _ = write!(out, "${len}\r\n");
 }
 
 pub fn bulk(out: &mut Vec<u8>, v: &[u8]) {
@@ -221,9 +219,7 @@ pub fn nil(out: &mut Vec<u8>) {
 }
 
 pub fn array(out: &mut Vec<u8>, n: usize) {
-    out.push(b'*');
-    out.extend_from_slice(n.to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let _ = write!(out, "*{n}\r\n");
 }
 
 /// A null array (`*-1`): COMMAND INFO of an unknown name.

@@ -616,17 +616,29 @@ impl Server {
             c.close_after = true;
             return Ok(());
         }
-        let args: Vec<&[u8]> = ranges[w.args.clone()]
-            .iter()
-            .map(|r| &c.rbuf[r.clone()])
-            .collect();
+        // Arguments as slices of the input buffer: on the stack for the usual few.
+        let mut small: [&[u8]; 8] = [&[]; 8];
+        let big: Vec<&[u8]>;
+        let n = w.args.len();
+        let args: &[&[u8]] = if n <= small.len() {
+            for (slot, r) in small.iter_mut().zip(&ranges[w.args.clone()]) {
+                *slot = &c.rbuf[r.clone()];
+            }
+            &small[..n]
+        } else {
+            big = ranges[w.args.clone()]
+                .iter()
+                .map(|r| &c.rbuf[r.clone()])
+                .collect();
+            &big
+        };
         let action = cmd::execute(
             &self.table,
             &mut self.store,
             tx,
             &mut c.cl,
             &mut self.sv,
-            &args,
+            args,
             now,
             &mut c.wbuf,
         )?;

@@ -59,6 +59,8 @@ impl std::fmt::Debug for PBytesMap {
 /// handle rules as [`super::PHashMap`] (per-operation, or inside a caller's transaction).
 pub struct PBytesMap {
     t: Table<BytesSlot>,
+    /// The entry being built by `upsert_tx`, kept between calls (no allocation per write).
+    scratch: Vec<u8>,
 }
 
 /// Read the entry object at `obj`: (key length, value length).
@@ -131,7 +133,10 @@ impl PBytesMap {
     pub fn open(pool: &Pool, id: PPtr<PBytesMap>) -> Result<PBytesMap> {
         let t = Table::open(pool, id.offset(), WHAT)?;
         t.finish_interrupted_clear()?;
-        Ok(PBytesMap { t })
+        Ok(PBytesMap {
+            t,
+            scratch: Vec::new(),
+        })
     }
 
     pub fn id(&self) -> PPtr<PBytesMap> {
@@ -300,7 +305,8 @@ impl PBytesMap {
         self.t.same_pool(tx)?;
         check_len("key", key.len())?;
         let h = hash_bytes(self.t.seed, key);
-        let mut entry = Vec::with_capacity(64 + key.len());
+        let mut entry = std::mem::take(&mut self.scratch);
+        entry.clear();
         entry.extend_from_slice(&(key.len() as u32).to_le_bytes());
         entry.extend_from_slice(&[0u8; 4]);
         entry.extend_from_slice(key);
@@ -361,6 +367,9 @@ impl PBytesMap {
                 }
             }
             (Upsert::Remove, ..) => unreachable!("an old entry is only given when found"),
+        }
+        if entry.capacity() <= 1 << 20 {
+            self.scratch = entry; // kept for the next call (not after a huge value)
         }
         Ok(op)
     }
