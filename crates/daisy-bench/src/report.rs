@@ -909,14 +909,88 @@ pub fn markdown(r: &Report) -> String {
          same file system; then memory per key and the restart time with many keys.\n"
     );
     match &r.kv {
-        Ok(k) => {
-            let _ = writeln!(s, "```text\n{}```", kvbench::table(k));
-        }
+        Ok(k) => kv_markdown(&mut s, k),
         Err(e) => {
             let _ = writeln!(s, "Not run: {e}");
         }
     }
     s
+}
+
+/// The Redis section's tables: requests per case and server, then memory and restart.
+fn kv_markdown(s: &mut String, k: &kvbench::Report) {
+    for u in &k.unavailable {
+        let _ = writeln!(s, "- {} {}: {}", u.server, u.status, u.reason);
+    }
+    let _ = writeln!(
+        s,
+        "\n| test | pipeline | value B | N | server | requests/s | elapsed ms | p50 ms | p99 ms | max ms | x redis-none | x redis-aof-always |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let x = |v: Option<f64>| v.map(|v| format!("{v:.2}x")).unwrap_or_else(|| "-".into());
+    // Case by case (the servers side by side), in the order the tests were given.
+    let mut tests: Vec<&str> = vec![];
+    for r in &k.rows {
+        if !tests.contains(&r.test.as_str()) {
+            tests.push(&r.test);
+        }
+    }
+    let mut rows: Vec<&kvbench::Row> = k.rows.iter().collect();
+    rows.sort_by_key(|r| {
+        let t = tests.iter().position(|t| *t == r.test);
+        (t, r.pipeline, r.value_size, r.requests)
+    });
+    for row in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {}{:.0} | {:.1} | {:.3} | {:.3} | {:.3} | {} | {} |",
+            row.test.to_ascii_uppercase(),
+            row.pipeline,
+            row.value_size,
+            row.requests,
+            row.server,
+            if row.sampled { "~" } else { "" },
+            row.rps,
+            row.elapsed_ms,
+            row.p50_ms,
+            row.p99_ms,
+            row.max_ms,
+            x(row.vs_redis_none),
+            x(row.vs_redis_aof_always),
+        );
+    }
+    if k.memory.is_empty() && k.restarts.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{} keys with 8-byte values, loaded pipelined into a fresh server; memory = (used_memory \
+         loaded - empty) / keys (Daisy: pool bytes in use); restart = spawn to the first PONG on \
+         the same files:\n",
+        k.restart_keys
+    );
+    let _ = writeln!(
+        s,
+        "| server | keys | load ms | bytes per key | restart ms | DBSIZE after restart | files |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    for m in &k.memory {
+        let r = k.restarts.iter().find(|r| r.server == m.server);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.0} | {:.1} | {} | {} | {} |",
+            m.server,
+            m.keys,
+            m.load_ms,
+            m.bytes_per_key,
+            r.map(|r| format!("{:.1}", r.restart_ms))
+                .unwrap_or_else(|| "-".into()),
+            r.map(|r| format!("{}{}", r.dbsize, if r.dbsize_ok { " ok" } else { " WRONG" }))
+                .unwrap_or_else(|| "-".into()),
+            r.map(|r| format!("{:.1} MiB", r.data_bytes as f64 / (1u64 << 20) as f64))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
 }
 
 /// The text fields of a tx row shared by the Markdown and CSV outputs.
@@ -1072,7 +1146,19 @@ pub fn html(r: &Report) -> String {
                     }
                 }
             }
-            let _ = writeln!(h, "<pre>{}</pre>", esc(&kvbench::table(k)));
+            let _ = writeln!(h, "{}", md_table(&md, "| test | pipeline |"));
+            if !k.memory.is_empty() {
+                let _ = writeln!(h, "{}", md_table(&md, "| server | keys |"));
+            }
+            for u in &k.unavailable {
+                let _ = writeln!(
+                    h,
+                    "<p>{} {}: {}</p>",
+                    esc(&u.server),
+                    u.status,
+                    esc(&u.reason)
+                );
+            }
         }
         Err(e) => {
             let _ = writeln!(h, "<p>Not run: {}</p>", esc(e));
