@@ -7,6 +7,7 @@ pub mod hashbench;
 pub mod hashbench_daisy;
 pub mod hashrivals;
 pub mod kvbench;
+pub mod kvcrash;
 pub mod openbench;
 pub mod pmdk;
 pub mod progress;

@@ -62,6 +62,8 @@ pub struct Report {
     /// Summary printed by the power-failure simulator (crash_points, images, failures, ...),
     /// or why it did not run.
     pub power_fail: Result<serde_json::Value, String>,
+    /// The KV server's kill torture (`daisy crashtest --server`), or why it could not run.
+    pub server_crash: Result<crate::kvcrash::Summary, String>,
     pub tx: Vec<txbench::Row>,
     /// Seed 000's hash-map insert benchmark (`daisy bench hashmap`).
     pub hashmap: Vec<hashbench::Row>,
@@ -230,6 +232,28 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         }
     };
 
+    // 1c. The KV server: killed while clients write.
+    let server_kills = match cfg.level {
+        Level::Quick => 10,
+        Level::Default => 30,
+        Level::Full => 100,
+    };
+    note(&format!(
+        "functional test: daisy serve killed {server_kills} times under pipelining clients"
+    ));
+    let bar = progress::bar(server_kills, "kills");
+    let server_crash = crate::kvcrash::run(
+        &crate::kvcrash::Config {
+            dir: cfg.dir.clone(),
+            kills: server_kills,
+            seed: cfg.seed,
+            daisy_exe: cfg.daisy_exe.clone(),
+            clients: 3,
+        },
+        |k| bar.set_position(k),
+    );
+    bar.finish_and_clear();
+
     // 2. Persistence performance test: small transactions.
     let (ops, runs) = match cfg.level {
         Level::Quick => (20_000, 3),
@@ -393,11 +417,37 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
             },
         },
     );
+    verdicts.insert(
+        2,
+        match &server_crash {
+            Ok(s) => {
+                let ok = s.lost == 0 && s.failures == 0 && s.kills == server_kills;
+                Verdict {
+                    name: "functional: the KV server loses no acknowledged write".into(),
+                    passed: ok,
+                    text: format!(
+                        "KV server kill torture: daisy serve killed {} times under 3 pipelining \
+                         clients, {} acknowledged commands verified after the restarts, {} lost: {}",
+                        s.kills,
+                        s.acknowledged_verified,
+                        s.lost,
+                        if ok { "PASS" } else { "FAIL" }
+                    ),
+                }
+            }
+            Err(e) => Verdict {
+                name: "functional: the KV server loses no acknowledged write".into(),
+                passed: false,
+                text: format!("KV server kill torture could not run: {e}: FAIL"),
+            },
+        },
+    );
     Ok(Report {
         level: cfg.level,
         environment: env,
         functional,
         power_fail,
+        server_crash,
         tx,
         hashmap,
         hashmap_notes,
@@ -789,6 +839,40 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "Not run: {e}.");
         }
     }
+    let _ = writeln!(s, "\n### KV server kill torture\n");
+    match &r.server_crash {
+        Ok(k) => {
+            let _ = writeln!(
+                s,
+                "`daisy serve` is killed with SIGKILL at random moments while three clients \
+                 pipeline writes (SET, SET PX, DEL, INCR, APPEND, MSET, EXPIRE, PERSIST) and check \
+                 every reply; after each restart every client's keys must be its acknowledged \
+                 writes plus a prefix of the commands it had in flight, and `pool check` must \
+                 pass in between.\n"
+            );
+            let _ = writeln!(
+                s,
+                "| server kills | acknowledged commands verified | in flight, found applied | lost | failures | seconds | seed |\n|---|---|---|---|---|---|---|"
+            );
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {:.1} | {} |",
+                k.kills,
+                k.acknowledged_verified,
+                k.in_flight_applied,
+                k.lost,
+                k.failures,
+                k.seconds,
+                k.seed
+            );
+            for m in &k.messages {
+                let _ = writeln!(s, "\n- FAILURE: {m}");
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(s, "Not run: {e}.");
+        }
+    }
     let _ = writeln!(
         s,
         "\n## 2. Persistence performance test: small transactions\n"
@@ -1081,9 +1165,11 @@ pub fn html(r: &Report) -> String {
     let _ = writeln!(h, "<h2>Environment</h2>{}", md_table(&md, "| item |"));
     let _ = writeln!(
         h,
-        "<h2>1. Persistence functional test</h2>{}<h3>Power-failure simulation</h3>{}",
+        "<h2>1. Persistence functional test</h2>{}<h3>Power-failure simulation</h3>{}\
+         <h3>KV server kill torture</h3>{}",
         md_table(&md, "| kills |"),
-        md_table(&md, "| crash points |")
+        md_table(&md, "| crash points |"),
+        md_table(&md, "| server kills |")
     );
     let _ = writeln!(
         h,

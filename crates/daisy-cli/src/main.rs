@@ -152,6 +152,11 @@ struct CrashtestArgs {
     /// compiled in).
     #[arg(long)]
     power_fail: bool,
+    /// Kill `daisy serve` instead: SIGKILL at random moments while three clients pipeline
+    /// writes; after each restart every acknowledged write must be there and nothing in flight
+    /// half-applied (`--kills` rounds).
+    #[arg(long, conflicts_with = "power_fail")]
+    server: bool,
     /// (--power-fail) crash images to check.
     #[arg(long, default_value_t = 10_000, requires = "power_fail")]
     budget: u64,
@@ -957,10 +962,57 @@ fn power_fail_cmd(a: &CrashtestArgs, seed: u64) -> Result<ExitCode, String> {
     })
 }
 
+fn server_crash_cmd(a: &CrashtestArgs, seed: u64) -> Result<ExitCode, String> {
+    use daisy_bench::kvcrash;
+    let cfg = kvcrash::Config {
+        dir: a.dir.clone(),
+        kills: a.kills,
+        seed,
+        daisy_exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        clients: 3,
+    };
+    let json = a.format == Format::Json;
+    if !json {
+        println!(
+            "daisy crashtest --server: {} kills of daisy serve under 3 pipelining clients, seed {seed} (replay: daisy crashtest --server --seed {seed} --kills {})",
+            a.kills, a.kills
+        );
+    }
+    let bar = if json {
+        daisy_bench::progress::hidden()
+    } else {
+        daisy_bench::progress::bar(a.kills, "kills")
+    };
+    let sum = kvcrash::run(&cfg, |k| bar.set_position(k));
+    bar.finish_and_clear();
+    let sum = sum?;
+    if json {
+        println!("{}", serde_json::to_string(&sum).unwrap());
+    } else {
+        for m in &sum.messages {
+            println!("FAILURE: {m}");
+        }
+        println!(
+            "kills: {}, acknowledged commands verified: {}, in-flight commands found applied (whole): {}, lost: {}, failures: {} ({:.1} s)",
+            sum.kills, sum.acknowledged_verified, sum.in_flight_applied, sum.lost, sum.failures, sum.seconds
+        );
+    }
+    Ok(
+        if sum.lost == 0 && sum.failures == 0 && sum.kills == a.kills {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}
+
 fn crashtest_cmd(a: CrashtestArgs) -> Result<ExitCode, String> {
     let seed = a.seed.unwrap_or_else(random_seed);
     if a.power_fail {
         return power_fail_cmd(&a, seed);
+    }
+    if a.server {
+        return server_crash_cmd(&a, seed);
     }
     std::fs::create_dir_all(&a.dir).map_err(|e| format!("{}: {e}", a.dir.display()))?;
     let cfg = crashtest::Config {

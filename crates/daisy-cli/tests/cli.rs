@@ -375,6 +375,13 @@ fn report_quick_writes_files_and_verdicts() {
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(v["functional"]["lost"], 0);
+    // The KV server's kill torture, part of the functional test.
+    assert!(
+        t.contains("KV server kill torture: daisy serve killed 10 times"),
+        "{t}"
+    );
+    assert_eq!(v["server_crash"]["Ok"]["lost"], 0);
+    assert!(md.contains("| server kills |"), "{md}");
     assert!(v["tx"].as_array().unwrap().len() >= 6);
     assert!(std::fs::read_to_string(out.join("tx.csv"))
         .unwrap()
