@@ -28,6 +28,8 @@ pub struct Client {
     pub lib_name: Vec<u8>,
     pub lib_ver: Vec<u8>,
     pub last_cmd: String,
+    /// RESP3 after `HELLO 3` (nulls and maps have their own types); RESP2 otherwise.
+    pub resp3: bool,
 }
 
 /// Server-wide settings and counters the commands report.
@@ -165,10 +167,20 @@ impl Ctx<'_, '_> {
         match v {
             Some(v) => self.bulk_val(&v),
             None => {
-                resp::nil(self.out);
+                self.nil();
                 Ok(())
             }
         }
+    }
+
+    /// The null reply of the client's protocol.
+    fn nil(&mut self) {
+        resp::null(self.out, self.cl.resp3);
+    }
+
+    /// A map of `n` pairs (a flat array of 2n elements in RESP2).
+    fn map(&mut self, n: usize) {
+        resp::map(self.out, n, self.cl.resp3);
     }
 
     /// Add `delta` (milliseconds) to now, or an error when it would overflow.
@@ -596,12 +608,12 @@ fn set(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if get {
         match r.old {
             Some(v) => resp::bulk(c.out, &v),
-            None => resp::nil(c.out),
+            None => c.nil(),
         }
     } else if r.written {
         resp::ok(c.out);
     } else {
-        resp::nil(c.out);
+        c.nil();
     }
     Ok(())
 }
@@ -647,14 +659,14 @@ fn getset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     match c.store.set(c.tx, a[1], a[2], c.now_ms, &o)?.old {
         Some(p) => resp::bulk(c.out, &p),
-        None => resp::nil(c.out),
+        None => c.nil(),
     }
     Ok(())
 }
 
 fn getdel(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let Some(v) = c.lookup(a[1])? else {
-        resp::nil(c.out);
+        c.nil();
         return Ok(());
     };
     c.bulk_val(&v)?;
@@ -1063,7 +1075,7 @@ fn randomkey(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
             return Ok(());
         }
     }
-    resp::nil(c.out);
+    c.nil();
     Ok(())
 }
 
@@ -1253,12 +1265,11 @@ fn auth(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut i = 1;
+    let mut resp3 = c.cl.resp3;
     if a.len() > 1 {
         match parse_i64(a[1]) {
-            Some(2) => {}
-            Some(3) => {
-                return c.err("NOPROTO sorry, this protocol version is not supported.");
-            }
+            Some(2) => resp3 = false,
+            Some(3) => resp3 = true,
             _ => return c.err("NOPROTO unsupported protocol version"),
         }
         i = 2;
@@ -1290,7 +1301,8 @@ fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if let Some(n) = name {
         c.cl.name = n;
     }
-    resp::array(c.out, 14);
+    c.cl.resp3 = resp3;
+    c.map(7);
     for (k, v) in [
         ("server", "redis"),
         ("version", crate::REDIS_VERSION),
@@ -1301,7 +1313,7 @@ fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     ] {
         resp::bulk(c.out, k.as_bytes());
         match k {
-            "proto" => resp::int(c.out, 2),
+            "proto" => resp::int(c.out, if resp3 { 3 } else { 2 }),
             "id" => resp::int(c.out, c.cl.id as i64),
             _ => resp::bulk(c.out, v.as_bytes()),
         }
@@ -1322,7 +1334,7 @@ pub fn client_line(cl: &Client, now_ms: i64) -> String {
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle=0 flags=N db=0 sub=0 psub=0 ssub=0 \
          multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 \
-         events=r cmd={} user=default redir=-1 resp=2 lib-name={} lib-ver={}\n",
+         events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
         cl.id,
         cl.addr,
         cl.laddr,
@@ -1330,6 +1342,7 @@ pub fn client_line(cl: &Client, now_ms: i64) -> String {
         lossy(&cl.name),
         (now_ms - cl.created_ms).max(0) / 1000,
         cl.last_cmd,
+        if cl.resp3 { 3 } else { 2 },
         lossy(&cl.lib_name),
         lossy(&cl.lib_ver),
     )
@@ -1341,7 +1354,7 @@ fn client(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         (b"ID", 2) => resp::int(c.out, c.cl.id as i64),
         (b"GETNAME", 2) => {
             if c.cl.name.is_empty() {
-                resp::nil(c.out);
+                c.nil();
             } else {
                 resp::bulk(c.out, &c.cl.name.clone());
             }
@@ -1436,12 +1449,12 @@ fn command(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             for n in names {
                 match COMMANDS.iter().find(|s| s.name.as_bytes() == n) {
                     Some(s) => command_entry(c.out, s),
-                    None => resp::out_nil_array(c.out),
+                    None => resp::null_array(c.out, c.cl.resp3),
                 }
             }
         }
         // No documentation records: clients fall back to their own help.
-        b"DOCS" => resp::array(c.out, 0),
+        b"DOCS" => c.map(0),
         _ => {
             return c.err(&format!(
                 "ERR unknown subcommand '{}'. Try COMMAND HELP.",
@@ -1490,7 +1503,7 @@ fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     }
                 }
             }
-            resp::array(c.out, hits.len() * 2);
+            c.map(hits.len());
             for (k, v) in hits {
                 resp::bulk(c.out, k.as_bytes());
                 resp::bulk(c.out, v.as_bytes());

@@ -214,17 +214,27 @@ pub fn bulk(out: &mut Vec<u8>, v: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-pub fn nil(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"$-1\r\n");
-}
-
 pub fn array(out: &mut Vec<u8>, n: usize) {
     let _ = write!(out, "*{n}\r\n");
 }
 
-/// A null array (`*-1`): COMMAND INFO of an unknown name.
-pub fn out_nil_array(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"*-1\r\n");
+/// The null reply: `$-1` in RESP2, `_` in RESP3.
+pub fn null(out: &mut Vec<u8>, resp3: bool) {
+    out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" });
+}
+
+/// A null array (COMMAND INFO of an unknown name): `*-1` in RESP2, `_` in RESP3.
+pub fn null_array(out: &mut Vec<u8>, resp3: bool) {
+    out.extend_from_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" });
+}
+
+/// A map of `n` pairs: `%n` in RESP3, a flat array of 2n elements in RESP2.
+pub fn map(out: &mut Vec<u8>, n: usize, resp3: bool) {
+    if resp3 {
+        let _ = write!(out, "%{n}\r\n");
+    } else {
+        array(out, 2 * n);
+    }
 }
 
 pub fn crlf(out: &mut Vec<u8>) {

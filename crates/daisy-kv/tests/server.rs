@@ -739,3 +739,46 @@ fn pipelines_share_transactions() {
     assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 22_000);
     srv.stop();
 }
+
+#[test]
+fn hello_3_switches_to_resp3() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut s = srv.raw();
+    // Everything the server sends until it goes quiet for 200 ms.
+    let drain = |s: &mut TcpStream, req: &[u8]| -> Vec<u8> {
+        s.write_all(req).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    };
+    let got = drain(&mut s, b"HELLO 3\r\n");
+    assert!(
+        got.starts_with(b"%7\r\n"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    assert!(String::from_utf8_lossy(&got).contains("$5\r\nproto\r\n:3\r\n"));
+    // A null and a map in RESP3's own types.
+    assert_eq!(drain(&mut s, b"GET nope\r\n"), b"_\r\n");
+    assert_eq!(
+        drain(&mut s, b"CONFIG GET save\r\n"),
+        b"%1\r\n$4\r\nsave\r\n$0\r\n\r\n"
+    );
+    // And back to RESP2.
+    assert!(drain(&mut s, b"HELLO 2\r\n").starts_with(b"*14\r\n"));
+    assert_eq!(drain(&mut s, b"GET nope\r\n"), b"$-1\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&drain(&mut s, b"HELLO 4\r\n")),
+        "-NOPROTO unsupported protocol version\r\n"
+    );
+    srv.stop();
+}
