@@ -16,7 +16,7 @@ pub const E_NOAUTH: &str = "NOAUTH Authentication required.";
 pub const MAX_STRING: usize = 512 << 20;
 
 /// Per-connection state.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Client {
     pub id: u64,
     pub name: Vec<u8>,
@@ -193,8 +193,10 @@ fn upper(a: &[u8]) -> Vec<u8> {
     a.to_ascii_uppercase()
 }
 
+/// A client's bytes for an error text or a listing: at most 128 of them, as Redis shows them
+/// (an unknown 512 MB command name must not become gigabytes of reply).
 fn lossy(a: &[u8]) -> String {
-    String::from_utf8_lossy(a).into_owned()
+    String::from_utf8_lossy(&a[..a.len().min(128)]).into_owned()
 }
 
 // ---- the table -------------------------------------------------------------------------
@@ -1227,6 +1229,12 @@ fn select(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 /// Check a password for the default user; replies on failure.
 fn try_auth(c: &mut Ctx, user: Option<&[u8]>, pass: &[u8]) -> bool {
     let Some(want) = c.sv.requirepass.clone() else {
+        if user.is_some_and(|u| u == b"default") {
+            // No password configured: the default user takes any (Redis's `nopass`), so
+            // clients configured with a username and password still connect.
+            c.cl.authed = true;
+            return true;
+        }
         resp::error(
             c.out,
             "ERR AUTH <password> called without any password configured for the default user. \
@@ -1284,6 +1292,9 @@ fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 i += 3;
             }
             b"SETNAME" if i + 1 < a.len() => {
+                if !valid_client_name(a[i + 1]) {
+                    return c.err(E_CLIENT_NAME);
+                }
                 name = Some(a[i + 1].to_vec());
                 i += 2;
             }
@@ -1329,6 +1340,14 @@ fn quit(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
     Ok(())
 }
 
+const E_CLIENT_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+/// Names and library fields show in CLIENT LIST lines: printable, no spaces.
+fn valid_client_name(n: &[u8]) -> bool {
+    n.iter().all(|&b| b > b' ' && b <= b'~')
+}
+
 /// One client's line of CLIENT LIST / CLIENT INFO.
 pub fn client_line(cl: &Client, now_ms: i64) -> String {
     format!(
@@ -1360,15 +1379,19 @@ fn client(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             }
         }
         (b"SETNAME", 3) => {
-            if a[2].iter().any(|&b| b <= b' ' || b > b'~') {
-                return c.err(
-                    "ERR Client names cannot contain spaces, newlines or special characters.",
-                );
+            if !valid_client_name(a[2]) {
+                return c.err(E_CLIENT_NAME);
             }
             c.cl.name = a[2].to_vec();
             resp::ok(c.out);
         }
         (b"SETINFO", 4) => {
+            if !valid_client_name(a[3]) {
+                return c.err(&format!(
+                    "ERR {} cannot contain spaces, newlines or special characters.",
+                    lossy(a[2])
+                ));
+            }
             match &upper(a[2])[..] {
                 b"LIB-NAME" => c.cl.lib_name = a[3].to_vec(),
                 b"LIB-VER" => c.cl.lib_ver = a[3].to_vec(),

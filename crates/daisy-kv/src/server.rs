@@ -149,6 +149,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         .register(&mut listener, LISTENER, Interest::READABLE)
         .map_err(|e| format!("epoll: {e}"))?;
 
+    raise_fd_limit(o.max_clients);
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?;
@@ -188,6 +189,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         limits: Limits::default(),
         shutdown: false,
         expire_cursor: 0,
+        accept_pending: false,
     };
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
@@ -211,6 +213,8 @@ struct Server {
     limits: Limits,
     shutdown: bool,
     expire_cursor: u64,
+    /// An accept failed (out of file descriptors): connections may wait in the backlog.
+    accept_pending: bool,
 }
 
 impl Server {
@@ -224,7 +228,11 @@ impl Server {
         let mut next_expire = Instant::now() + EXPIRE_PERIOD;
         let mut ready = Vec::new();
         while !self.shutdown && !stop.load(Ordering::Relaxed) {
-            let wait = next_expire.saturating_duration_since(Instant::now());
+            let mut wait = next_expire.saturating_duration_since(Instant::now());
+            if self.accept_pending {
+                wait = wait.min(Duration::from_millis(10));
+                self.accept(poll, listener);
+            }
             if let Err(e) = poll.poll(&mut events, Some(wait)) {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
@@ -267,10 +275,17 @@ impl Server {
         loop {
             let (mut stream, peer) = match listener.accept() {
                 Ok(x) => x,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.accept_pending = false;
+                    return;
+                }
                 Err(e) => {
-                    // EMFILE and the like: leave the rest in the backlog for the next round.
-                    eprintln!("daisy serve: accept: {e}");
+                    // EMFILE and the like: the rest stay in the backlog. The listener is
+                    // edge-triggered and will not report them again, so retry every round.
+                    if !self.accept_pending {
+                        eprintln!("daisy serve: accept: {e} (retrying)");
+                    }
+                    self.accept_pending = true;
                     return;
                 }
             };
@@ -471,23 +486,48 @@ impl Server {
     }
 
     /// Run a round's requests in order, grouped into transactions.
+    ///
+    /// When a group's transaction fails at command f, nothing of it is applied: what its
+    /// commands changed in DRAM (reply buffers, close flags, client state such as AUTH or
+    /// the protocol, counters) is restored, commands start..f run again as a group (they fit
+    /// before), and f runs alone, answering with the error if it fails again. So each command
+    /// runs at most three times, whatever the failure.
     fn run_work(&mut self, work: &[Work], ranges: &[Range<usize>]) {
         let now = now_ms();
         let mut i = 0;
+        // The command a failed group stopped at: the groups before it end there, then it
+        // runs alone.
+        let mut stop_at: Option<usize> = None;
         while i < work.len() && !self.shutdown {
+            if stop_at.is_some_and(|f| f < i) {
+                stop_at = None;
+            }
             if self.is_barrier(&work[i], ranges) {
                 self.run_barrier(&work[i], ranges, now);
                 i += 1;
                 continue;
             }
-            // Save what a failed group must undo: reply buffers and close flags.
-            let mut saved: Vec<(usize, usize, bool)> = Vec::new();
+            let alone = stop_at == Some(i);
+            let end = if alone {
+                i + 1
+            } else {
+                stop_at.unwrap_or(work.len())
+            };
+            // What a failed group must undo, per connection it touched.
+            let mut saved: Vec<(usize, usize, bool, Client)> = Vec::new();
+            let counters = (
+                self.sv.total_commands,
+                self.sv.keyspace_hits,
+                self.sv.keyspace_misses,
+                self.store.expired_keys,
+            );
             let pool = self.pool.clone();
             let start = i;
+            let failed_at = std::cell::Cell::new(start);
             let res = pool.transaction(|tx| {
                 let mut j = start;
                 let room0 = tx.log_room();
-                while j < work.len() && !self.shutdown {
+                while j < end && !self.shutdown {
                     let room = tx.log_room();
                     if j > start
                         && (room < LOG_RESERVE
@@ -503,9 +543,10 @@ impl Server {
                     let w = &work[j];
                     if let Some(Some(c)) = self.conns.get(w.conn) {
                         if !saved.iter().any(|s| s.0 == w.conn) {
-                            saved.push((w.conn, c.wbuf.len(), c.close_after));
+                            saved.push((w.conn, c.wbuf.len(), c.close_after, c.cl.clone()));
                         }
                     }
+                    failed_at.set(j);
                     self.exec(tx, w, ranges, now)?;
                     j += 1;
                 }
@@ -516,25 +557,31 @@ impl Server {
                     self.sv.group_commits += 1;
                     i = j;
                 }
-                Err(_) => {
+                Err(e) => {
                     self.shutdown = false;
-                    for (ci, len, close) in saved {
+                    (
+                        self.sv.total_commands,
+                        self.sv.keyspace_hits,
+                        self.sv.keyspace_misses,
+                        self.store.expired_keys,
+                    ) = counters;
+                    for (ci, len, close, cl) in saved {
                         if let Some(Some(c)) = self.conns.get_mut(ci) {
                             c.wbuf.truncate(len);
                             c.close_after = close;
+                            c.cl = cl;
                         }
                     }
-                    // The first command alone: its own failure answers it.
-                    let w = &work[start];
-                    let mark = self.conns[w.conn].as_ref().map_or(0, |c| c.wbuf.len());
-                    let r = pool.transaction(|tx| self.exec(tx, w, ranges, now));
-                    if let Err(e) = r {
-                        if let Some(Some(c)) = self.conns.get_mut(w.conn) {
-                            c.wbuf.truncate(mark);
+                    if alone {
+                        // Failed on its own: its error is its reply.
+                        if let Some(Some(c)) = self.conns.get_mut(work[i].conn) {
                             resp::error(&mut c.wbuf, &error_reply(&e));
                         }
+                        i += 1;
+                        stop_at = None;
+                    } else {
+                        stop_at = Some(failed_at.get());
                     }
-                    i = start + 1;
                 }
             }
         }
@@ -680,6 +727,34 @@ impl Server {
                 return;
             }
         }
+    }
+}
+
+/// Raise the soft limit on open files toward the hard limit, so that --max-clients
+/// connections fit (Redis does the same); say so when they cannot.
+fn raise_fd_limit(max_clients: usize) {
+    let want = max_clients as u64 + 32;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    if !ok || lim.rlim_cur as u64 >= want {
+        return;
+    }
+    let new = (want as libc::rlim_t).min(lim.rlim_max);
+    let raised = libc::rlimit {
+        rlim_cur: new,
+        rlim_max: lim.rlim_max,
+    };
+    // SAFETY: as above.
+    let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0;
+    if !ok || (new as u64) < want {
+        eprintln!(
+            "daisy serve: only {} open files allowed (ulimit -n), fewer than --max-clients {max_clients} needs",
+            if ok { new as u64 } else { lim.rlim_cur as u64 }
+        );
     }
 }
 

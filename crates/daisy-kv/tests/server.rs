@@ -614,6 +614,35 @@ fn connection_and_server_commands() {
     assert!(info.contains("daisy_persistence:"));
     let t: Vec<String> = redis::cmd("TIME").query(&mut c).unwrap();
     assert_eq!(t.len(), 2);
+    // With no password configured, the default user takes any password (clients configured
+    // with a username connect); AUTH with a password alone is Redis's configuration error.
+    let mut a = srv.raw();
+    assert_eq!(
+        roundtrip(&mut a, b"AUTH default anything\r\n", 5),
+        b"+OK\r\n"
+    );
+    let got = roundtrip(&mut a, b"AUTH anything\r\n", 20);
+    assert!(
+        got.starts_with(b"-ERR AUTH <password> called without"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    let mut rest = [0u8; 512];
+    a.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let _ = a.read(&mut rest);
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // An unknown command's name is echoed at most 128 bytes long, and names are checked.
+    let long = format!("{}\r\n", "x".repeat(5000));
+    let got = roundtrip(&mut a, long.as_bytes(), 100);
+    assert!(
+        got.len() < 300 && got.starts_with(b"-ERR unknown command"),
+        "{} bytes",
+        got.len()
+    );
+    drop(a);
+    std::thread::sleep(Duration::from_millis(50));
     // max-clients: the fourth connection is refused with Redis's error.
     let _c2 = srv.raw();
     let _c3 = srv.raw();
