@@ -6,8 +6,9 @@
 //! transaction that holds its command is durable, and one fence covers a whole round.
 //!
 //! When a group's transaction fails (a full pool, a command too large for one redo record),
-//! nothing of it is applied: the replies it produced are dropped and its first command runs
-//! alone, answering with an error if it fails again; the rest follow as a new group. A
+//! nothing of it is applied: what it changed in DRAM is restored, the commands before the
+//! failing one run again as a group and the failing one alone, answering with an error if it
+//! fails again (see `run_work`). A
 //! request that has not fully arrived is never run, so a client that disconnects
 //! mid-command loses only that command.
 
