@@ -8,9 +8,9 @@
 //! acknowledged writes plus some prefix of the commands it still had in flight; between the
 //! kill and the restart, `daisy pool check` must pass.
 
+use crate::kvbench::{encode, Conn, Reply};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -88,82 +88,11 @@ pub fn serve(exe: &Path, pool: &Path, extra: &[&str]) -> Result<Served, String> 
     }
 }
 
-// ---- a minimal RESP client ---------------------------------------------------------------
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
-    Simple(String),
-    Error(String),
-    Int(i64),
-    Bulk(Option<Vec<u8>>),
-    Array(Vec<Reply>),
-}
-
-pub fn encode(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
-fn bad(what: &str) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string())
-}
-
-pub fn read_reply(r: &mut BufReader<TcpStream>) -> std::io::Result<Reply> {
-    let mut line = Vec::new();
-    r.read_until(b'\n', &mut line)?;
-    if line.len() < 3 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "closed",
-        ));
-    }
-    let body = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
-    let num = |b: &str| b.parse::<i64>().map_err(|_| bad("bad number"));
-    Ok(match line[0] {
-        b'+' => Reply::Simple(body),
-        b'-' => Reply::Error(body),
-        b':' => Reply::Int(num(&body)?),
-        b'$' => {
-            let n = num(&body)?;
-            if n < 0 {
-                Reply::Bulk(None)
-            } else {
-                let mut v = vec![0u8; n as usize + 2];
-                r.read_exact(&mut v)?;
-                v.truncate(n as usize);
-                Reply::Bulk(Some(v))
-            }
-        }
-        b'*' => {
-            let n = num(&body)?;
-            let mut items = Vec::new();
-            for _ in 0..n.max(0) {
-                items.push(read_reply(r)?);
-            }
-            Reply::Array(items)
-        }
-        _ => return Err(bad("bad reply type")),
-    })
-}
-
-pub fn connect(port: u16) -> std::io::Result<(TcpStream, BufReader<TcpStream>)> {
-    let s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(20)))?;
-    let r = BufReader::new(s.try_clone()?);
-    Ok((s, r))
-}
-
-/// One command on a new connection; its reply.
+/// One command on a new connection (the benchmark's RESP client); its reply.
 pub fn call(port: u16, args: &[&str]) -> Result<Reply, String> {
-    let (mut s, mut r) = connect(port).map_err(|e| e.to_string())?;
-    let a: Vec<Vec<u8>> = args.iter().map(|x| x.as_bytes().to_vec()).collect();
-    s.write_all(&encode(&a)).map_err(|e| e.to_string())?;
-    read_reply(&mut r).map_err(|e| e.to_string())
+    Conn::connect(port, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?
+        .cmd(args)
 }
 
 // ---- the model -----------------------------------------------------------------------------
@@ -297,7 +226,7 @@ struct Written {
 
 fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
     let mut rng = Rng(seed | 1);
-    let Ok((mut s, mut r)) = connect(port) else {
+    let Ok(mut conn) = Conn::connect(port, Duration::from_secs(5)) else {
         return Written {
             model: m,
             in_flight: vec![],
@@ -305,6 +234,7 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
             wrong: None,
         };
     };
+    conn.set_read_timeout(Duration::from_secs(20));
     let mut acked = 0;
     loop {
         let batch: Vec<Vec<Vec<u8>>> = (0..1 + rng.below(8))
@@ -312,9 +242,10 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
             .collect();
         let mut wire = Vec::new();
         for cmd in &batch {
-            wire.extend_from_slice(&encode(cmd));
+            let args: Vec<&[u8]> = cmd.iter().map(|a| &a[..]).collect();
+            encode(&mut wire, &args);
         }
-        if s.write_all(&wire).is_err() {
+        if conn.send(&wire).is_err() {
             return Written {
                 model: m,
                 in_flight: batch,
@@ -323,7 +254,7 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
             };
         }
         for (i, cmd) in batch.iter().enumerate() {
-            match read_reply(&mut r) {
+            match conn.read_reply() {
                 Ok(got) => {
                     let want = apply(&mut m, cmd);
                     acked += 1;

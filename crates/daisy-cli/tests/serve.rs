@@ -6,7 +6,8 @@
 //! arrived before the kill: replies are in order, so after a restart each client's keys must
 //! show its acknowledged writes plus some prefix of the commands still in flight.
 
-use daisy_bench::kvcrash::{self, encode, Reply};
+use daisy_bench::kvbench::{encode, Reply};
+use daisy_bench::kvcrash;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -153,11 +154,7 @@ fn redis_cli_and_redis_benchmark_work() {
     // redis-cli --pipe (mass insertion) reports every reply and no error.
     let mut pipe = Vec::new();
     for i in 0..5000 {
-        pipe.extend_from_slice(&encode(&[
-            b"SET".to_vec(),
-            format!("mass:{i}").into_bytes(),
-            b"v".to_vec(),
-        ]));
+        encode(&mut pipe, &[b"SET", format!("mass:{i}").as_bytes(), b"v"]);
     }
     let mut child = Command::new("redis-cli")
         .args(["-p", &p, "--pipe"])
