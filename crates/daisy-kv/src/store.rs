@@ -12,6 +12,7 @@
 
 use bytemuck::{Pod, Zeroable};
 use daisy::{EntryRef, Error, PBytesMap, PPtr, Pool, Tx, Upsert};
+use std::borrow::Cow;
 
 /// Pool layout name of a KV server's pool.
 pub const LAYOUT: &str = "daisy.kv";
@@ -41,6 +42,13 @@ pub struct Val {
     /// Payload start inside the record.
     pub off: usize,
     pub len: usize,
+}
+
+/// The whole payload of `v`, as `tx` sees it.
+fn read_payload(tx: &Tx, v: &Val) -> daisy::Result<Vec<u8>> {
+    let mut p = vec![0u8; v.len];
+    v.entry.read_tx(tx, v.off, &mut p)?;
+    Ok(p)
 }
 
 /// SET's options.
@@ -239,9 +247,7 @@ impl Store {
     }
 
     pub fn payload(&self, tx: &Tx, v: &Val) -> daisy::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(v.len);
-        self.read_into(tx, v, 0, v.len, &mut out)?;
-        Ok(out)
+        read_payload(tx, v)
     }
 
     /// Store `payload` under `key` with expiry `expire_ms`; `old_had_expiry` says whether
@@ -271,57 +277,22 @@ impl Store {
         o: &SetOpts,
     ) -> daisy::Result<SetOutcome> {
         let mut out = SetOutcome::default();
-        // Whether the entry there (live or expired) had an expiry time, and the new one's.
-        let (mut old_exp, mut new_exp, mut expired) = (false, false, false);
-        let op = self.map.upsert_tx(tx, key, |tx, old, buf| {
-            let live = match old {
-                None => None,
-                Some(e) => {
-                    let v = decode_header(tx, e)?;
-                    old_exp = v.expire_ms.is_some();
-                    if v.expire_ms.is_some_and(|t| t <= now_ms) {
-                        expired = true;
-                        None
-                    } else {
-                        Some(v)
-                    }
-                }
-            };
+        let op = self.upsert_record(tx, key, now_ms, |tx, live| {
             if o.get {
                 if let Some(v) = &live {
-                    let mut p = vec![0u8; v.len];
-                    v.entry.read_tx(tx, v.off, &mut p)?;
-                    out.old = Some(p);
+                    out.old = Some(read_payload(tx, v)?);
                 }
             }
             if (o.nx && live.is_some()) || (o.xx && live.is_none()) {
-                // Not written; an expired entry met on the way is removed (lazy expiry).
-                return Ok(if expired {
-                    Upsert::Remove
-                } else {
-                    Upsert::Keep
-                });
+                return Ok(None);
             }
             let exp = if o.keepttl {
                 live.and_then(|v| v.expire_ms)
             } else {
                 o.expire
             };
-            new_exp = exp.is_some();
-            let mut h = [0u8; 9];
-            buf.extend_from_slice(header_bytes(exp, &mut h));
-            buf.extend_from_slice(value);
-            Ok(Upsert::Put)
+            Ok(Some((exp, Cow::Borrowed(value))))
         })?;
-        let delta = match op {
-            Upsert::Put => new_exp as i64 - old_exp as i64,
-            Upsert::Remove => -(old_exp as i64),
-            Upsert::Keep => 0,
-        };
-        self.adjust_expires(tx, delta)?;
-        if expired {
-            self.expired_keys += 1;
-        }
         out.written = op == Upsert::Put;
         Ok(out)
     }
@@ -337,34 +308,51 @@ impl Store {
         f: impl FnOnce(Option<&[u8]>) -> Result<Vec<u8>, String>,
     ) -> daisy::Result<Result<Vec<u8>, String>> {
         let mut result = Err(String::new());
+        self.upsert_record(tx, key, now_ms, |tx, live| {
+            let old = live.as_ref().map(|v| read_payload(tx, v)).transpose()?;
+            result = f(old.as_deref());
+            Ok(match &result {
+                Ok(new) => Some((live.and_then(|v| v.expire_ms), Cow::Owned(new.clone()))),
+                Err(_) => None,
+            })
+        })?;
+        Ok(result)
+    }
+
+    /// The one-probe write both SET and the read-modify-write commands use: `decide` gets the
+    /// live record (an expired one reads as absent) and returns the new record's expiry time
+    /// and payload, or `None` to leave the key as it is (an expired entry met on the way is
+    /// then removed: lazy expiry). The `expires` count follows in the same transaction.
+    fn upsert_record<'v>(
+        &mut self,
+        tx: &mut Tx,
+        key: &[u8],
+        now_ms: i64,
+        decide: impl FnOnce(&Tx, Option<Val>) -> daisy::Result<Option<(Option<i64>, Cow<'v, [u8]>)>>,
+    ) -> daisy::Result<Upsert> {
+        // Whether the entry there (live or expired) had an expiry time, and the new one's.
         let (mut old_exp, mut new_exp, mut expired) = (false, false, false);
         let op = self.map.upsert_tx(tx, key, |tx, old, buf| {
-            let mut live = None;
-            if let Some(e) = old {
-                let v = decode_header(tx, e)?;
-                old_exp = v.expire_ms.is_some();
-                if v.expire_ms.is_some_and(|t| t <= now_ms) {
-                    expired = true;
-                } else {
-                    let mut p = vec![0u8; v.len];
-                    e.read_tx(tx, v.off, &mut p)?;
-                    live = Some((p, v.expire_ms));
+            let live = match old {
+                None => None,
+                Some(e) => {
+                    let v = decode_header(tx, e)?;
+                    old_exp = v.expire_ms.is_some();
+                    expired = v.expire_ms.is_some_and(|t| t <= now_ms);
+                    (!expired).then_some(v)
+                }
+            };
+            match decide(tx, live)? {
+                None if expired => Ok(Upsert::Remove),
+                None => Ok(Upsert::Keep),
+                Some((exp, payload)) => {
+                    new_exp = exp.is_some();
+                    let mut h = [0u8; 9];
+                    buf.extend_from_slice(header_bytes(exp, &mut h));
+                    buf.extend_from_slice(&payload);
+                    Ok(Upsert::Put)
                 }
             }
-            result = f(live.as_ref().map(|(p, _)| &p[..]));
-            let Ok(new) = &result else {
-                return Ok(if expired {
-                    Upsert::Remove
-                } else {
-                    Upsert::Keep
-                });
-            };
-            let exp = live.and_then(|(_, t)| t);
-            new_exp = exp.is_some();
-            let mut h = [0u8; 9];
-            buf.extend_from_slice(header_bytes(exp, &mut h));
-            buf.extend_from_slice(new);
-            Ok(Upsert::Put)
         })?;
         let delta = match op {
             Upsert::Put => new_exp as i64 - old_exp as i64,
@@ -375,7 +363,7 @@ impl Store {
         if expired {
             self.expired_keys += 1;
         }
-        Ok(result)
+        Ok(op)
     }
 
     /// Remove `key` whose record is `v`.
