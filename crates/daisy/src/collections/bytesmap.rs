@@ -159,10 +159,8 @@ impl PBytesMap {
 
     /// Insert or replace; true when a value was replaced. Durable when it returns.
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
-        let this = &*self;
-        this.t
-            .pool
-            .transaction(|tx| this.insert_in(tx, key, &[value]))
+        let pool = self.t.pool.clone();
+        pool.transaction(|tx| self.insert_in(tx, key, &[value]))
     }
 
     /// Remove; true when the key was present. Durable when it returns.
@@ -222,44 +220,17 @@ impl PBytesMap {
         self.insert_in(tx, key, parts)
     }
 
-    fn insert_in(&self, tx: &mut Tx, key: &[u8], parts: &[&[u8]]) -> Result<bool> {
-        let vlen: usize = parts.iter().map(|p| p.len()).sum();
-        check_len("key", key.len())?;
-        check_len("value", vlen)?;
-        let h = hash_bytes(self.t.seed, key);
-        let mut entry = Vec::with_capacity(8 + key.len() + vlen);
-        entry.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        entry.extend_from_slice(&(vlen as u32).to_le_bytes());
-        entry.extend_from_slice(key);
-        for p in parts {
-            entry.extend_from_slice(p);
-        }
-        loop {
-            let src = Src::Tx(tx);
-            let (idx, seg, _, hd) = self.t.locate(&src, h)?;
-            let found = probe::<BytesSlot>(&src, seg, h, |s| {
-                Ok(BytesSlot::entry_hash(0, s) == h && key_matches(&src, slot_ptr(s), key)?)
-            })?;
-            match found {
-                Probe::Found(off) => {
-                    let old = src.read_u64(off + 8)?;
-                    let obj = tx.alloc_bytes(&entry)?.offset();
-                    tx.write_bytes(off + 8, &obj.to_le_bytes())?;
-                    tx.free(PPtr::<u8>::from_offset(old))?;
-                    return Ok(true);
-                }
-                Probe::Free(off) => {
-                    let obj = tx.alloc_bytes(&entry)?.offset();
-                    let mut slot = [0u8; 16];
-                    slot[..8].copy_from_slice(&h.to_le_bytes());
-                    slot[8..].copy_from_slice(&obj.to_le_bytes());
-                    tx.write_bytes(off, &slot)?;
-                    self.t.add_len(tx, hd.len, 1)?;
-                    return Ok(false);
-                }
-                Probe::Full => self.t.split_logged(tx, idx)?,
+    /// Insert or replace with the value `parts` concatenated: the upsert that always puts.
+    fn insert_in(&mut self, tx: &mut Tx, key: &[u8], parts: &[&[u8]]) -> Result<bool> {
+        let mut replaced = false;
+        self.upsert_tx(tx, key, |_, old, buf| {
+            replaced = old.is_some();
+            for p in parts {
+                buf.extend_from_slice(p);
             }
-        }
+            Ok(Upsert::Put)
+        })?;
+        Ok(replaced)
     }
 
     /// Prefetch hints for a batch of lookups (a server's pipelined round): stage 1 brings in
