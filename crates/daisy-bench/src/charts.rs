@@ -49,6 +49,16 @@ fn draw_legend(
     Ok(())
 }
 
+/// The label of a group of bars at its centre (x = i + 0.5), nothing elsewhere.
+fn group_label(labels: &[impl AsRef<str>], x: f64) -> String {
+    let i = x.floor() as usize;
+    if (x - x.floor() - 0.5).abs() < 0.01 && i < labels.len() {
+        labels[i].as_ref().to_string()
+    } else {
+        String::new()
+    }
+}
+
 fn err(e: impl std::fmt::Display) -> String {
     format!("chart: {e}")
 }
@@ -193,14 +203,7 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(cases.len() * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 0.01 && i < labels.len() {
-                    labels[i].to_string()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| group_label(&labels, *x))
             .y_desc("ns per transaction")
             .y_label_formatter(&|v| format!("{v}"))
             .draw()
@@ -283,14 +286,7 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String, String> {
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(cases.len() * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 0.01 && i < labels.len() {
-                    labels[i].clone()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| group_label(&labels, *x))
             .y_desc("requests per second")
             .y_label_formatter(&|v| format!("{:.0}k", v / 1000.0))
             .draw()

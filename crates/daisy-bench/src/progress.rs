@@ -1,6 +1,7 @@
 //! Progress bars on stderr (hidden when stderr is not a terminal).
 
-use indicatif::{ProgressBar, ProgressStyle};
+pub use indicatif::ProgressBar;
+use indicatif::ProgressStyle;
 
 pub fn bar(len: u64, unit: &str) -> ProgressBar {
     let b = ProgressBar::new(len);

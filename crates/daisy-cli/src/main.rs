@@ -425,27 +425,13 @@ fn kv_cmd(a: KvArgs) -> Result<ExitCode, String> {
         daisy_exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
     };
     let json = a.format == TableFormat::Json;
-    let bar = if json {
-        daisy_bench::progress::hidden()
-    } else {
-        daisy_bench::progress::stages(0)
-    };
+    let out = Stages::new(json);
     let rep = kvbench::run(
         &cfg,
-        |n| {
-            if json {
-                eprintln!("{n}")
-            } else {
-                bar.suspend(|| println!("{n}"))
-            }
-        },
-        |done, total, what| {
-            bar.set_length(total);
-            bar.set_position(done);
-            bar.set_message(what.to_string());
-        },
+        |n| out.note(n),
+        |done, total, what| out.stage(done, total, what),
     );
-    bar.finish_and_clear();
+    out.bar.finish_and_clear();
     let rep = rep?;
     if json {
         for l in rep.json_lines() {
@@ -511,38 +497,56 @@ fn hashmap_cmd(a: HashmapArgs) -> Result<ExitCode, String> {
         max_secs: a.max_secs,
     };
     let json = a.format == TableFormat::Json;
-    let bar = if json {
-        daisy_bench::progress::hidden()
-    } else {
-        daisy_bench::progress::stages(0)
-    };
+    let out = Stages::new(json);
     let rows = hashbench::run(
         &cfg,
-        |n| {
-            if json {
-                eprintln!("{n}")
-            } else {
-                bar.suspend(|| println!("{n}"))
-            }
-        },
-        |done, total, what| {
-            bar.set_length(total);
-            bar.set_position(done);
-            bar.set_message(what.to_string());
-        },
+        |n| out.note(n),
+        |done, total, what| out.stage(done, total, what),
         |r| {
             if json {
                 println!("{}", serde_json::to_string(r).unwrap());
             }
         },
     );
-    bar.finish_and_clear();
+    out.bar.finish_and_clear();
     let rows = rows?;
     if !json {
         println!();
         print!("{}", hashbench::table(&rows));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Progress of a staged benchmark on the terminal: a bar of stages, with the benchmark's
+/// notes printed above it (to stderr, and no bar, when stdout carries JSON).
+struct Stages {
+    bar: daisy_bench::progress::ProgressBar,
+    json: bool,
+}
+
+impl Stages {
+    fn new(json: bool) -> Stages {
+        let bar = if json {
+            daisy_bench::progress::hidden()
+        } else {
+            daisy_bench::progress::stages(0)
+        };
+        Stages { bar, json }
+    }
+
+    fn note(&self, n: &str) {
+        if self.json {
+            eprintln!("{n}")
+        } else {
+            self.bar.suspend(|| println!("{n}"))
+        }
+    }
+
+    fn stage(&self, done: u64, total: u64, what: &str) {
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+        self.bar.set_message(what.to_string());
+    }
 }
 
 fn main() -> ExitCode {

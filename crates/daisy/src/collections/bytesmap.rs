@@ -209,14 +209,12 @@ impl PBytesMap {
 
     /// Insert or replace inside the caller's transaction; true when a value was replaced.
     pub fn insert_tx(&mut self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.t.same_pool(tx)?;
         self.insert_in(tx, key, &[value])
     }
 
     /// [`insert_tx`](Self::insert_tx) of the value that is the concatenation of `parts`
     /// (saves the caller a copy when a value is a header plus a payload).
     pub fn insert_parts_tx(&mut self, tx: &mut Tx, key: &[u8], parts: &[&[u8]]) -> Result<bool> {
-        self.t.same_pool(tx)?;
         self.insert_in(tx, key, parts)
     }
 
