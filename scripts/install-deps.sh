@@ -16,8 +16,13 @@ fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "install-deps: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt-get update -qq >/dev/null || echo "install-deps: apt-get update failed" >&2
+  # One at a time, so one package that cannot be installed (or whose service cannot start in
+  # a container) leaves the others installed; the tests and reports then name what is missing.
+  for p in "${missing[@]}"; do
+    apt-get install -y -qq "$p" >/dev/null \
+      || echo "install-deps: could not install $p; what needs it is skipped or reported missing" >&2
+  done
 else
   echo "install-deps: missing ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2
   echo "install-deps: continuing without them (comparisons with those rivals are skipped)" >&2
