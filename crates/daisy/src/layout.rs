@@ -129,6 +129,14 @@ pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"DLOG");
 pub const MAX_SEQ: u64 = 1 << 62;
 pub const LOG_HEADER_SIZE: usize = std::mem::size_of::<LogHeader>();
 const _: () = assert!(LOG_HEADER_SIZE == 32);
+// The commit path stores these fields by offset (tx.rs); keep them where it expects them.
+const _: () = {
+    assert!(std::mem::offset_of!(LogHeader, magic) == 4);
+    assert!(std::mem::offset_of!(LogHeader, seq) == 8);
+    assert!(std::mem::offset_of!(LogHeader, claim) == 16);
+    assert!(std::mem::offset_of!(LogHeader, payload_len) == 24);
+    assert!(std::mem::offset_of!(LogHeader, n_entries) == 28);
+};
 
 /// Header of one log entry; a Copy entry's data follows, padded to 8 bytes.
 #[repr(C)]

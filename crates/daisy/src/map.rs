@@ -254,7 +254,7 @@ impl Mapping {
     /// Copy `src` (a multiple of 8 bytes long) into the pool as 8-byte words: for short log
     /// records this beats a call to memcpy.
     #[inline]
-    pub fn write_words(&self, off: u64, src: &[u8]) {
+    pub fn write_words(&self, off: u64, src: &[u8]) -> *const u8 {
         debug_assert!(src.len() % 8 == 0);
         let p = self.at(off, src.len()) as *mut u64;
         for (i, w) in src.chunks_exact(8).enumerate() {
@@ -262,6 +262,16 @@ impl Mapping {
             // SAFETY: i < src.len() / 8, so the word lies in the range `at` checked.
             unsafe { p.add(i).write_unaligned(v) };
         }
+        p as *const u8
+    }
+
+    /// Store one 8-byte word; returns its address (for the caller's flush bookkeeping).
+    #[inline(always)]
+    pub fn write_u64(&self, off: u64, v: u64) -> usize {
+        let p = self.at(off, 8);
+        // SAFETY: `p` is valid for 8 bytes (checked by `at`).
+        unsafe { std::ptr::write_unaligned(p as *mut u64, v) };
+        p as usize
     }
 
     /// Fill bytes of the pool with `byte`.

@@ -263,8 +263,12 @@ pub(crate) struct TxBuffers {
     /// log order. `bitop_index`: (word, kind) -> mask position.
     copy_lines: FastMap<u64, Vec<u32>>,
     bitop_index: FastMap<(u64, u8), usize>,
-    /// `fresh` by offset (start -> size), built like the two above.
+    /// `fresh` by offset (start -> size), built lazily: it holds `fresh[..fresh_indexed]`
+    /// and catches up only when a lookup misses the newest object (most writes into new
+    /// objects go to the one just allocated, so a transaction that allocates many objects
+    /// usually never builds it).
     fresh_index: std::collections::BTreeMap<u64, u64>,
+    fresh_indexed: usize,
     /// Objects allocated by this transaction: (offset, size). Written in place.
     fresh: Vec<(u64, u64)>,
     /// Blocks taken from the lane cache: (offset, class), returned on abort.
@@ -293,6 +297,7 @@ impl Default for TxBuffers {
             copy_lines: FastMap::default(),
             bitop_index: FastMap::default(),
             fresh_index: Default::default(),
+            fresh_indexed: 0,
             fresh: Vec::new(),
             reserved: Vec::new(),
             chunks_taken: Vec::new(),
@@ -333,33 +338,62 @@ impl TxBuffers {
         }
     }
 
+    #[inline(always)]
     fn push_fresh(&mut self, e: (u64, u64)) {
         self.fresh.push(e);
-        if self.fresh.len() > INDEX_FROM {
-            if self.fresh_index.is_empty() {
-                self.fresh_index.extend(self.fresh.iter().copied());
-            } else {
-                self.fresh_index.insert(e.0, e.1);
-            }
+    }
+
+    /// Bring `fresh_index` up to date with `fresh`.
+    fn sync_fresh_index(&mut self) {
+        debug_assert_eq!(
+            self.fresh_index.len(),
+            self.fresh_indexed,
+            "fresh index out of step"
+        );
+        for &(o, s) in &self.fresh[self.fresh_indexed..] {
+            self.fresh_index.insert(o, s);
         }
+        self.fresh_indexed = self.fresh.len();
     }
 
     /// The object this transaction allocated that holds [off, off + len), if any:
     /// (start, size).
     #[inline(always)]
-    fn fresh_holding(&self, off: u64, len: u64) -> Option<(u64, u64)> {
+    fn fresh_holding(&mut self, off: u64, len: u64) -> Option<(u64, u64)> {
         let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
-        if self.fresh.len() <= INDEX_FROM {
-            self.fresh.iter().rev().copied().find(inside)
-        } else {
-            self.fresh_index
-                .range(..=off)
-                .next_back()
-                .map(|(&o, &s)| (o, s))
-                .filter(inside)
+        match self.fresh.last() {
+            None => return None,
+            Some(e) if inside(e) => return Some(*e),
+            _ => {}
         }
+        if self.fresh.len() > INDEX_FROM {
+            self.sync_fresh_index();
+        }
+        self.fresh_lookup(off, len)
     }
 
+    /// [`Self::fresh_holding`] without bringing the index up to date (for `&self` callers):
+    /// the index covers `fresh[..fresh_indexed]`, the rest is scanned.
+    fn fresh_lookup(&self, off: u64, len: u64) -> Option<(u64, u64)> {
+        let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
+        if self.fresh.len() <= INDEX_FROM {
+            return self.fresh.iter().rev().copied().find(inside);
+        }
+        self.fresh_index
+            .range(..=off)
+            .next_back()
+            .map(|(&o, &s)| (o, s))
+            .filter(inside)
+            .or_else(|| {
+                self.fresh[self.fresh_indexed..]
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(inside)
+            })
+    }
+
+    #[inline(always)]
     fn push_copy(&mut self, e: (u64, u64, usize)) {
         self.copies.push(e);
         if self.copies.len() > INDEX_FROM {
@@ -414,14 +448,24 @@ impl TxBuffers {
         self.record.len() == LOG_HEADER_SIZE
     }
 
+    #[inline(always)]
     fn clear(&mut self) {
         self.record.truncate(LOG_HEADER_SIZE);
         self.n_entries = 0;
         self.copies.clear();
         self.bitops.clear();
-        self.copy_lines.clear();
-        self.bitop_index.clear();
-        self.fresh_index.clear();
+        // The indexes exist only in big transactions; clearing an empty hash map or B-tree
+        // still costs a call and a few dozen instructions on every small commit.
+        if !self.copy_lines.is_empty() {
+            self.copy_lines.clear();
+        }
+        if !self.bitop_index.is_empty() {
+            self.bitop_index.clear();
+        }
+        if self.fresh_indexed != 0 {
+            self.fresh_index.clear();
+            self.fresh_indexed = 0;
+        }
         self.fresh.clear();
         self.reserved.clear();
         self.chunks_taken.clear();
@@ -588,7 +632,7 @@ impl<'p> Tx<'p> {
     }
 
     #[inline(always)]
-    fn fresh_contains(&self, off: u64, len: u64) -> bool {
+    fn fresh_contains(&mut self, off: u64, len: u64) -> bool {
         self.st.buf.fresh_holding(off, len).is_some()
     }
 
@@ -761,7 +805,7 @@ impl<'p> Tx<'p> {
     /// Usable size of an allocated object (at least what was asked for).
     pub fn usable_size<T>(&self, p: PPtr<T>) -> Result<u64> {
         let off = p.offset();
-        if let Some((o, s)) = self.st.buf.fresh_holding(off, 1) {
+        if let Some((o, s)) = self.st.buf.fresh_lookup(off, 1) {
             if o == off {
                 return Ok(s);
             }
@@ -969,14 +1013,14 @@ impl<'p> Tx<'p> {
             .geo
             .chunk_of(off)
             .filter(|&c| c < self.pool.heap_chunks())
-            .ok_or(invalid("outside the heap"))?;
+            .ok_or_else(|| invalid("outside the heap"))?;
         match self.pool.chunk_entry(chunk) {
             Some(ChunkEntry::Run { class }) => {
                 let b = self
                     .pool
                     .geo
                     .block_at(chunk, class, off)
-                    .ok_or(invalid("not the start of an object"))?;
+                    .ok_or_else(|| invalid("not the start of an object"))?;
                 let word: u64 = self
                     .pool
                     .map
@@ -1057,8 +1101,14 @@ impl<'p> Tx<'p> {
                 why: "not allocated (double free?)",
             });
         };
-        let (_, size) = self.st.buf.fresh.swap_remove(i);
-        self.st.buf.fresh_index.remove(&off);
+        let buf = &mut self.st.buf;
+        if buf.fresh_indexed != 0 {
+            // Keep the invariant index == fresh[..fresh_indexed] across the swap_remove.
+            buf.sync_fresh_index();
+            buf.fresh_index.remove(&off);
+            buf.fresh_indexed -= 1;
+        }
+        let (_, size) = buf.fresh.swap_remove(i);
         // Its bytes must not be logged at commit: the block goes back to the cache now, and a
         // later owner's unlogged contents would be overwritten when this record is replayed.
         let (a, b) = (off, off + size);
@@ -1168,25 +1218,23 @@ impl<'p> Tx<'p> {
 
         // 2. Write the record: header into the buffer's reserved front, checksum, one copy.
         let rec = &mut st.buf.record;
-        let hdr = LogHeader {
-            checksum: 0,
-            magic: LOG_MAGIC,
-            seq,
-            claim,
-            payload_len: (rec.len() - LOG_HEADER_SIZE) as u32,
-            n_entries: st.buf.n_entries,
-        };
-        rec[..LOG_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&hdr));
+        let payload_len = (rec.len() - LOG_HEADER_SIZE) as u32;
+        // The `LogHeader` fields, stored in place (a fixed-size array: no bounds checks).
+        let h: &mut [u8; LOG_HEADER_SIZE] = (&mut rec[..LOG_HEADER_SIZE]).try_into().unwrap();
+        h[4..8].copy_from_slice(&LOG_MAGIC.to_le_bytes());
+        h[8..16].copy_from_slice(&seq.to_le_bytes());
+        h[16..24].copy_from_slice(&claim.to_le_bytes());
+        h[24..28].copy_from_slice(&payload_len.to_le_bytes());
+        h[28..32].copy_from_slice(&st.buf.n_entries.to_le_bytes());
         let crc = crate::checksum::crc32c_append(0, &rec[4..]);
         rec[..4].copy_from_slice(&crc.to_le_bytes());
         let slot_off = pool.hdr.lanes_off
             + st.index as u64 * pool.hdr.lane_bytes()
             + slot as u64 * pool.hdr.slot_size as u64;
         if rec.len() <= 512 {
-            pool.map.write_words(slot_off, rec);
+            let at = pool.map.write_words(slot_off, rec);
             if !sim_fault!(NoRecordFlush) {
-                pool.persist
-                    .flush(pool.map.at(slot_off, rec.len()), rec.len());
+                pool.persist.flush(at, rec.len());
             }
         } else {
             // SAFETY: the slot belongs to this lane, which we hold exclusively; the range lies
@@ -1406,6 +1454,23 @@ impl Drop for Tx<'_> {
 fn apply_payload(pool: &PoolInner, payload: &[u8], dirty: &mut DirtyLines, lc: u64, seq: u64) {
     let mut pos = 0;
     while pos < payload.len() {
+        // The common entry, one word, decoded and applied without the general machinery.
+        if let Some(e) = payload.get(pos..pos + WORD_ENTRY_SIZE) {
+            let w0 = u64::from_le_bytes(e[..8].try_into().unwrap());
+            if w0 & !TARGET_MASK == WORD_ENTRY_TAG {
+                let target = w0 & TARGET_MASK;
+                let v = u64::from_le_bytes(e[8..].try_into().unwrap());
+                let p = pool.map.write_u64(target, v);
+                let first = p & !(crate::persist::CACHE_LINE - 1);
+                dirty.push(first, lc, seq);
+                let last = (p + 7) & !(crate::persist::CACHE_LINE - 1);
+                if last != first {
+                    dirty.push(last, lc, seq);
+                }
+                pos += WORD_ENTRY_SIZE;
+                continue;
+            }
+        }
         let (target, kind, len, hsize) =
             decode_entry(&payload[pos..]).expect("payload built by this module");
         pos += hsize;

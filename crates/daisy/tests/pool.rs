@@ -556,3 +556,75 @@ fn corrupted_log_record_is_refused() {
     }
     assert!(damaged >= 2, "only {damaged} corruptions detected");
 }
+
+/// A transaction with many new objects (past the size where its lookups switch to indexes):
+/// writes into older new objects, frees of some of them (cancelled allocations) in between,
+/// `usable_size` on unindexed ones, then commit. Every survivor holds what was written last,
+/// and nothing leaks.
+#[test]
+fn many_new_objects_in_one_transaction() {
+    let (_d, path) = tmp_pool("many.pool");
+    let pool = Pool::create(&path, &small("test")).unwrap();
+    let root = pool.root::<Root>().unwrap();
+    let before = pool.info().objects;
+    let kept = pool
+        .transaction(|tx| {
+            let mut nodes = Vec::new();
+            for v in 0..300u64 {
+                let n = tx.alloc(&Node {
+                    value: v,
+                    next: PPtr::null(),
+                })?;
+                nodes.push(n);
+                if v % 7 == 3 {
+                    // Rewrite an older new object: a lookup that misses the newest one.
+                    let old = nodes[(v / 2) as usize];
+                    let cur = tx.read(old)?;
+                    tx.write(
+                        old,
+                        &Node {
+                            value: cur.value + 1000,
+                            ..cur
+                        },
+                    )?;
+                }
+                if v % 11 == 5 {
+                    // Cancel an older allocation (its slot in the list becomes null).
+                    let i = (v / 3) as usize;
+                    if !nodes[i].is_null() {
+                        tx.free(nodes[i])?;
+                        nodes[i] = PPtr::null();
+                    }
+                }
+                if v % 50 == 49 {
+                    assert!(tx.usable_size(nodes[10])? >= 16 || nodes[10].is_null());
+                }
+            }
+            // Link the survivors into the root's list.
+            let mut head = PPtr::null();
+            for &n in nodes.iter().rev().filter(|n| !n.is_null()) {
+                tx.update(n, |x| x.next = head)?;
+                head = n;
+            }
+            tx.update(root, |r| r.head = head)?;
+            Ok::<_, Error>(nodes)
+        })
+        .unwrap();
+    let survivors: Vec<PPtr<Node>> = kept.iter().copied().filter(|n| !n.is_null()).collect();
+    assert!(survivors.len() > 250 && survivors.len() < 300);
+    assert_eq!(pool.info().objects, before + survivors.len() as u64);
+    let values = list_values(&pool, root);
+    assert_eq!(values.len(), survivors.len());
+    for (n, v) in survivors.iter().zip(&values) {
+        assert_eq!(pool.read(*n).value, *v);
+        assert!(*v < 300 || (*v >= 1000 && *v < 1300), "value {v}");
+    }
+    assert!(
+        values.iter().any(|&v| v >= 1000),
+        "some older objects were rewritten"
+    );
+    drop(pool);
+    let pool = Pool::open(&path, "test").unwrap();
+    assert_eq!(list_values(&pool, root), values);
+    assert!(pool.check(None).problems.is_empty());
+}
