@@ -59,22 +59,51 @@ pub const FRESH_LOG_MAX: u64 = 4096;
 
 /// Data lines a lane applied but has not flushed yet, oldest first: a queue in a Vec
 /// (`q[head..]`), which is cheaper than a VecDeque on the commit path.
-#[derive(Default)]
+///
+/// A line already waiting in the queue is not queued again: its earlier entry is flushed
+/// sooner, and a flush writes back whatever the line holds by then, newer bytes included.
+/// `tags` is a small direct-mapped filter that finds such lines in O(1).
+/// A tag is (line, number of its newest entry). Invariant: `tags[slot(l)].0 == l` implies that
+/// entry is still in the queue: popping it clears the tag. Popping an older duplicate does not,
+/// so duplicates die out. Two lines that share a tag slot only cost a duplicate entry (one more
+/// flush), never a missed one.
 pub(crate) struct DirtyLines {
     /// (line address, lane commit number that dirtied it first, that transaction's seq)
     q: Vec<(usize, u64, u64)>,
     head: usize,
+    tags: [(usize, u64); DIRTY_TAGS],
+    /// Entries pushed so far: the entry at `q[i]` is number `pushed - (q.len() - i)`.
+    pushed: u64,
+}
+
+const DIRTY_TAGS: usize = 64;
+
+impl Default for DirtyLines {
+    fn default() -> Self {
+        DirtyLines {
+            q: Vec::new(),
+            head: 0,
+            tags: [(0, 0); DIRTY_TAGS],
+            pushed: 0,
+        }
+    }
 }
 
 impl DirtyLines {
-    /// Remember a line; skip it when one of the newest entries already covers it (a flush of
-    /// that entry will write back the newer bytes too).
+    #[inline(always)]
+    fn tag_slot(line: usize) -> usize {
+        (line / crate::persist::CACHE_LINE) % DIRTY_TAGS
+    }
+
+    /// Remember a line, unless it is already waiting (see the type's comment).
     #[inline(always)]
     fn push(&mut self, line: usize, lc: u64, seq: u64) {
-        let recent = &self.q[self.head.max(self.q.len().saturating_sub(16))..];
-        if recent.iter().rev().any(|e| e.0 == line) {
+        let t = &mut self.tags[Self::tag_slot(line)];
+        if t.0 == line {
             return;
         }
+        *t = (line, self.pushed);
+        self.pushed += 1;
         self.q.push((line, lc, seq));
     }
 
@@ -85,6 +114,12 @@ impl DirtyLines {
 
     #[inline(always)]
     fn pop_front(&mut self) {
+        let line = self.q[self.head].0;
+        let number = self.pushed - (self.q.len() - self.head) as u64;
+        let t = &mut self.tags[Self::tag_slot(line)];
+        if *t == (line, number) {
+            *t = (0, 0);
+        }
         self.head += 1;
         if self.head == self.q.len() {
             self.q.clear();
@@ -246,11 +281,93 @@ impl std::hash::Hasher for OffsetHasher {
     }
 }
 
+/// The log record under construction: `buf[..len]`, in a buffer that only grows, so that
+/// appending a word entry is a bounds check and two stores. (`Vec::extend_from_slice` and
+/// `Vec::resize` are not always inlined into big callers; then every logged word paid two
+/// calls and a `memcpy`.) Derefs to the bytes in use.
+pub(crate) struct RecordBuf {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl RecordBuf {
+    fn new() -> Self {
+        RecordBuf {
+            buf: vec![0; 512],
+            len: LOG_HEADER_SIZE,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, need: usize) {
+        let n = need.next_power_of_two().max(self.buf.len() * 2);
+        self.buf.resize(n, 0);
+    }
+
+    /// Make room for `n` more bytes and return them (their old contents are unspecified).
+    #[inline(always)]
+    fn append(&mut self, n: usize) -> &mut [u8] {
+        let at = self.len;
+        if at + n > self.buf.len() {
+            self.grow(at + n);
+        }
+        self.len = at + n;
+        &mut self.buf[at..at + n]
+    }
+
+    #[inline(always)]
+    fn push_array<const N: usize>(&mut self, bytes: &[u8; N]) {
+        let dst: &mut [u8; N] = self.append(N).try_into().unwrap();
+        *dst = *bytes;
+    }
+
+    #[inline(always)]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.append(bytes.len()).copy_from_slice(bytes);
+    }
+
+    /// Grow to `new_len` with zero bytes (entry padding), or shrink.
+    fn resize(&mut self, new_len: usize, fill: u8) {
+        if new_len > self.len {
+            self.append(new_len - self.len).fill(fill);
+        } else {
+            self.len = new_len;
+        }
+    }
+
+    /// Bytes in use (shadows the slice's `len`, which would pay a bounds check per call).
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
+impl std::ops::Deref for RecordBuf {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for RecordBuf {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+}
+
 /// Reusable buffers of a lane's current transaction.
 pub(crate) struct TxBuffers {
     /// The log record being built: [`LOG_HEADER_SIZE`] bytes reserved for the header (filled
     /// in at commit), then the entries exactly as they go to the log slot.
-    record: Vec<u8>,
+    record: RecordBuf,
     n_entries: u32,
     /// Copy entries: (target, len, data position in payload), for read-your-writes.
     copies: Vec<(u64, u64, usize)>,
@@ -290,7 +407,7 @@ pub(crate) struct TxBuffers {
 impl Default for TxBuffers {
     fn default() -> Self {
         TxBuffers {
-            record: vec![0; LOG_HEADER_SIZE],
+            record: RecordBuf::new(),
             n_entries: 0,
             copies: Vec::new(),
             bitops: Vec::new(),
@@ -588,7 +705,7 @@ impl<'p> Tx<'p> {
             e[..8].copy_from_slice(&(target | WORD_ENTRY_TAG).to_le_bytes());
             e[8..].copy_from_slice(data);
             pos = b.record.len() + 8;
-            b.record.extend_from_slice(&e);
+            b.record.push_array(&e);
         } else {
             let eh = EntryHeader::new(target, EntryKind::Copy, data.len() as u64);
             pos = b.record.len() + ENTRY_HEADER_SIZE;
