@@ -253,6 +253,19 @@ pub(crate) struct LaneState {
 /// Entries a transaction holds before its lookups switch from scanning to indexes.
 const INDEX_FROM: usize = 24;
 
+/// End of a chain in `TxBuffers::copy_nodes`.
+const NO_NODE: u32 = u32::MAX;
+
+/// log2 of the granule size of `TxBuffers::fresh_granules`.
+const GRANULE_SHIFT: u32 = 16;
+
+/// Bits a..b of a cache line's 64 bytes (0 <= a < b <= 64).
+#[inline(always)]
+fn line_bits(a: u64, b: u64) -> u64 {
+    let upto = if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
+    upto & !((1u64 << a) - 1)
+}
+
 /// A hash map for the transaction's indexes: keys are pool offsets, not attacker-chosen,
 /// so a fast multiplicative hash is enough (std's SipHash would cost more than the scan).
 type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<OffsetHasher>>;
@@ -376,9 +389,12 @@ pub(crate) struct TxBuffers {
     /// Once a transaction holds more than [`INDEX_FROM`] entries (a group commit of many
     /// operations), lookups go through these indexes instead of scanning the lists, so a
     /// big transaction costs O(1) per read and write, not O(entries). Small transactions
-    /// never build them. `copy_lines`: cache line -> indexes of the copies touching it, in
-    /// log order. `bitop_index`: (word, kind) -> mask position.
-    copy_lines: FastMap<u64, Vec<u32>>,
+    /// never build them. `copy_lines`: cache line -> the newest node of that line's chain in
+    /// `copy_nodes`, whose nodes are (copy index, next older node): the copies touching the
+    /// line, newest first, without an allocation per line. `bitop_index`: (word, kind) ->
+    /// mask position.
+    copy_lines: FastMap<u64, u32>,
+    copy_nodes: Vec<(u32, u32)>,
     bitop_index: FastMap<(u64, u8), usize>,
     /// `fresh` by offset (start -> size), built lazily: it holds `fresh[..fresh_indexed]`
     /// and catches up only when a lookup misses the newest object (most writes into new
@@ -386,6 +402,13 @@ pub(crate) struct TxBuffers {
     /// usually never builds it).
     fresh_index: std::collections::BTreeMap<u64, u64>,
     fresh_indexed: usize,
+    /// A cheaper filter in front of `fresh_index`, also lazy: the 64 KiB granules that objects
+    /// in `fresh[..fresh_granuled]` overlap (objects over 16 granules go to `fresh_big`).
+    /// Most writes of a big transaction that miss the newest object go to old objects (a map's
+    /// buckets), whose granule holds no new object: one hash probe answers them.
+    fresh_granules: std::collections::HashSet<u64, std::hash::BuildHasherDefault<OffsetHasher>>,
+    fresh_big: Vec<(u64, u64)>,
+    fresh_granuled: usize,
     /// Objects allocated by this transaction: (offset, size). Written in place.
     fresh: Vec<(u64, u64)>,
     /// Blocks taken from the lane cache: (offset, class), returned on abort.
@@ -412,9 +435,13 @@ impl Default for TxBuffers {
             copies: Vec::new(),
             bitops: Vec::new(),
             copy_lines: FastMap::default(),
+            copy_nodes: Vec::new(),
             bitop_index: FastMap::default(),
             fresh_index: Default::default(),
             fresh_indexed: 0,
+            fresh_granules: Default::default(),
+            fresh_big: Vec::new(),
+            fresh_granuled: 0,
             fresh: Vec::new(),
             reserved: Vec::new(),
             chunks_taken: Vec::new(),
@@ -484,9 +511,26 @@ impl TxBuffers {
             _ => {}
         }
         if self.fresh.len() > INDEX_FROM {
+            self.sync_fresh_granules();
+            if !self.fresh_granules.contains(&(off >> GRANULE_SHIFT)) {
+                return self.fresh_big.iter().copied().find(inside);
+            }
             self.sync_fresh_index();
         }
         self.fresh_lookup(off, len)
+    }
+
+    /// Bring `fresh_granules` up to date with `fresh`.
+    fn sync_fresh_granules(&mut self) {
+        for &(o, s) in &self.fresh[self.fresh_granuled..] {
+            let (g0, g1) = (o >> GRANULE_SHIFT, (o + s.max(1) - 1) >> GRANULE_SHIFT);
+            if g1 - g0 >= 16 {
+                self.fresh_big.push((o, s));
+            } else {
+                self.fresh_granules.extend(g0..=g1);
+            }
+        }
+        self.fresh_granuled = self.fresh.len();
     }
 
     /// [`Self::fresh_holding`] without bringing the index up to date (for `&self` callers):
@@ -520,11 +564,19 @@ impl TxBuffers {
                 self.copies.len() - 1
             };
             for i in from..self.copies.len() {
-                let (t, len, _) = self.copies[i];
-                for line in t / 64..=(t + len.max(1) - 1) / 64 {
-                    self.copy_lines.entry(line).or_default().push(i as u32);
-                }
+                self.index_copy(i);
             }
+        }
+    }
+
+    /// Put copy `i` at the head of the chain of every line it touches.
+    fn index_copy(&mut self, i: usize) {
+        let (t, len, _) = self.copies[i];
+        for line in t / 64..=(t + len.max(1) - 1) / 64 {
+            let node = self.copy_nodes.len() as u32;
+            let head = self.copy_lines.entry(line).or_insert(NO_NODE);
+            self.copy_nodes.push((i as u32, *head));
+            *head = node;
         }
     }
 
@@ -532,7 +584,7 @@ impl TxBuffers {
     #[inline(always)]
     fn overlay(&self, off: u64, out: &mut [u8]) {
         let end = off + out.len() as u64;
-        let mut apply = |t: u64, len: u64, pos: usize, lo: u64, hi: u64| {
+        let apply = |out: &mut [u8], t: u64, len: u64, pos: usize, lo: u64, hi: u64| {
             let (s, e) = (t.max(lo), (t + len).min(hi));
             if s < e {
                 let src = pos + (s - t) as usize;
@@ -543,7 +595,7 @@ impl TxBuffers {
         };
         if self.copies.len() <= INDEX_FROM {
             for &(t, len, pos) in &self.copies {
-                apply(t, len, pos, off, end);
+                apply(out, t, len, pos, off, end);
             }
             return;
         }
@@ -551,12 +603,35 @@ impl TxBuffers {
             return;
         }
         for line in off / 64..=(end - 1) / 64 {
-            if let Some(ids) = self.copy_lines.get(&line) {
-                let (lo, hi) = ((line * 64).max(off), (line * 64 + 64).min(end));
-                for &i in ids {
-                    let (t, len, pos) = self.copies[i as usize];
-                    apply(t, len, pos, lo, hi);
+            let Some(&head) = self.copy_lines.get(&line) else {
+                continue;
+            };
+            let base = line * 64;
+            let (lo, hi) = (base.max(off), (base + 64).min(end));
+            // Newest copy first; `done` marks the bytes of this line already taken from a
+            // newer copy, which wins over every older one.
+            let want = line_bits(lo - base, hi - base);
+            let mut done = 0u64;
+            let mut node = head;
+            while node != NO_NODE && done != want {
+                let (i, next) = self.copy_nodes[node as usize];
+                let (t, len, pos) = self.copies[i as usize];
+                let (s, e) = (t.max(lo), (t + len).min(hi));
+                if s < e {
+                    let bits = line_bits(s - base, e - base);
+                    let new = bits & !done;
+                    if new == bits {
+                        apply(out, t, len, pos, s, e);
+                    } else if new != 0 {
+                        for k in s..e {
+                            if new & (1 << (k - base)) != 0 {
+                                out[(k - off) as usize] = self.record[pos + (k - t) as usize];
+                            }
+                        }
+                    }
+                    done |= bits;
                 }
+                node = next;
             }
         }
     }
@@ -575,6 +650,7 @@ impl TxBuffers {
         // still costs a call and a few dozen instructions on every small commit.
         if !self.copy_lines.is_empty() {
             self.copy_lines.clear();
+            self.copy_nodes.clear();
         }
         if !self.bitop_index.is_empty() {
             self.bitop_index.clear();
@@ -582,6 +658,11 @@ impl TxBuffers {
         if self.fresh_indexed != 0 {
             self.fresh_index.clear();
             self.fresh_indexed = 0;
+        }
+        if self.fresh_granuled != 0 {
+            self.fresh_granules.clear();
+            self.fresh_big.clear();
+            self.fresh_granuled = 0;
         }
         self.fresh.clear();
         self.reserved.clear();
@@ -1219,6 +1300,13 @@ impl<'p> Tx<'p> {
             });
         };
         let buf = &mut self.st.buf;
+        if buf.fresh_granuled != 0 {
+            // The swap_remove below moves the newest object into slot i: register it first so
+            // that `fresh[..fresh_granuled]` stays covered by the filter. (The cancelled
+            // object's granules stay marked: the filter may answer "maybe", never wrongly "no".)
+            buf.sync_fresh_granules();
+            buf.fresh_granuled -= 1;
+        }
         if buf.fresh_indexed != 0 {
             // Keep the invariant index == fresh[..fresh_indexed] across the swap_remove.
             buf.sync_fresh_index();
