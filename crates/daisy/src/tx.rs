@@ -256,8 +256,11 @@ const INDEX_FROM: usize = 24;
 /// End of a chain in `TxBuffers::copy_nodes`.
 const NO_NODE: u32 = u32::MAX;
 
-/// log2 of the granule size of `TxBuffers::fresh_granules`.
-const GRANULE_SHIFT: u32 = 16;
+/// log2 of the page size of `TxBuffers::fresh_pages`.
+const FRESH_PAGE_SHIFT: u32 = 12;
+
+/// New objects spanning more pages than this are kept in `TxBuffers::fresh_big` instead.
+const FRESH_PAGES_MAX: u64 = 16;
 
 /// Bits a..b of a cache line's 64 bytes (0 <= a < b <= 64).
 #[inline(always)]
@@ -396,19 +399,18 @@ pub(crate) struct TxBuffers {
     copy_lines: FastMap<u64, u32>,
     copy_nodes: Vec<(u32, u32)>,
     bitop_index: FastMap<(u64, u8), usize>,
-    /// `fresh` by offset (start -> size), built lazily: it holds `fresh[..fresh_indexed]`
-    /// and catches up only when a lookup misses the newest object (most writes into new
-    /// objects go to the one just allocated, so a transaction that allocates many objects
-    /// usually never builds it).
-    fresh_index: std::collections::BTreeMap<u64, u64>,
-    fresh_indexed: usize,
-    /// A cheaper filter in front of `fresh_index`, also lazy: the 64 KiB granules that objects
-    /// in `fresh[..fresh_granuled]` overlap (objects over 16 granules go to `fresh_big`).
-    /// Most writes of a big transaction that miss the newest object go to old objects (a map's
-    /// buckets), whose granule holds no new object: one hash probe answers them.
-    fresh_granules: std::collections::HashSet<u64, std::hash::BuildHasherDefault<OffsetHasher>>,
+    /// `fresh` by 4 KiB page, built lazily: it covers `fresh[..fresh_paged]` and catches up
+    /// only when a lookup misses the newest object (most writes into new objects go to the
+    /// one just allocated, so a transaction that allocates many objects often never builds
+    /// it). `fresh_pages`: page -> newest node of that page's chain in `fresh_nodes`, whose
+    /// nodes are (start, size, next older node) of the objects overlapping the page. Exact:
+    /// an object holding [off, off + len) overlaps the page of `off`. Objects over
+    /// [`FRESH_PAGES_MAX`] pages go to `fresh_big` (scanned). A cancelled object's nodes get
+    /// size 0.
+    fresh_pages: FastMap<u64, u32>,
+    fresh_nodes: Vec<(u64, u64, u32)>,
     fresh_big: Vec<(u64, u64)>,
-    fresh_granuled: usize,
+    fresh_paged: usize,
     /// Objects allocated by this transaction: (offset, size). Written in place.
     fresh: Vec<(u64, u64)>,
     /// Blocks taken from the lane cache: (offset, class), returned on abort.
@@ -437,11 +439,10 @@ impl Default for TxBuffers {
             copy_lines: FastMap::default(),
             copy_nodes: Vec::new(),
             bitop_index: FastMap::default(),
-            fresh_index: Default::default(),
-            fresh_indexed: 0,
-            fresh_granules: Default::default(),
+            fresh_pages: FastMap::default(),
+            fresh_nodes: Vec::new(),
             fresh_big: Vec::new(),
-            fresh_granuled: 0,
+            fresh_paged: 0,
             fresh: Vec::new(),
             reserved: Vec::new(),
             chunks_taken: Vec::new(),
@@ -487,17 +488,25 @@ impl TxBuffers {
         self.fresh.push(e);
     }
 
-    /// Bring `fresh_index` up to date with `fresh`.
-    fn sync_fresh_index(&mut self) {
-        debug_assert_eq!(
-            self.fresh_index.len(),
-            self.fresh_indexed,
-            "fresh index out of step"
-        );
-        for &(o, s) in &self.fresh[self.fresh_indexed..] {
-            self.fresh_index.insert(o, s);
+    /// Bring `fresh_pages` up to date with `fresh`.
+    fn sync_fresh_pages(&mut self) {
+        for &(o, s) in &self.fresh[self.fresh_paged..] {
+            let (p0, p1) = (
+                o >> FRESH_PAGE_SHIFT,
+                (o + s.max(1) - 1) >> FRESH_PAGE_SHIFT,
+            );
+            if p1 - p0 >= FRESH_PAGES_MAX {
+                self.fresh_big.push((o, s));
+                continue;
+            }
+            for page in p0..=p1 {
+                let node = self.fresh_nodes.len() as u32;
+                let head = self.fresh_pages.entry(page).or_insert(NO_NODE);
+                self.fresh_nodes.push((o, s, *head));
+                *head = node;
+            }
         }
-        self.fresh_indexed = self.fresh.len();
+        self.fresh_paged = self.fresh.len();
     }
 
     /// The object this transaction allocated that holds [off, off + len), if any:
@@ -511,47 +520,63 @@ impl TxBuffers {
             _ => {}
         }
         if self.fresh.len() > INDEX_FROM {
-            self.sync_fresh_granules();
-            if !self.fresh_granules.contains(&(off >> GRANULE_SHIFT)) {
-                return self.fresh_big.iter().copied().find(inside);
-            }
-            self.sync_fresh_index();
+            self.sync_fresh_pages();
         }
         self.fresh_lookup(off, len)
     }
 
-    /// Bring `fresh_granules` up to date with `fresh`.
-    fn sync_fresh_granules(&mut self) {
-        for &(o, s) in &self.fresh[self.fresh_granuled..] {
-            let (g0, g1) = (o >> GRANULE_SHIFT, (o + s.max(1) - 1) >> GRANULE_SHIFT);
-            if g1 - g0 >= 16 {
-                self.fresh_big.push((o, s));
-            } else {
-                self.fresh_granules.extend(g0..=g1);
-            }
-        }
-        self.fresh_granuled = self.fresh.len();
-    }
-
     /// [`Self::fresh_holding`] without bringing the index up to date (for `&self` callers):
-    /// the index covers `fresh[..fresh_indexed]`, the rest is scanned.
+    /// the index covers `fresh[..fresh_paged]`, the rest is scanned.
     fn fresh_lookup(&self, off: u64, len: u64) -> Option<(u64, u64)> {
         let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
         if self.fresh.len() <= INDEX_FROM {
             return self.fresh.iter().rev().copied().find(inside);
         }
-        self.fresh_index
-            .range(..=off)
-            .next_back()
-            .map(|(&o, &s)| (o, s))
-            .filter(inside)
-            .or_else(|| {
-                self.fresh[self.fresh_indexed..]
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(inside)
-            })
+        let mut node = self
+            .fresh_pages
+            .get(&(off >> FRESH_PAGE_SHIFT))
+            .copied()
+            .unwrap_or(NO_NODE);
+        while node != NO_NODE {
+            let (o, s, next) = self.fresh_nodes[node as usize];
+            if inside(&(o, s)) {
+                return Some((o, s));
+            }
+            node = next;
+        }
+        self.fresh_big.iter().copied().find(inside).or_else(|| {
+            self.fresh[self.fresh_paged..]
+                .iter()
+                .rev()
+                .copied()
+                .find(inside)
+        })
+    }
+
+    /// Forget new object `off` (its allocation is cancelled), keeping `fresh[..fresh_paged]`
+    /// covered by the index across the `swap_remove` that takes it out of `fresh`.
+    fn unindex_fresh(&mut self, off: u64, size: u64) {
+        if self.fresh_paged == 0 {
+            return;
+        }
+        // The swap_remove moves the newest object into the cancelled one's slot: index it.
+        self.sync_fresh_pages();
+        self.fresh_paged -= 1;
+        self.fresh_big.retain(|&(o, _)| o != off);
+        let (p0, p1) = (
+            off >> FRESH_PAGE_SHIFT,
+            (off + size.max(1) - 1) >> FRESH_PAGE_SHIFT,
+        );
+        for page in p0..=p1.min(p0 + FRESH_PAGES_MAX) {
+            let mut node = self.fresh_pages.get(&page).copied().unwrap_or(NO_NODE);
+            while node != NO_NODE {
+                let n = &mut self.fresh_nodes[node as usize];
+                if n.0 == off {
+                    n.1 = 0;
+                }
+                node = n.2;
+            }
+        }
     }
 
     #[inline(always)]
@@ -655,14 +680,11 @@ impl TxBuffers {
         if !self.bitop_index.is_empty() {
             self.bitop_index.clear();
         }
-        if self.fresh_indexed != 0 {
-            self.fresh_index.clear();
-            self.fresh_indexed = 0;
-        }
-        if self.fresh_granuled != 0 {
-            self.fresh_granules.clear();
+        if self.fresh_paged != 0 {
+            self.fresh_pages.clear();
+            self.fresh_nodes.clear();
             self.fresh_big.clear();
-            self.fresh_granuled = 0;
+            self.fresh_paged = 0;
         }
         self.fresh.clear();
         self.reserved.clear();
@@ -1300,20 +1322,9 @@ impl<'p> Tx<'p> {
             });
         };
         let buf = &mut self.st.buf;
-        if buf.fresh_granuled != 0 {
-            // The swap_remove below moves the newest object into slot i: register it first so
-            // that `fresh[..fresh_granuled]` stays covered by the filter. (The cancelled
-            // object's granules stay marked: the filter may answer "maybe", never wrongly "no".)
-            buf.sync_fresh_granules();
-            buf.fresh_granuled -= 1;
-        }
-        if buf.fresh_indexed != 0 {
-            // Keep the invariant index == fresh[..fresh_indexed] across the swap_remove.
-            buf.sync_fresh_index();
-            buf.fresh_index.remove(&off);
-            buf.fresh_indexed -= 1;
-        }
-        let (_, size) = buf.fresh.swap_remove(i);
+        let size = buf.fresh[i].1;
+        buf.unindex_fresh(off, size);
+        buf.fresh.swap_remove(i);
         // Its bytes must not be logged at commit: the block goes back to the cache now, and a
         // later owner's unlogged contents would be overwritten when this record is replayed.
         let (a, b) = (off, off + size);
