@@ -10,7 +10,11 @@
 //! killed is removed by the next run.
 //!
 //! How it measures:
-//! 1. requests: for each (pipeline, value size, N), ascending N: FLUSHALL, then
+//! 1. requests, in rounds: each of the `--runs` rounds starts every server in turn and runs
+//!    every case once on it, so the runs of one case are spread over the whole benchmark and a
+//!    slow spell of a shared machine falls on all servers alike, not on one server's runs
+//!    (the figures are the median over the rounds). In a round, for each (pipeline, value
+//!    size, N), ascending N: FLUSHALL, then
 //!    `redis-benchmark -h 127.0.0.1 -p P -c C -n N -r 100000 -P p -d size -t <tests> --csv`,
 //!    one invocation for all tests (redis-benchmark runs them in its own order, SET before GET,
 //!    so GET finds the keys SET wrote, as in its canonical runs). Requests/s and latencies are
@@ -933,9 +937,9 @@ impl Progress<'_> {
         (self.f)(self.done, self.total, what);
     }
 
-    /// Skip to `done` (a server's stages that did not run).
-    fn jump(&mut self, done: u64, what: &str) {
-        self.done = done;
+    /// Count `n` stages that will not run (a server left out).
+    fn skip(&mut self, n: u64, what: &str) {
+        self.done += n;
         (self.f)(self.done, self.total, what);
     }
 }
@@ -968,7 +972,9 @@ pub fn run(
 
     note(&format!(
         "daisy bench kv: redis-benchmark against daisy serve and redis-server, one server at a \
-         time, each started here on a free 127.0.0.1 port in its own directory under {}",
+         time, each started here on a free 127.0.0.1 port in its own directory under {}; the \
+         runs of each case go in rounds over all servers (a slow spell of the machine falls on \
+         all of them)",
         cfg.dir.display()
     ));
     note(&format!(
@@ -1054,48 +1060,77 @@ pub fn run(
         runs: cfg.runs,
         ..Report::default()
     };
+    let unavailable = |name: &str, reason: String, status: &'static str| Unavailable {
+        bench: "kv",
+        kind: "unavailable",
+        server: name.to_string(),
+        status,
+        reason,
+        dir: dir_s.clone(),
+    };
+    // Servers that cannot run (no redis-server) or failed: left out of later rounds.
+    let mut out: Vec<bool> = vec![false; cfg.servers.len()];
     for (i, name) in cfg.servers.iter().enumerate() {
-        let name = name.as_str();
-        let end = per_server * (i as u64 + 1);
-        let unavailable = |reason: String, status: &'static str| Unavailable {
-            bench: "kv",
-            kind: "unavailable",
-            server: name.to_string(),
-            status,
-            reason,
-            dir: dir_s.clone(),
-        };
         if name != "daisy" && tools.redis_server.is_none() {
             rep.unavailable.push(unavailable(
+                name,
                 format!(
                     "redis-server not found in PATH: {}",
                     INSTALL_HINT.replace("{pkg}", "redis-server")
                 ),
                 "unavailable",
             ));
-            prog.jump(end, name);
-            continue;
+            out[i] = true;
+            prog.skip(per_server, name);
         }
-        // 1. Requests.
-        if let Some(bench) = &tools.redis_benchmark {
-            let sub = base.join(name);
-            let r = measure_requests(cfg, &tools, bench, name, &sub, &fs, &mut |w| {
-                prog.tick(&format!("{name}: {w}"))
-            });
-            let _ = std::fs::remove_dir_all(&sub);
-            match r {
-                Ok(rows) => rep.rows.extend(rows),
-                Err((rows, e, started)) => {
-                    rep.rows.extend(rows);
-                    let status = if started { "failed" } else { "unavailable" };
-                    rep.unavailable.push(unavailable(e, status));
-                    prog.jump(end, name);
+    }
+    // 1. Requests, round by round.
+    if let Some(bench) = &tools.redis_benchmark {
+        let cases = per_server - u64::from(cfg.restart_keys > 0);
+        let per_round = cases / cfg.runs as u64;
+        let one = Config {
+            runs: 1,
+            ..cfg.clone()
+        };
+        let mut runs: Vec<Vec<Row>> = vec![vec![]; cfg.servers.len()];
+        for round in 0..cfg.runs {
+            for (i, name) in cfg.servers.iter().enumerate() {
+                if out[i] {
                     continue;
+                }
+                let name = name.as_str();
+                let sub = base.join(name);
+                let before = prog.done;
+                let r = measure_requests(&one, &tools, bench, name, &sub, &fs, &mut |w| {
+                    prog.tick(&format!("{name}: {w} (round {}/{})", round + 1, cfg.runs))
+                });
+                let _ = std::fs::remove_dir_all(&sub);
+                match r {
+                    Ok(rows) => runs[i].extend(rows),
+                    Err((rows, e, started)) => {
+                        runs[i].extend(rows);
+                        let status = if started { "failed" } else { "unavailable" };
+                        rep.unavailable.push(unavailable(name, e, status));
+                        out[i] = true;
+                        // This round's unfinished cases, the later rounds' and the restart.
+                        let left = per_server - (round as u64 + 1) * per_round
+                            + (per_round - (prog.done - before));
+                        prog.skip(left, name);
+                    }
                 }
             }
         }
-        // 2. and 3. Memory and restart.
-        if cfg.restart_keys > 0 {
+        for r in runs {
+            rep.rows.extend(merge_runs(r));
+        }
+    }
+    // 2. and 3. Memory and restart.
+    if cfg.restart_keys > 0 {
+        for (i, name) in cfg.servers.iter().enumerate() {
+            if out[i] {
+                continue;
+            }
+            let name = name.as_str();
             prog.show(&format!(
                 "{name}: loading {} keys (memory{})",
                 cfg.restart_keys,
@@ -1116,11 +1151,11 @@ pub fn run(
                 Err((m, e, started)) => {
                     rep.memory.extend(m.map(|m| *m));
                     let status = if started { "failed" } else { "unavailable" };
-                    rep.unavailable.push(unavailable(e, status));
+                    rep.unavailable.push(unavailable(name, e, status));
                 }
             }
+            prog.tick(&format!("{name}: done"));
         }
-        prog.jump(end, &format!("{name}: done"));
     }
     ratios(&mut rep);
     Ok(rep)
@@ -1170,6 +1205,42 @@ fn validate(cfg: &Config) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// One row per case from the rows of single runs (one per round): requests/s as the median
+/// with min..max over the runs, latencies as medians, DBSIZE of the last run.
+fn merge_runs(rows: Vec<Row>) -> Vec<Row> {
+    let mut groups: Vec<Vec<Row>> = vec![];
+    for r in rows {
+        let key = |x: &Row| (x.test.clone(), x.pipeline, x.value_size, x.requests);
+        match groups.iter_mut().find(|g| key(&g[0]) == key(&r)) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let f = |get: fn(&Row) -> f64| g.iter().map(get).collect::<Vec<f64>>();
+            let rps = Spread::of(&f(|r| r.rps));
+            let med = |get: fn(&Row) -> f64| crate::stats::median(&f(get));
+            let last = g.last().expect("a group has rows");
+            Row {
+                rps: rps.median,
+                rps_min: rps.min,
+                rps_max: rps.max,
+                elapsed_ms: last.requests as f64 / rps.median * 1e3,
+                avg_ms: med(|r| r.avg_ms),
+                p50_ms: med(|r| r.p50_ms),
+                p99_ms: med(|r| r.p99_ms),
+                max_ms: med(|r| r.max_ms),
+                requests_run: g.iter().map(|r| r.requests_run).min().unwrap_or(0),
+                sampled: g.iter().any(|r| r.sampled),
+                runs: g.len(),
+                ..last.clone()
+            }
+        })
+        .collect()
 }
 
 /// Error of a server's measurement: the rows measured before it, why, and whether the server
