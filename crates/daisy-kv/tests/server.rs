@@ -811,3 +811,48 @@ fn hello_3_switches_to_resp3() {
     );
     srv.stop();
 }
+
+/// Commands that touch more keys than one redo record can change: reads over many expired
+/// keys still answer (lazy expiry steps aside when the record runs low), and a DEL too big
+/// for one atomic record is refused whole with a clear error, deleting nothing.
+#[test]
+fn huge_commands_over_many_keys() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    const N: usize = 60_000;
+    let keys: Vec<String> = (0..N).map(|i| format!("e:{i:06}")).collect();
+    let mut p = redis::pipe();
+    for k in &keys {
+        p.cmd("SET").arg(k).arg("v").arg("PX").arg(300).ignore();
+    }
+    let _: () = p.query(&mut c).unwrap();
+    std::thread::sleep(Duration::from_millis(350));
+    // Every key has expired; most are still in the pool (active expiry works in small steps).
+    let got: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query(&mut c).unwrap();
+    assert_eq!(got.len(), N);
+    assert!(got.iter().all(|v| v.is_none()));
+    let n: i64 = redis::cmd("EXISTS").arg(&keys).query(&mut c).unwrap();
+    assert_eq!(n, 0);
+
+    // Live keys: a DEL of all of them in one command does not fit one redo record.
+    let live: Vec<String> = (0..N).map(|i| format!("l:{i:06}")).collect();
+    let mut p = redis::pipe();
+    for k in &live {
+        p.cmd("SET").arg(k).arg("v").ignore();
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let e = redis::cmd("DEL").arg(&live).query::<i64>(&mut c);
+    let text = err_text(e);
+    assert!(text.contains("too large"), "{text}");
+    let n: i64 = redis::cmd("EXISTS").arg(&live).query(&mut c).unwrap();
+    assert_eq!(n, N as i64, "a refused DEL deletes nothing");
+    // The same keys in smaller commands go.
+    for chunk in live.chunks(5_000) {
+        let n: i64 = redis::cmd("DEL").arg(chunk).query(&mut c).unwrap();
+        assert_eq!(n, chunk.len() as i64);
+    }
+    assert_eq!(c.get::<_, Option<String>>("l:000001").unwrap(), None);
+    srv.stop();
+}
