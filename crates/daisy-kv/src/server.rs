@@ -92,6 +92,10 @@ struct Conn {
     close_after: bool,
     /// The peer is gone or the socket failed: close now.
     dead: bool,
+    /// Registered for writability: a write would have blocked, and the rest of `wbuf` goes
+    /// when the socket drains. Otherwise only readability is registered, so the event loop is
+    /// not woken by every ACK that frees send-buffer space (as Redis does it).
+    want_write: bool,
 }
 
 /// One parsed request: which connection, and its arguments (ranges into that connection's
@@ -191,6 +195,12 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         shutdown: false,
         expire_cursor: 0,
         accept_pending: false,
+        work_buf: Vec::new(),
+        ranges_buf: Vec::new(),
+        one_buf: Vec::new(),
+        saved_buf: Vec::new(),
+        saved_mark: Vec::new(),
+        group_no: 0,
     };
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
@@ -216,6 +226,14 @@ struct Server {
     expire_cursor: u64,
     /// An accept failed (out of file descriptors): connections may wait in the backlog.
     accept_pending: bool,
+    /// Buffers of a round, kept between rounds so that a round allocates nothing.
+    work_buf: Vec<Work>,
+    ranges_buf: Vec<Range<usize>>,
+    one_buf: Vec<Range<usize>>,
+    saved_buf: Vec<(usize, usize, bool, Client)>,
+    /// Per connection, the number of the last group that saved its state (`saved_buf`).
+    saved_mark: Vec<u64>,
+    group_no: u64,
 }
 
 impl Server {
@@ -252,12 +270,12 @@ impl Server {
                     ready.push(i);
                 }
                 if ev.is_writable() {
-                    self.write(i);
+                    self.write(i, poll.registry());
                 }
             }
             self.process(&ready);
             for &i in &ready {
-                self.write(i);
+                self.write(i, poll.registry());
             }
             self.reap(poll);
             if Instant::now() >= next_expire {
@@ -267,7 +285,7 @@ impl Server {
         }
         // Flush what is pending (a SHUTDOWN's round may hold replies of other clients).
         for i in 0..self.conns.len() {
-            self.write(i);
+            self.write(i, poll.registry());
         }
         Ok(())
     }
@@ -302,11 +320,7 @@ impl Server {
             });
             if poll
                 .registry()
-                .register(
-                    &mut stream,
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                )
+                .register(&mut stream, Token(i), Interest::READABLE)
                 .is_err()
             {
                 self.free.push(i);
@@ -337,6 +351,7 @@ impl Server {
                 cl,
                 close_after: false,
                 dead: false,
+                want_write: false,
             });
         }
     }
@@ -397,7 +412,7 @@ impl Server {
     }
 
     /// Write pending replies until the socket would block.
-    fn write(&mut self, i: usize) {
+    fn write(&mut self, i: usize, reg: &mio::Registry) {
         let Some(Some(c)) = self.conns.get_mut(i) else {
             return;
         };
@@ -408,7 +423,16 @@ impl Server {
                     return;
                 }
                 Ok(n) => c.wpos += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if !c.want_write {
+                        let both = Interest::READABLE | Interest::WRITABLE;
+                        if reg.reregister(&mut c.stream, Token(i), both).is_err() {
+                            c.dead = true;
+                        }
+                        c.want_write = true;
+                    }
+                    return;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => {
                     c.dead = true;
@@ -418,6 +442,15 @@ impl Server {
         }
         c.wbuf.clear();
         c.wpos = 0;
+        if c.want_write {
+            c.want_write = false;
+            if reg
+                .reregister(&mut c.stream, Token(i), Interest::READABLE)
+                .is_err()
+            {
+                c.dead = true;
+            }
+        }
         if c.wbuf.capacity() > 1 << 20 {
             c.wbuf.shrink_to(64 << 10);
         }
@@ -441,9 +474,11 @@ impl Server {
 
     /// Parse every complete request of the ready connections and run them.
     fn process(&mut self, ready: &[usize]) {
-        let mut work = Vec::new();
-        let mut ranges: Vec<Range<usize>> = Vec::new();
-        let mut one = Vec::new();
+        let mut work = std::mem::take(&mut self.work_buf);
+        let mut ranges = std::mem::take(&mut self.ranges_buf);
+        let mut one = std::mem::take(&mut self.one_buf);
+        work.clear();
+        ranges.clear();
         for &i in ready {
             let Some(Some(c)) = self.conns.get_mut(i) else {
                 continue;
@@ -480,10 +515,10 @@ impl Server {
             }
             c.rpos = pos;
         }
-        if work.is_empty() {
-            return;
+        if !work.is_empty() {
+            self.run_work(&work, &ranges);
         }
-        self.run_work(&work, &ranges);
+        (self.work_buf, self.ranges_buf, self.one_buf) = (work, ranges, one);
     }
 
     /// Run a round's requests in order, grouped into transactions.
@@ -515,7 +550,10 @@ impl Server {
                 stop_at.unwrap_or(work.len())
             };
             // What a failed group must undo, per connection it touched.
-            let mut saved: Vec<(usize, usize, bool, Client)> = Vec::new();
+            let mut saved = std::mem::take(&mut self.saved_buf);
+            saved.clear();
+            self.group_no += 1;
+            let group = self.group_no;
             let counters = (
                 self.sv.total_commands,
                 self.sv.keyspace_hits,
@@ -543,7 +581,11 @@ impl Server {
                     self.prefetch(work.get(j + 4), ranges, 2);
                     let w = &work[j];
                     if let Some(Some(c)) = self.conns.get(w.conn) {
-                        if !saved.iter().any(|s| s.0 == w.conn) {
+                        if self.saved_mark.len() <= w.conn {
+                            self.saved_mark.resize(w.conn + 1, 0);
+                        }
+                        if self.saved_mark[w.conn] != group {
+                            self.saved_mark[w.conn] = group;
                             saved.push((w.conn, c.wbuf.len(), c.close_after, c.cl.clone()));
                         }
                     }
@@ -566,7 +608,7 @@ impl Server {
                         self.sv.keyspace_misses,
                         self.store.expired_keys,
                     ) = counters;
-                    for (ci, len, close, cl) in saved {
+                    for (ci, len, close, cl) in saved.drain(..) {
                         if let Some(Some(c)) = self.conns.get_mut(ci) {
                             c.wbuf.truncate(len);
                             c.close_after = close;
@@ -585,6 +627,7 @@ impl Server {
                     }
                 }
             }
+            self.saved_buf = saved;
         }
     }
 

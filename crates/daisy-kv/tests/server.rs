@@ -856,3 +856,39 @@ fn huge_commands_over_many_keys() {
     assert_eq!(c.get::<_, Option<String>>("l:000001").unwrap(), None);
     srv.stop();
 }
+
+/// A client that stops reading: its replies back up until the socket would block, the server
+/// keeps serving others meanwhile, and the rest is sent, in order, once the client reads again.
+#[test]
+fn slow_reader_gets_every_reply_in_order() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let big = vec![b'x'; 1 << 20];
+    let _: () = c.set("big", &big[..]).unwrap();
+    let mut slow = srv.raw();
+    const N: usize = 40;
+    let mut req = Vec::new();
+    for i in 0..N {
+        req.extend_from_slice(b"GET big\r\n");
+        req.extend_from_slice(format!("ECHO m{i:03}\r\n").as_bytes());
+    }
+    slow.write_all(&req).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // 40 MiB are waiting for the slow client; another client is served at once.
+    let _: () = c.set("other", "v").unwrap();
+    assert_eq!(c.get::<_, String>("other").unwrap(), "v");
+    let bulk = format!("${}\r\n", big.len());
+    let mut want = Vec::new();
+    for i in 0..N {
+        want.extend_from_slice(bulk.as_bytes());
+        want.extend_from_slice(&big);
+        want.extend_from_slice(b"\r\n");
+        want.extend_from_slice(format!("$4\r\nm{i:03}\r\n").as_bytes());
+    }
+    let mut got = vec![0u8; want.len()];
+    slow.read_exact(&mut got).unwrap();
+    assert!(got == want, "replies out of order or damaged");
+    srv.stop();
+}
