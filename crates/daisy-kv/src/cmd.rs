@@ -147,7 +147,13 @@ impl Ctx<'_, '_> {
     }
 
     fn lookup(&mut self, key: &[u8]) -> daisy::Result<Option<Val>> {
-        self.store.lookup(self.tx, key, self.now_ms)
+        self.store.lookup(self.tx, key, self.now_ms, false)
+    }
+
+    /// [`Self::lookup`] for commands that only read many keys (MGET, EXISTS): see
+    /// `Store::lookup` on why lazy expiry may step aside for them.
+    fn lookup_read(&mut self, key: &[u8]) -> daisy::Result<Option<Val>> {
+        self.store.lookup(self.tx, key, self.now_ms, true)
     }
 
     fn payload(&self, v: &Val) -> daisy::Result<Vec<u8>> {
@@ -678,7 +684,7 @@ fn getdel(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 fn mget(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     resp::array(c.out, a.len() - 1);
     for k in &a[1..] {
-        let v = c.lookup(k)?;
+        let v = c.lookup_read(k)?;
         c.bulk_opt(v)?;
     }
     Ok(())
@@ -924,7 +930,7 @@ fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 fn exists(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut n = 0;
     for k in &a[1..] {
-        n += c.lookup(k)?.is_some() as i64;
+        n += c.lookup_read(k)?.is_some() as i64;
     }
     resp::int(c.out, n);
     Ok(())

@@ -223,15 +223,24 @@ impl Store {
     /// The key's live value; a key whose time has passed is removed (lazy expiry, when the
     /// transaction has [`LAZY_EXPIRY_MIN_ROOM`] bytes of log left) and
     /// reads as absent.
-    pub fn lookup(&mut self, tx: &mut Tx, key: &[u8], now_ms: i64) -> daisy::Result<Option<Val>> {
+    ///
+    /// `read_only`: the caller only reads (MGET, EXISTS). Then the removal is a courtesy: when
+    /// the transaction's redo record is nearly full (a huge MGET over many expired keys), the
+    /// key only reads as absent and active expiry removes it later, instead of failing the
+    /// read. A writer must not get that: it takes "absent" to mean "no record" and would
+    /// overwrite the expired record without counting its expiry time down.
+    pub fn lookup(
+        &mut self,
+        tx: &mut Tx,
+        key: &[u8],
+        now_ms: i64,
+        read_only: bool,
+    ) -> daisy::Result<Option<Val>> {
         let Some(v) = self.peek(tx, key)? else {
             return Ok(None);
         };
         if v.expire_ms.is_some_and(|t| t <= now_ms) {
-            // The removal is a courtesy of the read: when the transaction's redo record is
-            // nearly full (a huge MGET or EXISTS over many expired keys), the key only reads as
-            // absent and active expiry removes it later, instead of failing the read.
-            if tx.log_room() < LAZY_EXPIRY_MIN_ROOM {
+            if read_only && tx.log_room() < LAZY_EXPIRY_MIN_ROOM {
                 return Ok(None);
             }
             self.map.remove_tx(tx, key)?;
@@ -514,4 +523,57 @@ pub fn dump(pool: &Pool) -> Result<std::collections::BTreeMap<Vec<u8>, (Vec<u8>,
         out.insert(k, (payload, ttl));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a pool with the default 16 KiB log slots, a transaction never has
+    /// `LAZY_EXPIRY_MIN_ROOM` left. A writer's lookup must still remove an expired record
+    /// (it then overwrites the key believing there is none); only a read-only lookup may
+    /// leave it. Either way the expires count matches the records.
+    #[test]
+    fn lazy_expiry_with_small_log_slots_keeps_counts() {
+        let dir = tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .unwrap();
+        let path = dir.path().join("kv.pool");
+        let pool = Pool::create(
+            &path,
+            &daisy::PoolOptions::new(LAYOUT).size(8 << 20).lanes(2),
+        )
+        .unwrap();
+        let mut st = Store::open(&pool).unwrap();
+        let past = 1_000;
+        let now = 2_000;
+        pool.transaction(|tx| {
+            st.put(tx, b"a", b"1", Some(past), false)?;
+            st.put(tx, b"b", b"2", Some(past), false)
+        })
+        .unwrap();
+        pool.transaction(|tx| {
+            assert!(tx.log_room() < LAZY_EXPIRY_MIN_ROOM);
+            // A writer (APPEND-like): the expired record goes, then the key is written anew.
+            assert!(st.lookup(tx, b"a", now, false)?.is_none());
+            st.put(tx, b"a", b"x", None, false)?;
+            // A reader: absent, the record stays for active expiry.
+            assert!(st.lookup(tx, b"b", now, true)?.is_none());
+            Ok::<_, daisy::Error>(())
+        })
+        .unwrap();
+        pool.transaction(|tx| {
+            assert_eq!(
+                st.expires(tx)?,
+                1,
+                "only b's record still has an expiry time"
+            );
+            assert_eq!(st.len_tx(tx)?, 2);
+            Ok::<_, daisy::Error>(())
+        })
+        .unwrap();
+        drop(st);
+        let (_, problems) = check(&pool).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+    }
 }
