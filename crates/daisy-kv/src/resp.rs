@@ -13,7 +13,15 @@ pub struct Limits {
     pub max_bulk_len: u64,
     pub max_multibulk_len: u64,
     pub max_inline_len: usize,
+    /// The client has not authenticated yet (with a password set): Redis then accepts at
+    /// most [`UNAUTH_MAX_MULTIBULK`] arguments of at most [`UNAUTH_MAX_BULK`] bytes, so an
+    /// unauthenticated peer cannot make the server buffer large requests.
+    pub unauthenticated: bool,
 }
+
+/// Redis's limits for a client that has not authenticated.
+pub const UNAUTH_MAX_MULTIBULK: i64 = 10;
+pub const UNAUTH_MAX_BULK: i64 = 16384;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -21,6 +29,7 @@ impl Default for Limits {
             max_bulk_len: 512 << 20,
             max_multibulk_len: i32::MAX as u64,
             max_inline_len: 64 << 10,
+            unauthenticated: false,
         }
     }
 }
@@ -102,6 +111,9 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
         return Parsed::Incomplete;
     };
     let count = match parse_i64(&buf[1..end]) {
+        Some(n) if lim.unauthenticated && n > UNAUTH_MAX_MULTIBULK => {
+            return Parsed::Error("Protocol error: unauthenticated multibulk length".into())
+        }
         Some(n) if (n as i128) <= lim.max_multibulk_len as i128 => n,
         _ => return Parsed::Error("Protocol error: invalid multibulk length".into()),
     };
@@ -126,6 +138,9 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
             return Parsed::Incomplete;
         };
         let len = match parse_i64(&buf[pos + 1..end]) {
+            Some(n) if lim.unauthenticated && n > UNAUTH_MAX_BULK => {
+                return Parsed::Error("Protocol error: unauthenticated bulk length".into())
+            }
             Some(n) if n >= 0 && n as u64 <= lim.max_bulk_len => n as usize,
             _ => return Parsed::Error("Protocol error: invalid bulk length".into()),
         };
@@ -271,6 +286,39 @@ mod tests {
         let (p, a) = args_of(b"*1\r\n$4\r\n\r\n*\n\r\n");
         assert_eq!(p, Parsed::Request { consumed: 14 });
         assert_eq!(a, vec![b"\r\n*\n".to_vec()]);
+    }
+
+    #[test]
+    fn unauthenticated_limits() {
+        let lim = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        let mut a = Vec::new();
+        let ten = format!("*10\r\n{}", "$1\r\nx\r\n".repeat(10));
+        assert_eq!(
+            parse(ten.as_bytes(), &mut a, &lim),
+            Parsed::Request {
+                consumed: ten.len()
+            }
+        );
+        let err = |b: &[u8]| match parse(b, &mut a.clone(), &lim) {
+            Parsed::Error(e) => e,
+            p => panic!("parsed as {p:?}"),
+        };
+        assert_eq!(
+            err(b"*11\r\n"),
+            "Protocol error: unauthenticated multibulk length"
+        );
+        assert_eq!(
+            err(b"*1\r\n$16385\r\n"),
+            "Protocol error: unauthenticated bulk length"
+        );
+        let ok = format!("*1\r\n$16384\r\n{}\r\n", "y".repeat(16384));
+        assert!(matches!(
+            parse(ok.as_bytes(), &mut a, &lim),
+            Parsed::Request { .. }
+        ));
     }
 
     #[test]

@@ -199,6 +199,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ranges_buf: Vec::new(),
         one_buf: Vec::new(),
         saved_buf: Vec::new(),
+        pass_buf: Vec::new(),
+        next_pass_buf: Vec::new(),
         saved_mark: Vec::new(),
         group_no: 0,
     };
@@ -231,6 +233,9 @@ struct Server {
     ranges_buf: Vec<Range<usize>>,
     one_buf: Vec<Range<usize>>,
     saved_buf: Vec<(usize, usize, bool, Client)>,
+    /// Connections to parse in this pass of a round, and in the next (see `process`).
+    pass_buf: Vec<usize>,
+    next_pass_buf: Vec<usize>,
     /// Per connection, the number of the last group that saved its state (`saved_buf`).
     saved_mark: Vec<u64>,
     group_no: u64,
@@ -477,47 +482,75 @@ impl Server {
         let mut work = std::mem::take(&mut self.work_buf);
         let mut ranges = std::mem::take(&mut self.ranges_buf);
         let mut one = std::mem::take(&mut self.one_buf);
-        work.clear();
-        ranges.clear();
-        for &i in ready {
-            let Some(Some(c)) = self.conns.get_mut(i) else {
-                continue;
-            };
-            if c.close_after {
-                continue;
-            }
-            let mut pos = c.rpos;
-            loop {
-                match resp::parse(&c.rbuf[pos..c.rlen], &mut one, &self.limits) {
-                    Parsed::Incomplete => break,
-                    Parsed::Request { consumed } => {
-                        if !one.is_empty() {
-                            let start = ranges.len();
-                            ranges.extend(one.iter().map(|r| r.start + pos..r.end + pos));
+        // A client that must still authenticate gets Redis's small request limits and has one
+        // request parsed per pass: the next is parsed only after this one ran, so a request
+        // pipelined right after AUTH gets the limits of an authenticated client, as in Redis.
+        let need_auth = self.sv.requirepass.is_some();
+        let unauth_limits = Limits {
+            unauthenticated: true,
+            ..self.limits
+        };
+        let mut cur = std::mem::take(&mut self.pass_buf);
+        let mut next = std::mem::take(&mut self.next_pass_buf);
+        cur.clear();
+        cur.extend_from_slice(ready);
+        loop {
+            work.clear();
+            ranges.clear();
+            next.clear();
+            for &i in &cur {
+                let Some(Some(c)) = self.conns.get_mut(i) else {
+                    continue;
+                };
+                if c.close_after {
+                    continue;
+                }
+                let unauth = need_auth && !c.cl.authed;
+                let lim = if unauth { &unauth_limits } else { &self.limits };
+                let mut pos = c.rpos;
+                loop {
+                    match resp::parse(&c.rbuf[pos..c.rlen], &mut one, lim) {
+                        Parsed::Incomplete => break,
+                        Parsed::Request { consumed } => {
+                            if !one.is_empty() {
+                                let start = ranges.len();
+                                ranges.extend(one.iter().map(|r| r.start + pos..r.end + pos));
+                                work.push(Work {
+                                    conn: i,
+                                    args: start..ranges.len(),
+                                    proto_error: None,
+                                });
+                            }
+                            pos += consumed;
+                            if unauth {
+                                if pos < c.rlen {
+                                    next.push(i);
+                                }
+                                break;
+                            }
+                        }
+                        Parsed::Error(e) => {
                             work.push(Work {
                                 conn: i,
-                                args: start..ranges.len(),
-                                proto_error: None,
+                                args: 0..0,
+                                proto_error: Some(e),
                             });
+                            pos = c.rlen;
+                            break;
                         }
-                        pos += consumed;
-                    }
-                    Parsed::Error(e) => {
-                        work.push(Work {
-                            conn: i,
-                            args: 0..0,
-                            proto_error: Some(e),
-                        });
-                        pos = c.rlen;
-                        break;
                     }
                 }
+                c.rpos = pos;
             }
-            c.rpos = pos;
+            if !work.is_empty() {
+                self.run_work(&work, &ranges);
+            }
+            if next.is_empty() || self.shutdown {
+                break;
+            }
+            std::mem::swap(&mut cur, &mut next);
         }
-        if !work.is_empty() {
-            self.run_work(&work, &ranges);
-        }
+        (self.pass_buf, self.next_pass_buf) = (cur, next);
         (self.work_buf, self.ranges_buf, self.one_buf) = (work, ranges, one);
     }
 

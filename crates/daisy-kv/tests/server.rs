@@ -690,6 +690,46 @@ fn requirepass_guards_every_command() {
         "{}",
         String::from_utf8_lossy(&got)
     );
+
+    // Before AUTH a client gets Redis's small limits: at most 10 arguments of 16 KiB each;
+    // more is a protocol error that closes only that connection.
+    let mut u = srv.raw();
+    let got = roundtrip(&mut u, b"*11\r\n", 200);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
+    let mut u = srv.raw();
+    let got = roundtrip(&mut u, b"*2\r\n$3\r\nGET\r\n$16385\r\n", 200);
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR Protocol error: unauthenticated bulk length\r\n"
+    );
+    // A big request pipelined right behind AUTH, in the same packet, is parsed after AUTH
+    // ran, with an authenticated client's limits.
+    let mut a = srv.raw();
+    let big = "x".repeat(100_000);
+    let mut req = b"*2\r\n$4\r\nAUTH\r\n$6\r\ns3cret\r\n".to_vec();
+    req.extend_from_slice(
+        format!(
+            "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n{big}\r\n",
+            big.len()
+        )
+        .as_bytes(),
+    );
+    let mut args = String::from("*12\r\n$4\r\nMGET\r\n");
+    for _ in 0..11 {
+        args.push_str("$3\r\nbig\r\n");
+    }
+    req.extend_from_slice(args.as_bytes());
+    let want_tail = format!("${}\r\n{big}\r\n", big.len());
+    let want = format!("+OK\r\n+OK\r\n*11\r\n{}", want_tail.repeat(11));
+    let got = roundtrip(&mut a, &req, want.len());
+    assert!(
+        got == want.as_bytes(),
+        "pipelined after AUTH: {:?}",
+        String::from_utf8_lossy(&got[..got.len().min(80)])
+    );
     srv.stop();
 }
 
