@@ -576,6 +576,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 max_size: a.max_size,
                 mode: a.mode.into(),
                 quiet: a.quiet,
+                ..Default::default()
             };
             daisy_kv::serve(&o, |_| {})?;
             Ok(ExitCode::SUCCESS)

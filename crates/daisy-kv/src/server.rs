@@ -41,6 +41,8 @@ pub struct Options {
     pub mode: ModeChoice,
     /// Print nothing but errors.
     pub quiet: bool,
+    /// Bytes read from one connection per event-loop round ([`READ_ROUND_CAP`] by default).
+    pub read_round_cap: usize,
 }
 
 impl Default for Options {
@@ -55,6 +57,7 @@ impl Default for Options {
             max_size: 16 << 30,
             mode: ModeChoice::Auto,
             quiet: false,
+            read_round_cap: READ_ROUND_CAP,
         }
     }
 }
@@ -71,6 +74,11 @@ const LOG_RESERVE: usize = 32 << 10;
 /// allocated itself, as when one key is written twice in a round, scans its allocations).
 const GROUP_LOG_BYTES: usize = 64 << 10;
 /// Close a client whose unparsed input exceeds this (Redis's client-query-buffer-limit).
+/// Bytes read from one connection per round. A client that pipelines faster than the server
+/// runs its commands is read in slices, its next slice in the next round, so the other
+/// clients' requests are not queued behind all of its input.
+pub const READ_ROUND_CAP: usize = 1 << 20;
+
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 const LISTENER: Token = Token(usize::MAX);
 /// Active expiry runs every this often, for at most `EXPIRE_BUDGET`.
@@ -96,6 +104,9 @@ struct Conn {
     /// when the socket drains. Otherwise only readability is registered, so the event loop is
     /// not woken by every ACK that frees send-buffer space (as Redis does it).
     want_write: bool,
+    /// The last read stopped at [`READ_ROUND_CAP`] with input possibly left in the socket:
+    /// no new edge will announce it, so the next round reads again unasked.
+    unread: bool,
 }
 
 /// One parsed request: which connection, and its arguments (ranges into that connection's
@@ -199,6 +210,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ranges_buf: Vec::new(),
         one_buf: Vec::new(),
         saved_buf: Vec::new(),
+        carry: Vec::new(),
+        read_cap: o.read_round_cap.max(1),
         pass_buf: Vec::new(),
         next_pass_buf: Vec::new(),
         saved_mark: Vec::new(),
@@ -233,6 +246,9 @@ struct Server {
     ranges_buf: Vec<Range<usize>>,
     one_buf: Vec<Range<usize>>,
     saved_buf: Vec<(usize, usize, bool, Client)>,
+    /// Connections whose capped read left input in the socket: read again next round.
+    carry: Vec<usize>,
+    read_cap: usize,
     /// Connections to parse in this pass of a round, and in the next (see `process`).
     pass_buf: Vec<usize>,
     next_pass_buf: Vec<usize>,
@@ -251,8 +267,14 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         let mut next_expire = Instant::now() + EXPIRE_PERIOD;
         let mut ready = Vec::new();
+        let mut carry = Vec::new();
         while !self.shutdown && !stop.load(Ordering::Relaxed) {
             let mut wait = next_expire.saturating_duration_since(Instant::now());
+            // Connections with input left from a capped read go on without waiting.
+            std::mem::swap(&mut carry, &mut self.carry);
+            if !carry.is_empty() {
+                wait = Duration::ZERO;
+            }
             if self.accept_pending {
                 wait = wait.min(Duration::from_millis(10));
                 self.accept(poll, listener);
@@ -271,11 +293,15 @@ impl Server {
                 }
                 let i = ev.token().0;
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.read(i, ev.is_read_closed() || ev.is_error());
-                    ready.push(i);
+                    self.read_ready(i, ev.is_read_closed() || ev.is_error(), &mut ready);
                 }
                 if ev.is_writable() {
                     self.write(i, poll.registry());
+                }
+            }
+            for i in carry.drain(..) {
+                if !ready.contains(&i) {
+                    self.read_ready(i, false, &mut ready);
                 }
             }
             self.process(&ready);
@@ -357,11 +383,25 @@ impl Server {
                 close_after: false,
                 dead: false,
                 want_write: false,
+                unread: false,
             });
         }
     }
 
-    /// Read everything the socket has (edge-triggered: until it would block).
+    /// Read connection `i` and list it for this round; remember it for the next round when
+    /// its read stopped at the cap.
+    fn read_ready(&mut self, i: usize, hup: bool, ready: &mut Vec<usize>) {
+        self.read(i, hup);
+        ready.push(i);
+        if let Some(Some(c)) = self.conns.get(i) {
+            if c.unread && !c.dead {
+                self.carry.push(i);
+            }
+        }
+    }
+
+    /// Read what the socket has (edge-triggered: until it would block, or a short read), at
+    /// most about [`READ_ROUND_CAP`] bytes per round.
     fn read(&mut self, i: usize, hup: bool) {
         let Some(Some(c)) = self.conns.get_mut(i) else {
             return;
@@ -375,7 +415,13 @@ impl Server {
         if c.rlen == 0 && c.rbuf.len() > 1 << 20 {
             c.rbuf = vec![0; 16 << 10]; // after a large request: give the memory back
         }
+        c.unread = false;
+        let mut taken = 0;
         loop {
+            if taken >= self.read_cap {
+                c.unread = true;
+                return;
+            }
             if c.rbuf.len() - c.rlen < 4 << 10 {
                 let grown = (c.rbuf.len() * 2).max(16 << 10);
                 c.rbuf.resize(grown, 0);
@@ -389,6 +435,7 @@ impl Server {
                 Ok(n) => {
                     let room = c.rbuf.len() - c.rlen;
                     c.rlen += n;
+                    taken += n;
                     // A short read took everything the socket held: data arriving later
                     // raises a new edge, so there is no need to read again until EAGAIN
                     // (that would cost a second system call per request).

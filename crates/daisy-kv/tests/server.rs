@@ -932,3 +932,42 @@ fn slow_reader_gets_every_reply_in_order() {
     assert!(got == want, "replies out of order or damaged");
     srv.stop();
 }
+
+/// A client that pipelines far more than one round reads in one go: it is read in
+/// slices over several rounds without waiting for new input, gets every reply in order, and
+/// another client is answered meanwhile.
+#[test]
+fn flooding_client_is_read_in_slices_and_gets_every_reply() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    // A small slice, so that reads stop at the cap with input left whatever the timing.
+    let srv = Server::start_with(&pool, |o| o.read_round_cap = 4096);
+    let mut flood = srv.raw();
+    const N: usize = 100_000;
+    let mut req = Vec::with_capacity(N * 48);
+    for i in 0..N {
+        let k = format!("f:{i:06}");
+        req.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n$8\r\nvalue{:03}\r\n",
+                k.len(),
+                i % 1000
+            )
+            .as_bytes(),
+        );
+    }
+    assert!(req.len() > 3 << 20, "more than three rounds' worth");
+    // Write it all from another thread while this one reads the replies.
+    let mut w = flood.try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(&req).unwrap());
+    let mut c = srv.client();
+    assert_eq!(redis::cmd("PING").query::<String>(&mut c).unwrap(), "PONG");
+    let want = b"+OK\r\n".repeat(N);
+    let mut got = vec![0u8; want.len()];
+    flood.read_exact(&mut got).unwrap();
+    writer.join().unwrap();
+    assert!(got == want);
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(), N as i64);
+    assert_eq!(c.get::<_, String>("f:099999").unwrap(), "value999");
+    srv.stop();
+}
