@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
         max_bulk_len: 1 << 16,
         max_multibulk_len: 1 << 12,
         max_inline_len: 1 << 10,
+        ..Limits::default()
     };
     let mut args = Vec::new();
     let mut pos = 0;

@@ -95,8 +95,43 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     Some(v)
 }
 
+/// Where an incomplete multibulk request stopped, so that the next attempt, with more bytes,
+/// resumes there instead of parsing its arguments again: a request of a million arguments
+/// arriving in a thousand pieces would otherwise be parsed a thousand times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// Arguments still expected; 0: no request in progress.
+    left: i64,
+    /// Offset, from the request's start, of the next argument's `$`.
+    pos: usize,
+}
+
+impl Resume {
+    /// A request is half parsed: its arguments so far are in the caller's `args`.
+    pub fn in_progress(&self) -> bool {
+        self.left > 0
+    }
+}
+
 /// Parse one request at the start of `buf`, pushing argument ranges into `args`.
 pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
+    parse_resume(buf, args, lim, &mut Resume::default())
+}
+
+/// [`parse`] that can stop in the middle of a multibulk request and go on from there: on
+/// `Incomplete`, `st` and `args` hold the progress; call again with the same `args` and
+/// `st` and the same request at the start of a longer `buf`. Any other outcome resets `st`.
+pub fn parse_resume(
+    buf: &[u8],
+    args: &mut Vec<Range<usize>>,
+    lim: &Limits,
+    st: &mut Resume,
+) -> Parsed {
+    if st.left > 0 {
+        let (left, pos) = (st.left, st.pos);
+        *st = Resume::default();
+        return parse_args(buf, args, lim, left, pos, st);
+    }
     args.clear();
     if buf.is_empty() {
         return Parsed::Incomplete;
@@ -117,13 +152,32 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
         Some(n) if (n as i128) <= lim.max_multibulk_len as i128 => n,
         _ => return Parsed::Error("Protocol error: invalid multibulk length".into()),
     };
-    let mut pos = end + 2;
+    let pos = end + 2;
     if count <= 0 {
         return Parsed::Request { consumed: pos };
     }
-    for _ in 0..count {
+    parse_args(buf, args, lim, count, pos, st)
+}
+
+/// The `count` bulk arguments of a multibulk request, the first at `pos`.
+fn parse_args(
+    buf: &[u8],
+    args: &mut Vec<Range<usize>>,
+    lim: &Limits,
+    count: i64,
+    mut pos: usize,
+    st: &mut Resume,
+) -> Parsed {
+    let incomplete = |st: &mut Resume, done: i64, pos: usize| {
+        *st = Resume {
+            left: count - done,
+            pos,
+        };
+        Parsed::Incomplete
+    };
+    for done in 0..count {
         if pos >= buf.len() {
-            return Parsed::Incomplete;
+            return incomplete(st, done, pos);
         }
         if buf[pos] != b'$' {
             return Parsed::Error(format!(
@@ -135,7 +189,7 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
             if buf.len() - pos > lim.max_inline_len {
                 return Parsed::Error("Protocol error: too big bulk count string".into());
             }
-            return Parsed::Incomplete;
+            return incomplete(st, done, pos);
         };
         let len = match parse_i64(&buf[pos + 1..end]) {
             Some(n) if lim.unauthenticated && n > UNAUTH_MAX_BULK => {
@@ -146,7 +200,7 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
         };
         let start = end + 2;
         if buf.len() < start + len + 2 {
-            return Parsed::Incomplete;
+            return incomplete(st, done, pos);
         }
         if &buf[start + len..start + len + 2] != b"\r\n" {
             // Redis trusts the length and then fails on the missing CRLF the same way.
@@ -374,6 +428,55 @@ mod tests {
         }
     }
 
+    /// Parse `wire` as a server does when the bytes arrive in two reads, the first ending at
+    /// `cut`: the request the cut splits is resumed, not parsed again from its start.
+    fn parse_stream_resuming(wire: &[u8], cut: usize) -> Vec<Vec<Vec<u8>>> {
+        let lim = Limits::default();
+        let (mut out, mut pos, mut args, mut st) = (Vec::new(), 0, Vec::new(), Resume::default());
+        for avail in [cut, wire.len()] {
+            loop {
+                match parse_resume(&wire[pos..avail.max(pos)], &mut args, &lim, &mut st) {
+                    Parsed::Incomplete => break,
+                    Parsed::Request { consumed } => {
+                        assert!(!st.in_progress());
+                        out.push(
+                            args.iter()
+                                .map(|r| wire[pos + r.start..pos + r.end].to_vec())
+                                .collect(),
+                        );
+                        pos += consumed;
+                    }
+                    Parsed::Error(e) => panic!("{e}"),
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_request_resumes_where_it_stopped() {
+        let lim = Limits::default();
+        let wire = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n";
+        let (mut args, mut st) = (Vec::new(), Resume::default());
+        // Two whole arguments and part of the third.
+        assert_eq!(
+            parse_resume(&wire[..22], &mut args, &lim, &mut st),
+            Parsed::Incomplete
+        );
+        assert!(st.in_progress());
+        assert_eq!(args.len(), 2);
+        assert_eq!(st.pos, 20, "resumes at the third argument's '$'");
+        assert_eq!(
+            parse_resume(wire, &mut args, &lim, &mut st),
+            Parsed::Request {
+                consumed: wire.len()
+            }
+        );
+        assert!(!st.in_progress());
+        let got: Vec<&[u8]> = args.iter().map(|r| &wire[r.clone()]).collect();
+        assert_eq!(got, [&b"SET"[..], b"k", b"value"]);
+    }
+
     fn encode(cmds: &[Vec<Vec<u8>>]) -> Vec<u8> {
         let mut b = Vec::new();
         for c in cmds {
@@ -417,6 +520,8 @@ mod tests {
             let mut joined = first;
             joined.extend(rest);
             proptest::prop_assert_eq!(&joined, &cmds);
+            // The same, resuming the request cut in two where the first attempt stopped.
+            proptest::prop_assert_eq!(&parse_stream_resuming(&wire, cut), &cmds);
             let mut bad = wire.clone();
             let i = flip % bad.len();
             bad[i] = byte;

@@ -107,6 +107,10 @@ struct Conn {
     /// The last read stopped at [`READ_ROUND_CAP`] with input possibly left in the socket:
     /// no new edge will announce it, so the next round reads again unasked.
     unread: bool,
+    /// A request at `rpos` that is not complete yet: where its parse stopped, and the ranges
+    /// of its arguments so far (relative to `rpos`), so more bytes resume it.
+    resume: resp::Resume,
+    partial: Vec<Range<usize>>,
 }
 
 /// One parsed request: which connection, and its arguments (ranges into that connection's
@@ -384,6 +388,8 @@ impl Server {
                 dead: false,
                 want_write: false,
                 unread: false,
+                resume: resp::Resume::default(),
+                partial: Vec::new(),
             });
         }
     }
@@ -556,8 +562,17 @@ impl Server {
                 let lim = if unauth { &unauth_limits } else { &self.limits };
                 let mut pos = c.rpos;
                 loop {
-                    match resp::parse(&c.rbuf[pos..c.rlen], &mut one, lim) {
-                        Parsed::Incomplete => break,
+                    // A request parsed in part in an earlier round goes on from there.
+                    if c.resume.in_progress() {
+                        std::mem::swap(&mut one, &mut c.partial);
+                    }
+                    match resp::parse_resume(&c.rbuf[pos..c.rlen], &mut one, lim, &mut c.resume) {
+                        Parsed::Incomplete => {
+                            if c.resume.in_progress() {
+                                std::mem::swap(&mut one, &mut c.partial);
+                            }
+                            break;
+                        }
                         Parsed::Request { consumed } => {
                             if !one.is_empty() {
                                 let start = ranges.len();

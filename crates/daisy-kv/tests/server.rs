@@ -971,3 +971,40 @@ fn flooding_client_is_read_in_slices_and_gets_every_reply() {
     assert_eq!(c.get::<_, String>("f:099999").unwrap(), "value999");
     srv.stop();
 }
+
+/// A request with many arguments that arrives in many small pieces is parsed where it stopped
+/// each time (not from its start again), and runs whole when its last byte is in.
+#[test]
+fn a_long_request_arriving_in_pieces() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut s = srv.raw();
+    s.set_nodelay(true).unwrap();
+    const PAIRS: usize = 3000;
+    let mut req = format!("*{}\r\n$4\r\nMSET\r\n", 1 + 2 * PAIRS).into_bytes();
+    for i in 0..PAIRS {
+        let (k, v) = (format!("p:{i}"), format!("v{i}"));
+        req.extend_from_slice(format!("${}\r\n{k}\r\n${}\r\n{v}\r\n", k.len(), v.len()).as_bytes());
+    }
+    for (n, piece) in req.chunks(337).enumerate() {
+        s.write_all(piece).unwrap();
+        if n % 8 == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let got = roundtrip(&mut s, b"", 5);
+    assert_eq!(got, b"+OK\r\n");
+    let mut c = srv.client();
+    assert_eq!(
+        redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(),
+        PAIRS as i64
+    );
+    for i in [0, 1, 1234, PAIRS - 1] {
+        assert_eq!(
+            c.get::<_, String>(format!("p:{i}")).unwrap(),
+            format!("v{i}")
+        );
+    }
+    srv.stop();
+}
