@@ -1008,3 +1008,40 @@ fn a_long_request_arriving_in_pieces() {
     }
     srv.stop();
 }
+
+/// A pool filled to the last small block still empties with FLUSHALL (it must not need room
+/// for the new empty table first) and takes writes again.
+#[test]
+fn flushall_empties_a_completely_full_pool() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start_with(&pool, |o| {
+        o.size = 24 << 20;
+        o.max_size = 24 << 20;
+    });
+    let mut c = srv.client();
+    let mut n = 0;
+    for size in [1 << 16, 1 << 10, 16] {
+        let val = vec![1u8; size];
+        loop {
+            match c.set::<_, _, ()>(format!("k:{n}"), &val) {
+                Ok(()) => n += 1,
+                Err(e) => {
+                    assert_eq!(e.code(), Some("OOM"), "{e}");
+                    break;
+                }
+            }
+            assert!(n < 1_000_000, "the pool never filled");
+        }
+    }
+    assert!(n > 100);
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut c).unwrap(), 0);
+    let _: () = c.set("after", "yes").unwrap();
+    assert_eq!(c.get::<_, String>("after").unwrap(), "yes");
+    drop(c);
+    srv.stop();
+    let p = daisy::Pool::open(&pool, daisy_kv::store::LAYOUT).unwrap();
+    let report = p.check(None);
+    assert!(report.ok(), "{:?}", report.problems);
+}
