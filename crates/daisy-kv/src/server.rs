@@ -271,6 +271,7 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         let mut next_expire = Instant::now() + EXPIRE_PERIOD;
         let mut ready = Vec::new();
+        let mut written = Vec::new();
         let mut carry = Vec::new();
         while !self.shutdown && !stop.load(Ordering::Relaxed) {
             let mut wait = next_expire.saturating_duration_since(Instant::now());
@@ -290,6 +291,7 @@ impl Server {
                 return Err(format!("epoll_wait: {e}"));
             }
             ready.clear();
+            written.clear();
             for ev in events.iter() {
                 if ev.token() == LISTENER {
                     self.accept(poll, listener);
@@ -301,6 +303,7 @@ impl Server {
                 }
                 if ev.is_writable() {
                     self.write(i, poll.registry());
+                    written.push(i);
                 }
             }
             for i in carry.drain(..) {
@@ -312,7 +315,8 @@ impl Server {
             for &i in &ready {
                 self.write(i, poll.registry());
             }
-            self.reap(poll);
+            // Only connections that had an event or a request can have died or finished.
+            self.reap(poll, ready.iter().chain(&written));
             if Instant::now() >= next_expire {
                 self.active_expire();
                 next_expire = Instant::now() + EXPIRE_PERIOD;
@@ -515,11 +519,11 @@ impl Server {
     }
 
     /// Close connections that are gone, or done after QUIT or a protocol error.
-    fn reap(&mut self, poll: &mut Poll) {
-        for i in 0..self.conns.len() {
-            let close = match &self.conns[i] {
-                Some(c) => c.dead || (c.close_after && c.wpos >= c.wbuf.len()),
-                None => false,
+    fn reap<'a>(&mut self, poll: &mut Poll, touched: impl Iterator<Item = &'a usize>) {
+        for &i in touched {
+            let close = match self.conns.get(i) {
+                Some(Some(c)) => c.dead || (c.close_after && c.wpos >= c.wbuf.len()),
+                _ => false,
             };
             if close {
                 let mut c = self.conns[i].take().unwrap();
