@@ -448,6 +448,9 @@ pub static COMMANDS: &[Spec] = &[
 /// cheap hash serves (SipHash showed in profiles of pipelined rounds).
 pub struct Table {
     by_name: HashMap<Vec<u8>, usize, std::hash::BuildHasherDefault<NameHasher>>,
+    /// The last name looked up, exactly as sent (zero-padded, with its length), and its
+    /// command: a pipeline repeats one command, and a round looks each one up more than once.
+    last: std::cell::Cell<([u8; 16], usize, Option<&'static Spec>)>,
 }
 
 #[derive(Default)]
@@ -472,6 +475,7 @@ impl Table {
                 .enumerate()
                 .map(|(i, s)| (s.name.as_bytes().to_vec(), i))
                 .collect(),
+            last: std::cell::Cell::new(([0; 16], usize::MAX, None)),
         }
     }
 
@@ -481,10 +485,17 @@ impl Table {
         if name.len() > buf.len() {
             return None;
         }
+        buf[..name.len()].copy_from_slice(name);
+        let (last, last_len, last_spec) = self.last.get();
+        if last_len == name.len() && last == buf {
+            return last_spec;
+        }
+        let key = buf;
         let lower = &mut buf[..name.len()];
-        lower.copy_from_slice(name);
         lower.make_ascii_lowercase();
-        self.by_name.get(&lower[..]).map(|&i| &COMMANDS[i])
+        let spec = self.by_name.get(&lower[..]).map(|&i| &COMMANDS[i]);
+        self.last.set((key, name.len(), spec));
+        spec
     }
 }
 
@@ -1688,6 +1699,16 @@ mod tests {
         assert!(t.find(b"GeT").is_some());
         assert!(t.find(b"nosuchcommand").is_none());
         assert!(t.find(&[b'g'; 100]).is_none());
+        // The one-entry cache answers repeats, and never across different names or cases
+        // that name different commands (a shorter name must not match a longer one's prefix).
+        for _ in 0..2 {
+            assert_eq!(t.find(b"get").unwrap().name, "get");
+            assert_eq!(t.find(b"GET").unwrap().name, "get");
+            assert_eq!(t.find(b"getset").unwrap().name, "getset");
+            assert_eq!(t.find(b"ge").map(|s| s.name), None);
+            assert_eq!(t.find(b"set").unwrap().name, "set");
+            assert_eq!(t.find(b"set\0").map(|s| s.name), None);
+        }
         for s in COMMANDS {
             assert!(s.arity != 0 && s.name.len() <= 16, "{}", s.name);
         }
