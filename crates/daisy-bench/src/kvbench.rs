@@ -91,6 +91,54 @@ pub struct Config {
     pub max_secs: f64,
     /// The `daisy` binary that has the `serve` command (`std::env::current_exe()`).
     pub daisy_exe: PathBuf,
+    /// Pin the servers to one CPU and redis-benchmark to the others (when there are two or
+    /// more), so the two never compete for a core and the scheduler's placement does not
+    /// decide the comparison; every server gets the same treatment.
+    pub pin: bool,
+}
+
+/// Where the servers and redis-benchmark run when pinned: the last CPU this process may use
+/// for the server, the rest for the client.
+#[derive(Clone, Copy)]
+struct Pinning {
+    server: libc::cpu_set_t,
+    client: libc::cpu_set_t,
+}
+
+/// The pinning plan, and its description; None on a single CPU (or when the affinity cannot
+/// be read).
+fn pinning() -> Option<(Pinning, String)> {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sched_getaffinity writes at most the size given into `set`.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return None;
+    }
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: every index is below the set's size in bits.
+    let cpus: Vec<usize> = (0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    let (&last, rest) = cpus.split_last()?;
+    if rest.is_empty() {
+        return None;
+    }
+    // SAFETY: as above (zeroed = empty; `last` is below the size in bits).
+    let mut server: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(last, &mut server) };
+    let mut client = set;
+    // SAFETY: `last` is below the size in bits.
+    unsafe { libc::CPU_CLR(last, &mut client) };
+    let list = rest
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    Some((
+        Pinning { server, client },
+        format!("servers pinned to CPU {last}, redis-benchmark to CPU {list}"),
+    ))
 }
 
 /// One result row of the requests table (one server, one test, one case).
@@ -414,12 +462,17 @@ pub struct Proc {
 }
 
 impl Proc {
-    fn spawn(cmd: &mut Command) -> std::io::Result<Proc> {
+    /// Spawn `cmd`, dying with this process, on the CPUs of `cpus` when given.
+    fn spawn(cmd: &mut Command, cpus: Option<libc::cpu_set_t>) -> std::io::Result<Proc> {
         use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        // SAFETY: prctl and sched_setaffinity are plain system calls: async-signal-safe, and
+        // they read only the set copied into the closure.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if let Some(set) = &cpus {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
+                }
                 Ok(())
             });
         }
@@ -554,6 +607,7 @@ struct Tools {
     redis_server: Option<PathBuf>,
     redis_benchmark: Option<PathBuf>,
     daisy: PathBuf,
+    pin: Option<Pinning>,
 }
 
 const LOG: &str = "server.log";
@@ -653,7 +707,7 @@ impl Server {
         let port = free_port()?;
         let mut cmd = server_command(tools, name, port, sub)?;
         let spawned = Instant::now();
-        let proc = Proc::spawn(&mut cmd)
+        let proc = Proc::spawn(&mut cmd, tools.pin.map(|p| p.server))
             .map_err(|e| format!("{}: {e}", cmd.get_program().to_string_lossy().into_owned()))?;
         Ok(Server {
             name: name.to_string(),
@@ -832,6 +886,7 @@ struct Case {
 /// One redis-benchmark invocation (all of `cfg.tests`), its output in `scratch`; killed after
 /// `timeout`.
 fn redis_benchmark(
+    tools: &Tools,
     exe: &Path,
     port: u16,
     cfg: &Config,
@@ -872,6 +927,7 @@ fn redis_benchmark(
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err),
+        tools.pin.map(|p| p.client),
     )
     .map_err(|e| format!("{}: {e}", exe.display()))?;
     let st = p.wait_for(timeout);
@@ -958,10 +1014,12 @@ pub fn run(
     let tmpfs = daisy::map::is_tmpfs(&f);
     drop(f);
     remove_stale(&cfg.dir);
+    let pin = if cfg.pin { pinning() } else { None };
     let tools = Tools {
         redis_server: find_in_path("redis-server"),
         redis_benchmark: find_in_path("redis-benchmark"),
         daisy: cfg.daisy_exe.clone(),
+        pin: pin.as_ref().map(|p| p.0),
     };
     let dir_s = cfg.dir.display().to_string();
 
@@ -977,6 +1035,11 @@ pub fn run(
          all of them)",
         cfg.dir.display()
     ));
+    note(&match (&pin, cfg.pin) {
+        (Some((_, how)), _) => format!("CPUs: {how} (--no-pin to let the scheduler place them)"),
+        (None, true) => "CPUs: one CPU, nothing pinned".into(),
+        (None, false) => "CPUs: not pinned (--no-pin)".into(),
+    });
     note(&format!(
         "dir {} on {} ({})",
         cfg.dir.display(),
@@ -1283,8 +1346,9 @@ fn measure_requests(
                             size,
                         };
                         let timeout = Duration::from_secs(120);
-                        let rows = redis_benchmark(bench, server.port, cfg, case, sub, timeout)
-                            .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
+                        let rows =
+                            redis_benchmark(tools, bench, server.port, cfg, case, sub, timeout)
+                                .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
                         let spr: f64 = rows.iter().map(|r| 1.0 / r.rps.max(1e-9)).sum();
                         if spr * n as f64 > cfg.max_secs {
                             n_run = round2((cfg.max_secs / spr) as usize).clamp(PROBE_N, n);
@@ -1302,8 +1366,11 @@ fn measure_requests(
                             pipeline,
                             size,
                         };
-                        let rows = redis_benchmark(bench, server.port, cfg, case, sub, timeout)
-                            .map_err(|e| format!("N={n} pipeline {pipeline} size {size}: {e}"))?;
+                        let rows =
+                            redis_benchmark(tools, bench, server.port, cfg, case, sub, timeout)
+                                .map_err(|e| {
+                                    format!("N={n} pipeline {pipeline} size {size}: {e}")
+                                })?;
                         samples.push(rows);
                         keys_after = c.int(&["DBSIZE"])? as u64;
                         tick(&format!(

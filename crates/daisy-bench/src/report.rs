@@ -380,6 +380,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         servers: kvbench::SERVERS.iter().map(|s| s.to_string()).collect(),
         max_secs: kvbench::DEFAULT_MAX_SECS,
         daisy_exe: cfg.daisy_exe.clone(),
+        pin: true,
     };
     let bar = progress::bar(1, "stages");
     let kv = kvbench::run(
@@ -995,7 +996,10 @@ pub fn markdown(r: &Report) -> String {
          redis-benchmark against `daisy serve` (every write durable in the pool before its \
          reply) and against redis-server with no persistence, RDB snapshots, and an AOF \
          (fsync every second, and before every reply), each started by the benchmark on the \
-         same file system; then memory per key and the restart time with many keys.\n"
+         same file system; then memory per key and the restart time with many keys. The \
+         runs of a case go in rounds over all servers, and on a machine with two CPUs or more \
+         the servers run pinned to one CPU and redis-benchmark to the others, the same for \
+         every server.\n"
     );
     match &r.kv {
         Ok(k) => kv_markdown(&mut s, k),

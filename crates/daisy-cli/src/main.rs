@@ -382,6 +382,10 @@ struct KvArgs {
     /// requests and marked sampled.
     #[arg(long, default_value_t = kvbench::DEFAULT_MAX_SECS)]
     max_secs: f64,
+    /// Do not pin the servers to one CPU and redis-benchmark to the others (by default they
+    /// are, when there are two CPUs or more, so they never compete for a core).
+    #[arg(long)]
+    no_pin: bool,
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
 }
@@ -423,6 +427,7 @@ fn kv_cmd(a: KvArgs) -> Result<ExitCode, String> {
         servers,
         max_secs: a.max_secs,
         daisy_exe: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+        pin: !a.no_pin,
     };
     let json = a.format == TableFormat::Json;
     let out = Stages::new(json);
