@@ -1106,6 +1106,14 @@ fn row_fields(row: &txbench::Row) -> RowFields<'_> {
     }
 }
 
+/// An SVG chart inline in the page, or a line saying why it is not there.
+fn embed_chart(h: &mut String, chart: Result<String, String>) {
+    let _ = match chart {
+        Ok(svg) => writeln!(h, "<div class=\"chart\">{svg}</div>"),
+        Err(e) => writeln!(h, "<p>(chart not drawn: {})</p>", esc(&e)),
+    };
+}
+
 fn esc(t: &str) -> String {
     t.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -1184,14 +1192,7 @@ pub fn html(r: &Report) -> String {
         h,
         "<h2>2. Persistence performance test: small transactions</h2>"
     );
-    match crate::charts::tx_ns(&r.tx) {
-        Ok(svg) => {
-            let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
-        }
-        Err(e) => {
-            let _ = writeln!(h, "<p>(chart not drawn: {})</p>", esc(&e));
-        }
-    }
+    embed_chart(&mut h, crate::charts::tx_ns(&r.tx));
     let _ = writeln!(h, "{}", md_table(&md, "| case |"));
     let _ = writeln!(
         h,
@@ -1201,19 +1202,8 @@ pub fn html(r: &Report) -> String {
         let _ = writeln!(h, "<li>{}</li>", esc(n.trim()));
     }
     let _ = writeln!(h, "</ul>");
-    for chart in [
-        crate::charts::hashmap_ns(&r.hashmap),
-        crate::charts::hashmap_vs_msync(&r.hashmap),
-    ] {
-        match chart {
-            Ok(svg) => {
-                let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
-            }
-            Err(e) => {
-                let _ = writeln!(h, "<p>(chart not drawn: {})</p>", esc(&e));
-            }
-        }
-    }
+    embed_chart(&mut h, crate::charts::hashmap_ns(&r.hashmap));
+    embed_chart(&mut h, crate::charts::hashmap_vs_msync(&r.hashmap));
     let _ = writeln!(h, "{}", md_table(&md, "| N |"));
     if r.hashmap_disk_dir.is_some() {
         let _ = writeln!(
@@ -1228,19 +1218,8 @@ pub fn html(r: &Report) -> String {
     );
     match &r.kv {
         Ok(k) => {
-            for chart in [
-                crate::charts::kv_rps(&k.rows),
-                crate::charts::kv_latency(&k.rows),
-            ] {
-                match chart {
-                    Ok(svg) => {
-                        let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
-                    }
-                    Err(e) => {
-                        let _ = writeln!(h, "<p>(chart not drawn: {})</p>", esc(&e));
-                    }
-                }
-            }
+            embed_chart(&mut h, crate::charts::kv_rps(&k.rows));
+            embed_chart(&mut h, crate::charts::kv_latency(&k.rows));
             let _ = writeln!(h, "{}", md_table(&md, "| test | pipeline |"));
             if !k.memory.is_empty() {
                 let _ = writeln!(h, "{}", md_table(&md, "| server | keys |"));

@@ -274,6 +274,15 @@ const FRESH_PAGE_SHIFT: u32 = 12;
 /// New objects spanning more pages than this are kept in `TxBuffers::fresh_big` instead.
 const FRESH_PAGES_MAX: u64 = 16;
 
+/// First and last 4 KiB page of the new object at `o` of `s` bytes.
+#[inline(always)]
+fn fresh_pages_of(o: u64, s: u64) -> (u64, u64) {
+    (
+        o >> FRESH_PAGE_SHIFT,
+        (o + s.max(1) - 1) >> FRESH_PAGE_SHIFT,
+    )
+}
+
 /// Bits a..b of a cache line's 64 bytes (0 <= a < b <= 64).
 #[inline(always)]
 fn line_bits(a: u64, b: u64) -> u64 {
@@ -503,10 +512,7 @@ impl TxBuffers {
     /// Bring `fresh_pages` up to date with `fresh`.
     fn sync_fresh_pages(&mut self) {
         for &(o, s) in &self.fresh[self.fresh_paged..] {
-            let (p0, p1) = (
-                o >> FRESH_PAGE_SHIFT,
-                (o + s.max(1) - 1) >> FRESH_PAGE_SHIFT,
-            );
+            let (p0, p1) = fresh_pages_of(o, s);
             if p1 - p0 >= FRESH_PAGES_MAX {
                 self.fresh_big.push((o, s));
                 continue;
@@ -574,12 +580,12 @@ impl TxBuffers {
         // The swap_remove moves the newest object into the cancelled one's slot: index it.
         self.sync_fresh_pages();
         self.fresh_paged -= 1;
-        self.fresh_big.retain(|&(o, _)| o != off);
-        let (p0, p1) = (
-            off >> FRESH_PAGE_SHIFT,
-            (off + size.max(1) - 1) >> FRESH_PAGE_SHIFT,
-        );
-        for page in p0..=p1.min(p0 + FRESH_PAGES_MAX) {
+        let (p0, p1) = fresh_pages_of(off, size);
+        if p1 - p0 >= FRESH_PAGES_MAX {
+            self.fresh_big.retain(|&(o, _)| o != off);
+            return;
+        }
+        for page in p0..=p1 {
             let mut node = self.fresh_pages.get(&page).copied().unwrap_or(NO_NODE);
             while node != NO_NODE {
                 let n = &mut self.fresh_nodes[node as usize];
