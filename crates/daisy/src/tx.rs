@@ -364,13 +364,10 @@ impl RecordBuf {
         self.append(bytes.len()).copy_from_slice(bytes);
     }
 
-    /// Grow to `new_len` with zero bytes (entry padding), or shrink.
-    fn resize(&mut self, new_len: usize, fill: u8) {
-        if new_len > self.len {
-            self.append(new_len - self.len).fill(fill);
-        } else {
-            self.len = new_len;
-        }
+    /// Grow to `new_len` with zero bytes (an entry's padding, or room read into next).
+    fn zero_extend_to(&mut self, new_len: usize) {
+        debug_assert!(new_len >= self.len);
+        self.append(new_len.saturating_sub(self.len)).fill(0);
     }
 
     /// Bytes in use (shadows the slice's `len`, which would pay a bounds check per call).
@@ -834,7 +831,7 @@ impl<'p> Tx<'p> {
             let padded = data.len().next_multiple_of(8);
             b.record.extend_from_slice(bytemuck::bytes_of(&eh));
             b.record.extend_from_slice(data);
-            b.record.resize(pos + padded, 0);
+            b.record.zero_extend_to(pos + padded);
         }
         b.n_entries += 1;
         b.push_copy((target, data.len() as u64, pos));
@@ -1553,7 +1550,7 @@ impl<'p> Tx<'p> {
                 let rec = &mut self.st.buf.record;
                 rec.extend_from_slice(bytemuck::bytes_of(&eh));
                 let pos = rec.len();
-                rec.resize(pos + len.next_multiple_of(8), 0);
+                rec.zero_extend_to(pos + len.next_multiple_of(8));
                 pool.map.read_bytes(a, &mut rec[pos..pos + len]);
                 self.st.buf.n_entries += 1;
             }
