@@ -113,6 +113,65 @@ struct Conn {
     partial: Vec<Range<usize>>,
 }
 
+impl Conn {
+    /// Parse the complete requests in the input (connection number `i`) into `work`, their
+    /// arguments into `ranges`; stop after the first when `one_only` (a client that must still
+    /// authenticate). A request parsed in part in an earlier round goes on from where it
+    /// stopped. True when `one_only` left input unparsed.
+    fn parse_requests(
+        &mut self,
+        i: usize,
+        lim: &Limits,
+        one_only: bool,
+        one: &mut Vec<Range<usize>>,
+        ranges: &mut Vec<Range<usize>>,
+        work: &mut Vec<Work>,
+    ) -> bool {
+        let mut pos = self.rpos;
+        let mut more = false;
+        loop {
+            if self.resume.in_progress() {
+                std::mem::swap(one, &mut self.partial);
+            }
+            match resp::parse_resume(&self.rbuf[pos..self.rlen], one, lim, &mut self.resume) {
+                Parsed::Incomplete => {
+                    if self.resume.in_progress() {
+                        std::mem::swap(one, &mut self.partial);
+                    }
+                    break;
+                }
+                Parsed::Request { consumed } => {
+                    if !one.is_empty() {
+                        let start = ranges.len();
+                        ranges.extend(one.iter().map(|r| r.start + pos..r.end + pos));
+                        work.push(Work {
+                            conn: i,
+                            args: start..ranges.len(),
+                            proto_error: None,
+                        });
+                    }
+                    pos += consumed;
+                    if one_only {
+                        more = pos < self.rlen;
+                        break;
+                    }
+                }
+                Parsed::Error(e) => {
+                    work.push(Work {
+                        conn: i,
+                        args: 0..0,
+                        proto_error: Some(e),
+                    });
+                    pos = self.rlen;
+                    break;
+                }
+            }
+        }
+        self.rpos = pos;
+        more
+    }
+}
+
 /// One parsed request: which connection, and its arguments (ranges into that connection's
 /// input buffer, stored in the round's shared `args` vector).
 struct Work {
@@ -564,49 +623,9 @@ impl Server {
                 }
                 let unauth = need_auth && !c.cl.authed;
                 let lim = if unauth { &unauth_limits } else { &self.limits };
-                let mut pos = c.rpos;
-                loop {
-                    // A request parsed in part in an earlier round goes on from there.
-                    if c.resume.in_progress() {
-                        std::mem::swap(&mut one, &mut c.partial);
-                    }
-                    match resp::parse_resume(&c.rbuf[pos..c.rlen], &mut one, lim, &mut c.resume) {
-                        Parsed::Incomplete => {
-                            if c.resume.in_progress() {
-                                std::mem::swap(&mut one, &mut c.partial);
-                            }
-                            break;
-                        }
-                        Parsed::Request { consumed } => {
-                            if !one.is_empty() {
-                                let start = ranges.len();
-                                ranges.extend(one.iter().map(|r| r.start + pos..r.end + pos));
-                                work.push(Work {
-                                    conn: i,
-                                    args: start..ranges.len(),
-                                    proto_error: None,
-                                });
-                            }
-                            pos += consumed;
-                            if unauth {
-                                if pos < c.rlen {
-                                    next.push(i);
-                                }
-                                break;
-                            }
-                        }
-                        Parsed::Error(e) => {
-                            work.push(Work {
-                                conn: i,
-                                args: 0..0,
-                                proto_error: Some(e),
-                            });
-                            pos = c.rlen;
-                            break;
-                        }
-                    }
+                if c.parse_requests(i, lim, unauth, &mut one, &mut ranges, &mut work) {
+                    next.push(i);
                 }
-                c.rpos = pos;
             }
             if !work.is_empty() {
                 self.run_work(&work, &ranges);
