@@ -1106,6 +1106,28 @@ impl PoolInner {
         m - 1
     }
 
+    /// [`Self::compute_watermark`] as the owner of lane `own` computes it while committing:
+    /// its own lane's bound comes from what the owner knows privately (`own_bound`: the lower
+    /// bound it published in `inflight_lb`, or its oldest unflushed transaction if older),
+    /// instead of four loads and their combination. Helpers can only raise a lane's bound
+    /// (`helped_to`), so the private one is never above the published one: the result is a
+    /// valid watermark, at most lower. (With one lane in use, the usual case of one thread,
+    /// no other lane is read at all.)
+    #[inline(always)]
+    pub fn compute_watermark_owner(&self, own: usize, own_bound: u64) -> u64 {
+        let mut m = self.next_seq.load(Ordering::Acquire).min(own_bound);
+        let n = self
+            .lanes_in_use
+            .load(Ordering::Acquire)
+            .min(self.lanes.len());
+        for i in 0..n {
+            if i != own {
+                m = m.min(self.lanes[i].oldest_undurable());
+            }
+        }
+        m - 1
+    }
+
     /// Make the durable watermark reach at least `target` (every transaction with seq <=
     /// target durably applied, and that fact itself durable). Helps idle lanes by flushing their
     /// last applied ranges; waits only for lanes that are inside a commit.

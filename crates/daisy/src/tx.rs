@@ -1420,8 +1420,8 @@ impl<'p> Tx<'p> {
         let slot = st.next_slot as usize;
 
         // 1. Take a sequence number, publishing a lower bound first (see `Lane`).
-        lane.inflight_lb
-            .store(pool.next_seq.load(Ordering::Relaxed), Ordering::Relaxed);
+        let lb = pool.next_seq.load(Ordering::Relaxed);
+        lane.inflight_lb.store(lb, Ordering::Relaxed);
         let seq = pool.next_seq.fetch_add(1, Ordering::AcqRel);
 
         // The slot may be reused only when a durable claim covers its old record.
@@ -1432,7 +1432,9 @@ impl<'p> Tx<'p> {
                 return Err(e);
             }
         }
-        let claim = pool.compute_watermark();
+        // This lane's bound: `lb` while in flight, or older unflushed lines (the value its
+        // `undurable_from` holds since the last commit).
+        let claim = pool.compute_watermark_owner(st.index, lb.min(st.dirty.oldest_seq()));
         debug_assert!(claim < seq, "claim {claim} must be below seq {seq}");
 
         // Lines applied DEFER_COMMITS commits ago become durable with this commit's fence.
