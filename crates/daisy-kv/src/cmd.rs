@@ -702,7 +702,7 @@ fn mget(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn mset_pairs(c: &mut Ctx, a: &[&[u8]], name: &str) -> Option<()> {
-    if a.len() % 2 == 0 {
+    if a.len().is_multiple_of(2) {
         resp::error(
             c.out,
             &format!("ERR wrong number of arguments for '{name}' command"),
@@ -1549,7 +1549,7 @@ fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 resp::bulk(c.out, v.as_bytes());
             }
         }
-        b"SET" if a.len() >= 4 && a.len() % 2 == 0 => {
+        b"SET" if a.len() >= 4 && a.len().is_multiple_of(2) => {
             return c.err(&format!(
                 "ERR Unsupported CONFIG parameter: {} (daisy serve is configured by its \
                  command-line options)",

@@ -902,7 +902,7 @@ fn raise_fd_limit(max_clients: usize) {
     };
     // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    if !ok || lim.rlim_cur as u64 >= want {
+    if !ok || lim.rlim_cur >= want {
         return;
     }
     let new = (want as libc::rlim_t).min(lim.rlim_max);
@@ -912,10 +912,10 @@ fn raise_fd_limit(max_clients: usize) {
     };
     // SAFETY: as above.
     let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0;
-    if !ok || (new as u64) < want {
+    if !ok || new < want {
         eprintln!(
             "daisy serve: only {} open files allowed (ulimit -n), fewer than --max-clients {max_clients} needs",
-            if ok { new as u64 } else { lim.rlim_cur as u64 }
+            if ok { new } else { lim.rlim_cur }
         );
     }
 }

@@ -498,9 +498,12 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
     Ok((reach, problems))
 }
 
+/// A keyspace as [`dump`] returns it: key -> (payload, has an expiry time).
+pub type Dump = std::collections::BTreeMap<Vec<u8>, (Vec<u8>, bool)>;
+
 /// Every key with its payload and whether it has an expiry time, read-only (for checkers
 /// that compare a recovered keyspace with a model). An empty map for a pool never served.
-pub fn dump(pool: &Pool) -> Result<std::collections::BTreeMap<Vec<u8>, (Vec<u8>, bool)>, String> {
+pub fn dump(pool: &Pool) -> Result<Dump, String> {
     let root = pool.root::<KvRoot>().map_err(|e| e.to_string())?;
     let r = pool.read(root);
     let mut out = std::collections::BTreeMap::new();

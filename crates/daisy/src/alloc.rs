@@ -180,7 +180,7 @@ impl Geometry {
         }
         let size = SIZE_CLASSES[class as usize] as u64;
         let rel = off - first;
-        if rel % size != 0 || rel / size >= n as u64 {
+        if !rel.is_multiple_of(size) || rel / size >= n as u64 {
             return None;
         }
         Some(self.block_addr(chunk, class, (rel / size) as u32))

@@ -187,6 +187,8 @@ impl EntryHeader {
     pub fn kind(&self) -> Option<EntryKind> {
         EntryKind::from_u8(self.kind_len as u8)
     }
+    /// Bytes the entry covers at its target (an entry is never "empty": no `is_empty`).
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u64 {
         self.kind_len >> 8
     }
@@ -353,11 +355,11 @@ mod tests {
 
     #[test]
     fn run_geometry_fits_chunk() {
-        for c in 0..SIZE_CLASSES.len() {
+        for (c, &size) in SIZE_CLASSES.iter().enumerate() {
             let (n, off) = run_geometry(c);
             assert!(n >= 3, "class {c}");
             assert_eq!(off % 64, 0);
-            assert!(off as u64 + n as u64 * SIZE_CLASSES[c] as u64 <= CHUNK_SIZE);
+            assert!(off as u64 + n as u64 * size as u64 <= CHUNK_SIZE);
             assert!(off as u64 * 8 >= n as u64);
         }
     }

@@ -255,7 +255,7 @@ impl Mapping {
     /// records this beats a call to memcpy.
     #[inline]
     pub fn write_words(&self, off: u64, src: &[u8]) -> *const u8 {
-        debug_assert!(src.len() % 8 == 0);
+        debug_assert!(src.len().is_multiple_of(8));
         let p = self.at(off, src.len()) as *mut u64;
         for (i, w) in src.chunks_exact(8).enumerate() {
             let v = u64::from_ne_bytes(w.try_into().unwrap());
@@ -285,7 +285,7 @@ impl Mapping {
     /// The 8-byte word at `off` (8-aligned) as an atomic.
     #[inline]
     pub fn atomic_u64(&self, off: u64) -> &AtomicU64 {
-        assert!(off % 8 == 0, "unaligned atomic at {off:#x}");
+        assert!(off.is_multiple_of(8), "unaligned atomic at {off:#x}");
         let p = self.at(off, 8);
         // SAFETY: in bounds, 8-aligned (base is page aligned), and the mapping outlives the
         // returned reference (it borrows self). AtomicU64 has the same layout as u64.

@@ -289,7 +289,7 @@ impl Pool {
         }
         if opts.log_slot_size < MIN_SLOT_SIZE
             || opts.log_slot_size > MAX_SLOT_SIZE
-            || opts.log_slot_size % 64 != 0
+            || !opts.log_slot_size.is_multiple_of(64)
         {
             return Err(Error::InvalidOption(format!(
                 "log slot size {} must be a multiple of 64 between {MIN_SLOT_SIZE} and {MAX_SLOT_SIZE}",
@@ -595,13 +595,13 @@ impl Pool {
             let k = hdr.slots_per_lane as usize;
             let mut seqs = vec![0u64; k];
             let mut invalid: Vec<(usize, String)> = Vec::new();
-            for slot in 0..k {
+            for (slot, seq) in seqs.iter_mut().enumerate() {
                 let off =
                     hdr.lanes_off + lane * hdr.lane_bytes() + slot as u64 * hdr.slot_size as u64;
                 match log::parse_slot(&mapping, off, hdr.slot_size, bounds) {
                     SlotState::Empty => {}
                     SlotState::Valid(r) => {
-                        seqs[slot] = r.seq;
+                        *seq = r.seq;
                         watermark = watermark.max(r.claim);
                         records.push(r);
                     }
@@ -890,7 +890,7 @@ fn validate_geometry(path: &Path, h: &Header, file_len: u64) -> Result<()> {
     if h.slots_per_lane != DEFAULT_SLOTS_PER_LANE
         || h.slot_size < MIN_SLOT_SIZE
         || h.slot_size > MAX_SLOT_SIZE
-        || h.slot_size % 64 != 0
+        || !h.slot_size.is_multiple_of(64)
     {
         return bad("log geometry out of range");
     }
@@ -905,10 +905,10 @@ fn validate_geometry(path: &Path, h: &Header, file_len: u64) -> Result<()> {
         || h.lanes_off != lanes_off
         || h.chunk_table_off < h.lanes_off + h.lane_count as u64 * h.lane_bytes()
         || h.heap_off < h.chunk_table_off + (h.max_size.saturating_sub(h.heap_off) / CHUNK_SIZE) * 8
-        || h.heap_off % 4096 != 0
-        || h.chunk_table_off % 4096 != 0
+        || !h.heap_off.is_multiple_of(4096)
+        || !h.chunk_table_off.is_multiple_of(4096)
         || h.max_size < h.heap_off + CHUNK_SIZE
-        || (h.max_size - h.heap_off) % CHUNK_SIZE != 0
+        || !(h.max_size - h.heap_off).is_multiple_of(CHUNK_SIZE)
     {
         return bad("region offsets are inconsistent");
     }
@@ -932,7 +932,7 @@ fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64, what: &
     }
     if s.heap_end < h.heap_off + CHUNK_SIZE
         || s.heap_end > h.max_size
-        || (s.heap_end - h.heap_off) % CHUNK_SIZE != 0
+        || !(s.heap_end - h.heap_off).is_multiple_of(CHUNK_SIZE)
     {
         return Err(Error::corrupt(
             path,

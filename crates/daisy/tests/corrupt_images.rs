@@ -416,7 +416,7 @@ fn mutate(rng: &mut StdRng, t: &Template, kind: u64) -> Image {
                 let expect = if field == 1
                     && (v < h.heap_off + CHUNK_SIZE
                         || v > t.bytes.len() as u64
-                        || (v - h.heap_off) % CHUNK_SIZE != 0)
+                        || !(v - h.heap_off).is_multiple_of(CHUNK_SIZE))
                 {
                     Expect::Refused
                 } else {
@@ -868,7 +868,7 @@ fn exercise(path: &Path, t: &Template, img: &Image, rng: &mut StdRng) -> Result<
     // damaged pool lists, in separate transactions.
     // (Objects that start a chunk are the large ones: damage to their entries matters most.)
     let heads: Vec<u64> = (t.objects.iter().copied())
-        .filter(|o| (o - t.hdr.heap_off) % CHUNK_SIZE == 0)
+        .filter(|o| (o - t.hdr.heap_off).is_multiple_of(CHUNK_SIZE))
         .collect();
     let mut victims = vec![t.objects[rng.gen_range(0..t.objects.len())]];
     if !heads.is_empty() {

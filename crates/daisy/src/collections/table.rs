@@ -271,7 +271,7 @@ pub fn dir_spans(
         let at = dir + i as u64 * 8;
         let (seg, ld) = decode_dir(words[i], depth, at).map_err(|e| format!("word {i}: {e}"))?;
         let span = 1usize << (depth - ld);
-        if i % span != 0 || words[i..i + span].iter().any(|&w| w != words[i]) {
+        if !i.is_multiple_of(span) || words[i..i + span].iter().any(|&w| w != words[i]) {
             return Err(format!(
                 "words {i}..{}: a segment of local depth {ld} must fill its aligned run",
                 i + span
@@ -336,7 +336,7 @@ pub fn decode_dir(word: u64, depth: u32, at: u64) -> Result<(u64, u32)> {
     let seg = word & OFF_MASK;
     let ld = (word >> 56) as u32;
     // Bit 55 is never set on media (it marks fresh segments in a batch's DRAM copy only).
-    if ld > depth || seg == 0 || seg % BUCKET as u64 != 0 || seg & FRESH != 0 {
+    if ld > depth || seg == 0 || !seg.is_multiple_of(BUCKET as u64) || seg & FRESH != 0 {
         return Err(Error::InvalidPointer {
             offset: at,
             why: "hash map directory word is invalid",
