@@ -723,6 +723,120 @@ fn small_log_slots_clear_and_split() {
     assert!(baseline < after_create);
 }
 
+/// With the smallest log slots a pool allows (256 bytes), `clear` of a byte map still makes
+/// progress every transaction (it once found no room for its reserve and looped forever).
+#[test]
+fn clear_with_the_smallest_log_slots_finishes() {
+    let dir = tmp();
+    let path = dir.path().join("tiny-log.pool");
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    // In a thread, so a regression fails the test instead of hanging it.
+    std::thread::spawn(move || {
+        let pool = Pool::create(
+            &path,
+            &PoolOptions::new("test.hashmap")
+                .size(64 << 20)
+                .log_slot_size(256),
+        )
+        .unwrap();
+        let root = pool.root::<PPtr<PBytesMap>>().unwrap();
+        let id = pool
+            .transaction(|tx| {
+                let b = PBytesMap::create_in_with_seed(tx, 3)?;
+                tx.write(root, &b)?;
+                Ok::<_, Error>(b)
+            })
+            .unwrap();
+        let mut b = PBytesMap::open(&pool, id).unwrap();
+        let after_create = pool.objects().unwrap().len();
+        for k in 0..200u32 {
+            b.insert(format!("key{k}").as_bytes(), b"v").unwrap();
+        }
+        b.clear().unwrap();
+        assert_eq!(b.len().unwrap(), 0);
+        assert_eq!(pool.objects().unwrap().len(), after_create, "entries freed");
+        b.insert(b"again", b"1").unwrap();
+        assert_eq!(b.get(b"again").unwrap().as_deref(), Some(&b"1"[..]));
+        done_tx.send(()).unwrap();
+    });
+    done_rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("clear with 256-byte log slots did not finish within 60 s");
+}
+
+/// A batch operation that fails half-way (a split gets its first new segment, then the pool
+/// is full) leaves nothing behind: the caller may carry on and commit, and no object is
+/// allocated but unreachable afterwards.
+#[test]
+fn batch_split_failing_half_way_leaks_nothing() {
+    let dir = tmp();
+    let pool = Pool::create(
+        dir.path().join("full-split.pool"),
+        &PoolOptions::new("test.hashmap")
+            .size(8 << 20)
+            .max_size(8 << 20),
+    )
+    .unwrap();
+    let root = pool.root::<u64>().unwrap();
+    let id = pool
+        .transaction(|tx| {
+            let id = U32Map::create_in_with_seed(tx, 21)?;
+            tx.write(root, &id.offset())?;
+            Ok::<_, Error>(id)
+        })
+        .unwrap();
+    let mut m = U32Map::open(&pool, id).unwrap();
+    // Fill the pool with segment-sized objects, then give two back: a batch's first write
+    // copies the (single) segment into one, and its first split gets only one of two.
+    let mut fillers = Vec::new();
+    loop {
+        match pool.transaction(|tx| tx.alloc_bytes(&[7u8; 16 << 10])) {
+            Ok(p) => fillers.push(p.offset()),
+            Err(Error::PoolFull { .. }) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    for _ in 0..2 {
+        let f = fillers.pop().unwrap();
+        pool.transaction(|tx| tx.free(PPtr::<u8>::from_offset(f)))
+            .unwrap();
+    }
+    // Freed blocks are reused once the durable watermark passes their transaction: let a few
+    // more commits go by.
+    for _ in 0..32 {
+        pool.transaction(|tx| tx.write(root, &id.offset())).unwrap();
+    }
+    let mut failed = None;
+    m.batch(|b| {
+        for k in 0..100_000u32 {
+            if let Err(e) = b.insert(k, k) {
+                failed = Some((k, e));
+                break;
+            }
+        }
+        // Carry on after the error: what succeeded is committed.
+        b.sync()
+    })
+    .unwrap();
+    let (k, e) = failed.expect("the pool never filled up");
+    assert!(
+        k > 0,
+        "the failure must come from a split, not the first copy"
+    );
+    assert!(matches!(e, Error::PoolFull { .. }), "{e}");
+    assert_eq!(m.len().unwrap(), k as u64);
+    assert_ok(&m.check());
+    let reach: Vec<u64> = m
+        .check()
+        .objects
+        .into_iter()
+        .chain(fillers)
+        .chain([root.offset()])
+        .collect();
+    let rep = pool.check(Some(&reach));
+    assert!(rep.ok(), "{rep:?}");
+}
+
 /// A map written by another map format version is refused with a clear message (its header
 /// checksum is valid: this is not damage, it is a format this build does not read).
 #[test]

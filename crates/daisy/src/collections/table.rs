@@ -726,6 +726,13 @@ impl<S: SlotKind> Table<S> {
         self.pool.transaction(|tx| {
             extra(tx)?;
             let hd = Src::Tx(tx).header(self.hdr)?;
+            if hd.depth > 32 {
+                // `garbage_pos` is a u32 (a directory index); such a directory would be
+                // 32 GiB.
+                return Err(Error::Aborted(
+                    "hash map too large to clear (directory deeper than 32 bits)".into(),
+                ));
+            }
             let seg = tx.alloc_bytes(&new_segment_image::<S>())?.offset();
             let dir = tx.alloc_bytes(&seg.to_le_bytes())?.offset();
             let mut w = vec![0u8; 48];
@@ -772,6 +779,12 @@ impl<S: SlotKind> Table<S> {
                 }
                 let mut i = hd.garbage_pos as u64;
                 let mut budget = BUDGET;
+                // The room checks below keep a reserve for the steps that end the
+                // transaction; they apply only once something was freed, so every transaction
+                // makes progress even with the smallest log slots (256 bytes, where the reserve
+                // alone would exceed what is left). One free, its slot write and the progress
+                // word need about 112 bytes of record.
+                let mut progressed = false;
                 'segments: while i < (1u64 << g) && budget > 0 {
                     let at = hd.garbage_dir + i * 8;
                     let (seg, ld) = decode_dir(Src::Tx(tx).read_u64(at)?, g, at)?;
@@ -791,20 +804,24 @@ impl<S: SlotKind> Table<S> {
                                 };
                                 // Two entries per freed object; leave room for the progress
                                 // word and the segment's own free.
-                                if budget == 0 || tx.log_used() + 256 > tx.log_capacity() {
+                                if progressed
+                                    && (budget == 0 || tx.log_used() + 256 > tx.log_capacity())
+                                {
                                     break 'segments;
                                 }
                                 tx.free(crate::PPtr::<u8>::from_offset(o))?;
                                 tx.write_bytes(seg + at as u64, &empty[..S::SLOT])?;
-                                budget -= 1;
+                                budget = budget.saturating_sub(1);
+                                progressed = true;
                             }
                         }
                     }
-                    if tx.log_used() + 128 > tx.log_capacity() {
+                    if progressed && tx.log_used() + 128 > tx.log_capacity() {
                         break 'segments;
                     }
                     tx.free(crate::PPtr::<u8>::from_offset(seg))?;
                     budget = budget.saturating_sub(1);
+                    progressed = true;
                     i += 1u64 << (g - ld);
                 }
                 if i >= (1u64 << g) {
@@ -847,6 +864,17 @@ pub fn split_images<S: SlotKind>(seed: u64, old: &[u8], ld: u32) -> Result<(u32,
             return Ok((k, imgs));
         }
         k += 1;
+    }
+}
+
+/// Give back segments a failed batch step allocated (freeing an object in the transaction that
+/// allocated it cancels the allocation; nothing is logged). A batch stays usable after an
+/// operation's error, so a half-done step must not leave unreachable objects for its next
+/// commit to make permanent.
+fn cancel_fresh(tx: &mut Tx, segs: &[u64]) {
+    for &s in segs {
+        // Cannot fail for an object of this transaction (a cancel logs nothing).
+        let _ = tx.free(crate::PPtr::<u8>::from_offset(s));
     }
 }
 
@@ -920,7 +948,10 @@ impl<'p> BatchCore<'p> {
         Src::Pool(self.tx().pool_inner()).read(seg, &mut img)?;
         let tx = self.tx();
         let new = tx.alloc_bytes_cached(&img)?;
-        tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+        if let Err(e) = tx.free(crate::PPtr::<u8>::from_offset(seg)) {
+            cancel_fresh(tx, &[new]);
+            return Err(e);
+        }
         let g = self.depth;
         let first = (idx >> (g - ld)) << (g - ld);
         self.set_span(first, 1 << (g - ld), new | FRESH | ((ld as u64) << 56));
@@ -963,9 +994,18 @@ impl<'p> BatchCore<'p> {
         let tx = self.tx();
         let mut segs = Vec::with_capacity(imgs.len());
         for img in &imgs {
-            segs.push(tx.alloc_bytes_cached(img)?);
+            match tx.alloc_bytes_cached(img) {
+                Ok(s) => segs.push(s),
+                Err(e) => {
+                    cancel_fresh(tx, &segs);
+                    return Err(e);
+                }
+            }
         }
-        tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+        if let Err(e) = tx.free(crate::PPtr::<u8>::from_offset(seg)) {
+            cancel_fresh(tx, &segs);
+            return Err(e);
+        }
         for (i, s) in segs.iter().enumerate() {
             self.set_span(
                 first + i as u64 * sub,
