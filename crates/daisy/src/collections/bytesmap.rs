@@ -84,7 +84,13 @@ fn entry_lens(src: &Src, obj: u64) -> Result<(usize, usize)> {
 fn key_matches(src: &Src, obj: u64, key: &[u8]) -> Result<bool> {
     // A short key: its entry's header and bytes in one read (one overlay lookup inside a
     // big transaction instead of two). The read may not run past the heap's end.
-    if key.len() <= 56 && obj + 8 + key.len() as u64 <= src.heap_end() {
+    // (`obj` comes from the media: checked arithmetic, so a damaged pointer near u64::MAX
+    // takes the slow path, whose reads report it, instead of wrapping.)
+    if key.len() <= 56
+        && obj
+            .checked_add(8 + key.len() as u64)
+            .is_some_and(|end| end <= src.heap_end())
+    {
         let mut b = [0u8; 64];
         let n = 8 + key.len();
         src.read(obj, &mut b[..n])?;

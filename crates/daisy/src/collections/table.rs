@@ -1262,26 +1262,38 @@ pub fn check_table(
             }
         }
     }
-    // Duplicates: the same key has the same hash. Keys are compared only when hashes are
-    // equal, with no per-entry allocation (this runs on every crash image of the simulator).
+    // Duplicates: the same key has the same hash. Keys are compared only within a run of
+    // equal hashes, with no allocation for the usual run of one (this runs on every crash
+    // image of the simulator). A run's keys are sorted, so two equal keys in a run of any
+    // length end up side by side (a forged image may give many entries one stored hash).
     keys.sort_unstable();
-    for w in keys.windows(2) {
-        if w[0].0 != w[1].0 {
-            continue;
+    let mut start = 0;
+    while start < keys.len() {
+        let mut end = start + 1;
+        while end < keys.len() && keys[end].0 == keys[start].0 {
+            end += 1;
         }
-        let (mut a, mut b) = (vec![0u8; d.slot], vec![0u8; d.slot]);
-        let same = src.read(w[0].1, &mut a).is_ok()
-            && src.read(w[1].1, &mut b).is_ok()
-            && match (key_of(&a), key_of(&b)) {
-                (Ok((ka, _)), Ok((kb, _))) => ka == kb,
-                _ => false,
-            };
-        if same {
-            r.problems.push(format!(
-                "slots {:#x} and {:#x}: key stored twice",
-                w[0].1, w[1].1
-            ));
+        if end - start > 1 {
+            let mut run: Vec<(Vec<u8>, u64)> = Vec::with_capacity(end - start);
+            for &(_, at) in &keys[start..end] {
+                let mut slot = vec![0u8; d.slot];
+                if src.read(at, &mut slot).is_ok() {
+                    if let Ok((k, _)) = key_of(&slot) {
+                        run.push((k, at));
+                    }
+                }
+            }
+            run.sort_unstable();
+            for w in run.windows(2) {
+                if w[0].0 == w[1].0 {
+                    r.problems.push(format!(
+                        "slots {:#x} and {:#x}: key stored twice",
+                        w[0].1, w[1].1
+                    ));
+                }
+            }
         }
+        start = end;
     }
     if hd.special != 0 {
         count += 1;
