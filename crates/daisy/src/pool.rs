@@ -1183,6 +1183,35 @@ impl PoolInner {
         (self.heap_end() - self.hdr.heap_off) / CHUNK_SIZE
     }
 
+    /// The usable size of the allocated object that starts exactly at `off`, or why there is
+    /// none (for checkers of pointers read from the media: the chunk table and the run's
+    /// bitmap decide, as `free` would).
+    pub fn allocated_object(&self, off: u64) -> std::result::Result<u64, &'static str> {
+        let chunk = self
+            .geo
+            .chunk_of(off)
+            .filter(|&c| c < self.heap_chunks())
+            .ok_or("outside the heap")?;
+        match self.chunk_entry(chunk) {
+            Some(ChunkEntry::Run { class }) => {
+                let b = self
+                    .geo
+                    .block_at(chunk, class, off)
+                    .ok_or("not the start of a block")?;
+                let word = self.map.atomic_u64(b.bitmap_word).load(Ordering::Acquire);
+                if word & b.mask == 0 {
+                    return Err("a free block");
+                }
+                Ok(SIZE_CLASSES[class as usize] as u64)
+            }
+            Some(ChunkEntry::Large { chunks }) if off == self.geo.chunk_start(chunk) => {
+                Ok(chunks as u64 * CHUNK_SIZE)
+            }
+            Some(ChunkEntry::Large { .. }) => Err("inside a large object, not at its start"),
+            _ => Err("not in an allocated chunk"),
+        }
+    }
+
     /// Every allocated object (scan of the chunk table and run bitmaps).
     pub fn allocated_objects(&self) -> Result<Vec<ObjectInfo>> {
         let mut out = Vec::new();

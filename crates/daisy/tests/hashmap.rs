@@ -837,6 +837,57 @@ fn batch_split_failing_half_way_leaks_nothing() {
     assert!(rep.ok(), "{rep:?}");
 }
 
+/// `check` verifies that a byte map's entry pointers name allocated objects: a pointer into
+/// the middle of a block, or to a block that was freed, is reported.
+#[test]
+fn byte_map_check_finds_entries_that_are_not_objects() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "ptrs.pool");
+    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
+    let id = pool
+        .transaction(|tx| {
+            let b = PBytesMap::create_in_with_seed(tx, 9)?;
+            tx.write(root, &b)?;
+            Ok::<_, Error>(b)
+        })
+        .unwrap();
+    let mut b = PBytesMap::open(&pool, id).unwrap();
+    for k in 0..20u32 {
+        b.insert(format!("key{k}").as_bytes(), b"value").unwrap();
+    }
+    assert!(b.check().problems.is_empty());
+    let seg = pool
+        .objects()
+        .unwrap()
+        .into_iter()
+        .find(|o| o.size == 16384)
+        .expect("one segment")
+        .off;
+    let mut img = vec![0u8; 16384];
+    pool.read_bytes(seg, &mut img);
+    // Slots are (stored hash, entry pointer), 16 bytes.
+    let at = (0..1024)
+        .map(|i| i * 16)
+        .find(|&a| img[a + 8..a + 16] != [0; 8])
+        .expect("a used slot");
+    let ptr = u64::from_le_bytes(img[at + 8..at + 16].try_into().unwrap());
+    let freed = pool.transaction(|tx| tx.alloc_bytes(&[0u8; 40])).unwrap();
+    pool.transaction(|tx| tx.free(freed)).unwrap();
+    for (target, why) in [
+        (ptr + 8, "not the start of a block"),
+        (freed.offset(), "a free block"),
+    ] {
+        pool.transaction(|tx| tx.write_bytes(seg + at as u64 + 8, &target.to_le_bytes()))
+            .unwrap();
+        let c = b.check();
+        assert!(
+            c.problems.iter().any(|p| p.contains(why)),
+            "{why}: {:?}",
+            c.problems
+        );
+    }
+}
+
 /// A map written by another map format version is refused with a clear message (its header
 /// checksum is valid: this is not damage, it is a format this build does not read).
 #[test]

@@ -614,20 +614,10 @@ pub(crate) fn check_bytes(pool: &crate::pool::PoolInner, hdr: u64) -> MapCheck {
     check_table(pool, hdr, WHAT, SlotDesc::of::<BytesSlot>(), |s| {
         let obj = slot_ptr(s);
         let src = Src::Pool(pool);
-        let (kl, vl) = entry_lens(&src, obj).map_err(|e| e.to_string())?;
         let size = pool
-            .geo
-            .chunk_of(obj)
-            .and_then(|c| match pool.chunk_entry(c) {
-                Some(crate::layout::ChunkEntry::Run { class }) => {
-                    Some(crate::layout::SIZE_CLASSES[class as usize] as u64)
-                }
-                Some(crate::layout::ChunkEntry::Large { chunks }) => {
-                    Some(chunks as u64 * crate::layout::CHUNK_SIZE)
-                }
-                _ => None,
-            })
-            .ok_or_else(|| format!("entry object {obj:#x} is not in an allocated chunk"))?;
+            .allocated_object(obj)
+            .map_err(|why| format!("entry object {obj:#x} is not an allocated object: {why}"))?;
+        let (kl, vl) = entry_lens(&src, obj).map_err(|e| e.to_string())?;
         if 8 + kl as u64 + vl as u64 > size {
             return Err(format!(
                 "entry object {obj:#x}: lengths {kl}+{vl} exceed its {size}-byte block"
