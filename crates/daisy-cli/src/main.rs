@@ -131,6 +131,10 @@ struct ServeArgs {
     /// Most clients connected at once (more are refused with Redis's error).
     #[arg(long, default_value_t = 10_000)]
     max_clients: usize,
+    /// TCP keepalive of client connections, in seconds (0: off), as Redis's tcp-keepalive:
+    /// connections of clients that vanished while idle are found dead and closed.
+    #[arg(long, default_value_t = 300)]
+    tcp_keepalive: u32,
     /// Initial size of a new pool.
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     size: u64,
@@ -577,6 +581,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 port: a.port,
                 requirepass: a.requirepass,
                 max_clients: a.max_clients,
+                tcp_keepalive: a.tcp_keepalive,
                 size: a.size,
                 max_size: a.max_size,
                 mode: a.mode.into(),

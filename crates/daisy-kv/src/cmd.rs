@@ -524,15 +524,16 @@ pub fn precheck(
         }
         return Some(m);
     };
-    if sv.requirepass.is_some() && !cl.authed && !spec.flags.contains(&"no_auth") {
-        return Some(E_NOAUTH.into());
-    }
+    // Redis 7 checks the argument count before authentication.
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
         return Some(format!(
             "ERR wrong number of arguments for '{}' command",
             lossy(args[0]).to_ascii_lowercase()
         ));
+    }
+    if sv.requirepass.is_some() && !cl.authed && !spec.flags.contains(&"no_auth") {
+        return Some(E_NOAUTH.into());
     }
     None
 }
@@ -873,8 +874,10 @@ fn incrby(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn decrby(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    match parse_i64(a[2]).and_then(|n| n.checked_neg()) {
-        Some(n) => incr_by(c, a[1], n),
+    match parse_i64(a[2]).map(|n| n.checked_neg()) {
+        Some(Some(n)) => incr_by(c, a[1], n),
+        // Redis 7.0's text for the one decrement that cannot be negated.
+        Some(None) => c.err("ERR decrement would overflow"),
         None => c.err(E_INT),
     }
 }
@@ -972,7 +975,7 @@ fn scan_step(
             continue;
         }
         let v = c.store.val_of(c.tx, e)?;
-        if v.expire_ms.is_some_and(|t| t <= c.now_ms) {
+        if v.expire_ms.is_some_and(|t| t < c.now_ms) {
             continue;
         }
         keys.push(k);
@@ -1083,15 +1086,45 @@ fn dbsize(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn randomkey(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
-    // A few tries past keys whose time passed (each removed on the way, as Redis does).
+    // As Redis does on a master: an expired key that is picked is removed, and picking goes
+    // on until a live key turns up or the keyspace is empty. Each removal takes redo log, so
+    // this ends: once the group's record runs low, picks go on without removing for a while,
+    // and then a scan finds a live key if there is one. Nil only for a keyspace whose keys
+    // have all expired.
+    loop {
+        let r = c.sv.next_random();
+        let Some(k) = c.store.random_key(c.tx, r)? else {
+            c.nil();
+            return Ok(());
+        };
+        if c.tx.log_room() < crate::store::LAZY_EXPIRY_MIN_ROOM {
+            break;
+        }
+        if c.lookup(&k)?.is_some() {
+            resp::bulk(c.out, &k);
+            return Ok(());
+        }
+    }
     for _ in 0..100 {
         let r = c.sv.next_random();
         let Some(k) = c.store.random_key(c.tx, r)? else {
             break;
         };
-        if c.lookup(&k)?.is_some() {
+        if c.lookup_read(&k)?.is_some() {
             resp::bulk(c.out, &k);
             return Ok(());
+        }
+    }
+    let mut cursor = 0;
+    loop {
+        let mut live = Vec::new();
+        cursor = scan_step(c, cursor, 1024, None, &mut live)?;
+        if let Some(k) = live.first() {
+            resp::bulk(c.out, k);
+            return Ok(());
+        }
+        if cursor == 0 {
+            break;
         }
     }
     c.nil();
@@ -1116,9 +1149,7 @@ pub fn flushall_valid(a: &[&[u8]]) -> bool {
 // ---- expiry ----------------------------------------------------------------------------
 
 fn expire_generic(c: &mut Ctx, a: &[&[u8]], base: i64, unit: i64, name: &str) -> daisy::Result<()> {
-    let Some(n) = parse_i64(a[2]) else {
-        return c.err(E_INT);
-    };
+    // Redis checks the options before the time argument.
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &a[3..] {
         match &upper(opt)[..] {
@@ -1135,6 +1166,9 @@ fn expire_generic(c: &mut Ctx, a: &[&[u8]], base: i64, unit: i64, name: &str) ->
     if gt && lt {
         return c.err("ERR GT and LT options at the same time are not compatible");
     }
+    let Some(n) = parse_i64(a[2]) else {
+        return c.err(E_INT);
+    };
     let Some(when) = c.abs_time(base, n, unit) else {
         return c.err(&format!("ERR invalid expire time in '{name}' command"));
     };
@@ -1295,17 +1329,19 @@ fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         match parse_i64(a[1]) {
             Some(2) => resp3 = false,
             Some(3) => resp3 = true,
-            _ => return c.err("NOPROTO unsupported protocol version"),
+            Some(_) => return c.err("NOPROTO unsupported protocol version"),
+            None => return c.err("ERR Protocol version is not an integer or out of range"),
         }
         i = 2;
     }
+    // Every option is checked before any takes effect (as Redis does): a request with a
+    // correct password and a bad option leaves the client as it was.
     let mut name = None;
+    let mut auth = None;
     while i < a.len() {
         match &upper(a[i])[..] {
             b"AUTH" if i + 2 < a.len() => {
-                if !try_auth(c, Some(a[i + 1]), a[i + 2]) {
-                    return Ok(());
-                }
+                auth = Some((a[i + 1], a[i + 2]));
                 i += 3;
             }
             b"SETNAME" if i + 1 < a.len() => {
@@ -1321,6 +1357,11 @@ fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     lossy(a[i])
                 ))
             }
+        }
+    }
+    if let Some((user, pass)) = auth {
+        if !try_auth(c, Some(user), pass) {
+            return Ok(());
         }
     }
     if c.sv.requirepass.is_some() && !c.cl.authed {

@@ -239,7 +239,7 @@ impl Store {
         let Some(v) = self.peek(tx, key)? else {
             return Ok(None);
         };
-        if v.expire_ms.is_some_and(|t| t <= now_ms) {
+        if v.expire_ms.is_some_and(|t| t < now_ms) {
             if read_only && tx.log_room() < LAZY_EXPIRY_MIN_ROOM {
                 return Ok(None);
             }
@@ -358,7 +358,7 @@ impl Store {
                 Some(e) => {
                     let v = decode_header(tx, e)?;
                     old_exp = v.expire_ms.is_some();
-                    expired = v.expire_ms.is_some_and(|t| t <= now_ms);
+                    expired = v.expire_ms.is_some_and(|t| t < now_ms);
                     (!expired).then_some(v)
                 }
             };
@@ -432,7 +432,7 @@ impl Store {
         let mut removed = 0;
         for (k, e) in &found {
             let v = decode_header(tx, *e)?;
-            if v.expire_ms.is_some_and(|t| t <= now_ms) {
+            if v.expire_ms.is_some_and(|t| t < now_ms) {
                 self.delete(tx, k, &v)?;
                 removed += 1;
             }

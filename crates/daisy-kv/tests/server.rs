@@ -730,6 +730,63 @@ fn requirepass_guards_every_command() {
         "pipelined after AUTH: {:?}",
         String::from_utf8_lossy(&got[..got.len().min(80)])
     );
+
+    // As Redis 7: the argument count is checked before authentication, and HELLO checks all
+    // its options before it authenticates (a bad option leaves the client as it was).
+    let mut v = srv.raw();
+    for (req, want) in [
+        (
+            &b"GET\r\n"[..],
+            "-ERR wrong number of arguments for 'get' command\r\n",
+        ),
+        (
+            b"HELLO 3 AUTH default s3cret BOGUS\r\n",
+            "-ERR Syntax error in HELLO option 'BOGUS'\r\n",
+        ),
+        (b"GET k\r\n", noauth),
+        (
+            b"HELLO x\r\n",
+            "-ERR Protocol version is not an integer or out of range\r\n",
+        ),
+    ] {
+        let got = roundtrip(&mut v, req, want.len());
+        assert_eq!(String::from_utf8_lossy(&got), want);
+    }
+    srv.stop();
+}
+
+/// Redis 7.0's answers in corners: the one decrement that cannot be negated, EXPIRE options
+/// checked before its time, and RANDOMKEY finding the one live key among many expired ones
+/// (Redis removes expired picks and keeps picking).
+#[test]
+fn redis_corner_answers() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut s = srv.raw();
+    for (req, want) in [
+        (
+            &b"DECRBY n -9223372036854775808\r\n"[..],
+            "-ERR decrement would overflow\r\n",
+        ),
+        (b"EXPIRE k abc FOO\r\n", "-ERR Unsupported option FOO\r\n"),
+    ] {
+        let got = roundtrip(&mut s, req, want.len());
+        assert_eq!(String::from_utf8_lossy(&got), want);
+    }
+    let n = 5000;
+    let mut req = String::new();
+    for i in 0..n {
+        req.push_str(&format!("SET k{i} v PX 1\r\n"));
+    }
+    req.push_str("SET live v\r\n");
+    let got = roundtrip(&mut s, req.as_bytes(), 5 * (n + 1));
+    assert!(got.iter().filter(|&&b| b == b'+').count() == n + 1);
+    std::thread::sleep(Duration::from_millis(30));
+    for _ in 0..5 {
+        let want = "$4\r\nlive\r\n";
+        let got = roundtrip(&mut s, b"RANDOMKEY\r\n", want.len());
+        assert_eq!(String::from_utf8_lossy(&got), want);
+    }
     srv.stop();
 }
 
