@@ -79,6 +79,14 @@ pub enum Error {
     /// A persistence operation failed earlier; the pool refuses further writes.
     #[error("{path}: pool is poisoned after a failed persist; reopen it to recover")]
     Poisoned { path: PathBuf },
+    /// A transaction was started while this thread's own open transactions hold every lane
+    /// of the pool: waiting would wait for itself.
+    #[error(
+        "{path}: a transaction started inside another on the same thread, and that thread already \
+         holds every log lane of the pool (a nested transaction takes a lane of its own and is \
+         not atomic with the outer one; run the work in the outer transaction)"
+    )]
+    NestedTransaction { path: PathBuf },
     /// The transaction closure returned an error of its own (user abort).
     #[error("transaction aborted: {0}")]
     Aborted(String),

@@ -171,6 +171,10 @@ pub(crate) struct Lane {
     pub undurable_from: AtomicU64,
     pub last_committed: AtomicU64,
     pub helped_to: AtomicU64,
+    /// The thread holding the lane ([`thread_token`]; 0: none, or just being taken). Written
+    /// by the holder only; read by a thread that finds every lane busy, to tell whether it
+    /// would wait for itself (a transaction nested in its own).
+    pub owner: AtomicUsize,
     pub index: usize,
 }
 
@@ -183,6 +187,7 @@ impl Lane {
             undurable_from: AtomicU64::new(u64::MAX),
             last_committed: AtomicU64::new(0),
             helped_to: AtomicU64::new(0),
+            owner: AtomicUsize::new(0),
         }
     }
 
@@ -714,6 +719,13 @@ impl TxBuffers {
 
 thread_local! {
     static LANE_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+    static THREAD_TOKEN: u8 = const { 0 };
+}
+
+/// A nonzero number unique to the calling thread while it lives (its thread-local's address).
+#[inline(always)]
+fn thread_token() -> usize {
+    THREAD_TOKEN.with(|t| t as *const u8 as usize)
 }
 static NEXT_LANE_HINT: AtomicUsize = AtomicUsize::new(0);
 
@@ -743,6 +755,9 @@ impl<'p> Tx<'p> {
                 if pool.lanes_in_use.load(Ordering::Relaxed) <= start {
                     pool.lanes_in_use.fetch_max(start + 1, Ordering::SeqCst);
                 }
+                pool.lanes[start]
+                    .owner
+                    .store(thread_token(), Ordering::Relaxed);
                 return Ok(Tx {
                     pool,
                     lane: &pool.lanes[start],
@@ -761,7 +776,36 @@ impl<'p> Tx<'p> {
             let idx = (start + i) % n;
             pool.lanes[idx].state.try_lock().map(|g| (idx, g))
         });
-        let (idx, st) = got.unwrap_or_else(|| (start, pool.lanes[start].state.lock()));
+        let me = thread_token();
+        let (idx, st) = match got {
+            Some(g) => g,
+            None if pool.lanes[start].owner.load(Ordering::Relaxed) != me => {
+                (start, pool.lanes[start].state.lock())
+            }
+            None => {
+                // This thread's own open transaction holds its usual lane, so waiting for that
+                // lane would never end: wait for one another thread holds, if there is any.
+                // (A lane's owner is cleared before it is unlocked, so `me` is never stale.)
+                let others: Vec<usize> = (0..n)
+                    .filter(|&i| pool.lanes[i].owner.load(Ordering::Relaxed) != me)
+                    .collect();
+                if others.is_empty() {
+                    return Err(Error::NestedTransaction {
+                        path: pool.path.clone(),
+                    });
+                }
+                loop {
+                    if let Some(g) = others
+                        .iter()
+                        .find_map(|&i| pool.lanes[i].state.try_lock().map(|g| (i, g)))
+                    {
+                        break g;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        };
+        pool.lanes[idx].owner.store(me, Ordering::Relaxed);
         if idx != start {
             LANE_HINT.with(|h| h.set(idx));
         }
@@ -1680,6 +1724,8 @@ impl Drop for Tx<'_> {
         if !self.done {
             self.finish_abort();
         }
+        // Before the lane's lock is released (the `st` field drops after this body).
+        self.lane.owner.store(0, Ordering::Relaxed);
     }
 }
 

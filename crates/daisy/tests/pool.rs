@@ -682,3 +682,31 @@ fn big_transaction_reads_its_overlapping_writes() {
         assert_eq!(committed, model, "seed {seed}: committed area");
     }
 }
+
+/// A transaction started inside another on the same thread takes a lane of its own; when
+/// this thread already holds every lane, it is refused with an error instead of waiting for
+/// itself forever. The outer transaction is unaffected.
+#[test]
+fn nested_transactions_never_wait_for_themselves() {
+    let (_d, path) = tmp_pool("nested.pool");
+    let pool = Pool::create(&path, &PoolOptions::new("test").size(8 << 20).lanes(2)).unwrap();
+    let root = pool.root::<[u64; 2]>().unwrap();
+    let r = pool.transaction(|outer| {
+        outer.write(root.cast::<u64>(), &1)?;
+        // A second lane is free: the nested transaction runs (and commits on its own).
+        pool.transaction(|inner| inner.write(root.byte_add::<u64>(8), &2))?;
+        // Two levels below `outer` need a third lane: the innermost is refused, and `mid`,
+        // which passes the error on, rolls back.
+        let e = pool
+            .transaction(|mid| {
+                mid.write(root.byte_add::<u64>(8), &3)?;
+                pool.transaction(|inner| inner.write(root.byte_add::<u64>(8), &4))
+            })
+            .unwrap_err();
+        assert!(matches!(e, Error::NestedTransaction { .. }), "{e}");
+        assert!(e.to_string().contains("every log lane"), "{e}");
+        Ok::<_, Error>(())
+    });
+    r.unwrap();
+    assert_eq!(pool.read(root), [1, 2]);
+}
