@@ -4,6 +4,7 @@
 //! group's commands one by one so only the failing command answers with an error.
 
 use crate::glob;
+use crate::longdouble;
 use crate::resp::{self, parse_i64};
 use crate::store::{SetOpts, Store, Val};
 use daisy::Tx;
@@ -882,46 +883,23 @@ fn decrby(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
 }
 
-/// A float as Redis reads one (no spaces, finite or inf, not NaN).
-fn parse_f64(s: &[u8]) -> Option<f64> {
-    let t = std::str::from_utf8(s).ok()?;
-    if t.is_empty() || t.trim() != t {
-        return None;
-    }
-    let v: f64 = t.parse().ok()?;
-    (!v.is_nan()).then_some(v)
-}
-
-/// Format as Redis's INCRBYFLOAT does: plain decimal, no exponent, trailing zeros cut.
-fn format_f64(v: f64) -> String {
-    let s = format!("{v}");
-    if s.contains('e') {
-        format!("{v:.17}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    } else {
-        s
-    }
-}
-
+/// In x87 long double, as Redis computes it (see [`crate::longdouble`]).
 fn incrbyfloat(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let Some(by) = parse_f64(a[2]) else {
+    let Some(by) = longdouble::parse(a[2]) else {
         return c.err("ERR value is not a valid float");
     };
     let old = c.lookup(a[1])?;
     let (cur, exp) = match &old {
-        Some(v) => match parse_f64(&c.payload(v)?) {
+        Some(v) => match longdouble::parse(&c.payload(v)?) {
             Some(n) => (n, v.expire_ms),
             None => return c.err("ERR value is not a valid float"),
         },
-        None => (0.0, None),
+        None => (longdouble::parse(b"0").expect("zero"), None),
     };
-    let n = cur + by;
-    if !n.is_finite() {
+    let Some(n) = longdouble::add(cur, by) else {
         return c.err("ERR increment would produce NaN or Infinity");
-    }
-    let s = format_f64(n);
+    };
+    let s = longdouble::format(n);
     c.store.put(c.tx, a[1], s.as_bytes(), exp, exp.is_some())?;
     resp::bulk(c.out, s.as_bytes());
     Ok(())
@@ -1753,15 +1731,5 @@ mod tests {
         for s in COMMANDS {
             assert!(s.arity != 0 && s.name.len() <= 16, "{}", s.name);
         }
-    }
-
-    #[test]
-    fn floats_format_like_redis() {
-        assert_eq!(format_f64(10.5), "10.5");
-        assert_eq!(format_f64(3.0), "3");
-        assert_eq!(format_f64(5.0e3), "5000");
-        assert_eq!(parse_f64(b" 1"), None);
-        assert_eq!(parse_f64(b"nan"), None);
-        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
     }
 }

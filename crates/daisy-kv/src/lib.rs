@@ -11,6 +11,7 @@
 
 pub mod cmd;
 pub mod glob;
+pub mod longdouble;
 pub mod resp;
 pub mod server;
 pub mod store;

@@ -240,6 +240,22 @@ fn string_commands_match_redis() {
         .query(&mut c)
         .unwrap();
     assert_eq!(f, "11");
+    // Redis's long double arithmetic and digits (a 64-bit double would say
+    // 0.30000000000000004, then 12345.1).
+    let _: () = c.set("g", "0.1").unwrap();
+    let f: String = redis::cmd("INCRBYFLOAT")
+        .arg("g")
+        .arg("0.2")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(f, "0.3");
+    let f: String = redis::cmd("INCRBYFLOAT")
+        .arg("h")
+        .arg("12345.1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(f, "12345.09999999999999964");
+    assert_eq!(c.get::<_, String>("h").unwrap(), "12345.09999999999999964");
 
     // Strings.
     assert_eq!(c.append::<_, _, i64>("s", "Hello").unwrap(), 5);
