@@ -381,6 +381,13 @@ impl RecordBuf {
         self.len
     }
 
+    /// The buffer's first 64 bytes (the record, and unspecified bytes past it when shorter).
+    #[inline(always)]
+    fn first_line(&self) -> &[u8; 64] {
+        // The buffer never shrinks below its initial 512 bytes.
+        self.buf[..64].try_into().unwrap()
+    }
+
     #[inline(always)]
     fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
@@ -1510,7 +1517,14 @@ impl<'p> Tx<'p> {
         let slot_off = pool.hdr.lanes_off
             + st.index as u64 * pool.hdr.lane_bytes()
             + slot as u64 * pool.hdr.slot_size as u64;
-        if rec.len() <= 512 {
+        if rec.len() <= 64 {
+            // One line, the tail past the record included (slots are multiples of 64 bytes,
+            // so it stays in the slot; recovery reads only `payload_len` bytes).
+            let at = pool.map.write_line(slot_off, st.buf.record.first_line());
+            if !sim_fault!(NoRecordFlush) {
+                pool.persist.flush(at, st.buf.record.len());
+            }
+        } else if rec.len() <= 512 {
             let at = pool.map.write_words(slot_off, rec);
             if !sim_fault!(NoRecordFlush) {
                 pool.persist.flush(at, rec.len());
