@@ -874,7 +874,7 @@ pub fn split_images<S: SlotKind>(seed: u64, old: &[u8], ld: u32) -> Result<(u32,
 fn cancel_fresh(tx: &mut Tx, segs: &[u64]) {
     // A segment is a run block (asserted below), whose cancel only edits the pending bitmap
     // mask and logs nothing, so it cannot fail (a large object's cancel logs, and could).
-    const _: () = assert!(SEG_BYTES as u64 <= crate::layout::MAX_RUN_BLOCK as u64);
+    const _: () = assert!(SEG_BYTES as u64 <= crate::layout::MAX_RUN_BLOCK);
     for &s in segs {
         let _ = tx.free(crate::PPtr::<u8>::from_offset(s));
     }
