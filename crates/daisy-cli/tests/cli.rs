@@ -739,7 +739,7 @@ fn report_measures_file_rivals_on_a_disk() {
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(
-        t.contains("Seed 000's setting") && t.contains("on a disk file"),
+        t.contains("File persistence on a disk") && t.contains("on a disk file"),
         "{t}"
     );
     let v: Value =
