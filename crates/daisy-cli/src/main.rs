@@ -98,6 +98,11 @@ enum PoolCmd {
         /// Redo-log slot size: the largest transaction's log.
         #[arg(long, default_value = "16KiB", value_parser = parse_size)]
         log_slot_size: u64,
+        /// Redo-log slots per lane (4-64). A lane writes back the lines its transactions
+        /// changed slots-2 commits later, so a line changed again meanwhile is written back
+        /// once [default: 32 when lanes x 32 slots fit in a quarter of --size, else 8].
+        #[arg(long)]
+        log_slots: Option<u32>,
     },
     /// Print size, usage, persistence mode, layout and identity of a pool.
     Info {
@@ -710,6 +715,7 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
             mode,
             lanes,
             log_slot_size,
+            log_slots,
         } => {
             let slot = u32::try_from(log_slot_size)
                 .map_err(|_| format!("--log-slot-size {log_slot_size} is too large"))?;
@@ -719,6 +725,7 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
                 .lanes(lanes)
                 .log_slot_size(slot);
             opts.max_size = max_size;
+            opts.log_slots_per_lane = log_slots;
             let pool = Pool::create(&path, &opts).map_err(|e| e.to_string())?;
             let i = pool.info();
             println!(
@@ -745,6 +752,7 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
                     "map_sync": i.map_sync, "fs": i.fs_type, "size": i.size, "file_size": i.file_size,
                     "max_size": i.max_size, "heap_size": i.heap_size, "used": i.used, "free": i.free,
                     "objects": i.objects, "lanes": i.lanes, "log_slot_size": i.log_slot_size,
+                    "log_slots_per_lane": i.log_slots_per_lane,
                     "root_offset": i.root.map(|r| r.0), "root_size": i.root.map(|r| r.1),
                     "open_micros": rec.open_micros, "recovered_transactions": rec.records_replayed,
                 });
@@ -777,8 +785,9 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
                     fmt_size(i.heap_size)
                 );
                 println!(
-                    "log:             {} lanes x 4 slots of {}",
+                    "log:             {} lanes x {} slots of {}",
                     i.lanes,
+                    i.log_slots_per_lane,
                     fmt_size(i.log_slot_size as u64)
                 );
                 match i.root {

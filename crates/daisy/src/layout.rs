@@ -32,7 +32,28 @@ pub const CHUNK_SIZE: u64 = 256 * 1024;
 pub const LAYOUT_MAX: usize = 64;
 
 pub const DEFAULT_LANES: u32 = 32;
+/// Log slots per lane: chosen when a pool is created (see [`default_slots_per_lane`]) and kept
+/// in its header. A lane lets `slots - 2` of its commits pass before it writes back the lines a
+/// transaction applied (`tx.rs`, "deferred write-back"), so more slots mean fewer write-backs
+/// of lines written again and again (a counter, a map's length), for more log space.
 pub const DEFAULT_SLOTS_PER_LANE: u32 = 8;
+/// The slot count of pools with room for it (see [`default_slots_per_lane`]).
+pub const ROOMY_SLOTS_PER_LANE: u32 = 32;
+pub const MIN_SLOTS_PER_LANE: u32 = 4;
+pub const MAX_SLOTS_PER_LANE: u32 = 64;
+
+/// Slots per lane for a new pool that does not say: [`ROOMY_SLOTS_PER_LANE`] when their log
+/// takes at most a quarter of the pool's initial size, else [`DEFAULT_SLOTS_PER_LANE`]. (With
+/// the default 32 lanes of 16 KiB slots that is pools of 64 MiB and more; a server with 1 MiB
+/// slots keeps 8.)
+pub fn default_slots_per_lane(lanes: u32, slot_size: u32, size: u64) -> u32 {
+    let roomy = lanes as u64 * ROOMY_SLOTS_PER_LANE as u64 * slot_size as u64;
+    if roomy <= size / 4 {
+        ROOMY_SLOTS_PER_LANE
+    } else {
+        DEFAULT_SLOTS_PER_LANE
+    }
+}
 pub const DEFAULT_SLOT_SIZE: u32 = 16 * 1024;
 pub const MIN_SLOT_SIZE: u32 = 256;
 pub const MAX_SLOT_SIZE: u32 = 64 * 1024 * 1024;

@@ -57,6 +57,8 @@ pub struct PoolOptions {
     pub mode: ModeChoice,
     pub lanes: u32,
     pub log_slot_size: u32,
+    /// Log slots per lane (`None`: [`default_slots_per_lane`] picks).
+    pub log_slots_per_lane: Option<u32>,
 }
 
 impl Default for PoolOptions {
@@ -68,6 +70,7 @@ impl Default for PoolOptions {
             mode: ModeChoice::Auto,
             lanes: DEFAULT_LANES,
             log_slot_size: DEFAULT_SLOT_SIZE,
+            log_slots_per_lane: None,
         }
     }
 }
@@ -97,6 +100,14 @@ impl PoolOptions {
     }
     pub fn log_slot_size(mut self, bytes: u32) -> Self {
         self.log_slot_size = bytes;
+        self
+    }
+    /// Log slots per lane, between [`MIN_SLOTS_PER_LANE`] and [`MAX_SLOTS_PER_LANE`]. A lane
+    /// writes back the lines its transactions applied `slots - 2` commits later, so a line
+    /// written again meanwhile is written back once for all those writes; the price is
+    /// `lanes x slots x slot size` bytes of log. Default: see [`default_slots_per_lane`].
+    pub fn log_slots_per_lane(mut self, slots: u32) -> Self {
+        self.log_slots_per_lane = Some(slots);
         self
     }
 }
@@ -169,6 +180,7 @@ pub struct PoolInfo {
     pub objects: u64,
     pub lanes: u32,
     pub log_slot_size: u32,
+    pub log_slots_per_lane: u32,
     pub root: Option<(u64, u64)>,
 }
 
@@ -228,9 +240,9 @@ fn fmt_uuid(u: &[u8; 16]) -> String {
 }
 
 /// The region sizes a header implies; used by create and validated by open.
-fn geometry_for(lanes: u32, slot_size: u32, max_size: u64) -> (u64, u64, u64) {
+fn geometry_for(lanes: u32, slots: u32, slot_size: u32, max_size: u64) -> (u64, u64, u64) {
     let lanes_off = STATE_OFF + STATE_SIZE;
-    let lane_bytes = lanes as u64 * DEFAULT_SLOTS_PER_LANE as u64 * slot_size as u64;
+    let lane_bytes = lanes as u64 * slots as u64 * slot_size as u64;
     let chunk_table_off = (lanes_off + lane_bytes).next_multiple_of(4096);
     // The table covers the maximum heap; the heap start depends on the table size, so size the
     // table for the whole max_size (a slight over-estimate).
@@ -296,6 +308,20 @@ impl Pool {
                 opts.log_slot_size
             )));
         }
+        let slots = match opts.log_slots_per_lane {
+            Some(k) if !(MIN_SLOTS_PER_LANE..=MAX_SLOTS_PER_LANE).contains(&k) => {
+                return Err(Error::InvalidOption(format!(
+                    "log slots per lane = {k}: must be between {MIN_SLOTS_PER_LANE} and \
+                     {MAX_SLOTS_PER_LANE}"
+                )));
+            }
+            Some(k) => k,
+            None => default_slots_per_lane(opts.lanes, opts.log_slot_size, opts.size),
+        };
+        let opts = &PoolOptions {
+            log_slots_per_lane: Some(slots),
+            ..opts.clone()
+        };
         let max_size = opts.max_size.unwrap_or(opts.size.max(DEFAULT_MAX_SIZE));
         if max_size < opts.size {
             return Err(Error::InvalidOption(format!(
@@ -309,7 +335,7 @@ impl Pool {
             )));
         }
         let (lanes_off, chunk_table_off, heap_off) =
-            geometry_for(opts.lanes, opts.log_slot_size, max_size);
+            geometry_for(opts.lanes, slots, opts.log_slot_size, max_size);
         let min_size = heap_off + CHUNK_SIZE;
         if opts.size < min_size {
             return Err(Error::InvalidOption(format!(
@@ -401,7 +427,10 @@ impl Pool {
         hdr.chunk_table_off = chunk_table_off;
         hdr.heap_off = heap_off;
         hdr.lane_count = opts.lanes;
-        hdr.slots_per_lane = DEFAULT_SLOTS_PER_LANE;
+        let slots = opts
+            .log_slots_per_lane
+            .expect("create resolves the slot count");
+        hdr.slots_per_lane = slots;
         hdr.slot_size = opts.log_slot_size;
         hdr.chunk_size = CHUNK_SIZE as u32;
         hdr.checksum = hdr.compute_checksum();
@@ -450,7 +479,7 @@ impl Pool {
             RecoveryReport::default(),
             1,
             0,
-            vec![(0, vec![0; DEFAULT_SLOTS_PER_LANE as usize]); opts.lanes as usize],
+            vec![(0, vec![0; slots as usize]); opts.lanes as usize],
         ))
     }
 
@@ -804,6 +833,7 @@ impl Pool {
             objects: objs.len() as u64,
             lanes: i.hdr.lane_count,
             log_slot_size: i.hdr.slot_size,
+            log_slots_per_lane: i.hdr.slots_per_lane,
             root: (st.root_off != 0).then_some((st.root_off, st.root_size)),
         }
     }
@@ -887,7 +917,7 @@ fn validate_geometry(path: &Path, h: &Header, file_len: u64) -> Result<()> {
     if h.lane_count == 0 || h.lane_count > 4096 {
         return bad("lane count out of range");
     }
-    if h.slots_per_lane != DEFAULT_SLOTS_PER_LANE
+    if !(MIN_SLOTS_PER_LANE..=MAX_SLOTS_PER_LANE).contains(&h.slots_per_lane)
         || h.slot_size < MIN_SLOT_SIZE
         || h.slot_size > MAX_SLOT_SIZE
         || !h.slot_size.is_multiple_of(64)

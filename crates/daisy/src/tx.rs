@@ -47,11 +47,18 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// How many of its own commits a lane lets pass before it flushes the data lines a
-/// transaction applied. The flush then rides on that later commit's one fence, and a line
-/// that is written again meanwhile is flushed once for all those writes. A log slot is reused
-/// after `SLOTS_PER_LANE` commits, and recovery may drop a record only once a claim covers it,
-/// so the deferral must leave two commits of slack: D = K - 2.
+/// transaction applied: `D = K - 2` for a pool of `K` log slots per lane ([`defer_commits`]).
+/// The flush then rides on that later commit's one fence, and a line that is written again
+/// meanwhile is flushed once for all those writes. A log slot is reused after `K` commits, and
+/// recovery may drop a record only once a claim covers it, so the deferral must leave two
+/// commits of slack. This constant is `D` for the default `K`.
 pub const DEFER_COMMITS: u64 = DEFAULT_SLOTS_PER_LANE as u64 - 2;
+
+/// `D` of a pool with `slots` log slots per lane (see [`DEFER_COMMITS`]).
+#[inline(always)]
+pub fn defer_commits(slots: u32) -> u64 {
+    slots as u64 - 2
+}
 
 /// New objects whose in-place contents total at most this many bytes are logged at commit;
 /// larger ones cost one extra fence (`Tx::persist_fresh`).
@@ -1488,11 +1495,12 @@ impl<'p> Tx<'p> {
         let claim = pool.compute_watermark_owner(st.index, lb.min(st.dirty.oldest_seq()));
         debug_assert!(claim < seq, "claim {claim} must be below seq {seq}");
 
-        // Lines applied DEFER_COMMITS commits ago become durable with this commit's fence.
+        // Lines applied D commits ago become durable with this commit's fence.
         let lc = st.commit_no + 1;
+        let defer = defer_commits(pool.hdr.slots_per_lane);
         let dirty = &mut st.dirty;
         while let Some((line, first, _)) = dirty.front() {
-            if first + DEFER_COMMITS > lc {
+            if first + defer > lc {
                 break;
             }
             if !sim_fault!(NoDataFlush) {

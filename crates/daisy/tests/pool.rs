@@ -710,3 +710,48 @@ fn nested_transactions_never_wait_for_themselves() {
     r.unwrap();
     assert_eq!(pool.read(root), [1, 2]);
 }
+
+/// Log slots per lane: picked by pool size unless given, range-checked, kept in the header;
+/// with any count, committed transactions survive a crash (the deferral of write-backs is
+/// `slots - 2` commits, so a small count and a large one both run here).
+#[test]
+fn log_slots_per_lane_are_chosen_checked_and_kept() {
+    let (_d, path) = tmp_pool("slots.pool");
+    let p = Pool::create(&path, &PoolOptions::new("t").size(8 * MIB).lanes(8)).unwrap();
+    assert_eq!(p.info().log_slots_per_lane, 8, "a small pool keeps 8");
+    p.close().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let p = Pool::create(&path, &PoolOptions::new("t").size(256 * MIB)).unwrap();
+    assert_eq!(p.info().log_slots_per_lane, 32, "a roomy pool gets 32");
+    p.close().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    for bad in [0, 3, 65] {
+        let Err(e) = Pool::create(&path, &small("t").log_slots_per_lane(bad)) else {
+            panic!("{bad} slots per lane accepted");
+        };
+        assert!(e.to_string().contains("log slots per lane"), "{e}");
+        assert!(!path.exists());
+    }
+    for slots in [4u32, 13, 32] {
+        let _ = std::fs::remove_file(&path);
+        let pool = Pool::create(&path, &small("t").log_slots_per_lane(slots)).unwrap();
+        let root = pool.root::<[u64; 64]>().unwrap();
+        for i in 1..=500u64 {
+            pool.transaction(|tx| {
+                tx.write(root.cast::<u64>(), &i)?; // a hot word, rewritten every commit
+                tx.write(root.byte_add::<u64>(8 * (1 + i % 63)), &i)
+            })
+            .unwrap();
+        }
+        pool.crash_for_test();
+        let pool = Pool::open(&path, "t").unwrap();
+        assert_eq!(pool.info().log_slots_per_lane, slots);
+        let v = pool.read(pool.root::<[u64; 64]>().unwrap());
+        assert_eq!(v[0], 500, "slots {slots}");
+        for (k, &x) in v.iter().enumerate().skip(1) {
+            let last = (1..=500u64).rev().find(|i| 1 + i % 63 == k as u64).unwrap();
+            assert_eq!(x, last, "slots {slots}, word {k}");
+        }
+        assert!(pool.check(None).ok());
+    }
+}
