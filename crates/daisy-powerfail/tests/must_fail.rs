@@ -13,6 +13,9 @@ fn injected_bugs_are_caught() {
         (Fault::NoRecordFlush, Workload::Single),
         (Fault::NoCommitFence, Workload::Single),
         (Fault::ApplyBeforeCommit, Workload::Single),
+        // Applied data never flushed, with the shortest deferral (single: 4 log slots per
+        // lane) and a long one (threads: 32).
+        (Fault::NoDataFlush, Workload::Single),
         (Fault::NoDataFlush, Workload::Threads),
         // The KV server's group transactions: a missing commit fence, and applied data
         // never flushed, are caught by comparing the recovered keyspace with its model.

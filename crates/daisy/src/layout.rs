@@ -44,8 +44,8 @@ pub const MAX_SLOTS_PER_LANE: u32 = 64;
 
 /// Slots per lane for a new pool that does not say: [`ROOMY_SLOTS_PER_LANE`] when their log
 /// takes at most a quarter of the pool's initial size, else [`DEFAULT_SLOTS_PER_LANE`]. (With
-/// the default 32 lanes of 16 KiB slots that is pools of 64 MiB and more; a server with 1 MiB
-/// slots keeps 8.)
+/// the default 32 lanes of 16 KiB slots that is pools of 64 MiB and more; `daisy serve`'s 2
+/// lanes of 1 MiB slots get 32 from 256 MiB on, and keep 8 in its default 64 MiB pool.)
 pub fn default_slots_per_lane(lanes: u32, slot_size: u32, size: u64) -> u32 {
     let roomy = lanes as u64 * ROOMY_SLOTS_PER_LANE as u64 * slot_size as u64;
     if roomy <= size / 4 {

@@ -1243,6 +1243,21 @@ impl<'p> Tx<'p> {
 
     /// Allocate `size` bytes; returns the offset. The object is recorded as fresh.
     fn alloc_raw(&mut self, size: u64) -> Result<u64> {
+        match self.alloc_raw_once(size) {
+            // This lane's frees wait for the watermark to pass their transactions before their
+            // memory is reused (up to `D` commits: 30 with 32 log slots per lane). A full pool
+            // with such frees waiting makes them durable now (one watermark advance) and tries
+            // again, instead of failing while freed memory sits idle.
+            Err(Error::PoolFull { .. }) if !self.st.alloc.deferred.is_empty() => {
+                let newest = self.st.alloc.deferred.back().map(|d| d.0).unwrap_or(0);
+                self.pool.advance_watermark(newest)?;
+                self.alloc_raw_once(size)
+            }
+            r => r,
+        }
+    }
+
+    fn alloc_raw_once(&mut self, size: u64) -> Result<u64> {
         self.release_deferred();
         match class_for(size) {
             Some(class) => {
