@@ -521,23 +521,25 @@ fn bad_input_is_refused_and_unchanged() {
 #[test]
 fn corrupted_log_record_is_refused() {
     let (d, path) = tmp_pool("k.pool");
-    {
+    let slots = {
         let pool = Pool::create(&path, &small("test")).unwrap();
         let root = pool.root::<Root>().unwrap();
         for v in 0..6 {
             push(&pool, root, v);
         }
+        let i = pool.info();
         pool.crash_for_test();
-    }
+        (i.lanes * i.log_slots_per_lane) as usize
+    };
     let bytes = std::fs::read(&path).unwrap();
-    // The lane area starts right after the state page (offset 8192); the loop below looks at
-    // the first 32 slots (lane 0 and the start of lane 1 of this 8-slot pool).
+    // The lane area starts right after the state page (offset 8192). Every slot of every lane
+    // is looked at: which lane this thread's transactions use depends on the other tests.
     let lanes_off = 8192usize;
     let slot = 16 * 1024;
     // Flip a payload byte of each record in turn: every record but a lane's newest must be
     // reported as corruption (the newest is indistinguishable from a torn in-flight write).
     let mut damaged = 0;
-    for s in 0..32 {
+    for s in 0..slots {
         let off = lanes_off + s * slot;
         if bytes[off + 4..off + 8] == *b"DLOG" {
             let mut bad = bytes.clone();
