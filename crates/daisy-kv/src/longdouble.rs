@@ -64,78 +64,57 @@ fn is_c_space(b: u8) -> bool {
     b.is_ascii_whitespace() || b == 0x0B
 }
 
-/// `strtold`'s decimal syntax, whole string: digits with at most one point (at least one
-/// digit), then an optional exponent with at least one digit.
-fn dec_syntax(s: &str) -> Option<String> {
+/// `strtold`'s number syntax, whole string: digits (`is_digit`) with at most one point and at
+/// least one digit, then optionally `exp` and a decimal exponent with an optional sign and at
+/// least one digit. Some(whether there is an exponent) when `s` is such a number.
+fn number_syntax(s: &str, is_digit: fn(&u8) -> bool, exp: u8) -> Option<bool> {
     let b = s.as_bytes();
     let mut i = 0;
-    let mut digits = 0;
-    while i < b.len() && b[i].is_ascii_digit() {
+    let mut digits = digit_run(b, &mut i, is_digit);
+    if b.get(i) == Some(&b'.') {
         i += 1;
-        digits += 1;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-            digits += 1;
-        }
-    }
-    if digits == 0 {
-        return None;
-    }
-    if i < b.len() && b[i] == b'e' {
-        i += 1;
-        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-            i += 1;
-        }
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-    }
-    (i == b.len()).then(|| s.to_string())
-}
-
-/// `strtold`'s hexadecimal syntax after "0x": hex digits with at most one point (at least one
-/// digit), then an optional binary exponent "p[+-]digits". APFloat requires the exponent, so
-/// "p0" is added when it is missing.
-fn hex_syntax(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    let mut digits = 0;
-    while i < b.len() && b[i].is_ascii_hexdigit() {
-        i += 1;
-        digits += 1;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && b[i].is_ascii_hexdigit() {
-            i += 1;
-            digits += 1;
-        }
+        digits += digit_run(b, &mut i, is_digit);
     }
     if digits == 0 {
         return None;
     }
     if i == b.len() {
-        return Some(format!("0x{s}p0"));
+        return Some(false);
     }
-    if b[i] != b'p' {
+    if b[i] != exp {
         return None;
     }
     i += 1;
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+    if matches!(b.get(i), Some(b'+' | b'-')) {
         i += 1;
     }
-    let start = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
+    let exp_digits = digit_run(b, &mut i, u8::is_ascii_digit);
+    (exp_digits > 0 && i == b.len()).then_some(true)
+}
+
+/// Skip the digits at `b[*i..]`; how many there were.
+fn digit_run(b: &[u8], i: &mut usize, is_digit: fn(&u8) -> bool) -> usize {
+    let start = *i;
+    while b.get(*i).is_some_and(is_digit) {
+        *i += 1;
     }
-    (i > start && i == b.len()).then(|| format!("0x{s}"))
+    *i - start
+}
+
+/// The decimal form (the text as is, lower-cased by the caller).
+fn dec_syntax(s: &str) -> Option<String> {
+    number_syntax(s, u8::is_ascii_digit, b'e').map(|_| s.to_string())
+}
+
+/// The hexadecimal form after "0x", with a binary exponent "p...". APFloat requires the
+/// exponent, so "p0" is added when it is missing.
+fn hex_syntax(s: &str) -> Option<String> {
+    let has_exp = number_syntax(s, u8::is_ascii_hexdigit, b'p')?;
+    Some(if has_exp {
+        format!("0x{s}")
+    } else {
+        format!("0x{s}p0")
+    })
 }
 
 /// `printf("%.17Lf", v)` with trailing zeros and a trailing point cut, and "-0" as "0": the

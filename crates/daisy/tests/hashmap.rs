@@ -36,6 +36,16 @@ fn create_u32(pool: &Pool, seed: u64) -> PPtr<U32Map> {
     .unwrap()
 }
 
+fn create_bytes(pool: &Pool, seed: u64) -> PPtr<PBytesMap> {
+    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
+    pool.transaction(|tx| {
+        let id = PBytesMap::create_in_with_seed(tx, seed)?;
+        tx.write(root, &id)?;
+        Ok::<_, Error>(id)
+    })
+    .unwrap()
+}
+
 fn assert_ok(c: &MapCheck) {
     assert!(c.problems.is_empty(), "map check found: {:?}", c.problems);
 }
@@ -272,14 +282,7 @@ fn clear_frees_everything_and_the_map_stays_usable() {
     let dir = tmp();
     let pool = new_pool(&dir, "g.pool");
     let baseline = pool.objects().unwrap().len();
-    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
-    let id = pool
-        .transaction(|tx| {
-            let id = PBytesMap::create_in_with_seed(tx, 9)?;
-            tx.write(root, &id)?;
-            Ok::<_, Error>(id)
-        })
-        .unwrap();
+    let id = create_bytes(&pool, 9);
     let mut m = PBytesMap::open(&pool, id).unwrap();
     let after_create = pool.objects().unwrap().len();
     assert!(after_create > baseline);
@@ -418,12 +421,7 @@ proptest! {
     ) {
         let dir = tmp();
         let pool = new_pool(&dir, "q.pool");
-        let root = pool.root::<PPtr<PBytesMap>>().unwrap();
-        let id = pool.transaction(|tx| {
-            let id = PBytesMap::create_in_with_seed(tx, seed)?;
-            tx.write(root, &id)?;
-            Ok::<_, Error>(id)
-        }).unwrap();
+        let id = create_bytes(&pool, seed);
         let mut m = PBytesMap::open(&pool, id).unwrap();
         let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
         for (op, k, vlen, byte) in ops {
@@ -739,14 +737,7 @@ fn clear_with_the_smallest_log_slots_finishes() {
                 .log_slot_size(256),
         )
         .unwrap();
-        let root = pool.root::<PPtr<PBytesMap>>().unwrap();
-        let id = pool
-            .transaction(|tx| {
-                let b = PBytesMap::create_in_with_seed(tx, 3)?;
-                tx.write(root, &b)?;
-                Ok::<_, Error>(b)
-            })
-            .unwrap();
+        let id = create_bytes(&pool, 3);
         let mut b = PBytesMap::open(&pool, id).unwrap();
         let after_create = pool.objects().unwrap().len();
         for k in 0..200u32 {
@@ -843,14 +834,7 @@ fn batch_split_failing_half_way_leaks_nothing() {
 fn byte_map_check_finds_entries_that_are_not_objects() {
     let dir = tmp();
     let pool = new_pool(&dir, "ptrs.pool");
-    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
-    let id = pool
-        .transaction(|tx| {
-            let b = PBytesMap::create_in_with_seed(tx, 9)?;
-            tx.write(root, &b)?;
-            Ok::<_, Error>(b)
-        })
-        .unwrap();
+    let id = create_bytes(&pool, 9);
     let mut b = PBytesMap::open(&pool, id).unwrap();
     for k in 0..20u32 {
         b.insert(format!("key{k}").as_bytes(), b"value").unwrap();
@@ -922,14 +906,7 @@ fn clear_interrupted_by_a_crash_is_finished_at_open() {
     let dir = tmp();
     let path = dir.path().join("clear-crash.pool");
     let pool = new_pool(&dir, "clear-crash.pool");
-    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
-    let id = pool
-        .transaction(|tx| {
-            let id = PBytesMap::create_in_with_seed(tx, 21)?;
-            tx.write(root, &id)?;
-            Ok::<_, Error>(id)
-        })
-        .unwrap();
+    let id = create_bytes(&pool, 21);
     let mut m = PBytesMap::open(&pool, id).unwrap();
     let empty = pool.objects().unwrap().len();
     for k in 0..3000u32 {
