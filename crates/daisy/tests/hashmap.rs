@@ -440,7 +440,7 @@ proptest! {
         let c = m.check();
         prop_assert!(c.problems.is_empty(), "{:?}", c.problems);
         let mut reach = c.objects.clone();
-        reach.push(root.offset());
+        reach.push(pool.root::<PPtr<PBytesMap>>().unwrap().offset());
         let report = pool.check(Some(&reach));
         prop_assert!(report.ok(), "{:?}", report);
     }
@@ -928,6 +928,7 @@ fn clear_interrupted_by_a_crash_is_finished_at_open() {
         owned.len() > 3000,
         "the detached entries are still owned by the map"
     );
+    let root = pool.root::<PPtr<PBytesMap>>().unwrap();
     let reach: Vec<u64> = owned.into_iter().chain([root.offset()]).collect();
     let rep = pool.check(Some(&reach));
     assert!(rep.ok(), "{rep:?}");
