@@ -1124,16 +1124,8 @@ impl PoolInner {
     /// The durable watermark candidate: one less than the oldest transaction that is in flight
     /// or applied but not yet fenced, on any lane.
     pub fn compute_watermark(&self) -> u64 {
-        // The counter first, then the lanes (see `Lane` for the pairing stores).
-        let mut m = self.next_seq.load(Ordering::Acquire);
-        let n = self
-            .lanes_in_use
-            .load(Ordering::Acquire)
-            .min(self.lanes.len());
-        for lane in &self.lanes[..n] {
-            m = m.min(lane.oldest_undurable());
-        }
-        m - 1
+        // No lane is the caller's own: every lane's published bound is read.
+        self.compute_watermark_owner(usize::MAX, u64::MAX)
     }
 
     /// [`Self::compute_watermark`] as the owner of lane `own` computes it while committing:
@@ -1145,6 +1137,7 @@ impl PoolInner {
     /// no other lane is read at all.)
     #[inline(always)]
     pub fn compute_watermark_owner(&self, own: usize, own_bound: u64) -> u64 {
+        // The counter first, then the lanes (see `Lane` for the pairing stores).
         let mut m = self.next_seq.load(Ordering::Acquire).min(own_bound);
         let n = self
             .lanes_in_use
