@@ -461,6 +461,9 @@ pub(crate) struct TxBuffers {
     /// Bytes of new objects were written back without a fence yet (large copies into new
     /// objects); the commit needs a fence before its record.
     fresh_unfenced: bool,
+    /// Flush and fence the applied lines at the end of commit instead of deferring them
+    /// ([`Tx::durable_apply`]).
+    durable_apply: bool,
     /// Where the logged copies of new objects begin in `record` (they are already in place,
     /// so commit does not apply them again); `record.len()` when there are none.
     fresh_log_start: usize,
@@ -486,6 +489,7 @@ impl Default for TxBuffers {
             freed: Vec::new(),
             fresh_dirty: Vec::new(),
             fresh_unfenced: false,
+            durable_apply: false,
             fresh_log_start: usize::MAX,
         }
     }
@@ -727,6 +731,7 @@ impl TxBuffers {
         self.freed.clear();
         self.fresh_dirty.clear();
         self.fresh_unfenced = false;
+        self.durable_apply = false;
         self.fresh_log_start = usize::MAX;
     }
 }
@@ -1472,6 +1477,16 @@ impl<'p> Tx<'p> {
     }
 
     /// Commit: one fence makes the transaction durable. Consumes the transaction.
+    /// Make this transaction's applied lines (and the lane's older deferred ones) durable at
+    /// the end of its commit, with a second fence, instead of letting later commits flush
+    /// them. The lane then holds nothing undurable, so `PoolInner::advance_watermark` can
+    /// retire this transaction without re-reading the lane's log. For a transaction that is
+    /// about to be followed by in-place writes to the same data (hash maps' in-place slot
+    /// writes).
+    pub(crate) fn durable_apply(&mut self) {
+        self.st.buf.durable_apply = true;
+    }
+
     pub(crate) fn commit(mut self) -> Result<()> {
         let pool = self.pool;
         let lane = self.lane;
@@ -1603,6 +1618,23 @@ impl<'p> Tx<'p> {
             self.apply(seq, lc);
         }
         let st = &mut *self.st;
+        if st.buf.durable_apply {
+            // Every line this lane applied so far, this transaction's included, becomes
+            // durable now: the lane then holds nothing undurable (see `Tx::durable_apply`).
+            let dirty = &mut st.dirty;
+            while let Some((line, _, _)) = dirty.front() {
+                if !sim_fault!(NoDataFlush) {
+                    pool.persist.flush(line as *const u8, 1);
+                }
+                dirty.pop_front();
+            }
+            dirty.compact();
+            if pool.persist.fence().is_err() {
+                // The transaction is committed (its record is durable), but its lines may not
+                // be: stop using the pool, as for a failed apply.
+                pool.poisoned.store(true, Ordering::Release);
+            }
+        }
         lane.undurable_from
             .store(st.dirty.oldest_seq(), Ordering::Release);
         lane.last_committed.store(seq, Ordering::Release);

@@ -146,19 +146,92 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         Ok(self.len()? == 0)
     }
 
+    /// Entries of exactly 8 bytes (`u32` to `u32`, the benchmark's map) are written in place
+    /// by one atomic store when an operation changes a single slot (table.rs, "In-place slot
+    /// writes"); everything else goes through a transaction.
+    const IN_PLACE: bool = Fixed::<K, V>::SLOT == 8;
+
     /// Insert or replace; returns the previous value. Durable when it returns.
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
+        let h = hash_bytes(self.t.seed, bytemuck::bytes_of(&k));
+        if Self::IN_PLACE && !is_reserved(bytemuck::bytes_of(&k)) {
+            if let Some(old) = self.insert_in_place(&k, &v, h)? {
+                return Ok(old);
+            }
+        }
         let this = &*self;
-        let h = hash_bytes(this.t.seed, bytemuck::bytes_of(&k));
-        this.t
-            .pool
-            .transaction(|tx| this.insert_hashed(tx, k, v, h))
+        this.t.note_tx();
+        this.t.pool.transaction(|tx| {
+            if Self::IN_PLACE {
+                tx.durable_apply();
+            }
+            this.insert_hashed(tx, k, v, h)
+        })
+    }
+
+    /// Insert with one in-place slot store: the key's slot, or the first free slot of its
+    /// window. `None` when the window is full (a split is due: the transaction does it).
+    #[inline(always)]
+    fn insert_in_place(&self, k: &K, v: &V, h: u64) -> Result<Option<Option<V>>> {
+        self.t.in_place_ready()?;
+        let kb = bytemuck::bytes_of(k);
+        let src = Src::Pool(&self.t.pool.inner);
+        let (_, seg, _, _) = self.t.locate(&src, h)?;
+        let (off, old, delta) =
+            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+                Probe::Found(off) => (off, Some(read_val::<V>(&src, off + kb.len() as u64)?), 0),
+                Probe::Free(off) => (off, None, 1),
+                Probe::Full => return Ok(None),
+            };
+        let mut w = [0u8; 8];
+        w[..kb.len()].copy_from_slice(kb);
+        w[kb.len()..].copy_from_slice(bytemuck::bytes_of(v));
+        self.t.store_slot(off, u64::from_ne_bytes(w), delta)?;
+        Ok(Some(old))
     }
 
     /// Remove; returns the value. Durable when it returns.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
+        if Self::IN_PLACE && !is_reserved(bytemuck::bytes_of(k)) {
+            if let Some(old) = self.remove_in_place(k)? {
+                return Ok(old);
+            }
+        }
         let this = &*self;
-        this.t.pool.transaction(|tx| this.remove_in(tx, k))
+        this.t.note_tx();
+        this.t.pool.transaction(|tx| {
+            if Self::IN_PLACE {
+                tx.durable_apply();
+            }
+            this.remove_in(tx, k)
+        })
+    }
+
+    /// Remove with one in-place store of an empty slot, when the key's bucket has another
+    /// empty slot: then no entry lives past it on the key's account (probe invariant) and
+    /// nothing has to move back. `None` when the bucket is full (the transaction moves
+    /// entries back).
+    fn remove_in_place(&self, k: &K) -> Result<Option<Option<V>>> {
+        let kb = bytemuck::bytes_of(k);
+        let h = hash_bytes(self.t.seed, kb);
+        let src = Src::Pool(&self.t.pool.inner);
+        let (_, seg, _, _) = self.t.locate(&src, h)?;
+        let Probe::Found(off) = probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))?
+        else {
+            return Ok(Some(None));
+        };
+        let bucket = seg + ((off - seg) & !(BUCKET as u64 - 1));
+        let line: [u8; BUCKET] = src.read_pod(bucket)?;
+        if !line
+            .chunks_exact(Fixed::<K, V>::SLOT)
+            .any(Fixed::<K, V>::is_empty)
+        {
+            return Ok(None);
+        }
+        let old = read_val::<V>(&src, off + kb.len() as u64)?;
+        self.t.in_place_ready()?;
+        self.t.store_slot(off, u64::MAX, -1)?;
+        Ok(Some(Some(old)))
     }
 
     /// Look up a committed value.
@@ -198,6 +271,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     #[inline]
     pub fn insert_tx(&mut self, tx: &mut Tx, k: K, v: V) -> Result<Option<V>> {
         self.t.same_pool(tx)?;
+        self.t.note_tx();
         self.insert_in(tx, k, v)
     }
 
@@ -247,6 +321,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// Remove inside the caller's transaction.
     pub fn remove_tx(&mut self, tx: &mut Tx, k: &K) -> Result<Option<V>> {
         self.t.same_pool(tx)?;
+        self.t.note_tx();
         self.remove_in(tx, k)
     }
 
@@ -347,9 +422,11 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// of large maps should be created with larger slots (`PoolOptions::log_slot_size`: 1 MiB
     /// holds a batch that builds a 10-million-entry map).
     pub fn batch<R>(&mut self, f: impl FnOnce(&mut Batch<'_, K, V>) -> Result<R>) -> Result<R> {
+        let len_delta = self.t.len_delta()?;
         let core = BatchCore::begin(&self.t)?;
         let mut b = Batch {
             core,
+            len_delta,
             hdr: self.t.hdr,
             seed: self.t.seed,
             _t: PhantomData,
@@ -413,6 +490,8 @@ pub(crate) fn check_fixed(
 /// A batch of operations on a [`PHashMap`] (see [`PHashMap::batch`]).
 pub struct Batch<'m, K: Pod, V: Pod> {
     core: BatchCore<'m>,
+    /// Entries minus the header's `len` (in-place writes before the batch; see `Table`).
+    len_delta: i64,
     hdr: u64,
     seed: u64,
     _t: PhantomData<fn() -> (K, V)>,
@@ -472,7 +551,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
                     self.core
                         .tx()
                         .write_fresh(off, &slot[..kb.len() + vb.len()]);
-                    self.core.len += 1;
+                    self.core.len = self.core.len.wrapping_add(1);
                     return Ok(None);
                 }
                 Probe::Full => self.core.split::<Fixed<K, V>>(self.seed, idx)?,
@@ -484,7 +563,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     fn special_insert(&mut self, vb: &[u8]) -> Result<Option<V>> {
         let old = special_write::<V>(self.core.tx(), self.hdr, Some(vb))?;
         if old.is_none() {
-            self.core.len += 1;
+            self.core.len = self.core.len.wrapping_add(1);
         }
         Ok(old)
     }
@@ -514,7 +593,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
         if is_reserved(kb) {
             let old = special_write::<V>(self.core.tx(), self.hdr, None)?;
             if old.is_some() {
-                self.core.len -= 1;
+                self.core.len = self.core.len.wrapping_sub(1);
             }
             return Ok(old);
         }
@@ -532,7 +611,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
                         seg,
                         off,
                     )?;
-                    self.core.len -= 1;
+                    self.core.len = self.core.len.wrapping_sub(1);
                     return Ok(Some(old));
                 }
                 Probe::Found(_) => self.core.cow(idx)?,
@@ -550,10 +629,10 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
 
     /// Entries in the map as the batch sees it.
     pub fn len(&self) -> u64 {
-        self.core.len
+        self.core.len.wrapping_add(self.len_delta as u64)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.core.len == 0
+        self.len() == 0
     }
 }

@@ -36,9 +36,10 @@ use crate::error::{Error, Result};
 use crate::pool::{Pool, PoolInner};
 use crate::tx::Tx;
 use bytemuck::{Pod, Zeroable};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 pub const MAP_MAGIC: u64 = u64::from_le_bytes(*b"DAISYMAP");
-pub const MAP_FORMAT: u32 = 1;
+pub const MAP_FORMAT: u32 = 2;
 pub const BUCKET: usize = 64;
 pub const SEG_BUCKETS: usize = 256;
 pub const SEG_BYTES: usize = BUCKET * SEG_BUCKETS;
@@ -53,6 +54,7 @@ pub const HEADER_BYTES: usize = 160;
 /// directory into a fresh object instead (a redo record must fit one log slot).
 pub const DIR_LOG_MAX_WORDS: u64 = 256;
 
+pub const H_FLAGS: u64 = 36;
 pub const H_LEN: u64 = 40;
 pub const H_DIR: u64 = 48;
 pub const H_DEPTH: u64 = 56;
@@ -61,6 +63,10 @@ pub const H_GARBAGE_DEPTH: u64 = 72;
 pub const H_GARBAGE_POS: u64 = 76;
 pub const H_SPECIAL: u64 = 80;
 pub const H_SPECIAL_VAL: u64 = 88;
+
+/// `flags` bit: `len` may lag the entries, because in-place slot writes (see "In-place slot
+/// writes" above) changed the count since the header's `len` was last made exact.
+pub const FLAG_LEN_STALE: u32 = 1;
 
 pub const KIND_FIXED: u32 = 1;
 pub const KIND_BYTES: u32 = 2;
@@ -77,7 +83,8 @@ pub struct MapHeader {
     pub seed: u64,
     /// crc32c of bytes 0..32.
     pub crc: u32,
-    pub _pad: u32,
+    /// [`FLAG_LEN_STALE`] or 0 (mutable).
+    pub flags: u32,
     pub len: u64,
     pub dir: u64,
     pub depth: u64,
@@ -89,6 +96,7 @@ pub struct MapHeader {
 
 const _: () = {
     assert!(std::mem::size_of::<MapHeader>() == H_SPECIAL_VAL as usize);
+    assert!(std::mem::offset_of!(MapHeader, flags) == H_FLAGS as usize);
     assert!(std::mem::offset_of!(MapHeader, len) == H_LEN as usize);
     assert!(std::mem::offset_of!(MapHeader, dir) == H_DIR as usize);
     assert!(std::mem::offset_of!(MapHeader, depth) == H_DEPTH as usize);
@@ -503,7 +511,27 @@ pub struct Table<S: SlotKind> {
     pub pool: Pool,
     pub hdr: u64,
     pub seed: u64,
+    /// Volatile state of in-place slot writes (see "In-place slot writes" above).
+    in_place: InPlace,
     _kind: std::marker::PhantomData<fn() -> S>,
+}
+
+/// `InPlace::delta` before the entries were counted.
+const DELTA_UNKNOWN: i64 = i64::MIN;
+
+/// What a handle knows about its in-place slot writes. The handle is exclusive (one per map),
+/// so these describe the map exactly; atomics only because reads take `&self` (the handle may
+/// sit behind an `RwLock`).
+struct InPlace {
+    /// A transaction may have written this map since the last [`Table::in_place_barrier`]:
+    /// its record might still be replayed by recovery, so no in-place write may happen yet.
+    tx_since_barrier: AtomicBool,
+    /// [`FLAG_LEN_STALE`] is durably set in the header.
+    len_stale: AtomicBool,
+    /// Live entries minus the header's `len` ([`DELTA_UNKNOWN`]: not counted yet after a
+    /// crash). Transactions keep changing `len` by their own deltas, so this difference
+    /// changes only with in-place writes.
+    delta: AtomicI64,
 }
 
 /// Entries a new map's first segment is created with, and the directory it starts from.
@@ -524,7 +552,7 @@ impl<S: SlotKind> Table<S> {
             val_size: S::val_size(),
             seed,
             crc: 0,
-            _pad: 0,
+            flags: 0,
             len: 0,
             dir,
             depth: 0,
@@ -582,13 +610,23 @@ impl<S: SlotKind> Table<S> {
         if h.garbage_dir != 0 && !dir_fits(&pool.inner, h.garbage_dir, h.garbage_depth as u64) {
             return Err(not("the detached directory does not fit the pool".into()));
         }
+        if h.flags & !FLAG_LEN_STALE != 0 {
+            return Err(not(format!("unknown header flags {:#x}", h.flags)));
+        }
         if !pool.inner.claim_object(hdr) {
             return Err(Error::CollectionInUse { offset: hdr, what });
         }
+        let stale = h.flags & FLAG_LEN_STALE != 0;
         Ok(Table {
             pool: pool.clone(),
             hdr,
             seed: h.seed,
+            in_place: InPlace {
+                // Recovery may have left records that a barrier must retire first.
+                tx_since_barrier: AtomicBool::new(true),
+                len_stale: AtomicBool::new(stale),
+                delta: AtomicI64::new(if stale { DELTA_UNKNOWN } else { 0 }),
+            },
             _kind: std::marker::PhantomData,
         })
     }
@@ -626,6 +664,7 @@ impl<S: SlotKind> Table<S> {
     /// Split the segment at directory index `idx` (logged mode: a transaction of its own or
     /// the caller's).
     pub fn split_logged(&self, tx: &mut Tx, idx: u64) -> Result<()> {
+        self.note_tx();
         let mut hd = Src::Tx(tx).header(self.hdr)?;
         if !dir_fits(tx.pool_inner(), hd.dir, hd.depth) {
             return Err(bad_dir(self.hdr));
@@ -696,9 +735,116 @@ impl<S: SlotKind> Table<S> {
         tx.write_bytes(self.hdr + H_LEN, &len.to_le_bytes())
     }
 
-    /// Number of live entries.
+    /// Number of live entries. After a crash that left [`FLAG_LEN_STALE`] set, the first call
+    /// counts the entries (reads every segment once).
     pub fn len(&self) -> Result<u64> {
-        Ok(Src::Pool(&self.pool.inner).header(self.hdr)?.len)
+        let hd_len = Src::Pool(&self.pool.inner).header(self.hdr)?.len;
+        Ok(hd_len.wrapping_add(self.len_delta()? as u64))
+    }
+
+    /// Live entries minus the header's `len` (counted on first use after a crash).
+    pub fn len_delta(&self) -> Result<i64> {
+        let d = self.in_place.delta.load(Ordering::Relaxed);
+        if d != DELTA_UNKNOWN {
+            return Ok(d);
+        }
+        let src = Src::Pool(&self.pool.inner);
+        let hd = src.header(self.hdr)?;
+        let mut count = u64::from(hd.special != 0);
+        let mut img = vec![0u8; SEG_BYTES];
+        for (_, seg, _) in self.segments(&src)? {
+            src.read(seg, &mut img)?;
+            count += img.chunks_exact(S::SLOT).filter(|s| !S::is_empty(s)).count() as u64;
+        }
+        let d = count.wrapping_sub(hd.len) as i64;
+        self.in_place.delta.store(d, Ordering::Relaxed);
+        Ok(d)
+    }
+
+    /// Record that a transaction is about to write this map: the next in-place write must
+    /// first retire it ([`Table::in_place_barrier`]). Called before every transaction that
+    /// may touch the map, committed or not (a rolled-back one only costs a barrier).
+    #[inline(always)]
+    pub fn note_tx(&self) {
+        self.in_place.tx_since_barrier.store(true, Ordering::Relaxed);
+    }
+
+    /// Make an in-place slot write safe (see "In-place slot writes" above): every transaction
+    /// that wrote this map is durably applied and covered by the persisted watermark, so
+    /// recovery never replays one over the in-place write; and [`FLAG_LEN_STALE`] is durable.
+    #[inline(always)]
+    pub fn in_place_ready(&self) -> Result<()> {
+        if self.in_place.tx_since_barrier.load(Ordering::Relaxed) {
+            self.in_place_barrier()?;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn in_place_barrier(&self) -> Result<()> {
+        if !self.in_place.len_stale.load(Ordering::Relaxed) {
+            self.pool.transaction(|tx| {
+                tx.durable_apply();
+                tx.write_bytes(self.hdr + H_FLAGS, &FLAG_LEN_STALE.to_le_bytes())
+            })?;
+            self.in_place.len_stale.store(true, Ordering::Relaxed);
+        }
+        // Every transaction that touched the map committed before this load (the handle is
+        // exclusive and none is open), so its seq is below the counter.
+        let inner = &self.pool.inner;
+        let newest = inner.next_seq.load(Ordering::SeqCst).saturating_sub(1);
+        inner.advance_watermark(newest)?;
+        self.in_place.tx_since_barrier.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Store the aligned 8-byte slot at `off` in place and make it durable (one flush, one
+    /// fence); `delta` is the change in live entries. The caller ran
+    /// [`Table::in_place_ready`] and checked that the slot belongs to a current segment.
+    #[inline(always)]
+    pub fn store_slot(&self, off: u64, word: u64, delta: i64) -> Result<()> {
+        const { assert!(S::SLOT == 8) };
+        let inner = &*self.pool.inner;
+        if inner.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned {
+                path: inner.path.clone(),
+            });
+        }
+        debug_assert!(off % 8 == 0 && off >= inner.hdr.heap_off && off + 8 <= inner.heap_end());
+        inner.map.atomic_u64(off).store(word, Ordering::Relaxed);
+        if delta != 0 {
+            let d = self.in_place.delta.load(Ordering::Relaxed);
+            if d != DELTA_UNKNOWN {
+                self.in_place.delta.store(d + delta, Ordering::Relaxed);
+            }
+        }
+        inner.persist.flush(inner.map.at(off, 8), 8);
+        inner
+            .persist
+            .fence()
+            .map_err(|e| inner.io_err("persist", e))
+    }
+
+    /// Make the header's `len` exact again and clear [`FLAG_LEN_STALE`] (one transaction;
+    /// nothing to do unless in-place writes happened). Runs when the handle is dropped.
+    pub fn settle_len(&self) -> Result<()> {
+        if !self.in_place.len_stale.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let d = self.in_place.delta.load(Ordering::Relaxed);
+        if d == DELTA_UNKNOWN {
+            // Counting now would make dropping a handle O(entries); the next user counts.
+            return Ok(());
+        }
+        self.note_tx();
+        self.pool.transaction(|tx| {
+            let hd = Src::Tx(tx).header(self.hdr)?;
+            tx.write_bytes(self.hdr + H_LEN, &hd.len.wrapping_add(d as u64).to_le_bytes())?;
+            tx.write_bytes(self.hdr + H_FLAGS, &0u32.to_le_bytes())
+        })?;
+        self.in_place.len_stale.store(false, Ordering::Relaxed);
+        self.in_place.delta.store(0, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Every distinct segment: (first directory index, segment offset, local depth).
@@ -723,6 +869,7 @@ impl<S: SlotKind> Table<S> {
     /// caller's own bookkeeping changes atomically with it).
     pub fn clear_with(&self, extra: impl FnOnce(&mut Tx) -> Result<()>) -> Result<()> {
         self.finish_garbage()?;
+        self.note_tx();
         self.pool.transaction(|tx| {
             extra(tx)?;
             let hd = Src::Tx(tx).header(self.hdr)?;
@@ -743,8 +890,12 @@ impl<S: SlotKind> Table<S> {
             w[32..36].copy_from_slice(&(hd.depth as u32).to_le_bytes());
             w[36..40].copy_from_slice(&0u32.to_le_bytes());
             w[40..48].copy_from_slice(&0u64.to_le_bytes()); // special
-            tx.write_bytes(self.hdr + H_LEN, &w)
+            tx.write_bytes(self.hdr + H_LEN, &w)?;
+            // The new table is empty and `len` says so: exact again.
+            tx.write_bytes(self.hdr + H_FLAGS, &0u32.to_le_bytes())
         })?;
+        self.in_place.len_stale.store(false, Ordering::Relaxed);
+        self.in_place.delta.store(0, Ordering::Relaxed);
         self.finish_garbage()
     }
 
@@ -764,6 +915,7 @@ impl<S: SlotKind> Table<S> {
     pub fn finish_garbage(&self) -> Result<()> {
         /// Frees per transaction: their bitmap entries must fit one log record.
         const BUDGET: u32 = 128;
+        self.note_tx();
         loop {
             let done = self.pool.transaction(|tx| {
                 let hd = Src::Tx(tx).header(self.hdr)?;
@@ -843,6 +995,8 @@ impl<S: SlotKind> Table<S> {
 
 impl<S: SlotKind> Drop for Table<S> {
     fn drop(&mut self) {
+        // A failure leaves the flag set: the next user counts the entries, nothing is lost.
+        let _ = self.settle_len();
         self.pool.inner.release_object(self.hdr);
     }
 }
@@ -900,6 +1054,7 @@ pub struct BatchCore<'p> {
 
 impl<'p> BatchCore<'p> {
     pub fn begin<S: SlotKind>(t: &'p Table<S>) -> Result<BatchCore<'p>> {
+        t.note_tx();
         let tx = Tx::begin(&t.pool.inner)?;
         let src = Src::Tx(&tx);
         let hd = src.header(t.hdr)?;
@@ -1301,7 +1456,11 @@ pub fn check_table(
         count += 1;
     }
     r.entries = count;
-    if count != hd.len {
+    if hd.flags & !FLAG_LEN_STALE != 0 {
+        r.problems.push(format!("unknown header flags {:#x}", hd.flags));
+    }
+    // With FLAG_LEN_STALE, `len` may lag in-place writes; the handle counts on open.
+    if hd.flags & FLAG_LEN_STALE == 0 && count != hd.len {
         r.problems.push(format!(
             "header len is {} but {count} entries are stored",
             hd.len
