@@ -1,7 +1,8 @@
 //! The simulator must catch the bugs it exists for: with one flush removed, the commit fence
-//! removed, the transaction applied before its record is durable, or applied data never
-//! flushed, it reports failures with a replay command. (One test per file: the simulator and
-//! the fault switches are process-wide.)
+//! removed, the transaction applied before its record is durable, applied data never flushed,
+//! or a hash map's in-place write unflushed or done without its barrier, it reports failures
+//! with a replay command. (One test per file: the simulator and the fault switches are
+//! process-wide.)
 
 use daisy::sim::{self, Fault};
 use daisy_powerfail::{run_workload, Workload};
@@ -21,6 +22,10 @@ fn injected_bugs_are_caught() {
         // never flushed, are caught by comparing the recovered keyspace with its model.
         (Fault::NoCommitFence, Workload::Kv),
         (Fault::NoDataFlush, Workload::Kv),
+        // Hash maps' in-place slot writes: without the barrier, recovery replays an older
+        // transaction over them; without their flush, they may not survive.
+        (Fault::NoInPlaceBarrier, Workload::HashMap),
+        (Fault::NoInPlaceFlush, Workload::HashMap),
     ] {
         sim::clear_faults();
         sim::inject(fault);
@@ -37,7 +42,12 @@ fn injected_bugs_are_caught() {
         );
     }
     // And without a fault, the same runs pass.
-    for workload in [Workload::Single, Workload::Threads, Workload::Kv] {
+    for workload in [
+        Workload::Single,
+        Workload::Threads,
+        Workload::Kv,
+        Workload::HashMap,
+    ] {
         let r = run_workload(d.path(), 77, workload, 600, 32).unwrap();
         assert_eq!(r.failures, 0, "{r:?}");
     }

@@ -31,6 +31,21 @@
 //! -> `alloc` (allocator state) and `log` (redo records) -> `layout` (on-media format) ->
 //! `persist` (flush and fence) -> `map` (the mapping; the only module with raw memory access).
 
+/// True when the power-failure simulator injects `fault` (test builds with feature `sim`
+/// only; always false otherwise, and compiled away).
+macro_rules! sim_fault {
+    ($f:ident) => {{
+        #[cfg(feature = "sim")]
+        {
+            crate::sim::fault(crate::sim::Fault::$f)
+        }
+        #[cfg(not(feature = "sim"))]
+        {
+            false
+        }
+    }};
+}
+
 pub mod alloc;
 pub mod checksum;
 pub mod collections;

@@ -34,6 +34,11 @@ pub enum Fault {
     ApplyBeforeCommit = 4,
     /// Never flush applied data lines (deferred flushes are dropped).
     NoDataFlush = 8,
+    /// Hash maps write slots in place without first retiring the transactions that wrote
+    /// the map (collections/table.rs, "In-place slot writes").
+    NoInPlaceBarrier = 16,
+    /// Hash maps' in-place slot writes are not flushed.
+    NoInPlaceFlush = 32,
 }
 
 static FAULTS: AtomicU32 = AtomicU32::new(0);

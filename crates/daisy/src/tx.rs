@@ -26,20 +26,6 @@ use crate::error::{Error, Result};
 use crate::layout::*;
 use crate::lock::{SpinGuard, SpinLock};
 
-/// True when the power-failure simulator injects `fault` (test builds with feature `sim`
-/// only; always false otherwise, and compiled away).
-macro_rules! sim_fault {
-    ($f:ident) => {{
-        #[cfg(feature = "sim")]
-        {
-            crate::sim::fault(crate::sim::Fault::$f)
-        }
-        #[cfg(not(feature = "sim"))]
-        {
-            false
-        }
-    }};
-}
 use crate::pool::PoolInner;
 use crate::ptr::PPtr;
 use bytemuck::{Pod, Zeroable};

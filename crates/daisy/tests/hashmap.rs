@@ -296,7 +296,11 @@ fn in_place_writes_survive_a_crash_and_len_is_recounted() {
     model.insert(key(1), 9);
     assert_eq!(m.len().unwrap(), model.len() as u64);
     drop(m);
-    assert_eq!(map_flags(&pool, id), 0, "dropping the handle makes len exact");
+    assert_eq!(
+        map_flags(&pool, id),
+        0,
+        "dropping the handle makes len exact"
+    );
     let m = U32Map::open(&pool, id).unwrap();
     assert_eq!(m.len().unwrap(), model.len() as u64);
     assert_holds(&m, &model);
@@ -979,7 +983,8 @@ fn other_map_format_version_is_refused() {
     .unwrap();
     let e = U32Map::open(&pool, id).unwrap_err();
     assert!(
-        e.to_string().contains("map format version 1 (this build reads 2)"),
+        e.to_string()
+            .contains("map format version 1 (this build reads 2)"),
         "{e}"
     );
     let all = daisy::collections::check_all(&pool).unwrap();

@@ -754,7 +754,10 @@ impl<S: SlotKind> Table<S> {
         let mut img = vec![0u8; SEG_BYTES];
         for (_, seg, _) in self.segments(&src)? {
             src.read(seg, &mut img)?;
-            count += img.chunks_exact(S::SLOT).filter(|s| !S::is_empty(s)).count() as u64;
+            count += img
+                .chunks_exact(S::SLOT)
+                .filter(|s| !S::is_empty(s))
+                .count() as u64;
         }
         let d = count.wrapping_sub(hd.len) as i64;
         self.in_place.delta.store(d, Ordering::Relaxed);
@@ -766,7 +769,9 @@ impl<S: SlotKind> Table<S> {
     /// may touch the map, committed or not (a rolled-back one only costs a barrier).
     #[inline(always)]
     pub fn note_tx(&self) {
-        self.in_place.tx_since_barrier.store(true, Ordering::Relaxed);
+        self.in_place
+            .tx_since_barrier
+            .store(true, Ordering::Relaxed);
     }
 
     /// Make an in-place slot write safe (see "In-place slot writes" above): every transaction
@@ -793,8 +798,12 @@ impl<S: SlotKind> Table<S> {
         // exclusive and none is open), so its seq is below the counter.
         let inner = &self.pool.inner;
         let newest = inner.next_seq.load(Ordering::SeqCst).saturating_sub(1);
-        inner.advance_watermark(newest)?;
-        self.in_place.tx_since_barrier.store(false, Ordering::Relaxed);
+        if !sim_fault!(NoInPlaceBarrier) {
+            inner.advance_watermark(newest)?;
+        }
+        self.in_place
+            .tx_since_barrier
+            .store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -818,7 +827,9 @@ impl<S: SlotKind> Table<S> {
                 self.in_place.delta.store(d + delta, Ordering::Relaxed);
             }
         }
-        inner.persist.flush(inner.map.at(off, 8), 8);
+        if !sim_fault!(NoInPlaceFlush) {
+            inner.persist.flush(inner.map.at(off, 8), 8);
+        }
         inner
             .persist
             .fence()
@@ -839,7 +850,10 @@ impl<S: SlotKind> Table<S> {
         self.note_tx();
         self.pool.transaction(|tx| {
             let hd = Src::Tx(tx).header(self.hdr)?;
-            tx.write_bytes(self.hdr + H_LEN, &hd.len.wrapping_add(d as u64).to_le_bytes())?;
+            tx.write_bytes(
+                self.hdr + H_LEN,
+                &hd.len.wrapping_add(d as u64).to_le_bytes(),
+            )?;
             tx.write_bytes(self.hdr + H_FLAGS, &0u32.to_le_bytes())
         })?;
         self.in_place.len_stale.store(false, Ordering::Relaxed);
@@ -1457,7 +1471,8 @@ pub fn check_table(
     }
     r.entries = count;
     if hd.flags & !FLAG_LEN_STALE != 0 {
-        r.problems.push(format!("unknown header flags {:#x}", hd.flags));
+        r.problems
+            .push(format!("unknown header flags {:#x}", hd.flags));
     }
     // With FLAG_LEN_STALE, `len` may lag in-place writes; the handle counts on open.
     if hd.flags & FLAG_LEN_STALE == 0 && count != hd.len {
