@@ -123,8 +123,9 @@ impl Mechanism for MapPool {
              flush of the copies and one commit at the end; a crash keeps a prefix); pool with \
              1 MiB log slots so a large batch stays one transaction"
         } else {
-            "one transaction per operation, durable when it returns (redo record of the slot \
-             and the length: one cache line, one fence)"
+            "every operation durable when it returns: one in-place 8-byte slot store, one \
+             cache line flushed, one fence (a transaction for splits and removals that move \
+             entries)"
         };
         format!(
             "Daisy PHashMap<u32, u32> in a pool on this directory ({}); {how}",

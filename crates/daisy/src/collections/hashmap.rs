@@ -51,7 +51,10 @@ fn is_reserved(k: &[u8]) -> bool {
 ///
 /// Durability, three ways (docs/FORMAT.md, "Hash maps"):
 /// * [`insert`](Self::insert), [`remove`](Self::remove), [`clear`](Self::clear): each is its
-///   own transaction, durable when it returns;
+///   own transaction, durable when it returns. With 8-byte entries (`u32` to `u32`), an
+///   operation that changes one slot is instead a single atomic in-place store, one flush and
+///   one fence (no log record); after a crash, the first [`len`](Self::len) then counts the
+///   entries once;
 /// * [`insert_tx`](Self::insert_tx) and friends: part of the caller's transaction, all or
 ///   nothing with everything else in it. When one of them returns an error, the transaction
 ///   may hold part of that operation: end the transaction with the error (the usual `?`), do
@@ -137,7 +140,8 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         PPtr::from_offset(self.t.hdr)
     }
 
-    /// Number of entries (committed).
+    /// Number of entries (committed). O(1), except the first call after a crash that
+    /// interrupted in-place writes, which counts the entries (reads every segment once).
     pub fn len(&self) -> Result<u64> {
         self.t.len()
     }

@@ -20,9 +20,9 @@
 //!    empty slot, and an insert goes into the first free slot from home;
 //! 3. no key appears twice; `len` counts the live entries.
 //!
-//! Crash reasoning: every change is made inside a Daisy transaction, so it is all-or-nothing.
-//! Inserts and removes write slots through the redo log (a slot write and `len` fit one 64-byte
-//! record). A split never edits a segment in place: it builds 2^k new segments in fresh
+//! Crash reasoning: every change is made inside a Daisy transaction, so it is all-or-nothing,
+//! except in-place slot writes (below). Inserts and removes write slots through the redo log (a
+//! slot write and `len` fit one 64-byte record). A split never edits a segment in place: it builds 2^k new segments in fresh
 //! allocations (unreachable until commit, so written without logging), points the directory at
 //! them and frees the old one in the same transaction. Doubling the directory likewise copies
 //! it into a fresh object. Removal restores the probe invariant by moving entries back (all
@@ -31,6 +31,21 @@
 //! Batches ([`BatchCore`]) copy a segment on first write within a transaction (copy-on-write
 //! into a fresh object) and then store into the copy in place: the copies are flushed once at
 //! commit, and the transaction makes the switch of the directory atomic.
+//!
+//! **In-place slot writes** (fixed maps with 8-byte entries; docs/FORMAT.md, section 8a): an
+//! insert, update or removal that changes one slot only is one aligned 8-byte store (atomic
+//! under power failure), a flush and a fence, with no log record. Invariants that make it safe:
+//! * no recovery replays a transaction over an in-place write: before the first in-place write
+//!   after a transaction that may have touched the map ([`Table::note_tx`]), the handle makes
+//!   every committed transaction durable and covered by the persisted watermark
+//!   ([`Table::in_place_ready`]); a replayed record would otherwise rewrite the slot with what
+//!   it logged, older than the in-place value. (`tests/hashmap.rs` and the power-failure
+//!   simulator's `NoInPlaceBarrier` fault show this happens without the barrier.)
+//! * a removal in place leaves the probe invariant intact: it only empties a slot of a bucket
+//!   that keeps another empty slot, so no entry lives past that bucket on its account;
+//! * `len` does not follow in-place writes: [`FLAG_LEN_STALE`] is durably set before the first
+//!   one, the handle keeps the difference in DRAM, and dropping the handle makes `len` exact
+//!   again. After a crash, the first `len` counts the entries.
 
 use crate::error::{Error, Result};
 use crate::pool::{Pool, PoolInner};
