@@ -59,7 +59,7 @@ pub const BUCKET: usize = 64;
 pub const SEG_BUCKETS: usize = 256;
 pub const SEG_BYTES: usize = BUCKET * SEG_BUCKETS;
 /// Buckets a key may be placed in, from its home bucket on.
-pub const PROBE: usize = 4;
+pub const PROBE: usize = 8;
 /// Largest global depth (a directory of 2^MAX_DEPTH words is far beyond any pool).
 pub const MAX_DEPTH: u32 = 40;
 pub const OFF_MASK: u64 = (1 << 56) - 1;
