@@ -513,6 +513,7 @@ impl Pool {
                     buf: TxBuffers::default(),
                     durable_claim: watermark,
                     commit_no: 0,
+                    logged_single_words: 0,
                     dirty: Default::default(),
                 })
             })

@@ -39,6 +39,9 @@ pub enum Fault {
     NoInPlaceBarrier = 16,
     /// Hash maps' in-place slot writes are not flushed.
     NoInPlaceFlush = 32,
+    /// A one-word transaction is written in place although an older record that recovery may
+    /// still replay exists (tx.rs, "One-word transactions").
+    InPlaceUncovered = 64,
 }
 
 static FAULTS: AtomicU32 = AtomicU32::new(0);

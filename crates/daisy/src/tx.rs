@@ -16,6 +16,17 @@
 //! a durable claim covers its record. See docs/FORMAT.md, "Recovery and the watermark", for the
 //! whole argument.
 //!
+//! **One-word transactions.** A transaction whose only effect is one aligned 8-byte store into
+//! the heap (no allocation, no free) needs no log when no record that recovery might replay
+//! exists: the store is atomic under power failure, and its flush and fence make it durable.
+//! So when the persisted watermark covers every committed transaction
+//! (`persisted_claim >= next_seq - 1`), commit stores the word in place, flushes its line and
+//! fences, and takes no sequence number. Without that condition a replayed older record could
+//! write the word back to an older value; the transaction is then logged as usual, and after
+//! [`IN_PLACE_AFTER`] such logged one-word commits in a row the lane retires everything
+//! committed (`advance_watermark`, a fence or two) so that the next ones go in place. Later
+//! logged transactions read the in-place value like any other, so their replay is right.
+//!
 //! Writes into blocks allocated by the same transaction bypass the log: such a block is
 //! unreachable until commit, so its bytes are written in place and flushed before the commit
 //! fence. Reuse of freed blocks is deferred until the watermark passes the freeing transaction
@@ -45,6 +56,10 @@ pub const DEFER_COMMITS: u64 = DEFAULT_SLOTS_PER_LANE as u64 - 2;
 pub fn defer_commits(slots: u32) -> u64 {
     slots as u64 - 2
 }
+
+/// Logged one-word commits in a row after which a lane retires every committed transaction so
+/// that one-word transactions can go in place again (see the module docs).
+pub const IN_PLACE_AFTER: u32 = 4;
 
 /// New objects whose in-place contents total at most this many bytes are logged at commit;
 /// larger ones cost one extra fence (`Tx::persist_fresh`).
@@ -258,6 +273,9 @@ pub(crate) struct LaneState {
     pub commit_no: u64,
     /// Lines applied but not yet flushed (owner-private; helpers use the log instead).
     pub dirty: DirtyLines,
+    /// One-word transactions logged in a row because a record was not yet covered (see
+    /// [`IN_PLACE_AFTER`]).
+    pub logged_single_words: u32,
 }
 
 /// Entries a transaction holds before its lookups switch from scanning to indexes.
@@ -689,6 +707,30 @@ impl TxBuffers {
         self.record.len() == LOG_HEADER_SIZE
     }
 
+    /// (target, word) when the whole transaction is one aligned 8-byte store into the heap
+    /// (`heap`: [start, end)): the one-word case of the module docs.
+    #[inline(always)]
+    fn single_word(&self, heap: (u64, u64)) -> Option<(u64, u64)> {
+        if self.n_entries != 1
+            || self.copies.len() != 1
+            || !self.bitops.is_empty()
+            || !self.fresh.is_empty()
+            || !self.reserved.is_empty()
+            || !self.chunks_taken.is_empty()
+            || !self.freed.is_empty()
+            || !self.fresh_dirty.is_empty()
+            || self.fresh_unfenced
+        {
+            return None;
+        }
+        let (target, len, pos) = self.copies[0];
+        if len != 8 || target % 8 != 0 || target < heap.0 || target + 8 > heap.1 {
+            return None;
+        }
+        let data: [u8; 8] = self.record.get(pos..pos + 8)?.try_into().ok()?;
+        Some((target, u64::from_ne_bytes(data)))
+    }
+
     #[inline(always)]
     fn clear(&mut self) {
         self.record.truncate(LOG_HEADER_SIZE);
@@ -725,6 +767,16 @@ impl TxBuffers {
 thread_local! {
     static LANE_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
     static THREAD_TOKEN: u8 = const { 0 };
+    /// Transactions (of any pool) this thread holds open.
+    static OPEN_TXS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Does the calling thread hold an open transaction (of any pool)? Hash maps then keep their
+/// own operations logged: an in-place write must not run while a transaction that may have
+/// written the same map is still to commit (collections/table.rs, "In-place slot writes").
+#[inline(always)]
+pub(crate) fn thread_in_tx() -> bool {
+    OPEN_TXS.with(|c| c.get() != 0)
 }
 
 /// A nonzero number unique to the calling thread while it lives (its thread-local's address).
@@ -763,6 +815,7 @@ impl<'p> Tx<'p> {
                 pool.lanes[start]
                     .owner
                     .store(thread_token(), Ordering::Relaxed);
+                OPEN_TXS.with(|c| c.set(c.get() + 1));
                 return Ok(Tx {
                     pool,
                     lane: &pool.lanes[start],
@@ -820,6 +873,7 @@ impl<'p> Tx<'p> {
             pool.lanes_in_use.fetch_max(idx + 1, Ordering::SeqCst);
         }
         debug_assert!(st.buf.is_empty() && st.buf.fresh.is_empty());
+        OPEN_TXS.with(|c| c.set(c.get() + 1));
         Ok(Tx {
             pool,
             lane: &pool.lanes[idx],
@@ -1462,7 +1516,6 @@ impl<'p> Tx<'p> {
         Ok(())
     }
 
-    /// Commit: one fence makes the transaction durable. Consumes the transaction.
     /// Make this transaction's applied lines (and the lane's older deferred ones) durable at
     /// the end of its commit, with a second fence, instead of letting later commits flush
     /// them. The lane then holds nothing undurable, so `PoolInner::advance_watermark` can
@@ -1473,9 +1526,10 @@ impl<'p> Tx<'p> {
         self.st.buf.durable_apply = true;
     }
 
+    /// Commit: one fence makes the transaction durable. Consumes the transaction.
+    #[inline(always)]
     pub(crate) fn commit(mut self) -> Result<()> {
         let pool = self.pool;
-        let lane = self.lane;
         if self.st.buf.is_empty() {
             // Read-only (or every allocation was cancelled): nothing to persist. Fresh writes
             // to cancelled blocks need no durability.
@@ -1487,6 +1541,26 @@ impl<'p> Tx<'p> {
                 path: pool.path.clone(),
             });
         }
+        if let Some((target, word)) = self
+            .st
+            .buf
+            .single_word((pool.hdr.heap_off, pool.heap_end()))
+        {
+            if self.single_word_in_place()? {
+                return self.commit_in_place(target, word);
+            }
+        } else {
+            self.st.logged_single_words = 0;
+        }
+        self.commit_logged()
+    }
+
+    /// Commit through the log (steps 1-4 of the module docs). Kept out of line: the one-word
+    /// path above then pays no part of its register saves and stack frame.
+    #[inline(never)]
+    fn commit_logged(mut self) -> Result<()> {
+        let pool = self.pool;
+        let lane = self.lane;
         if !self.st.buf.fresh_dirty.is_empty() || self.st.buf.fresh_unfenced {
             self.persist_fresh()?;
         }
@@ -1628,6 +1702,84 @@ impl<'p> Tx<'p> {
         self.st.buf.clear();
         self.done = true;
         Ok(())
+    }
+
+    /// May a one-word transaction be stored in place now (module docs, "One-word
+    /// transactions")? True when no committed record is left for recovery to replay; after
+    /// [`IN_PLACE_AFTER`] refusals in a row, this lane first retires every committed
+    /// transaction.
+    #[inline(always)]
+    fn single_word_in_place(&mut self) -> Result<bool> {
+        let pool = self.pool;
+        if pool.fail_apply.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let newest = pool.next_seq.load(Ordering::Acquire) - 1;
+        if pool.persisted_claim.load(Ordering::Acquire) >= newest || sim_fault!(InPlaceUncovered) {
+            self.st.logged_single_words = 0;
+            return Ok(true);
+        }
+        self.st.logged_single_words += 1;
+        if self.st.logged_single_words < IN_PLACE_AFTER {
+            return Ok(false);
+        }
+        self.st.logged_single_words = 0;
+        self.retire_all(newest)?;
+        Ok(true)
+    }
+
+    /// Make every transaction up to `newest` durable and covered by the persisted watermark:
+    /// this lane's deferred lines first (it holds them; a helper would re-read its whole log),
+    /// then the other lanes through `advance_watermark`.
+    #[cold]
+    fn retire_all(&mut self, newest: u64) -> Result<()> {
+        let pool = self.pool;
+        let st = &mut *self.st;
+        let dirty = &mut st.dirty;
+        while let Some((line, _, _)) = dirty.front() {
+            if !sim_fault!(NoDataFlush) {
+                pool.persist.flush(line as *const u8, 1);
+            }
+            dirty.pop_front();
+        }
+        dirty.compact();
+        pool.persist
+            .fence()
+            .map_err(|e| pool.io_err("persist", e))?;
+        self.lane
+            .undurable_from
+            .store(st.dirty.oldest_seq(), Ordering::Release);
+        pool.advance_watermark(newest)
+    }
+
+    /// Commit a one-word transaction in place: store, flush, fence. No sequence number, no
+    /// record (the caller checked that none can be replayed over the word).
+    #[inline(always)]
+    fn commit_in_place(mut self, target: u64, word: u64) -> Result<()> {
+        let pool = self.pool;
+        pool.map.atomic_u64(target).store(word, Ordering::Relaxed);
+        if !sim_fault!(NoInPlaceFlush) {
+            pool.persist.flush(pool.map.at(target, 8), 8);
+        }
+        let fenced = pool.persist.fence();
+        // The record and its one copy entry are all `single_word` let through; indexes left
+        // from cancelled allocations are rare (then the full clear).
+        let b = &mut self.st.buf;
+        b.record.truncate(LOG_HEADER_SIZE);
+        b.n_entries = 0;
+        b.copies.clear();
+        b.durable_apply = false;
+        if b.fresh_paged != 0
+            || !b.fresh_nodes.is_empty()
+            || !b.fresh_big.is_empty()
+            || !b.copy_lines.is_empty()
+            || !b.bitop_index.is_empty()
+            || b.fresh_log_start != usize::MAX
+        {
+            b.clear();
+        }
+        self.done = true;
+        fenced.map_err(|e| pool.io_err("persist", e))
     }
 
     /// Make the bytes written in place into this transaction's new objects durable no later
@@ -1781,6 +1933,7 @@ impl Drop for Tx<'_> {
         }
         // Before the lane's lock is released (the `st` field drops after this body).
         self.lane.owner.store(0, Ordering::Relaxed);
+        OPEN_TXS.with(|c| c.set(c.get() - 1));
     }
 }
 

@@ -5,7 +5,7 @@ use super::table::*;
 use crate::error::{Error, Result};
 use crate::pool::Pool;
 use crate::ptr::PPtr;
-use crate::tx::Tx;
+use crate::tx::{thread_in_tx, Tx};
 use bytemuck::Pod;
 use std::marker::PhantomData;
 
@@ -152,13 +152,15 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
 
     /// Entries of exactly 8 bytes (`u32` to `u32`, the benchmark's map) are written in place
     /// by one atomic store when an operation changes a single slot (table.rs, "In-place slot
-    /// writes"); everything else goes through a transaction.
+    /// writes"); everything else goes through a transaction, and so does every operation made
+    /// while the calling thread holds an open transaction (which may have written this map
+    /// and not committed yet).
     const IN_PLACE: bool = Fixed::<K, V>::SLOT == 8;
 
     /// Insert or replace; returns the previous value. Durable when it returns.
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
         let h = hash_bytes(self.t.seed, bytemuck::bytes_of(&k));
-        if Self::IN_PLACE && !is_reserved(bytemuck::bytes_of(&k)) {
+        if Self::IN_PLACE && !is_reserved(bytemuck::bytes_of(&k)) && !thread_in_tx() {
             if let Some(old) = self.insert_in_place(&k, &v, h)? {
                 return Ok(old);
             }
@@ -196,7 +198,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
 
     /// Remove; returns the value. Durable when it returns.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
-        if Self::IN_PLACE && !is_reserved(bytemuck::bytes_of(k)) {
+        if Self::IN_PLACE && !is_reserved(bytemuck::bytes_of(k)) && !thread_in_tx() {
             if let Some(old) = self.remove_in_place(k)? {
                 return Ok(old);
             }

@@ -40,7 +40,11 @@
 //!   every committed transaction durable and covered by the persisted watermark
 //!   ([`Table::in_place_ready`]); a replayed record would otherwise rewrite the slot with what
 //!   it logged, older than the in-place value. (`tests/hashmap.rs` and the power-failure
-//!   simulator's `NoInPlaceBarrier` fault show this happens without the barrier.)
+//!   simulator's `NoInPlaceBarrier` fault show this happens without the barrier.) The barrier
+//!   covers committed transactions only, so no in-place write happens while the calling
+//!   thread holds an open transaction (`tx::thread_in_tx`): one that wrote the map would
+//!   commit after the barrier. Across threads, the handle's exclusivity is the rule: a thread
+//!   that writes the map inside its transaction keeps the map's lock until that commits;
 //! * a removal in place leaves the probe invariant intact: it only empties a slot of a bucket
 //!   that keeps another empty slot, so no entry lives past that bucket on its account;
 //! * `len` does not follow in-place writes: [`FLAG_LEN_STALE`] is durably set before the first
@@ -531,6 +535,12 @@ pub struct Table<S: SlotKind> {
     _kind: std::marker::PhantomData<fn() -> S>,
 }
 
+/// Only fixed maps with 8-byte slots write in place, so only they may carry
+/// [`FLAG_LEN_STALE`].
+fn stale_len_allowed(kind: u32, slot: usize) -> bool {
+    kind == KIND_FIXED && slot == 8
+}
+
 /// `InPlace::delta` before the entries were counted.
 const DELTA_UNKNOWN: i64 = i64::MIN;
 
@@ -625,8 +635,8 @@ impl<S: SlotKind> Table<S> {
         if h.garbage_dir != 0 && !dir_fits(&pool.inner, h.garbage_dir, h.garbage_depth as u64) {
             return Err(not("the detached directory does not fit the pool".into()));
         }
-        if h.flags & !FLAG_LEN_STALE != 0 {
-            return Err(not(format!("unknown header flags {:#x}", h.flags)));
+        if h.flags & !FLAG_LEN_STALE != 0 || (h.flags != 0 && !stale_len_allowed(h.kind, S::SLOT)) {
+            return Err(not(format!("invalid header flags {:#x}", h.flags)));
         }
         if !pool.inner.claim_object(hdr) {
             return Err(Error::CollectionInUse { offset: hdr, what });
@@ -839,7 +849,9 @@ impl<S: SlotKind> Table<S> {
         if delta != 0 {
             let d = self.in_place.delta.load(Ordering::Relaxed);
             if d != DELTA_UNKNOWN {
-                self.in_place.delta.store(d + delta, Ordering::Relaxed);
+                self.in_place
+                    .delta
+                    .store(d.wrapping_add(delta), Ordering::Relaxed);
             }
         }
         if !sim_fault!(NoInPlaceFlush) {
@@ -855,6 +867,12 @@ impl<S: SlotKind> Table<S> {
     /// nothing to do unless in-place writes happened). Runs when the handle is dropped.
     pub fn settle_len(&self) -> Result<()> {
         if !self.in_place.len_stale.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if crate::tx::thread_in_tx() || std::thread::panicking() {
+            // An open transaction of this thread may still write `len` (by its own delta from
+            // the value it read): an exact `len` written now would be off by that. And no
+            // transactions while unwinding. The flag stays; the next user counts.
             return Ok(());
         }
         let d = self.in_place.delta.load(Ordering::Relaxed);
@@ -1485,9 +1503,9 @@ pub fn check_table(
         count += 1;
     }
     r.entries = count;
-    if hd.flags & !FLAG_LEN_STALE != 0 {
+    if hd.flags & !FLAG_LEN_STALE != 0 || (hd.flags != 0 && !stale_len_allowed(hd.kind, d.slot)) {
         r.problems
-            .push(format!("unknown header flags {:#x}", hd.flags));
+            .push(format!("invalid header flags {:#x}", hd.flags));
     }
     // With FLAG_LEN_STALE, `len` may lag in-place writes; the handle counts on open.
     if hd.flags & FLAG_LEN_STALE == 0 && count != hd.len {
