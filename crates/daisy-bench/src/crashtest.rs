@@ -68,6 +68,9 @@ pub struct CtNode {
 /// One transaction's plan, a pure function of (seed, id, list length).
 #[derive(Clone, Debug)]
 enum Op {
+    /// Only the root's id: a one-word transaction, which commits in place when no record is
+    /// left to replay (tx.rs, "One-word transactions").
+    IdOnly,
     Slots(Vec<usize>),
     Push,
     Pop,
@@ -109,7 +112,8 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
         Mix::Maps => (rng.gen_range(60..100), MAP_KEYS),
     };
     match roll {
-        0..=19 => {
+        0..=4 => Op::IdOnly,
+        5..=19 => {
             let k = rng.gen_range(1..=8);
             Op::Slots((0..k).map(|_| rng.gen_range(0..SLOTS)).collect())
         }
@@ -258,6 +262,7 @@ impl Model {
         let op = plan(seed, id, self.list.len() as u64, self.mix);
         self.last_op_own = matches!(op, Op::MapOwn(..));
         match op {
+            Op::IdOnly => {}
             Op::Slots(s) => s.iter().for_each(|&i| self.slots[i] = id),
             Op::Push => self.list.insert(0, id),
             Op::Pop => {
@@ -412,6 +417,7 @@ impl Ct {
         pool.transaction(|tx| {
             let r = tx.read(root)?;
             match op {
+                Op::IdOnly => {}
                 Op::Slots(s) => {
                     for i in s {
                         tx.write(root.byte_add(64 + 8 * i as u64), &id)?;

@@ -1,6 +1,7 @@
 //! The simulator must catch the bugs it exists for: with one flush removed, the commit fence
 //! removed, the transaction applied before its record is durable, applied data never flushed,
-//! or a hash map's in-place write unflushed or done without its barrier, it reports failures
+//! a hash map's in-place write unflushed or done without its barrier, or a one-word transaction
+//! stored in place while a record may still be replayed over it, it reports failures
 //! with a replay command. (One test per file: the simulator and the fault switches are
 //! process-wide.)
 
@@ -26,6 +27,10 @@ fn injected_bugs_are_caught() {
         // transaction over them; without their flush, they may not survive.
         (Fault::NoInPlaceBarrier, Workload::HashMap),
         (Fault::NoInPlaceFlush, Workload::HashMap),
+        // One-word transactions stored in place while an older record may still be replayed
+        // over them, by the same lane and by another.
+        (Fault::InPlaceUncovered, Workload::Single),
+        (Fault::InPlaceUncovered, Workload::Threads),
     ] {
         sim::clear_faults();
         sim::inject(fault);
