@@ -24,7 +24,8 @@
 //! fences, and takes no sequence number. Without that condition a replayed older record could
 //! write the word back to an older value; the transaction is then logged as usual, and after
 //! [`IN_PLACE_AFTER`] such logged one-word commits in a row the lane retires everything
-//! committed (`advance_watermark`, a fence or two) so that the next ones go in place. Later
+//! committed (`advance_watermark`, a fence or two; only when no other lane needs help, which
+//! would mean re-reading its log) so that the next ones go in place. Later
 //! logged transactions read the in-place value like any other, so their replay is right.
 //!
 //! Writes into blocks allocated by the same transaction bypass the log: such a block is
@@ -1724,6 +1725,16 @@ impl<'p> Tx<'p> {
             return Ok(false);
         }
         self.st.logged_single_words = 0;
+        // Only when this lane alone holds undurable work: helping other lanes means re-reading
+        // their logs (tens of microseconds), too much to pay for one word. Then stay logged.
+        let own = self.st.index;
+        let n = pool
+            .lanes_in_use
+            .load(Ordering::Acquire)
+            .min(pool.lanes.len());
+        if (0..n).any(|i| i != own && pool.lanes[i].oldest_undurable() <= newest) {
+            return Ok(false);
+        }
         self.retire_all(newest)?;
         Ok(true)
     }
