@@ -1159,6 +1159,13 @@ impl PoolInner {
         if self.persisted_claim.load(Ordering::Acquire) >= target {
             return Ok(());
         }
+        if self.poisoned.load(Ordering::Acquire) {
+            // A commit may have stopped between its fence and its apply without publishing
+            // its seq: a watermark computed now could claim it was applied.
+            return Err(Error::Poisoned {
+                path: self.path.clone(),
+            });
+        }
         let mut spins = 0u32;
         loop {
             let n = self

@@ -793,6 +793,10 @@ pub struct Tx<'p> {
     lane: &'p Lane,
     st: SpinGuard<'p, LaneState>,
     done: bool,
+    /// A transaction stays on the thread that began it (not `Send`): its lane records that
+    /// thread as owner, and the thread's count of open transactions (`thread_in_tx`) must
+    /// drop on the same thread.
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl<'p> Tx<'p> {
@@ -822,6 +826,7 @@ impl<'p> Tx<'p> {
                     lane: &pool.lanes[start],
                     st,
                     done: false,
+                    _not_send: std::marker::PhantomData,
                 });
             }
         }
@@ -880,6 +885,7 @@ impl<'p> Tx<'p> {
             lane: &pool.lanes[idx],
             st,
             done: false,
+            _not_send: std::marker::PhantomData,
         })
     }
 

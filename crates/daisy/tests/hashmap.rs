@@ -335,7 +335,7 @@ fn map_operations_inside_an_open_transaction_stay_safe() {
     pool.crash_for_test();
     drop(m);
     let pool = Pool::open(&path, "test.hashmap").unwrap();
-    let mut m = U32Map::open(&pool, id).unwrap();
+    let m = U32Map::open(&pool, id).unwrap();
     assert_holds(&m, &model);
     assert_eq!(m.len().unwrap(), 3);
     assert_ok(&m.check());

@@ -844,7 +844,9 @@ impl<S: SlotKind> Table<S> {
                 path: inner.path.clone(),
             });
         }
-        debug_assert!(off % 8 == 0 && off >= inner.hdr.heap_off && off + 8 <= inner.heap_end());
+        debug_assert!(
+            off.is_multiple_of(8) && off >= inner.hdr.heap_off && off + 8 <= inner.heap_end()
+        );
         inner.map.atomic_u64(off).store(word, Ordering::Relaxed);
         if delta != 0 {
             let d = self.in_place.delta.load(Ordering::Relaxed);
