@@ -1019,26 +1019,40 @@ fn byte_map_check_finds_entries_that_are_not_objects() {
 }
 
 /// A map written by another map format version is refused with a clear message (its header
-/// checksum is valid: this is not damage, it is a format this build does not read).
+/// checksum is valid: this is not damage, it is a format this build does not read). Format 1,
+/// the previous one, is read and upgraded to 2 by the first handle that opens it.
 #[test]
 fn other_map_format_version_is_refused() {
     let dir = tmp();
     let pool = new_pool(&dir, "v.pool");
     let id = create_u32(&pool, 12);
-    let mut hdr = [0u8; 32];
-    pool.read_bytes(id.offset(), &mut hdr);
-    // Version 1: the format before in-place slot writes (no `flags` word).
-    hdr[12..16].copy_from_slice(&1u32.to_le_bytes()); // format
-    let crc = daisy::checksum::crc32c_append(0, &hdr);
-    pool.transaction(|tx| {
-        tx.write_bytes(id.offset() + 12, &1u32.to_le_bytes())?;
-        tx.write_bytes(id.offset() + 32, &crc.to_le_bytes())
-    })
-    .unwrap();
+    let set_format = |v: u32| {
+        let mut hdr = [0u8; 32];
+        pool.read_bytes(id.offset(), &mut hdr);
+        hdr[12..16].copy_from_slice(&v.to_le_bytes());
+        let crc = daisy::checksum::crc32c_append(0, &hdr);
+        pool.transaction(|tx| {
+            tx.write_bytes(id.offset() + 12, &v.to_le_bytes())?;
+            tx.write_bytes(id.offset() + 32, &crc.to_le_bytes())
+        })
+        .unwrap();
+    };
+    let format = || {
+        let mut b = [0u8; 4];
+        pool.read_bytes(id.offset() + 12, &mut b);
+        u32::from_le_bytes(b)
+    };
+    {
+        let mut m = U32Map::open(&pool, id).unwrap();
+        for k in 0..500 {
+            m.insert(k, k + 1).unwrap();
+        }
+    }
+    set_format(3);
     let e = U32Map::open(&pool, id).unwrap_err();
     assert!(
         e.to_string()
-            .contains("map format version 1 (this build reads 2)"),
+            .contains("map format version 3 (this build reads 1 and 2)"),
         "{e}"
     );
     let all = daisy::collections::check_all(&pool).unwrap();
@@ -1047,6 +1061,15 @@ fn other_map_format_version_is_refused() {
         "{:?}",
         all[0].problems
     );
+    set_format(1);
+    assert!(daisy::collections::check_all(&pool).unwrap()[0]
+        .problems
+        .is_empty());
+    let m = U32Map::open(&pool, id).unwrap();
+    assert_eq!(format(), 2, "opening upgrades the header");
+    assert_eq!(m.len().unwrap(), 500);
+    assert_eq!(m.get(&7).unwrap(), Some(8));
+    assert_ok(&m.check());
 }
 
 /// A crash inside `clear`, after the new empty table is committed and before the old objects

@@ -77,9 +77,9 @@ pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
                 ..Default::default()
             },
         };
-        if h.format != MAP_FORMAT {
+        if h.format != MAP_FORMAT && h.format != MAP_FORMAT_OLD {
             c.problems.push(format!(
-                "map format version {} is not {MAP_FORMAT}",
+                "map format version {} is not {MAP_FORMAT_OLD} or {MAP_FORMAT}",
                 h.format
             ));
         }

@@ -59,6 +59,11 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 pub const MAP_MAGIC: u64 = u64::from_le_bytes(*b"DAISYMAP");
 pub const MAP_FORMAT: u32 = 2;
+/// The format before it (no flags word, a probe window of four buckets). Such a map is a valid
+/// format-2 map (flags zero, every entry within four buckets of its home), so it is read, and
+/// upgraded (format field and checksum rewritten in one transaction) when a handle opens it:
+/// after that, builds that know only format 1 refuse it instead of misreading it.
+pub const MAP_FORMAT_OLD: u32 = 1;
 pub const BUCKET: usize = 64;
 pub const SEG_BUCKETS: usize = 256;
 pub const SEG_BYTES: usize = BUCKET * SEG_BUCKETS;
@@ -608,9 +613,9 @@ impl<S: SlotKind> Table<S> {
                 "no hash map header there (bad magic or checksum)".into()
             ));
         }
-        if h.format != MAP_FORMAT {
+        if h.format != MAP_FORMAT && h.format != MAP_FORMAT_OLD {
             return Err(not(format!(
-                "map format version {} (this build reads {MAP_FORMAT})",
+                "map format version {} (this build reads {MAP_FORMAT_OLD} and {MAP_FORMAT})",
                 h.format
             )));
         }
@@ -642,7 +647,7 @@ impl<S: SlotKind> Table<S> {
             return Err(Error::CollectionInUse { offset: hdr, what });
         }
         let stale = h.flags & FLAG_LEN_STALE != 0;
-        Ok(Table {
+        let t = Table {
             pool: pool.clone(),
             hdr,
             seed: h.seed,
@@ -653,6 +658,21 @@ impl<S: SlotKind> Table<S> {
                 delta: AtomicI64::new(if stale { DELTA_UNKNOWN } else { 0 }),
             },
             _kind: std::marker::PhantomData,
+        };
+        if h.format == MAP_FORMAT_OLD {
+            t.upgrade_format()?;
+        }
+        Ok(t)
+    }
+
+    /// Rewrite a format-1 header as format 2 (see [`MAP_FORMAT_OLD`]).
+    fn upgrade_format(&self) -> Result<()> {
+        self.note_tx();
+        self.pool.transaction(|tx| {
+            let mut h = Src::Tx(tx).header(self.hdr)?;
+            h.format = MAP_FORMAT;
+            h.crc = h.immutable_crc();
+            tx.write_bytes(self.hdr, &bytemuck::bytes_of(&h)[..36])
         })
     }
 
