@@ -1159,15 +1159,15 @@ impl PoolInner {
         if self.persisted_claim.load(Ordering::Acquire) >= target {
             return Ok(());
         }
-        if self.poisoned.load(Ordering::Acquire) {
-            // A commit may have stopped between its fence and its apply without publishing
-            // its seq: a watermark computed now could claim it was applied.
-            return Err(Error::Poisoned {
-                path: self.path.clone(),
-            });
-        }
         let mut spins = 0u32;
         loop {
+            if self.poisoned.load(Ordering::Acquire) {
+                // A commit that stopped between its fence and its apply keeps its lane in
+                // flight (no watermark may pass it), so waiting for it would never end.
+                return Err(Error::Poisoned {
+                    path: self.path.clone(),
+                });
+            }
             let n = self
                 .lanes_in_use
                 .load(Ordering::SeqCst)

@@ -1673,7 +1673,8 @@ impl<'p> Tx<'p> {
         if pool.fail_apply.load(Ordering::Relaxed) && pool.fail_apply.swap(false, Ordering::AcqRel)
         {
             pool.poisoned.store(true, Ordering::Release);
-            lane.inflight_lb.store(u64::MAX, Ordering::Release);
+            // `inflight_lb` stays set, as for a process that died here: no watermark or claim
+            // computed by another thread may pass this unapplied transaction.
             st.buf.clear();
             self.done = true;
             return Ok(());
