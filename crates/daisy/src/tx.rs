@@ -152,6 +152,22 @@ impl DirtyLines {
     fn oldest_seq(&self) -> u64 {
         self.front().map(|e| e.2).unwrap_or(u64::MAX)
     }
+
+    /// Flush (no fence) the oldest lines while `due(lane commit number that dirtied the line)`
+    /// holds, and forget them: the caller's next fence makes them durable.
+    #[inline(always)]
+    fn flush_while(&mut self, pool: &PoolInner, due: impl Fn(u64) -> bool) {
+        while let Some((line, first, _)) = self.front() {
+            if !due(first) {
+                break;
+            }
+            if !sim_fault!(NoDataFlush) {
+                pool.persist.flush(line as *const u8, 1);
+            }
+            self.pop_front();
+        }
+        self.compact();
+    }
 }
 
 /// One log lane: a thread runs a transaction on a lane it holds exclusively.
@@ -1595,17 +1611,7 @@ impl<'p> Tx<'p> {
         // Lines applied D commits ago become durable with this commit's fence.
         let lc = st.commit_no + 1;
         let defer = defer_commits(pool.hdr.slots_per_lane);
-        let dirty = &mut st.dirty;
-        while let Some((line, first, _)) = dirty.front() {
-            if first + defer > lc {
-                break;
-            }
-            if !sim_fault!(NoDataFlush) {
-                pool.persist.flush(line as *const u8, 1);
-            }
-            dirty.pop_front();
-        }
-        dirty.compact();
+        st.dirty.flush_while(pool, |first| first + defer <= lc);
 
         // 2. Write the record: header into the buffer's reserved front, checksum, one copy.
         let rec = &mut st.buf.record;
@@ -1689,14 +1695,7 @@ impl<'p> Tx<'p> {
         if st.buf.durable_apply {
             // Every line this lane applied so far, this transaction's included, becomes
             // durable now: the lane then holds nothing undurable (see `Tx::durable_apply`).
-            let dirty = &mut st.dirty;
-            while let Some((line, _, _)) = dirty.front() {
-                if !sim_fault!(NoDataFlush) {
-                    pool.persist.flush(line as *const u8, 1);
-                }
-                dirty.pop_front();
-            }
-            dirty.compact();
+            st.dirty.flush_while(pool, |_| true);
             if pool.persist.fence().is_err() {
                 // The transaction is committed (its record is durable), but its lines may not
                 // be: stop using the pool, as for a failed apply.
@@ -1753,14 +1752,7 @@ impl<'p> Tx<'p> {
     fn retire_all(&mut self, newest: u64) -> Result<()> {
         let pool = self.pool;
         let st = &mut *self.st;
-        let dirty = &mut st.dirty;
-        while let Some((line, _, _)) = dirty.front() {
-            if !sim_fault!(NoDataFlush) {
-                pool.persist.flush(line as *const u8, 1);
-            }
-            dirty.pop_front();
-        }
-        dirty.compact();
+        st.dirty.flush_while(pool, |_| true);
         pool.persist
             .fence()
             .map_err(|e| pool.io_err("persist", e))?;
