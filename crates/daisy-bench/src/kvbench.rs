@@ -674,9 +674,12 @@ pub fn redis_mode_args(name: &str) -> Vec<&'static str> {
 /// What each server is, in words (printed before the tables).
 pub fn describe_server(name: &str) -> String {
     match name {
-        "daisy" => "`daisy serve --pool <dir>/kv.pool`: every write durable in the pool before \
-                    its reply"
-            .into(),
+        "daisy" => format!(
+            "`daisy serve --pool <dir>/kv.pool`: every write durable in the pool before its \
+             reply; under load it polls for requests up to {} us before sleeping (the \
+             default --busy-poll-us; Redis always sleeps in epoll_wait)",
+            daisy_kv::BUSY_POLL_US
+        ),
         "redis-none" => "redis-server --save \"\" --appendonly no: nothing persisted".into(),
         "redis-rdb" => "redis-server with Redis's default save points (--save \"3600 1 300 100 \
                         60 10000\"): a snapshot now and then, writes since it lost on a crash"

@@ -1000,12 +1000,14 @@ pub fn markdown(r: &Report) -> String {
         s,
         "\n## 4. Persistence performance test: Redis (seed 000's table)\n\nThe real \
          redis-benchmark against `daisy serve` (every write durable in the pool before its \
-         reply) and against redis-server with no persistence, RDB snapshots, and an AOF \
+         reply; under load it polls for the next requests for up to {} us before it sleeps) \
+         and against redis-server with no persistence, RDB snapshots, and an AOF \
          (fsync every second, and before every reply), each started by the benchmark on the \
          same file system; then memory per key and the restart time with many keys. The \
          runs of a case go in rounds over all servers, and on a machine with two CPUs or more \
          the servers run pinned to one CPU and redis-benchmark to the others, the same for \
-         every server.\n"
+         every server.\n",
+        daisy_kv::BUSY_POLL_US
     );
     match &r.kv {
         Ok(k) => kv_markdown(&mut s, k),

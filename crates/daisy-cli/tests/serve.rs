@@ -239,3 +239,50 @@ fn bad_bind_or_busy_port_fails_clearly_and_creates_nothing() {
     );
     assert!(!pool.exists(), "a failed start left a pool file");
 }
+
+/// CPU time (user + system, in clock ticks) the process has used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// The server busy-polls only under load: with the default window and with polling off it
+/// answers a burst of request-reply commands, and once the load stops it sleeps (a server
+/// that kept polling would burn a whole CPU second here; an idle one spends almost nothing).
+#[test]
+fn busy_polling_serves_and_stops_when_the_load_stops() {
+    use std::io::Read;
+    for extra in [&[][..], &["--busy-poll-us", "0"][..]] {
+        let dir = tmpdir();
+        let srv = serve(&dir.path().join("kv.pool"), extra);
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut reply = [0u8; 5];
+        let mut req = Vec::new();
+        for i in 0..3000 {
+            req.clear();
+            encode(&mut req, &[b"SET", b"k", i.to_string().as_bytes()]);
+            s.write_all(&req).unwrap();
+            s.read_exact(&mut reply).unwrap();
+            assert_eq!(&reply, b"+OK\r\n", "{extra:?}");
+        }
+        assert_eq!(
+            call(srv.port, &["GET", "k"]),
+            Reply::Bulk(Some(b"2999".to_vec())),
+            "{extra:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let before = cpu_ticks(srv.child.id());
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let idle = cpu_ticks(srv.child.id()) - before;
+        // Ticks are 10 ms: an idle second costs 0-1 of them (the 100 ms expiry timer).
+        assert!(
+            idle <= 15,
+            "{extra:?}: {idle} ticks of CPU in an idle second"
+        );
+        drop(s);
+    }
+}

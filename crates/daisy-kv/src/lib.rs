@@ -16,7 +16,7 @@ pub mod resp;
 pub mod server;
 pub mod store;
 
-pub use server::{serve, Options};
+pub use server::{serve, Options, BUSY_POLL_US};
 
 /// The Redis version the server reports (the command set and replies follow Redis 7.0).
 pub const REDIS_VERSION: &str = "7.0.0";
