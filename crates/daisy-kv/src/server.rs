@@ -233,7 +233,7 @@ fn busy_poll(poll: &mut Poll, events: &mut Events, until: Instant) -> bool {
             return false;
         }
         polls += 1;
-        if polls % POLLS_PER_YIELD == 0 {
+        if polls.is_multiple_of(POLLS_PER_YIELD) {
             std::thread::yield_now();
         } else {
             std::hint::spin_loop();
