@@ -55,8 +55,36 @@ pub const DEFAULT_NS: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
 pub const FULL_N: usize = 10_000_000;
 pub const DEFAULT_PIPELINES: [usize; 2] = [1, 16];
 pub const DEFAULT_SIZES: [usize; 1] = [8];
-/// `-r`: redis-benchmark's random keys come from this many.
+/// `-r`: redis-benchmark's random keys come from this many (the `mixed` keys).
 pub const KEYSPACE: usize = 100_000;
+/// Which keys the requests of a case touch (`--keys`), seed 000's and seed 001's cases:
+/// - `mixed`: an empty keyspace and `-r 100000` (seed 000's table): the first SETs create
+///   keys, later ones mostly replace values, and GETs find the keys SETs wrote;
+/// - `new`: an empty keyspace and `-r` [`NEW_KEYSPACE`]: nearly every SET creates a key that
+///   was not there (seed 001's "new keys"); GETs look up keys that are mostly absent;
+/// - `update`: [`update_keyspace`] keys preloaded with values of the case's size, and `-r` that
+///   many: every SET replaces an existing value and every GET finds one (seed 001's updates).
+pub const KEY_MODES: &[&str] = &["mixed", "new", "update"];
+/// `-r` of the `new` keys: the largest redis-benchmark accepts (it parses `-r` with atoi, and
+/// draws keys with random() modulo it, below 2^31); 1,000,000 SETs repeat about 230 keys.
+pub const NEW_KEYSPACE: usize = i32::MAX as usize;
+/// Bytes of values preloaded for the `update` keys (see [`update_keyspace`]).
+pub const UPDATE_PRELOAD_BYTES: usize = 64 << 20;
+
+/// Keys preloaded for the `update` keys of values of `size` bytes: 100,000, fewer for large
+/// values so the preload stays within [`UPDATE_PRELOAD_BYTES`] (1 KB: 65,536; 100 KB: 671).
+pub fn update_keyspace(size: usize) -> usize {
+    (UPDATE_PRELOAD_BYTES / size.max(1)).clamp(1, KEYSPACE)
+}
+
+/// `-r` of a case: the range its keys are drawn from.
+fn keyspace_of(keys: &str, size: usize) -> usize {
+    match keys {
+        "new" => NEW_KEYSPACE,
+        "update" => update_keyspace(size),
+        _ => KEYSPACE,
+    }
+}
 /// Default seconds a redis-benchmark invocation may take before N is sampled.
 pub const DEFAULT_MAX_SECS: f64 = 4.0;
 /// Requests of the probe that estimates a case's time when no smaller N was measured.
@@ -77,6 +105,8 @@ pub struct Config {
     pub ns: Vec<usize>,
     /// redis-benchmark tests (lower case, from [`TESTS`]).
     pub tests: Vec<String>,
+    /// Which keys the requests touch (from [`KEY_MODES`]).
+    pub keys: Vec<String>,
     pub pipelines: Vec<usize>,
     /// Value sizes in bytes (`-d`).
     pub sizes: Vec<usize>,
@@ -150,6 +180,10 @@ pub struct Row {
     pub test: String,
     pub pipeline: usize,
     pub value_size: usize,
+    /// Which keys the requests touched (`mixed`, `new`, `update`: see [`KEY_MODES`]).
+    pub keys: String,
+    /// `-r`: the range the keys were drawn from (the preloaded keys for `update`).
+    pub keyspace: u64,
     /// N, the requests of the case.
     pub requests: u64,
     /// Requests actually sent (fewer than N when `sampled`).
@@ -166,8 +200,9 @@ pub struct Row {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
-    /// DBSIZE after the case (the last run): keys its writes left. GET and INCR draw keys from
-    /// the 100,000 of `-r`, so about keys_after / 100,000 of the GETs find a value.
+    /// DBSIZE after the case (the last run). For `mixed` keys: the keys its writes left; GET
+    /// and INCR draw keys from the 100,000 of `-r`, so about keys_after / 100,000 of the GETs
+    /// find a value. For `new`: about the number of SETs; for `update`: `keyspace`.
     pub keys_after: u64,
     pub runs: usize,
     /// rps / redis-none's rps in the same case.
@@ -449,6 +484,33 @@ pub fn load_keys(c: &mut Conn, k: u64, mut progress: impl FnMut(u64)) -> Result<
         }
         i = end;
         progress(i);
+    }
+    Ok(())
+}
+
+/// Preload the `update` keys: `key:<i>` for i in 0..k, named as redis-benchmark names its
+/// `-r` keys (`key:` and 12 digits), each with `size` bytes of `x` (redis-benchmark's value),
+/// pipelined in batches of at most 1000 commands or 4 MiB.
+pub fn preload_keys(c: &mut Conn, k: usize, size: usize) -> Result<(), String> {
+    let val = vec![b'x'; size];
+    let per_batch = (1000).min((4 << 20) / size.max(1)).max(1);
+    let mut buf = Vec::new();
+    let mut i = 0;
+    while i < k {
+        let end = (i + per_batch).min(k);
+        buf.clear();
+        for j in i..end {
+            let key = format!("key:{j:012}");
+            encode(&mut buf, &[b"SET", key.as_bytes(), &val]);
+        }
+        c.send(&buf)?;
+        for j in i..end {
+            match c.read_reply()? {
+                Reply::Simple(s) if s == "OK" => {}
+                r => return Err(format!("preload SET key:{j:012}: expected +OK, got {r:?}")),
+            }
+        }
+        i = end;
     }
     Ok(())
 }
@@ -884,6 +946,8 @@ struct Case {
     n: usize,
     pipeline: usize,
     size: usize,
+    /// `-r`.
+    keyspace: usize,
 }
 
 /// One redis-benchmark invocation (all of `cfg.tests`), its output in `scratch`; killed after
@@ -897,7 +961,12 @@ fn redis_benchmark(
     scratch: &Path,
     timeout: Duration,
 ) -> Result<Vec<CsvRow>, String> {
-    let Case { n, pipeline, size } = case;
+    let Case {
+        n,
+        pipeline,
+        size,
+        keyspace,
+    } = case;
     let out_path = scratch.join("redis-benchmark.out");
     let out =
         std::fs::File::create(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?;
@@ -912,7 +981,7 @@ fn redis_benchmark(
         "-n".into(),
         n.to_string(),
         "-r".into(),
-        KEYSPACE.to_string(),
+        keyspace.to_string(),
         "-P".into(),
         pipeline.to_string(),
         "-d".into(),
@@ -972,7 +1041,7 @@ fn round2(n: usize) -> usize {
 /// Stages of the progress bar for one server.
 fn stages_per_server(cfg: &Config, with_requests: bool) -> u64 {
     let cases = if with_requests {
-        (cfg.pipelines.len() * cfg.sizes.len() * cfg.ns.len() * cfg.runs) as u64
+        (cfg.pipelines.len() * cfg.sizes.len() * cfg.keys.len() * cfg.ns.len() * cfg.runs) as u64
     } else {
         0
     };
@@ -1067,13 +1136,12 @@ pub fn run(
     }
     match &tools.redis_benchmark {
         Some(p) => note(&format!(
-            "redis-benchmark: {} ({}): -c {} -n N -r {} -P <pipeline> -d <size> -t {} --csv; \
-             FLUSHALL before each case; requests/s and latencies are redis-benchmark's; \
+            "redis-benchmark: {} ({}): -c {} -n N -r <keyspace> -P <pipeline> -d <size> -t {} \
+             --csv; FLUSHALL before each case; requests/s and latencies are redis-benchmark's; \
              elapsed = N / requests/s",
             p.display(),
             version(p).unwrap_or_else(|| "version unknown".into()),
             cfg.clients,
-            KEYSPACE,
             cfg.tests.join(",")
         )),
         None => note(&format!(
@@ -1081,6 +1149,29 @@ pub fn run(
              only): {}",
             INSTALL_HINT.replace("{pkg}", "redis-tools")
         )),
+    }
+    for k in &cfg.keys {
+        note(&match k.as_str() {
+            "new" => format!(
+                "keys new: -r {NEW_KEYSPACE} on an empty keyspace: nearly every SET creates a \
+                 key (redis-benchmark draws keys below 2^31); GETs mostly miss"
+            ),
+            "update" => format!(
+                "keys update: key:000000000000.. preloaded (pipelined, before each run) with \
+                 values of the case's size, at most {} MiB of them ({}), and -r that many: \
+                 every SET replaces a value, every GET finds one",
+                UPDATE_PRELOAD_BYTES >> 20,
+                cfg.sizes
+                    .iter()
+                    .map(|&z| format!("{} keys of {z} B", update_keyspace(z)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => format!(
+                "keys mixed: -r {KEYSPACE} on an empty keyspace (seed 000's table): early SETs \
+                 create keys, later ones mostly replace values; GETs find the keys SETs wrote"
+            ),
+        });
     }
     note(&format!(
         "cases: N = {}; pipeline {}; value size {} B; {} run(s) each (median of requests/s, \
@@ -1258,6 +1349,15 @@ fn validate(cfg: &Config) -> Result<(), String> {
     if cfg.tests.is_empty() {
         return Err("--tests: at least one test".into());
     }
+    if cfg.keys.is_empty() {
+        return Err("--keys: at least one of mixed, new, update".into());
+    }
+    if let Some(k) = cfg.keys.iter().find(|k| !KEY_MODES.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown keys {k:?}; known: {}",
+            KEY_MODES.join(", ")
+        ));
+    }
     if let Some(t) = cfg.tests.iter().find(|t| !TESTS.contains(&t.as_str())) {
         return Err(format!("unknown test {t:?}; known: {}", TESTS.join(", ")));
     }
@@ -1278,7 +1378,15 @@ fn validate(cfg: &Config) -> Result<(), String> {
 fn merge_runs(rows: Vec<Row>) -> Vec<Row> {
     let mut groups: Vec<Vec<Row>> = vec![];
     for r in rows {
-        let key = |x: &Row| (x.test.clone(), x.pipeline, x.value_size, x.requests);
+        let key = |x: &Row| {
+            (
+                x.test.clone(),
+                x.pipeline,
+                x.value_size,
+                x.keys.clone(),
+                x.requests,
+            )
+        };
         match groups.iter_mut().find(|g| key(&g[0]) == key(&r)) {
             Some(g) => g.push(r),
             None => groups.push(vec![r]),
@@ -1330,107 +1438,129 @@ fn measure_requests(
         let mut c = server.conn()?;
         for &pipeline in &cfg.pipelines {
             for &size in &cfg.sizes {
-                // Seconds per request of each test, from the previous N.
-                let mut per_req: Option<f64> = None;
-                for &n in &cfg.ns {
-                    let mut n_run = n;
-                    if let Some(spr) = per_req {
-                        if spr * n as f64 > cfg.max_secs {
-                            n_run = round2((cfg.max_secs / spr) as usize).clamp(1, n);
+                for keys in &cfg.keys {
+                    let keyspace = keyspace_of(keys, size);
+                    // Seconds per request of each test, from the previous N.
+                    let mut per_req: Option<f64> = None;
+                    for &n in &cfg.ns {
+                        let mut n_run = n;
+                        if let Some(spr) = per_req {
+                            if spr * n as f64 > cfg.max_secs {
+                                n_run = round2((cfg.max_secs / spr) as usize).clamp(1, n);
+                            }
                         }
-                    }
-                    if per_req.is_none() && n > PROBE_N * 2 {
-                        // No smaller N to project from: a probe of PROBE_N requests (not
-                        // reported) estimates the time of this one.
-                        c.ok(&["FLUSHALL"])?;
-                        let case = Case {
-                            n: PROBE_N,
-                            pipeline,
-                            size,
-                        };
-                        let timeout = Duration::from_secs(120);
-                        let rows =
-                            redis_benchmark(tools, bench, server.port, cfg, case, sub, timeout)
-                                .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
-                        let spr: f64 = rows.iter().map(|r| 1.0 / r.rps.max(1e-9)).sum();
-                        if spr * n as f64 > cfg.max_secs {
-                            n_run = round2((cfg.max_secs / spr) as usize).clamp(PROBE_N, n);
+                        if per_req.is_none() && n > PROBE_N * 2 {
+                            // No smaller N to project from: a probe of PROBE_N requests (not
+                            // reported) estimates the time of this one.
+                            c.ok(&["FLUSHALL"])?;
+                            if keys == "update" {
+                                preload_keys(&mut c, keyspace, size)?;
+                            }
+                            let case = Case {
+                                n: PROBE_N,
+                                pipeline,
+                                size,
+                                keyspace,
+                            };
+                            let timeout = Duration::from_secs(120);
+                            let rows =
+                                redis_benchmark(tools, bench, server.port, cfg, case, sub, timeout)
+                                    .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
+                            let spr: f64 = rows.iter().map(|r| 1.0 / r.rps.max(1e-9)).sum();
+                            if spr * n as f64 > cfg.max_secs {
+                                n_run = round2((cfg.max_secs / spr) as usize).clamp(PROBE_N, n);
+                            }
+                            per_req = Some(spr);
+                        }
+                        let projected = per_req.map(|s| s * n_run as f64).unwrap_or(10.0);
+                        let timeout = Duration::from_secs_f64(60.0 + 20.0 * projected);
+                        let mut samples: Vec<Vec<CsvRow>> = vec![];
+                        let mut keys_after = 0;
+                        for r in 0..cfg.runs {
+                            c.ok(&["FLUSHALL"])?;
+                            if keys == "update" {
+                                preload_keys(&mut c, keyspace, size)?;
+                            }
+                            let case = Case {
+                                n: n_run,
+                                pipeline,
+                                size,
+                                keyspace,
+                            };
+                            let rows = redis_benchmark(
+                                tools,
+                                bench,
+                                server.port,
+                                cfg,
+                                case,
+                                sub,
+                                timeout,
+                            )
+                            .map_err(|e| {
+                                format!("N={n} pipeline {pipeline} size {size} keys {keys}: {e}")
+                            })?;
+                            samples.push(rows);
+                            keys_after = c.int(&["DBSIZE"])? as u64;
+                            tick(&format!(
+                                "P={pipeline} size={size} keys={keys} N={n} run {}/{}",
+                                r + 1,
+                                cfg.runs
+                            ));
+                        }
+                        let mut spr = 0.0;
+                        for t in &cfg.tests {
+                            let per: Vec<&CsvRow> = samples
+                                .iter()
+                                .filter_map(|s| s.iter().find(|r| &r.test == t))
+                                .collect();
+                            if per.len() != samples.len() {
+                                return Err(format!(
+                                    "redis-benchmark gave no {t} result (N={n}, pipeline \
+                                 {pipeline}, size {size})"
+                                ));
+                            }
+                            let med = |f: fn(&CsvRow) -> f64| {
+                                crate::stats::median(&per.iter().map(|r| f(r)).collect::<Vec<_>>())
+                            };
+                            let rps = Spread::of(&per.iter().map(|r| r.rps).collect::<Vec<_>>());
+                            if rps.median.is_nan() || rps.median <= 0.0 {
+                                return Err(format!(
+                                    "redis-benchmark reported {t} at 0 requests/s"
+                                ));
+                            }
+                            spr += 1.0 / rps.median;
+                            rows.push(Row {
+                                bench: "kv",
+                                kind: "requests",
+                                server: name.to_string(),
+                                test: t.clone(),
+                                pipeline,
+                                value_size: size,
+                                keys: keys.clone(),
+                                keyspace: keyspace as u64,
+                                requests: n as u64,
+                                requests_run: n_run as u64,
+                                sampled: n_run < n,
+                                clients: cfg.clients,
+                                rps: rps.median,
+                                rps_min: rps.min,
+                                rps_max: rps.max,
+                                elapsed_ms: n as f64 / rps.median * 1e3,
+                                avg_ms: med(|r| r.avg_ms),
+                                p50_ms: med(|r| r.p50_ms),
+                                p99_ms: med(|r| r.p99_ms),
+                                max_ms: med(|r| r.max_ms),
+                                keys_after,
+                                runs: cfg.runs,
+                                vs_redis_none: None,
+                                vs_redis_aof_always: None,
+                                port: server.port,
+                                dir: cfg.dir.display().to_string(),
+                                fs: fs.to_string(),
+                            });
                         }
                         per_req = Some(spr);
                     }
-                    let projected = per_req.map(|s| s * n_run as f64).unwrap_or(10.0);
-                    let timeout = Duration::from_secs_f64(60.0 + 20.0 * projected);
-                    let mut samples: Vec<Vec<CsvRow>> = vec![];
-                    let mut keys_after = 0;
-                    for r in 0..cfg.runs {
-                        c.ok(&["FLUSHALL"])?;
-                        let case = Case {
-                            n: n_run,
-                            pipeline,
-                            size,
-                        };
-                        let rows =
-                            redis_benchmark(tools, bench, server.port, cfg, case, sub, timeout)
-                                .map_err(|e| {
-                                    format!("N={n} pipeline {pipeline} size {size}: {e}")
-                                })?;
-                        samples.push(rows);
-                        keys_after = c.int(&["DBSIZE"])? as u64;
-                        tick(&format!(
-                            "P={pipeline} size={size} N={n} run {}/{}",
-                            r + 1,
-                            cfg.runs
-                        ));
-                    }
-                    let mut spr = 0.0;
-                    for t in &cfg.tests {
-                        let per: Vec<&CsvRow> = samples
-                            .iter()
-                            .filter_map(|s| s.iter().find(|r| &r.test == t))
-                            .collect();
-                        if per.len() != samples.len() {
-                            return Err(format!(
-                                "redis-benchmark gave no {t} result (N={n}, pipeline \
-                                 {pipeline}, size {size})"
-                            ));
-                        }
-                        let med = |f: fn(&CsvRow) -> f64| {
-                            crate::stats::median(&per.iter().map(|r| f(r)).collect::<Vec<_>>())
-                        };
-                        let rps = Spread::of(&per.iter().map(|r| r.rps).collect::<Vec<_>>());
-                        if rps.median.is_nan() || rps.median <= 0.0 {
-                            return Err(format!("redis-benchmark reported {t} at 0 requests/s"));
-                        }
-                        spr += 1.0 / rps.median;
-                        rows.push(Row {
-                            bench: "kv",
-                            kind: "requests",
-                            server: name.to_string(),
-                            test: t.clone(),
-                            pipeline,
-                            value_size: size,
-                            requests: n as u64,
-                            requests_run: n_run as u64,
-                            sampled: n_run < n,
-                            clients: cfg.clients,
-                            rps: rps.median,
-                            rps_min: rps.min,
-                            rps_max: rps.max,
-                            elapsed_ms: n as f64 / rps.median * 1e3,
-                            avg_ms: med(|r| r.avg_ms),
-                            p50_ms: med(|r| r.p50_ms),
-                            p99_ms: med(|r| r.p99_ms),
-                            max_ms: med(|r| r.max_ms),
-                            keys_after,
-                            runs: cfg.runs,
-                            vs_redis_none: None,
-                            vs_redis_aof_always: None,
-                            port: server.port,
-                            dir: cfg.dir.display().to_string(),
-                            fs: fs.to_string(),
-                        });
-                    }
-                    per_req = Some(spr);
                 }
             }
         }
@@ -1546,8 +1676,17 @@ fn memory_and_restart(
 
 /// Fill in the ratios against redis-none, redis-aof-always and daisy.
 fn ratios(rep: &mut Report) {
-    let key = |r: &Row| (r.test.clone(), r.pipeline, r.value_size, r.requests);
-    let rps_of = |rows: &[Row], server: &str, k: &(String, usize, usize, u64)| {
+    type CaseKey = (String, usize, usize, String, u64);
+    let key = |r: &Row| -> CaseKey {
+        (
+            r.test.clone(),
+            r.pipeline,
+            r.value_size,
+            r.keys.clone(),
+            r.requests,
+        )
+    };
+    let rps_of = |rows: &[Row], server: &str, k: &CaseKey| {
         rows.iter()
             .find(|r| r.server == server && &key(r) == k)
             .map(|r| r.rps)
@@ -1609,10 +1748,11 @@ pub fn table(rep: &Report) -> String {
     if !rep.rows.is_empty() {
         let w = if rep.runs > 1 { 24 } else { 11 };
         s += &format!(
-            "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
+            "{:<6} {:>4} {:>7} {:<6} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
             "test",
             "P",
             "size B",
+            "keys",
             "N",
             "server",
             "requests/s",
@@ -1622,7 +1762,7 @@ pub fn table(rep: &Report) -> String {
             "max ms",
             "x none",
             "x always",
-            "keys"
+            "DBSIZE"
         );
         let mut rows: Vec<&Row> = rep.rows.iter().collect();
         let order = |r: &Row| {
@@ -1630,6 +1770,7 @@ pub fn table(rep: &Report) -> String {
                 TESTS.iter().position(|t| *t == r.test),
                 r.pipeline,
                 r.value_size,
+                KEY_MODES.iter().position(|k| *k == r.keys),
                 r.requests,
                 SERVERS.iter().position(|t| *t == r.server),
             )
@@ -1637,7 +1778,13 @@ pub fn table(rep: &Report) -> String {
         rows.sort_by_key(|r| order(r));
         let mut last = None;
         for r in rows {
-            let group = (r.test.clone(), r.pipeline, r.value_size, r.requests);
+            let group = (
+                r.test.clone(),
+                r.pipeline,
+                r.value_size,
+                r.keys.clone(),
+                r.requests,
+            );
             if last.as_ref().is_some_and(|g| *g != group) {
                 s += "\n";
             }
@@ -1648,10 +1795,11 @@ pub fn table(rep: &Report) -> String {
                 format!("{:.0}", r.rps)
             };
             s += &format!(
-                "{:<6} {:>4} {:>7} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
+                "{:<6} {:>4} {:>7} {:<6} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
                 r.test.to_uppercase(),
                 r.pipeline,
                 r.value_size,
+                r.keys,
                 r.requests,
                 r.server,
                 rps,
@@ -1672,8 +1820,11 @@ pub fn table(rep: &Report) -> String {
               elapsed ms = N / requests/s; ~ = sampled: run on fewer requests (see \
               requests_run in --format json), elapsed projected to N; x none, x always = \
               requests/s / redis-none's, redis-aof-always's in the same case (above 1: faster); \
-              keys = DBSIZE after the case: GET and INCR pick keys among 100,000 (-r), so about \
-              keys / 100,000 of the GETs find a value; MSET counts commands of 10 keys each\n";
+              keys: mixed (-r 100,000 on an empty keyspace), new (-r 2^31-1: nearly every SET \
+              creates a key), update (keys preloaded: every SET replaces a value, every GET finds \
+              one); DBSIZE after the case: for mixed keys GET and INCR pick among 100,000, so \
+              about DBSIZE / 100,000 of the GETs find a value; MSET counts commands of 10 keys \
+              each\n";
     }
     if !rep.memory.is_empty() || !rep.restarts.is_empty() {
         let w = if rep.runs > 1 { 24 } else { 11 };

@@ -372,6 +372,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         dir: cfg.dir.clone(),
         ns,
         tests: vec!["set".into(), "get".into()],
+        keys: vec!["mixed".into()],
         pipelines: kvbench::DEFAULT_PIPELINES.to_vec(),
         sizes: kvbench::DEFAULT_SIZES.to_vec(),
         clients: 50,

@@ -270,11 +270,15 @@ before its reply (reported unavailable, with the reason, when it does not answer
   redis-aof-everysec  --appendonly yes --appendfsync everysec --save \"\"\n\
   redis-aof-always    --appendonly yes --appendfsync always --save \"\" (every write durable)\n\
 (AOF modes also get --aof-use-rdb-preamble no: a pure command log.)\n\n\
-Requests: for each pipeline, value size and N (ascending): FLUSHALL, then \
-`redis-benchmark -c C -n N -r 100000 -P pipeline -d size -t TESTS --csv`; requests/s and \
+Requests: for each pipeline, value size, keys and N (ascending): FLUSHALL, then \
+`redis-benchmark -c C -n N -r KEYSPACE -P pipeline -d size -t TESTS --csv`; requests/s and \
 p50/p99/max latency are redis-benchmark's, elapsed = N / requests/s, with the ratios to \
 redis-none and redis-aof-always. A case projected (from the previous N) past --max-secs is run \
 on fewer requests and marked ~ (sampled).\n\n\
+Keys (--keys): mixed: -r 100000 on an empty keyspace (seed 000's table); new: -r 2147483647, so \
+nearly every SET creates a key (seed 001's new keys); update: key:000000000000.. preloaded \
+with values of the case's size (100,000 keys, fewer for large values: at most 64 MiB) and -r \
+that many, so every SET replaces a value and every GET finds one (seed 001's updates).\n\n\
 Memory and restart (--restart-keys K, 0 skips): K keys key:<i> with 8-byte values loaded by a \
 pipelined writer into a fresh server; bytes per key from INFO used_memory (loaded - empty); \
 for daisy, redis-rdb (SAVE, SHUTDOWN) and redis-aof-always (SHUTDOWN NOSAVE): the time from \
@@ -369,6 +373,11 @@ struct KvArgs {
     /// redis-benchmark tests, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "set,get", value_parser = clap::builder::PossibleValuesParser::new(kvbench::TESTS))]
     tests: Vec<String>,
+    /// Which keys the requests touch, comma-separated: mixed (-r 100000 on an empty keyspace,
+    /// seed 000's table), new (nearly every SET creates a key), update (keys preloaded: every
+    /// SET replaces a value, every GET finds one) (seed 001's new keys and updates).
+    #[arg(long, value_delimiter = ',', default_value = "mixed", value_parser = clap::builder::PossibleValuesParser::new(kvbench::KEY_MODES))]
+    keys: Vec<String>,
     /// Pipeline depths (-P), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,16")]
     pipeline: Vec<usize>,
@@ -433,6 +442,7 @@ fn kv_cmd(a: KvArgs) -> Result<ExitCode, String> {
         dir: a.dir,
         ns,
         tests: a.tests,
+        keys: a.keys,
         pipelines: a.pipeline,
         sizes: a.sizes,
         clients: a.clients,

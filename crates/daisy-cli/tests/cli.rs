@@ -921,6 +921,69 @@ fn bench_kv_against_redis() {
     assert!(!t.contains("restart ms"), "{t}");
 }
 
+/// Seed 001's key patterns: `--keys new` draws keys from 2^31 - 1 so nearly every SET creates
+/// one; `--keys update` preloads the keys (100,000 for 8-byte values), so every SET replaces a
+/// value and the keyspace ends exactly that size. Measured on daisy and Redis alike.
+#[test]
+fn bench_kv_new_keys_and_updates() {
+    if !have_redis() {
+        eprintln!("skipped: redis-server or redis-benchmark not installed");
+        return;
+    }
+    let d = tmpdir();
+    let o = run(daisy()
+        .args([
+            "bench",
+            "kv",
+            "--n",
+            "3000",
+            "--tests",
+            "set,get",
+            "--pipeline",
+            "1",
+            "--keys",
+            "new,update",
+            "--servers",
+            "daisy,redis-none",
+            "--restart-keys",
+            "0",
+            "--format",
+            "json",
+        ])
+        .arg("--dir")
+        .arg(d.path()));
+    assert!(o.status.success(), "{}", text(&o));
+    let lines = json_lines(&o);
+    for server in ["daisy", "redis-none"] {
+        for test in ["set", "get"] {
+            let row = |keys: &str| {
+                lines
+                    .iter()
+                    .find(|r| r["server"] == server && r["test"] == test && r["keys"] == keys)
+                    .unwrap_or_else(|| panic!("no {server} {test} {keys} row: {}", text(&o)))
+            };
+            let new = row("new");
+            assert_eq!(new["keyspace"], 2147483647u64, "{new}");
+            // 3000 SETs drawn from 2^31 - 1 keys: a repeat is a one-in-hundreds event.
+            let k = new["keys_after"].as_u64().unwrap();
+            assert!((2990..=3000).contains(&k), "{new}");
+            let upd = row("update");
+            assert_eq!(upd["keyspace"], 100000, "{upd}");
+            assert_eq!(upd["keys_after"], 100000, "{upd}");
+            for r in [new, upd] {
+                assert!(r["rps"].as_f64().unwrap() > 0.0, "{r}");
+                assert!(r["vs_redis_none"].as_f64().unwrap() > 0.0, "{r}");
+            }
+        }
+    }
+    assert!(
+        !lines.iter().any(|r| r["kind"] == "unavailable"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}
+
 /// `daisy serve` is measured when it answers, and otherwise reported unavailable with the
 /// reason; the run goes on either way.
 #[test]
