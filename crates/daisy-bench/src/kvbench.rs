@@ -72,7 +72,7 @@ pub const NEW_KEYSPACE: usize = i32::MAX as usize;
 pub const UPDATE_PRELOAD_BYTES: usize = 64 << 20;
 
 /// Keys preloaded for the `update` keys of values of `size` bytes: 100,000, fewer for large
-/// values so the preload stays within [`UPDATE_PRELOAD_BYTES`] (1 KB: 65,536; 100 KB: 671).
+/// values so the preload stays within [`UPDATE_PRELOAD_BYTES`] (1 KiB: 65,536; 100 KiB: 655).
 pub fn update_keyspace(size: usize) -> usize {
     (UPDATE_PRELOAD_BYTES / size.max(1)).clamp(1, KEYSPACE)
 }
