@@ -127,13 +127,14 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
             // jittered within its size class: every class a lane touches costs it a 256 KiB
             // run, and small pools keep crash images cheap to check (the property test covers
             // the other sizes).
-            const SIZES: [(u64, u64); 7] = [
+            const SIZES: [(u64, u64); 8] = [
                 (1, 16),
                 (97, 112),
                 (1537, 1792),
                 (28673, 32768),
                 (57345, 65536),
-                (100_000, 262_144),
+                (98_305, 114_688),
+                (114_689, 262_144),
                 (262_145, 700_000),
             ];
             let (lo, hi) = SIZES[rng.gen_range(0..SIZES.len())];

@@ -23,7 +23,7 @@ pub enum Error {
     #[error("{path}: not a Daisy pool (bad magic bytes)")]
     NotAPool { path: PathBuf },
     /// The pool was written by a different on-media format version.
-    #[error("{path}: pool format version {found} is not supported (this build reads version {supported})")]
+    #[error("{path}: pool format version {found} is not supported (this build reads versions 2 to {supported})")]
     UnsupportedVersion {
         path: PathBuf,
         found: u32,

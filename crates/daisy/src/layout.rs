@@ -22,8 +22,12 @@ use bytemuck::{Pod, Zeroable};
 
 /// First 8 bytes of every pool file.
 pub const MAGIC: [u8; 8] = *b"DAISYPL\0";
-/// The format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+/// The format this build writes. Version 3 added the run classes of 80 and 112 KiB
+/// ([`SIZE_CLASSES`]); a version-2 pool is a valid version-3 pool and is marked 3 when this
+/// build opens it (docs/FORMAT.md, section 1).
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format this build reads (and upgrades to [`FORMAT_VERSION`] at open).
+pub const OLDEST_READ_VERSION: u32 = 2;
 pub const HEADER_SIZE: u64 = 4096;
 pub const STATE_OFF: u64 = 4096;
 pub const STATE_SIZE: u64 = 4096;
@@ -58,7 +62,9 @@ pub const DEFAULT_SLOT_SIZE: u32 = 16 * 1024;
 pub const MIN_SLOT_SIZE: u32 = 256;
 pub const MAX_SLOT_SIZE: u32 = 64 * 1024 * 1024;
 
-/// The pool header. Written once by `create`, then only read.
+/// The pool header. Written once by `create`, then only read, except the version-2 to 3
+/// upgrade at open, one atomic store of the aligned word that holds `format_version` and
+/// `checksum`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Header {
@@ -297,10 +303,16 @@ impl ChunkEntry {
 // ---- size classes ----
 
 /// Block sizes of runs. Allocations larger than the last class take whole chunks.
-pub const SIZE_CLASSES: [u32; 44] = [
+///
+/// Above 64 KiB only the classes that pack more than one block into a chunk are worth having:
+/// 80 KiB (3 per chunk) and 112 KiB (2 per chunk; a 100 KB value took a whole 256 KiB chunk
+/// before them). A 96 or 128 KiB class would hold no more per chunk than 112 KiB does (two, and
+/// one with the bitmap). Added in format version 3, at the end, so the indices of the older
+/// classes (in the chunk table's RUN entries) are unchanged.
+pub const SIZE_CLASSES: [u32; 46] = [
     16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
     1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336,
-    16384, 20480, 24576, 28672, 32768, 40960, 49152, 57344, 65536,
+    16384, 20480, 24576, 28672, 32768, 40960, 49152, 57344, 65536, 81920, 114688,
 ];
 
 pub const MAX_RUN_BLOCK: u64 = SIZE_CLASSES[SIZE_CLASSES.len() - 1] as u64;
@@ -378,7 +390,9 @@ mod tests {
     fn run_geometry_fits_chunk() {
         for (c, &size) in SIZE_CLASSES.iter().enumerate() {
             let (n, off) = run_geometry(c);
-            assert!(n >= 3, "class {c}");
+            // Every class packs at least two blocks into a chunk (else it would be no better
+            // than a large object of one chunk).
+            assert!(n >= 2, "class {c}");
             assert_eq!(off % 64, 0);
             assert!(off as u64 + n as u64 * size as u64 <= CHUNK_SIZE);
             assert!(off as u64 * 8 >= n as u64);
@@ -391,13 +405,14 @@ mod tests {
             ChunkEntry::Free,
             ChunkEntry::Run { class: 0 },
             ChunkEntry::Run { class: 43 },
+            ChunkEntry::Run { class: 45 },
             ChunkEntry::Large { chunks: 1 },
             ChunkEntry::Large { chunks: 1 << 20 },
         ] {
             assert_eq!(ChunkEntry::decode(e.encode()), Some(e));
         }
         assert_eq!(ChunkEntry::decode(7 << 56), None);
-        assert_eq!(ChunkEntry::decode((1 << 56) | 44), None);
+        assert_eq!(ChunkEntry::decode((1 << 56) | 46), None);
         assert_eq!(ChunkEntry::decode(2 << 56), None);
     }
 }

@@ -586,7 +586,7 @@ impl Pool {
             .metadata()
             .map_err(|e| Error::io(path, "stat", e))?
             .len();
-        let hdr = read_header(path, &file, file_len)?;
+        let mut hdr = read_header(path, &file, file_len)?;
         if let Some(expected) = layout {
             let found = hdr.layout_name();
             if found != expected {
@@ -611,6 +611,9 @@ impl Pool {
         validate_state(path, &hdr, &state, file_len, "pool state")?;
         let mode = choose_mode(path, &file, mode, mapping.map_sync())?;
         let persist = Persister::new(mode);
+        if hdr.format_version < FORMAT_VERSION {
+            hdr = upgrade_header(path, &mapping, &persist, hdr)?;
+        }
 
         // ---- scan the logs (read-only) ----
         let bounds = TargetBounds {
@@ -877,6 +880,30 @@ impl Pool {
     }
 }
 
+/// Mark a version-2 pool as version 3 (docs/FORMAT.md, section 1). Version 3 only added size
+/// classes, so the pool is already a valid version-3 pool; the mark makes version-2 builds
+/// refuse it from now on, instead of taking chunks of the new classes for damage. It happens at
+/// open, before anything can allocate. `format_version` and `checksum` share the aligned word at
+/// offset 8, so one atomic store changes both: a crash leaves the old header or the new one,
+/// each with its own valid checksum.
+fn upgrade_header(
+    path: &Path,
+    mapping: &Mapping,
+    persist: &Persister,
+    old: Header,
+) -> Result<Header> {
+    const _: () = assert!(std::mem::offset_of!(Header, format_version) == 8);
+    const _: () = assert!(std::mem::offset_of!(Header, checksum) == 12);
+    let mut hdr = old;
+    hdr.format_version = FORMAT_VERSION;
+    hdr.checksum = hdr.compute_checksum();
+    let word = u64::from(hdr.format_version) | (u64::from(hdr.checksum) << 32);
+    mapping.atomic_u64(8).store(word, Ordering::Release);
+    persist.flush(mapping.at(8, 8), 8);
+    persist.fence().map_err(|e| Error::io(path, "persist", e))?;
+    Ok(hdr)
+}
+
 fn read_header(path: &Path, file: &File, file_len: u64) -> Result<Header> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; std::mem::size_of::<Header>()];
@@ -889,7 +916,7 @@ fn read_header(path: &Path, file: &File, file_len: u64) -> Result<Header> {
         });
     }
     let version = u32::from_le_bytes(buf[8..12].try_into().unwrap());
-    if version != FORMAT_VERSION {
+    if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             found: version,

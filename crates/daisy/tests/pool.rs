@@ -836,3 +836,67 @@ fn a_full_pool_reuses_memory_freed_just_before() {
     }
     assert!(pool.check(None).ok());
 }
+
+/// Format version 3 added the 80 and 112 KiB run classes. A version-2 pool (the previous
+/// build's) is read, keeps its data, and is marked version 3 at open (one atomic store of the
+/// version and checksum word), so version-2 builds refuse it once it may hold the new classes;
+/// versions 1 and 4 are refused. A 100 KB object now shares a chunk with another one instead of
+/// taking a whole 256 KiB chunk.
+#[test]
+fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
+    let (_d, path) = tmp_pool("v2");
+    {
+        let pool = Pool::create(&path, &small("test")).unwrap();
+        let root = pool.root::<Root>().unwrap();
+        push(&pool, root, 42);
+    }
+    // Write the header as the previous build did: version 2, its checksum.
+    let header = |bytes: &[u8], version: u32| -> Vec<u8> {
+        let mut b = bytes.to_vec();
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        b[12..16].fill(0);
+        let len = std::mem::size_of::<daisy::layout::Header>();
+        let crc = crc32c::crc32c(&b[..len]);
+        b[12..16].copy_from_slice(&crc.to_le_bytes());
+        b
+    };
+    let v3 = std::fs::read(&path).unwrap();
+    assert_eq!(v3[8..12], 3u32.to_le_bytes());
+    for refused in [1u32, 4] {
+        let p = path.with_extension(format!("v{refused}"));
+        std::fs::write(&p, header(&v3, refused)).unwrap();
+        let e = Pool::open(&p, "test").err().unwrap();
+        assert!(
+            matches!(e, Error::UnsupportedVersion { found, .. } if found == refused),
+            "{e}"
+        );
+        assert!(e.to_string().contains("versions 2 to 3"), "{e}");
+    }
+    std::fs::write(&path, header(&v3, 2)).unwrap();
+    {
+        let pool = Pool::open(&path, "test").unwrap();
+        assert_eq!(pool.info().format_version, 3);
+        let root = pool.root::<Root>().unwrap();
+        assert_eq!(list_values(&pool, root), vec![42]);
+        // Two 100 KB objects land in one 112 KiB-class run (one chunk), not two chunks.
+        let (a, b) = pool
+            .transaction(|tx| {
+                let a = tx.alloc_zeroed_bytes(100_000)?;
+                let b = tx.alloc_zeroed_bytes(100_000)?;
+                Ok::<_, Error>((a, b))
+            })
+            .unwrap();
+        let gap = a.offset().abs_diff(b.offset());
+        assert!(
+            gap < daisy::layout::CHUNK_SIZE,
+            "100 KB objects {gap} bytes apart"
+        );
+    }
+    // On the file: version 3 with a valid checksum (it opens again).
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(after[8..12], 3u32.to_le_bytes());
+    assert_eq!(after[..16], header(&after, 3)[..16]);
+    let pool = Pool::open(&path, "test").unwrap();
+    let root = pool.root::<Root>().unwrap();
+    assert_eq!(list_values(&pool, root), vec![42]);
+}

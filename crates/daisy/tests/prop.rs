@@ -33,7 +33,7 @@ enum Step {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (prop_oneof![1u64..200, 200u64..20_000, 200_000u64..600_000], any::<u8>())
+        3 => (prop_oneof![1u64..200, 200u64..20_000, 60_000u64..120_000, 200_000u64..600_000], any::<u8>())
             .prop_map(|(size, fill)| Op::Alloc { size, fill }),
         4 => (any::<usize>(), any::<u64>(), 1u64..300, any::<u8>())
             .prop_map(|(obj, at, len, byte)| Op::Write { obj, at, len, byte }),
