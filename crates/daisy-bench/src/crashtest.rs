@@ -127,12 +127,13 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
             // jittered within its size class: every class a lane touches costs it a 256 KiB
             // run, and small pools keep crash images cheap to check (the property test covers
             // the other sizes).
-            const SIZES: [(u64, u64); 8] = [
+            const SIZES: [(u64, u64); 9] = [
                 (1, 16),
                 (97, 112),
                 (1537, 1792),
                 (28673, 32768),
                 (57345, 65536),
+                (73_729, 81_920),
                 (98_305, 114_688),
                 (114_689, 262_144),
                 (262_145, 700_000),

@@ -68,6 +68,10 @@ pub const KEY_MODES: &[&str] = &["mixed", "new", "update"];
 /// `-r` of the `new` keys: the largest redis-benchmark accepts (it parses `-r` with atoi, and
 /// draws keys with random() modulo it, below 2^31); 1,000,000 SETs repeat about 230 keys.
 pub const NEW_KEYSPACE: usize = i32::MAX as usize;
+/// Bytes of values one run of a `new` or `mixed` case may add: N is cut (and the case marked
+/// sampled) so that N x value size stays within this, keeping the pool and Redis well inside
+/// memory (100 KiB values: 20,971 requests).
+pub const NEW_BYTES_BUDGET: usize = 2 << 30;
 /// Bytes of values preloaded for the `update` keys (see [`update_keyspace`]).
 pub const UPDATE_PRELOAD_BYTES: usize = 64 << 20;
 
@@ -1175,13 +1179,14 @@ pub fn run(
     }
     note(&format!(
         "cases: N = {}; pipeline {}; value size {} B; {} run(s) each (median of requests/s, \
-         min..max shown when more than one); a case projected past {} s is run on fewer \
-         requests and marked ~ (sampled)",
+         min..max shown when more than one); a case projected past {} s, or whose new values \
+         would pass {} GiB, is run on fewer requests and marked ~ (sampled)",
         join(&cfg.ns),
         join(&cfg.pipelines),
         join(&cfg.sizes),
         cfg.runs,
-        cfg.max_secs
+        cfg.max_secs,
+        NEW_BYTES_BUDGET >> 30
     ));
     if cfg.restart_keys > 0 {
         note(&format!(
@@ -1472,6 +1477,12 @@ fn measure_requests(
                             }
                             per_req = Some(spr);
                         }
+                        if keys != "update" {
+                            let cap = (NEW_BYTES_BUDGET / size.max(1)).max(1);
+                            if n_run > cap {
+                                n_run = round2(cap).clamp(1, n);
+                            }
+                        }
                         let projected = per_req.map(|s| s * n_run as f64).unwrap_or(10.0);
                         let timeout = Duration::from_secs_f64(60.0 + 20.0 * projected);
                         let mut samples: Vec<Vec<CsvRow>> = vec![];
@@ -1501,6 +1512,17 @@ fn measure_requests(
                             })?;
                             samples.push(rows);
                             keys_after = c.int(&["DBSIZE"])? as u64;
+                            // redis-benchmark counts error replies as done: SETs of new keys
+                            // that left no keys were refused (a full pool answers -OOM).
+                            if keys == "new"
+                                && cfg.tests.iter().any(|t| t == "set")
+                                && keys_after < n_run as u64 * 9 / 10
+                            {
+                                return Err(format!(
+                                    "keys new, size {size}: {n_run} SETs left only {keys_after} \
+                                     keys: the server refused writes"
+                                ));
+                            }
                             tick(&format!(
                                 "P={pipeline} size={size} keys={keys} N={n} run {}/{}",
                                 r + 1,

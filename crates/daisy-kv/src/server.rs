@@ -219,17 +219,18 @@ fn busy_poll_window(us: u32) -> Duration {
 }
 
 /// Poll for events without sleeping until `until`; true when some arrived (in `events`).
-/// Yields the CPU every few polls, so a client that shares this CPU still gets to run.
-fn busy_poll(poll: &mut Poll, events: &mut Events, until: Instant) -> bool {
+/// Yields the CPU every few polls, so a client that shares this CPU still gets to run. Stops
+/// when `stop` is set: a zero-timeout epoll_wait does not end with EINTR when a signal comes.
+fn busy_poll(poll: &mut Poll, events: &mut Events, until: Instant, stop: &AtomicBool) -> bool {
     let mut polls = 0u32;
     loop {
-        // An error (EINTR) ends the polling; the sleeping wait that follows reports it.
+        // An error ends the polling; the sleeping wait that follows reports it.
         match poll.poll(events, Some(Duration::ZERO)) {
             Ok(()) if !events.is_empty() => return true,
             Ok(()) => {}
             Err(_) => return false,
         }
-        if Instant::now() >= until {
+        if Instant::now() >= until || stop.load(Ordering::Relaxed) {
             return false;
         }
         polls += 1;
@@ -413,8 +414,18 @@ impl Server {
             let waited = Instant::now();
             let polled = last_gap < self.busy_poll
                 && !wait.is_zero()
-                && busy_poll(poll, &mut events, waited + wait.min(self.busy_poll));
+                && busy_poll(poll, &mut events, waited + wait.min(self.busy_poll), stop);
             if !polled {
+                if stop.load(Ordering::Relaxed) {
+                    break; // a signal that came while polling (no EINTR to end the wait)
+                }
+                // What is left of the wait after polling, so expiry keeps its period.
+                if !wait.is_zero() {
+                    wait = next_expire.saturating_duration_since(Instant::now());
+                    if self.accept_pending {
+                        wait = wait.min(Duration::from_millis(10));
+                    }
+                }
                 if let Err(e) = poll.poll(&mut events, Some(wait)) {
                     if e.kind() == ErrorKind::Interrupted {
                         continue;

@@ -23,10 +23,12 @@ pub enum Error {
     #[error("{path}: not a Daisy pool (bad magic bytes)")]
     NotAPool { path: PathBuf },
     /// The pool was written by a different on-media format version.
-    #[error("{path}: pool format version {found} is not supported (this build reads versions 2 to {supported})")]
+    #[error("{path}: pool format version {found} is not supported (this build reads versions {oldest} to {supported})")]
     UnsupportedVersion {
         path: PathBuf,
         found: u32,
+        /// The oldest version this build reads.
+        oldest: u32,
         supported: u32,
     },
     /// The pool's layout name differs from the one the program asked for.

@@ -24,7 +24,7 @@ use bytemuck::{Pod, Zeroable};
 pub const MAGIC: [u8; 8] = *b"DAISYPL\0";
 /// The format this build writes. Version 3 added the run classes of 80 and 112 KiB
 /// ([`SIZE_CLASSES`]); a version-2 pool is a valid version-3 pool and is marked 3 when this
-/// build opens it (docs/FORMAT.md, section 1).
+/// build opens it (docs/FORMAT.md, the versions list at the top).
 pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format this build reads (and upgrades to [`FORMAT_VERSION`] at open).
 pub const OLDEST_READ_VERSION: u32 = 2;

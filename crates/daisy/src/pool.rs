@@ -611,9 +611,6 @@ impl Pool {
         validate_state(path, &hdr, &state, file_len, "pool state")?;
         let mode = choose_mode(path, &file, mode, mapping.map_sync())?;
         let persist = Persister::new(mode);
-        if hdr.format_version < FORMAT_VERSION {
-            hdr = upgrade_header(path, &mapping, &persist, hdr)?;
-        }
 
         // ---- scan the logs (read-only) ----
         let bounds = TargetBounds {
@@ -687,6 +684,10 @@ impl Pool {
             max_seq
         };
         validate_state(path, &hdr, &after, file_len, "pool state after log replay")?;
+        // Every check that can refuse the pool has passed: the first writes may follow.
+        if hdr.format_version < FORMAT_VERSION {
+            hdr = upgrade_header(path, &mapping, &persist, hdr)?;
+        }
         let mut touched = Vec::new();
         for r in &replay {
             log::replay(&mapping, r, &mut touched);
@@ -880,10 +881,11 @@ impl Pool {
     }
 }
 
-/// Mark a version-2 pool as version 3 (docs/FORMAT.md, section 1). Version 3 only added size
+/// Mark a version-2 pool as version 3 (docs/FORMAT.md, the versions list at the top). Version 3 only added size
 /// classes, so the pool is already a valid version-3 pool; the mark makes version-2 builds
 /// refuse it from now on, instead of taking chunks of the new classes for damage. It happens at
-/// open, before anything can allocate. `format_version` and `checksum` share the aligned word at
+/// open once every check that can refuse the pool has passed (a refused open writes nothing),
+/// and before anything can allocate. `format_version` and `checksum` share the aligned word at
 /// offset 8, so one atomic store changes both: a crash leaves the old header or the new one,
 /// each with its own valid checksum.
 fn upgrade_header(
@@ -920,6 +922,7 @@ fn read_header(path: &Path, file: &File, file_len: u64) -> Result<Header> {
         return Err(Error::UnsupportedVersion {
             path: path.to_path_buf(),
             found: version,
+            oldest: OLDEST_READ_VERSION,
             supported: FORMAT_VERSION,
         });
     }

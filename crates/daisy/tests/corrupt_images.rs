@@ -616,6 +616,17 @@ fn mutate(rng: &mut StdRng, t: &Template, kind: u64) -> Image {
             (what.join(" + "), Expect::Any)
         }
     };
+    // A third of the images of the other kinds carry the previous format's header (version 2,
+    // checksum recomputed). It is read like version 3 and marked 3 only by an open that gets
+    // past every check, so a refused open must leave it unchanged like any other image.
+    let mut what = what;
+    if kind > 1 && img.len() >= HEADER_BYTES && rng.gen_ratio(1, 3) {
+        let mut hdr: Header = bytemuck::pod_read_unaligned(&img[..HEADER_BYTES]);
+        hdr.format_version = 2;
+        hdr.checksum = hdr.compute_checksum();
+        img[..HEADER_BYTES].copy_from_slice(bytemuck::bytes_of(&hdr));
+        what.push_str(" (version-2 header)");
+    }
     Image {
         bytes: img,
         what,
