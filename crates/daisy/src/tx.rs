@@ -654,12 +654,38 @@ impl TxBuffers {
     }
 
     /// Put copy `i` at the head of the chain of every line it touches.
+    ///
+    /// Older copies at the head of a chain whose bytes in that line the new copy covers
+    /// entirely are unlinked from it: a read takes every byte from the newest copy holding it,
+    /// so they can never be read again through this line. Without this, a word written by
+    /// every operation of a group (a map's length, a bucket) grows its line's chain by one
+    /// node per operation, and every read of the line's other bytes walks all of them (the
+    /// group's reads become quadratic). The copies themselves stay in the record, in order.
     fn index_copy(&mut self, i: usize) {
         let (t, len, _) = self.copies[i];
-        for line in t / 64..=(t + len.max(1) - 1) / 64 {
+        let end = t + len.max(1);
+        for line in t / 64..=(end - 1) / 64 {
+            let base = line * 64;
+            // (A zero-length copy covers nothing.)
+            let covers = if len == 0 {
+                0
+            } else {
+                line_bits(t.max(base) - base, end.min(base + 64) - base)
+            };
             let node = self.copy_nodes.len() as u32;
             let head = self.copy_lines.entry(line).or_insert(NO_NODE);
-            self.copy_nodes.push((i as u32, *head));
+            let mut next = *head;
+            while next != NO_NODE {
+                let (j, older) = self.copy_nodes[next as usize];
+                let (tj, lj, _) = self.copies[j as usize];
+                let ej = tj + lj.max(1);
+                let bits = line_bits(tj.max(base) - base, ej.min(base + 64) - base);
+                if bits & !covers != 0 {
+                    break;
+                }
+                next = older;
+            }
+            self.copy_nodes.push((i as u32, next));
             *head = node;
         }
     }

@@ -699,16 +699,19 @@ fn big_transaction_reads_its_overlapping_writes() {
         .unwrap()
         .offset();
     let mut model = vec![0u8; AREA];
-    for seed in 0..6u64 {
+    for seed in 0..10u64 {
         println!("seed {seed}");
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let writes = [10, 40, 300][seed as usize % 3];
+        // Seeds 6 and up write into the first 256 bytes only: many writes cover earlier ones
+        // whole (the per-line index unlinks those), and reads see the survivors.
+        let span = if seed >= 6 { 256 } else { AREA };
         pool.transaction(|tx| {
             for _ in 0..writes {
                 let len = *[1usize, 3, 8, 8, 8, 13, 64, 100]
                     .get(rng.gen_range(0..8))
                     .unwrap();
-                let at = rng.gen_range(0..=AREA - len);
+                let at = rng.gen_range(0..=span - len);
                 let data: Vec<u8> = (0..len).map(|_| rng.gen::<u8>()).collect();
                 tx.write_bytes(area + at as u64, &data)?;
                 model[at..at + len].copy_from_slice(&data);
