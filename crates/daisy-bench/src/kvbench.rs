@@ -1445,6 +1445,21 @@ fn measure_requests(
             for &size in &cfg.sizes {
                 for keys in &cfg.keys {
                     let keyspace = keyspace_of(keys, size);
+                    // One redis-benchmark invocation of `n` requests on a keyspace set up
+                    // for this case: emptied, and preloaded for `update` keys.
+                    let fresh_run = |c: &mut Conn, n: usize, timeout: Duration| {
+                        c.ok(&["FLUSHALL"])?;
+                        if keys == "update" {
+                            preload_keys(c, keyspace, size)?;
+                        }
+                        let case = Case {
+                            n,
+                            pipeline,
+                            size,
+                            keyspace,
+                        };
+                        redis_benchmark(tools, bench, server.port, cfg, case, sub, timeout)
+                    };
                     // Seconds per request of each test, from the previous N.
                     let mut per_req: Option<f64> = None;
                     for &n in &cfg.ns {
@@ -1457,20 +1472,8 @@ fn measure_requests(
                         if per_req.is_none() && n > PROBE_N * 2 {
                             // No smaller N to project from: a probe of PROBE_N requests (not
                             // reported) estimates the time of this one.
-                            c.ok(&["FLUSHALL"])?;
-                            if keys == "update" {
-                                preload_keys(&mut c, keyspace, size)?;
-                            }
-                            let case = Case {
-                                n: PROBE_N,
-                                pipeline,
-                                size,
-                                keyspace,
-                            };
-                            let timeout = Duration::from_secs(120);
-                            let rows =
-                                redis_benchmark(tools, bench, server.port, cfg, case, sub, timeout)
-                                    .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
+                            let rows = fresh_run(&mut c, PROBE_N, Duration::from_secs(120))
+                                .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
                             let spr: f64 = rows.iter().map(|r| 1.0 / r.rps.max(1e-9)).sum();
                             if spr * n as f64 > cfg.max_secs {
                                 n_run = round2((cfg.max_secs / spr) as usize).clamp(PROBE_N, n);
@@ -1488,26 +1491,7 @@ fn measure_requests(
                         let mut samples: Vec<Vec<CsvRow>> = vec![];
                         let mut keys_after = 0;
                         for r in 0..cfg.runs {
-                            c.ok(&["FLUSHALL"])?;
-                            if keys == "update" {
-                                preload_keys(&mut c, keyspace, size)?;
-                            }
-                            let case = Case {
-                                n: n_run,
-                                pipeline,
-                                size,
-                                keyspace,
-                            };
-                            let rows = redis_benchmark(
-                                tools,
-                                bench,
-                                server.port,
-                                cfg,
-                                case,
-                                sub,
-                                timeout,
-                            )
-                            .map_err(|e| {
+                            let rows = fresh_run(&mut c, n_run, timeout).map_err(|e| {
                                 format!("N={n} pipeline {pipeline} size {size} keys {keys}: {e}")
                             })?;
                             samples.push(rows);

@@ -401,31 +401,31 @@ impl Server {
         // How long the last wait for events took (MAX after one that found none).
         let mut last_gap = Duration::MAX;
         while !self.shutdown && !stop.load(Ordering::Relaxed) {
-            let mut wait = next_expire.saturating_duration_since(Instant::now());
-            // Connections with input left from a capped read go on without waiting.
+            // When the wait for events must end: at the next expiry run, sooner while accepts
+            // are pending, at once for connections with input left from a capped read.
+            let waited = Instant::now();
+            let mut deadline = next_expire.max(waited);
             std::mem::swap(&mut carry, &mut self.carry);
             if !carry.is_empty() {
-                wait = Duration::ZERO;
+                deadline = waited;
             }
             if self.accept_pending {
-                wait = wait.min(Duration::from_millis(10));
+                deadline = deadline.min(waited + Duration::from_millis(10));
                 self.accept(poll, listener);
             }
-            let waited = Instant::now();
             let polled = last_gap < self.busy_poll
-                && !wait.is_zero()
-                && busy_poll(poll, &mut events, waited + wait.min(self.busy_poll), stop);
+                && deadline > waited
+                && busy_poll(
+                    poll,
+                    &mut events,
+                    deadline.min(waited + self.busy_poll),
+                    stop,
+                );
             if !polled {
                 if stop.load(Ordering::Relaxed) {
                     break; // a signal that came while polling (no EINTR to end the wait)
                 }
-                // What is left of the wait after polling, so expiry keeps its period.
-                if !wait.is_zero() {
-                    wait = next_expire.saturating_duration_since(Instant::now());
-                    if self.accept_pending {
-                        wait = wait.min(Duration::from_millis(10));
-                    }
-                }
+                let wait = deadline.saturating_duration_since(Instant::now());
                 if let Err(e) = poll.poll(&mut events, Some(wait)) {
                     if e.kind() == ErrorKind::Interrupted {
                         continue;
