@@ -1100,6 +1100,19 @@ impl PoolInner {
         );
     }
 
+    /// Store one aligned 8-byte word in place and make it durable: store, flush, fence. An
+    /// aligned 8-byte store is atomic under power failure, so a crash leaves the old word or
+    /// the new one; the callers (one-word transactions, hash maps' in-place slot writes) state
+    /// why no log record can be replayed over it.
+    #[inline(always)]
+    pub fn store_word_durable(&self, off: u64, word: u64) -> Result<()> {
+        self.map.atomic_u64(off).store(word, Ordering::Relaxed);
+        if !sim_fault!(NoInPlaceFlush) {
+            self.persist.flush(self.map.at(off, 8), 8);
+        }
+        self.persist.fence().map_err(|e| self.io_err("persist", e))
+    }
+
     pub fn io_err(&self, what: &'static str, e: std::io::Error) -> Error {
         self.poisoned.store(true, Ordering::Release);
         Error::io(&self.path, what, e)

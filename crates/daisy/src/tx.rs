@@ -1792,30 +1792,10 @@ impl<'p> Tx<'p> {
     /// record (the caller checked that none can be replayed over the word).
     #[inline(always)]
     fn commit_in_place(mut self, target: u64, word: u64) -> Result<()> {
-        let pool = self.pool;
-        pool.map.atomic_u64(target).store(word, Ordering::Relaxed);
-        if !sim_fault!(NoInPlaceFlush) {
-            pool.persist.flush(pool.map.at(target, 8), 8);
-        }
-        let fenced = pool.persist.fence();
-        // The record and its one copy entry are all `single_word` let through; indexes left
-        // from cancelled allocations are rare (then the full clear).
-        let b = &mut self.st.buf;
-        b.record.truncate(LOG_HEADER_SIZE);
-        b.n_entries = 0;
-        b.copies.clear();
-        b.durable_apply = false;
-        if b.fresh_paged != 0
-            || !b.fresh_nodes.is_empty()
-            || !b.fresh_big.is_empty()
-            || !b.copy_lines.is_empty()
-            || !b.bitop_index.is_empty()
-            || b.fresh_log_start != usize::MAX
-        {
-            b.clear();
-        }
+        let stored = self.pool.store_word_durable(target, word);
+        self.st.buf.clear();
         self.done = true;
-        fenced.map_err(|e| pool.io_err("persist", e))
+        stored
     }
 
     /// Make the bytes written in place into this transaction's new objects durable no later

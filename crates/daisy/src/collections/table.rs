@@ -540,10 +540,10 @@ pub struct Table<S: SlotKind> {
     _kind: std::marker::PhantomData<fn() -> S>,
 }
 
-/// Only fixed maps with 8-byte slots write in place, so only they may carry
-/// [`FLAG_LEN_STALE`].
-fn stale_len_allowed(kind: u32, slot: usize) -> bool {
-    kind == KIND_FIXED && slot == 8
+/// Whether a header's flags word is valid: [`FLAG_LEN_STALE`] is the only flag, and only
+/// fixed maps with 8-byte slots write in place, so only they may carry it.
+fn flags_valid(flags: u32, kind: u32, slot: usize) -> bool {
+    flags & !FLAG_LEN_STALE == 0 && (flags == 0 || (kind == KIND_FIXED && slot == 8))
 }
 
 /// `InPlace::delta` before the entries were counted.
@@ -640,7 +640,7 @@ impl<S: SlotKind> Table<S> {
         if h.garbage_dir != 0 && !dir_fits(&pool.inner, h.garbage_dir, h.garbage_depth as u64) {
             return Err(not("the detached directory does not fit the pool".into()));
         }
-        if h.flags & !FLAG_LEN_STALE != 0 || (h.flags != 0 && !stale_len_allowed(h.kind, S::SLOT)) {
+        if !flags_valid(h.flags, h.kind, S::SLOT) {
             return Err(not(format!("invalid header flags {:#x}", h.flags)));
         }
         if !pool.inner.claim_object(hdr) {
@@ -867,7 +867,6 @@ impl<S: SlotKind> Table<S> {
         debug_assert!(
             off.is_multiple_of(8) && off >= inner.hdr.heap_off && off + 8 <= inner.heap_end()
         );
-        inner.map.atomic_u64(off).store(word, Ordering::Relaxed);
         if delta != 0 {
             let d = self.in_place.delta.load(Ordering::Relaxed);
             if d != DELTA_UNKNOWN {
@@ -876,13 +875,7 @@ impl<S: SlotKind> Table<S> {
                     .store(d.wrapping_add(delta), Ordering::Relaxed);
             }
         }
-        if !sim_fault!(NoInPlaceFlush) {
-            inner.persist.flush(inner.map.at(off, 8), 8);
-        }
-        inner
-            .persist
-            .fence()
-            .map_err(|e| inner.io_err("persist", e))
+        inner.store_word_durable(off, word)
     }
 
     /// Make the header's `len` exact again and clear [`FLAG_LEN_STALE`] (one transaction;
@@ -905,10 +898,7 @@ impl<S: SlotKind> Table<S> {
         self.note_tx();
         self.pool.transaction(|tx| {
             let hd = Src::Tx(tx).header(self.hdr)?;
-            tx.write_bytes(
-                self.hdr + H_LEN,
-                &hd.len.wrapping_add(d as u64).to_le_bytes(),
-            )?;
+            self.add_len(tx, hd.len, d)?;
             tx.write_bytes(self.hdr + H_FLAGS, &0u32.to_le_bytes())
         })?;
         self.in_place.len_stale.store(false, Ordering::Relaxed);
@@ -1525,7 +1515,7 @@ pub fn check_table(
         count += 1;
     }
     r.entries = count;
-    if hd.flags & !FLAG_LEN_STALE != 0 || (hd.flags != 0 && !stale_len_allowed(hd.kind, d.slot)) {
+    if !flags_valid(hd.flags, hd.kind, d.slot) {
         r.problems
             .push(format!("invalid header flags {:#x}", hd.flags));
     }
