@@ -10,11 +10,13 @@
 //! killed is removed by the next run.
 //!
 //! How it measures:
-//! 1. requests, in rounds: each of the `--runs` rounds starts every server in turn and runs
-//!    every case once on it, so the runs of one case are spread over the whole benchmark and a
-//!    slow spell of a shared machine falls on all servers alike, not on one server's runs
-//!    (the figures are the median over the rounds). In a round, for each (pipeline, value
-//!    size, N), ascending N: FLUSHALL, then
+//! 1. requests, in rounds: each of the `--runs` rounds runs every case once on every server,
+//!    case by case (pipeline, value size, keys), the servers of a case back to back, each
+//!    started for the case on a fresh directory (every other round in reverse order). So
+//!    the runs of one case are spread over the whole benchmark, and a slow or fast spell of
+//!    a shared machine, which lasts seconds, falls on the runs of all servers alike, not on
+//!    one server's (the figures are the medians over the rounds; `rps_runs` keeps each
+//!    round's). For each N, ascending: FLUSHALL, then
 //!    `redis-benchmark -h 127.0.0.1 -p P -c C -n N -r 100000 -P p -d size -t <tests> --csv`,
 //!    one invocation for all tests (redis-benchmark runs them in its own order, SET before GET,
 //!    so GET finds the keys SET wrote, as in its canonical runs). Requests/s and latencies are
@@ -198,6 +200,8 @@ pub struct Row {
     pub rps: f64,
     pub rps_min: f64,
     pub rps_max: f64,
+    /// Each run's requests/s, in the order of the rounds (the median is `rps`).
+    pub rps_runs: Vec<f64>,
     /// N / rps (projected to N when sampled).
     pub elapsed_ms: f64,
     pub avg_ms: f64,
@@ -281,6 +285,9 @@ pub struct Report {
     pub unavailable: Vec<Unavailable>,
     pub restart_keys: u64,
     pub runs: usize,
+    /// Percent of the machine's CPU time that the hypervisor gave to other guests while the
+    /// request cases ran (/proc/stat steal); None where not measured.
+    pub steal_percent: Option<f64>,
 }
 
 impl Report {
@@ -1107,8 +1114,9 @@ pub fn run(
     note(&format!(
         "daisy bench kv: redis-benchmark against daisy serve and redis-server, one server at a \
          time, each started here on a free 127.0.0.1 port in its own directory under {}; the \
-         runs of each case go in rounds over all servers (a slow spell of the machine falls on \
-         all of them)",
+         runs go in rounds, each round running every case on all servers back to back (every \
+         other round in reverse order), so that a slow spell of the machine falls on all of \
+         them",
         cfg.dir.display()
     ));
     note(&match (&pin, cfg.pin) {
@@ -1246,42 +1254,74 @@ pub fn run(
             prog.skip(per_server, name);
         }
     }
-    // 1. Requests, round by round.
+    // 1. Requests, round by round, and in each round case by case (pipeline, value size,
+    // keys) over all servers: one server's runs of a case and the next server's are seconds
+    // apart, so a slow or fast spell of a shared machine, which lasts seconds, falls on
+    // both. Each server is started for each case (a fresh pool or data directory).
     if let Some(bench) = &tools.redis_benchmark {
-        let cases = per_server - u64::from(cfg.restart_keys > 0);
-        let per_round = cases / cfg.runs as u64;
-        let one = Config {
-            runs: 1,
-            ..cfg.clone()
-        };
         let mut runs: Vec<Vec<Row>> = vec![vec![]; cfg.servers.len()];
+        // Stages done per server, to skip the rest of one that fails.
+        let mut done_by = vec![0u64; cfg.servers.len()];
+        // Dirty pages left by earlier work (the report's disk baseline) would be written back
+        // during the first rounds, slowing whichever server runs then: write them now.
+        // SAFETY: sync takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+        let cpu_before = crate::stats::CpuTimes::now();
         for round in 0..cfg.runs {
-            for (i, name) in cfg.servers.iter().enumerate() {
-                if out[i] {
-                    continue;
-                }
-                let name = name.as_str();
-                let sub = base.join(name);
-                let before = prog.done;
-                let r = measure_requests(&one, &tools, bench, name, &sub, &fs, &mut |w| {
-                    prog.tick(&format!("{name}: {w} (round {}/{})", round + 1, cfg.runs))
-                });
-                let _ = std::fs::remove_dir_all(&sub);
-                match r {
-                    Ok(rows) => runs[i].extend(rows),
-                    Err((rows, e, started)) => {
-                        runs[i].extend(rows);
-                        let status = if started { "failed" } else { "unavailable" };
-                        rep.unavailable.push(unavailable(name, e, status));
-                        out[i] = true;
-                        // This round's unfinished cases, the later rounds' and the restart.
-                        let left = per_server - (round as u64 + 1) * per_round
-                            + (per_round - (prog.done - before));
-                        prog.skip(left, name);
+            // Every other round goes through the servers in reverse, so that no server always
+            // runs first, right after the previous stage, or always after the same server.
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..cfg.servers.len()).collect()
+            } else {
+                (0..cfg.servers.len()).rev().collect()
+            };
+            for &pipeline in &cfg.pipelines {
+                for &size in &cfg.sizes {
+                    for keys in &cfg.keys {
+                        let one = Config {
+                            runs: 1,
+                            pipelines: vec![pipeline],
+                            sizes: vec![size],
+                            keys: vec![keys.clone()],
+                            ..cfg.clone()
+                        };
+                        for &i in &order {
+                            if out[i] {
+                                continue;
+                            }
+                            let name = cfg.servers[i].as_str();
+                            let sub = base.join(name);
+                            let before = prog.done;
+                            let r =
+                                measure_requests(&one, &tools, bench, name, &sub, &fs, &mut |w| {
+                                    prog.tick(&format!(
+                                        "{name}: {w} (round {}/{})",
+                                        round + 1,
+                                        cfg.runs
+                                    ))
+                                });
+                            let _ = std::fs::remove_dir_all(&sub);
+                            done_by[i] += prog.done - before;
+                            match r {
+                                Ok(rows) => runs[i].extend(rows),
+                                Err((rows, e, started)) => {
+                                    runs[i].extend(rows);
+                                    let status = if started { "failed" } else { "unavailable" };
+                                    rep.unavailable.push(unavailable(name, e, status));
+                                    out[i] = true;
+                                    // Its unfinished cases and its restart stage.
+                                    prog.skip(per_server - done_by[i], name);
+                                }
+                            }
+                        }
                     }
                 }
             }
         }
+        rep.steal_percent = match (cpu_before, crate::stats::CpuTimes::now()) {
+            (Some(a), Some(b)) => b.steal_percent_since(&a),
+            _ => None,
+        };
         for r in runs {
             rep.rows.extend(merge_runs(r));
         }
@@ -1408,6 +1448,7 @@ fn merge_runs(rows: Vec<Row>) -> Vec<Row> {
                 rps: rps.median,
                 rps_min: rps.min,
                 rps_max: rps.max,
+                rps_runs: g.iter().flat_map(|r| r.rps_runs.iter().copied()).collect(),
                 elapsed_ms: last.requests as f64 / rps.median * 1e3,
                 avg_ms: med(|r| r.avg_ms),
                 p50_ms: med(|r| r.p50_ms),
@@ -1551,6 +1592,7 @@ fn measure_requests(
                                 rps: rps.median,
                                 rps_min: rps.min,
                                 rps_max: rps.max,
+                                rps_runs: per.iter().map(|r| r.rps).collect(),
                                 elapsed_ms: n as f64 / rps.median * 1e3,
                                 avg_ms: med(|r| r.avg_ms),
                                 p50_ms: med(|r| r.p50_ms),
@@ -1716,6 +1758,19 @@ fn ratios(rep: &mut Report) {
 // ---------------------------------------------------------------------------------------------
 // Output
 
+/// What the CPU steal measured during the request cases means for them.
+pub fn steal_note(percent: f64) -> String {
+    format!(
+        "CPU steal during the request cases: {percent:.1}% of the machine's CPU time went to \
+         other guests of the hypervisor{}",
+        if percent >= 2.0 {
+            " (enough to make runs swing: compare the min..max ranges)"
+        } else {
+            ""
+        }
+    )
+}
+
 fn fmt_ms(ms: f64) -> String {
     if ms >= 1000.0 {
         format!("{ms:.0}")
@@ -1831,6 +1886,9 @@ pub fn table(rep: &Report) -> String {
               one); DBSIZE after the case: for mixed keys GET and INCR pick among 100,000, so \
               about DBSIZE / 100,000 of the GETs find a value; MSET counts commands of 10 keys \
               each\n";
+        if let Some(p) = rep.steal_percent {
+            s += &format!("{}\n", steal_note(p));
+        }
     }
     if !rep.memory.is_empty() || !rep.restarts.is_empty() {
         let w = if rep.runs > 1 { 24 } else { 11 };

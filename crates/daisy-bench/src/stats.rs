@@ -30,6 +30,49 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
+/// CPU time of the whole machine so far, from the first line of /proc/stat, in clock ticks.
+/// A benchmark on a virtual machine reads it before and after its runs to say how much of
+/// that time the hypervisor gave to other guests ("steal"), a cause of run-to-run swings
+/// that no measured program controls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuTimes {
+    /// Every column (user .. steal), steal included.
+    pub total: u64,
+    pub steal: u64,
+}
+
+impl CpuTimes {
+    pub fn now() -> Option<CpuTimes> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// The `cpu` line: user nice system idle iowait irq softirq steal [guest guest_nice];
+    /// guest time is already counted in user, so it is left out.
+    fn parse(stat: &str) -> Option<CpuTimes> {
+        let line = stat.lines().next()?;
+        let mut it = line.split_whitespace();
+        if it.next()? != "cpu" {
+            return None;
+        }
+        let v: Vec<u64> = it.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        if v.len() < 8 {
+            return None;
+        }
+        Some(CpuTimes {
+            total: v.iter().sum(),
+            steal: v[7],
+        })
+    }
+
+    /// Percent of the machine's CPU time since `earlier` that was stolen; None when no time
+    /// passed.
+    pub fn steal_percent_since(&self, earlier: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total)?;
+        let steal = self.steal.checked_sub(earlier.steal)?;
+        (total > 0).then(|| steal as f64 * 100.0 / total as f64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +82,23 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         let s = Spread::of(&[5.0, 1.0, 9.0]);
         assert_eq!((s.median, s.min, s.max), (5.0, 1.0, 9.0));
+    }
+
+    #[test]
+    fn steal_is_read_from_the_cpu_line() {
+        let a = CpuTimes::parse("cpu  10 0 20 60 0 0 5 5 7 0\ncpu0 1 2 3\n").unwrap();
+        assert_eq!(
+            a,
+            CpuTimes {
+                total: 100,
+                steal: 5
+            }
+        );
+        let b = CpuTimes::parse("cpu  30 0 40 100 0 0 10 20 9 0\n").unwrap();
+        // 100 more ticks, 15 of them stolen.
+        assert_eq!(b.steal_percent_since(&a), Some(15.0));
+        assert_eq!(a.steal_percent_since(&a), None);
+        assert_eq!(CpuTimes::parse("intr 1 2 3\n"), None);
+        assert_eq!(CpuTimes::parse("cpu 1 2 3\n"), None);
     }
 }

@@ -840,6 +840,20 @@ fn bench_kv_against_redis() {
                 r["rps_max"].as_f64(),
             );
             assert!(lo <= mid && mid <= hi, "min <= median <= max: {r}");
+            // Each round's figure is kept, in round order; the row's figures are theirs.
+            let each: Vec<f64> = r["rps_runs"]
+                .as_array()
+                .unwrap_or_else(|| panic!("rps_runs missing in {r}"))
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            assert_eq!(each.len(), 2, "{r}");
+            assert_eq!(lo, Some(each[0].min(each[1])), "{r}");
+            assert_eq!(hi, Some(each[0].max(each[1])), "{r}");
+            assert!(
+                (mid.unwrap() - (each[0] + each[1]) / 2.0).abs() < 1e-6,
+                "{r}"
+            );
             for f in ["rps", "p50_ms", "p99_ms", "max_ms", "elapsed_ms"] {
                 let v = r[f]
                     .as_f64()
