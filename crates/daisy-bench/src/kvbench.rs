@@ -1306,7 +1306,13 @@ pub fn run(
                                 Ok(rows) => runs[i].extend(rows),
                                 Err((rows, e, started)) => {
                                     runs[i].extend(rows);
-                                    let status = if started { "failed" } else { "unavailable" };
+                                    // A server that ran earlier cases and then did not start
+                                    // failed: only one never measured is unavailable.
+                                    let status = if started || done_by[i] > 0 {
+                                        "failed"
+                                    } else {
+                                        "unavailable"
+                                    };
                                     rep.unavailable.push(unavailable(name, e, status));
                                     out[i] = true;
                                     // Its unfinished cases and its restart stage.
@@ -1758,17 +1764,15 @@ fn ratios(rep: &mut Report) {
 // ---------------------------------------------------------------------------------------------
 // Output
 
-/// What the CPU steal measured during the request cases means for them.
-pub fn steal_note(percent: f64) -> String {
-    format!(
-        "CPU steal during the request cases: {percent:.1}% of the machine's CPU time went to \
-         other guests of the hypervisor{}",
-        if percent >= 2.0 {
-            " (enough to make runs swing: compare the min..max ranges)"
-        } else {
-            ""
-        }
-    )
+/// What the CPU steal measured during the request cases says, when there was any (a machine
+/// that is not a virtual machine has none to report).
+pub fn steal_note(percent: f64) -> Option<String> {
+    (percent > 0.0).then(|| {
+        format!(
+            "CPU steal during the request cases: {percent:.1}% of the machine's CPU time went \
+             to other guests of the hypervisor (time the runs lost)"
+        )
+    })
 }
 
 fn fmt_ms(ms: f64) -> String {
@@ -1886,8 +1890,8 @@ pub fn table(rep: &Report) -> String {
               one); DBSIZE after the case: for mixed keys GET and INCR pick among 100,000, so \
               about DBSIZE / 100,000 of the GETs find a value; MSET counts commands of 10 keys \
               each\n";
-        if let Some(p) = rep.steal_percent {
-            s += &format!("{}\n", steal_note(p));
+        if let Some(note) = rep.steal_percent.and_then(steal_note) {
+            s += &format!("{note}\n");
         }
     }
     if !rep.memory.is_empty() || !rep.restarts.is_empty() {

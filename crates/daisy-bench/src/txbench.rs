@@ -98,8 +98,10 @@ impl<'a> Timed<'a> {
 /// lasts up to seconds: run one mechanism's runs back to back and a spell can fall on all of
 /// them and none of its rival's (a report once read Daisy 319 ns against msync 222 ns while
 /// every other run that day read 200-240 against 220-270). In rounds it falls on all alike.
-/// Each mechanism is warmed up first (a tenth of a run, at least 100 operations). Returns
-/// each mechanism's spread of nanoseconds per operation, in the order given.
+/// Every other round goes through the mechanisms in reverse, so none always runs right after
+/// the same one (fsync's disk writes, say). Each mechanism is warmed up first (a tenth of a
+/// run, at least 100 operations). Returns each mechanism's spread of nanoseconds per
+/// operation, in the order given.
 fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Spread>, String> {
     // Operation numbers go on from the warm-up, per mechanism.
     let mut next = vec![0u64; mechs.len()];
@@ -110,18 +112,20 @@ fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Spread>, String> 
         }
     }
     let mut samples = vec![Vec::with_capacity(runs); mechs.len()];
-    for _ in 0..runs {
-        for ((m, i), s) in mechs
-            .iter_mut()
-            .zip(next.iter_mut())
-            .zip(samples.iter_mut())
-        {
+    for round in 0..runs {
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..mechs.len()).collect()
+        } else {
+            (0..mechs.len()).rev().collect()
+        };
+        for k in order {
+            let (m, i) = (&mut mechs[k], &mut next[k]);
             let t = Instant::now();
             for _ in 0..m.ops {
                 (m.op)(*i)?;
                 *i += 1;
             }
-            s.push(t.elapsed().as_nanos() as f64 / m.ops as f64);
+            samples[k].push(t.elapsed().as_nanos() as f64 / m.ops as f64);
         }
     }
     Ok(samples.iter().map(|s| Spread::of(s)).collect())
@@ -624,18 +628,18 @@ mod tests {
                 _ => runs.push((m, 1, i)),
             }
         }
-        // Warm-ups (a tenth of a run, at least 100 operations), then a then b in each round,
-        // the operation numbers going on from the warm-up.
+        // Warm-ups (a tenth of a run, at least 100 operations), then a run of each in every
+        // round, every other round in reverse (a b | b a | a b: the runs next to each other
+        // of one mechanism read as one here), the operation numbers going on from the
+        // warm-up.
         assert_eq!(
             runs,
             vec![
                 ('a', 100, 0),
                 ('b', 100, 0),
                 ('a', 200, 100),
-                ('b', 20, 100),
-                ('a', 200, 300),
-                ('b', 20, 120),
-                ('a', 200, 500),
+                ('b', 20 + 20, 100),
+                ('a', 200 + 200, 300),
                 ('b', 20, 140),
             ]
         );
