@@ -473,24 +473,30 @@ pub fn load_value(i: u64) -> String {
     format!("{:08}", i % 100_000_000)
 }
 
-/// SET `key:<i>` = [`load_value`]`(i)` for i in 0..k, batches of 1000 commands written at once,
-/// then their replies read (each must be +OK).
-pub fn load_keys(c: &mut Conn, k: u64, mut progress: impl FnMut(u64)) -> Result<(), String> {
-    let mut buf = Vec::with_capacity(64 * 1000);
+/// SET the keys 0..k that `key_value` names, pipelined: batches of at most `per_batch`
+/// commands written at once, then their replies read (each must be +OK); `progress` gets the
+/// number of keys set after each batch.
+fn set_pipelined(
+    c: &mut Conn,
+    k: u64,
+    per_batch: u64,
+    key_value: impl Fn(u64) -> (String, Vec<u8>),
+    mut progress: impl FnMut(u64),
+) -> Result<(), String> {
+    let mut buf = Vec::new();
     let mut i = 0;
     while i < k {
-        let end = (i + 1000).min(k);
+        let end = (i + per_batch.max(1)).min(k);
         buf.clear();
         for j in i..end {
-            let key = format!("key:{j}");
-            let val = load_value(j);
-            encode(&mut buf, &[b"SET", key.as_bytes(), val.as_bytes()]);
+            let (key, val) = key_value(j);
+            encode(&mut buf, &[b"SET", key.as_bytes(), &val]);
         }
         c.send(&buf)?;
         for j in i..end {
             match c.read_reply()? {
                 Reply::Simple(s) if s == "OK" => {}
-                r => return Err(format!("SET key:{j}: expected +OK, got {r:?}")),
+                r => return Err(format!("SET {}: expected +OK, got {r:?}", key_value(j).0)),
             }
         }
         i = end;
@@ -499,31 +505,30 @@ pub fn load_keys(c: &mut Conn, k: u64, mut progress: impl FnMut(u64)) -> Result<
     Ok(())
 }
 
+/// SET `key:<i>` = [`load_value`]`(i)` for i in 0..k, batches of 1000 commands written at once,
+/// then their replies read (each must be +OK).
+pub fn load_keys(c: &mut Conn, k: u64, progress: impl FnMut(u64)) -> Result<(), String> {
+    set_pipelined(
+        c,
+        k,
+        1000,
+        |j| (format!("key:{j}"), load_value(j).into_bytes()),
+        progress,
+    )
+}
+
 /// Preload the `update` keys: `key:<i>` for i in 0..k, named as redis-benchmark names its
 /// `-r` keys (`key:` and 12 digits), each with `size` bytes of `x` (redis-benchmark's value),
 /// pipelined in batches of at most 1000 commands or 4 MiB.
 pub fn preload_keys(c: &mut Conn, k: usize, size: usize) -> Result<(), String> {
-    let val = vec![b'x'; size];
-    let per_batch = (1000).min((4 << 20) / size.max(1)).max(1);
-    let mut buf = Vec::new();
-    let mut i = 0;
-    while i < k {
-        let end = (i + per_batch).min(k);
-        buf.clear();
-        for j in i..end {
-            let key = format!("key:{j:012}");
-            encode(&mut buf, &[b"SET", key.as_bytes(), &val]);
-        }
-        c.send(&buf)?;
-        for j in i..end {
-            match c.read_reply()? {
-                Reply::Simple(s) if s == "OK" => {}
-                r => return Err(format!("preload SET key:{j:012}: expected +OK, got {r:?}")),
-            }
-        }
-        i = end;
-    }
-    Ok(())
+    let per_batch = (1000).min((4 << 20) / size.max(1)).max(1) as u64;
+    set_pipelined(
+        c,
+        k as u64,
+        per_batch,
+        |j| (format!("key:{j:012}"), vec![b'x'; size]),
+        |_| {},
+    )
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -389,16 +389,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         daisy_exe: cfg.daisy_exe.clone(),
         pin: true,
     };
-    let bar = progress::bar(1, "stages");
-    let kv = kvbench::run(
-        &kcfg,
-        |_| {},
-        |done, total, _| {
-            bar.set_length(total);
-            bar.set_position(done);
-        },
-    );
-    bar.finish_and_clear();
+    let kv = run_kv(&kcfg);
 
     // 4b. The target against redis-none at pipeline 1: more paired rounds (see
     // P1_TARGET_ROUNDS).
@@ -418,17 +409,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
             servers: vec!["daisy".into(), "redis-none".into()],
             ..kcfg.clone()
         };
-        let bar = progress::bar(1, "stages");
-        let r = kvbench::run(
-            &pcfg,
-            |_| {},
-            |done, total, _| {
-                bar.set_length(total);
-                bar.set_position(done);
-            },
-        );
-        bar.finish_and_clear();
-        r
+        run_kv(&pcfg)
     });
 
     let mut verdicts = verdicts(&functional, &tx, &env);
@@ -606,6 +587,21 @@ fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Vec<Verdict> 
         });
     }
     v
+}
+
+/// `daisy bench kv` with a progress bar over its stages.
+fn run_kv(kcfg: &kvbench::Config) -> Result<kvbench::Report, String> {
+    let bar = progress::bar(1, "stages");
+    let r = kvbench::run(
+        kcfg,
+        |_| {},
+        |done, total, _| {
+            bar.set_length(total);
+            bar.set_position(done);
+        },
+    );
+    bar.finish_and_clear();
+    r
 }
 
 /// Extra rounds of the pipeline-1 cases for the target against redis-none (default level).
