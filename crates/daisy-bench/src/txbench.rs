@@ -441,7 +441,7 @@ pub fn run(
             timed.push(Timed::new(ops, pmdk_op(pp, &mut ring, case)));
         }
         if update_1 {
-            timed.push(Timed::new(ops, store_flush_op(&smap, spersist)));
+            timed.push(Timed::new(ops, store_flush_op(&smap, spersist.clone())));
             timed.push(Timed::new(file_ops, msync_op(&smap)));
             timed.push(Timed::new(file_ops, fsync_op(&sfile)));
         }
@@ -454,7 +454,7 @@ pub fn run(
         let mut s_row = None;
         let mut file_rows = vec![];
         if update_1 {
-            let counts = count_pass(1000, store_flush_op(&smap, spersist))?;
+            let counts = count_pass(1000, store_flush_op(&smap, spersist.clone()))?;
             s_row = Some(row("store-flush", next(), Some(counts)));
             for (mech, mode) in [
                 ("msync", "msync of the page"),

@@ -300,7 +300,7 @@ impl<M: Checked> Ctx<M> {
                         // The scratch file holds the shadow; each image patches its lines in,
                         // is recovered without writing the file (a copy-on-write open), and
                         // the lines are restored.
-                        if let Err(e) = write_base(file, &p.shadow, delta) {
+                        if let Err(e) = write_base(file, &p.shadow[..p.len], delta) {
                             return vec![(usize::MAX, e)];
                         }
                         for (i, s) in specs.iter().enumerate().skip(w).step_by(workers) {
@@ -345,7 +345,7 @@ impl<M: Checked> Ctx<M> {
 
 fn write_base(file: &std::fs::File, shadow: &[u8], delta: Option<&[usize]>) -> Result<(), String> {
     if let Some(lines) = delta {
-        for &off in lines {
+        for &off in lines.iter().filter(|&&o| o + 64 <= shadow.len()) {
             file.write_all_at(&shadow[off..off + 64], off as u64)
                 .map_err(|e| e.to_string())?;
         }

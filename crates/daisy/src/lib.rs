@@ -46,6 +46,14 @@ macro_rules! sim_fault {
     }};
 }
 
+/// Count a [`sim::Event`] (builds with feature `sim` only; nothing otherwise).
+macro_rules! sim_event {
+    ($e:ident) => {{
+        #[cfg(feature = "sim")]
+        crate::sim::event(crate::sim::Event::$e);
+    }};
+}
+
 pub mod alloc;
 pub mod checksum;
 pub mod collections;
@@ -57,6 +65,7 @@ pub mod map;
 pub mod persist;
 pub mod pool;
 pub mod ptr;
+pub mod recovery;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod tx;
@@ -68,8 +77,9 @@ pub use collections::{
 };
 pub use error::{Error, Result};
 pub use persist::{counters, FlushInstr, Mode, Persister};
-pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, RecoveryReport};
+pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions};
 pub use ptr::{PBytes, PPtr};
+pub use recovery::RecoveryReport;
 pub use tx::Tx;
 
 /// The README's example compiles (checked by `cargo test --doc`).

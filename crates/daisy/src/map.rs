@@ -157,6 +157,8 @@ impl Mapping {
         assert!(new_len >= old && new_len <= self.reserved);
         self.map_extent(file, old, new_len - old)?;
         self.mapped.store(new_len, Ordering::Release);
+        #[cfg(feature = "sim")]
+        crate::sim::on_grow(self.base, new_len);
         Ok(())
     }
 
@@ -201,6 +203,26 @@ impl Mapping {
         unsafe { self.base.add(off as usize) }
     }
 
+    /// Raw pointer to `off` for a store through it (the power-failure simulator is told first:
+    /// see [`Mapping::note_store`]). Panics like [`Mapping::at`].
+    #[inline]
+    pub fn at_mut(&self, off: u64, len: usize) -> *mut u8 {
+        let p = self.at(off, len);
+        self.note_store(p, len);
+        p
+    }
+
+    /// Every store into the mapping passes here first (sim builds only: the power-failure
+    /// simulator records what the lines held until now, a value an eviction may have
+    /// persisted; normal builds compile this away).
+    #[inline(always)]
+    fn note_store(&self, p: *const u8, len: usize) {
+        #[cfg(feature = "sim")]
+        crate::sim::on_store(p as usize, len);
+        #[cfg(not(feature = "sim"))]
+        let _ = (p, len);
+    }
+
     /// Ask the CPU to bring the cache line at `off` closer (a hint: nothing happens when
     /// `off` is outside the mapping). Batched lookups use it to overlap their cache misses.
     #[inline(always)]
@@ -230,6 +252,7 @@ impl Mapping {
     #[inline]
     pub fn write<T: Pod>(&self, off: u64, v: &T) {
         let p = self.at(off, std::mem::size_of::<T>());
+        self.note_store(p, std::mem::size_of::<T>());
         // SAFETY: `p` is valid for size_of::<T>() bytes (checked by `at`).
         unsafe { std::ptr::write_unaligned(p as *mut T, *v) }
     }
@@ -246,6 +269,7 @@ impl Mapping {
     #[inline]
     pub fn write_bytes(&self, off: u64, src: &[u8]) {
         let p = self.at(off, src.len());
+        self.note_store(p, src.len());
         // SAFETY: destination valid for src.len() bytes (checked); `src` is a Rust buffer,
         // which cannot overlap the mapping.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) }
@@ -257,6 +281,7 @@ impl Mapping {
     pub fn write_words(&self, off: u64, src: &[u8]) -> *const u8 {
         debug_assert!(src.len().is_multiple_of(8));
         let p = self.at(off, src.len()) as *mut u64;
+        self.note_store(p as *const u8, src.len());
         for (i, w) in src.chunks_exact(8).enumerate() {
             let v = u64::from_ne_bytes(w.try_into().unwrap());
             // SAFETY: i < src.len() / 8, so the word lies in the range `at` checked.
@@ -270,6 +295,7 @@ impl Mapping {
     #[inline(always)]
     pub fn write_line(&self, off: u64, line: &[u8; 64]) -> *const u8 {
         let p = self.at(off, 64);
+        self.note_store(p, 64);
         // SAFETY: `p` is valid for 64 bytes (checked by `at`); unaligned write.
         unsafe { (p as *mut [u8; 64]).write_unaligned(*line) };
         p as *const u8
@@ -279,6 +305,7 @@ impl Mapping {
     #[inline(always)]
     pub fn write_u64(&self, off: u64, v: u64) -> usize {
         let p = self.at(off, 8);
+        self.note_store(p, 8);
         // SAFETY: `p` is valid for 8 bytes (checked by `at`).
         unsafe { std::ptr::write_unaligned(p as *mut u64, v) };
         p as usize
@@ -288,6 +315,7 @@ impl Mapping {
     #[inline]
     pub fn fill(&self, off: u64, len: usize, byte: u8) {
         let p = self.at(off, len);
+        self.note_store(p, len);
         // SAFETY: destination valid for len bytes (checked).
         unsafe { std::ptr::write_bytes(p, byte, len) }
     }
@@ -297,6 +325,7 @@ impl Mapping {
     pub fn atomic_u64(&self, off: u64) -> &AtomicU64 {
         assert!(off.is_multiple_of(8), "unaligned atomic at {off:#x}");
         let p = self.at(off, 8);
+        self.note_store(p, 8);
         // SAFETY: in bounds, 8-aligned (base is page aligned), and the mapping outlives the
         // returned reference (it borrows self). AtomicU64 has the same layout as u64.
         unsafe { &*(p as *const AtomicU64) }
@@ -304,31 +333,25 @@ impl Mapping {
 
     /// Call `f(offset, line)` for every 64-byte line of the mapping that differs from
     /// `reference` (which covers the mapping's first `reference.len()` bytes). Used by the
-    /// power-failure simulator, which stops the world while it runs.
+    /// power-failure simulator. Other threads may store meanwhile: each page is copied out
+    /// (raw copies, as every access here), so a line caught mid-store reads as a mix of its
+    /// old and new 8-byte words, which is what a crash at that instant could leave too.
     pub fn for_each_differing_line(&self, reference: &[u8], mut f: impl FnMut(usize, &[u8; 64])) {
         let n = reference.len().min(self.len()) & !63;
-        // SAFETY: [base, base+n) is mapped (n <= len); the simulator calls this while no other
-        // thread writes the pool, so the shared slice is not mutated while it lives.
-        let live = unsafe { std::slice::from_raw_parts(self.base, n) };
-        for (off, (a, b)) in live
-            .chunks_exact(4096)
-            .zip(reference.chunks_exact(4096))
-            .enumerate()
-            .map(|(i, p)| (i * 4096, p))
-        {
-            if a != b {
-                for l in (0..4096).step_by(64) {
-                    if a[l..l + 64] != b[l..l + 64] {
-                        f(off + l, a[l..l + 64].try_into().unwrap());
+        let mut page = [0u8; 4096];
+        let mut off = 0;
+        while off < n {
+            let len = (n - off).min(4096);
+            let live = &mut page[..len];
+            self.read_bytes(off as u64, live);
+            if live[..] != reference[off..off + len] {
+                for l in (0..len).step_by(64) {
+                    if live[l..l + 64] != reference[off + l..off + l + 64] {
+                        f(off + l, live[l..l + 64].try_into().unwrap());
                     }
                 }
             }
-        }
-        let tail = n & !4095;
-        for l in (tail..n).step_by(64) {
-            if live[l..l + 64] != reference[l..l + 64] {
-                f(l, live[l..l + 64].try_into().unwrap());
-            }
+            off += len;
         }
     }
 

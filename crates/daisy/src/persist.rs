@@ -22,7 +22,10 @@
 //! power-failure simulator observes (cargo feature `sim`, see [`crate::sim`]; normal builds
 //! contain none of it).
 
-use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 
 /// Cache line size assumed by the on-media format and the flush loop.
 pub const CACHE_LINE: usize = 64;
@@ -215,16 +218,44 @@ pub mod counters {
     }
 }
 
-thread_local! {
-    /// msync mode: page ranges flushed since the calling thread's last fence.
-    static PENDING_SYNC: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+/// msync mode: the pages each thread flushed since its last fence, for one persister (one
+/// pool) only. A fence syncs the calling thread's pages of its own pool and nothing else: a
+/// list shared by every pool a thread uses would make one pool's commit sync (and fail on) the
+/// pages of another, possibly unmapped by then (issue 16, bug 1). The lists die with the pool.
+#[derive(Default)]
+struct MsyncPending {
+    by_thread: Mutex<HashMap<ThreadId, Vec<(usize, usize)>>>,
 }
 
-/// The persistence functions of one pool. Cheap to copy; holds no pointers.
-#[derive(Clone, Copy, Debug)]
+/// Unique ids of persisters: the power-failure simulator tells the fences of the pool it
+/// tracks from those of other pools by it.
+static NEXT_PERSISTER_ID: AtomicU64 = AtomicU64::new(1);
+
+#[cfg(feature = "sim")]
+thread_local! {
+    /// The old, buggy design (one list per thread for every pool), kept only so that the
+    /// power-failure simulator can show it catches it (fault `SharedMsyncPending`).
+    static SHARED_PENDING_SYNC: std::cell::RefCell<Vec<(usize, usize)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The persistence functions of one pool. Cheap to clone (clones share the msync bookkeeping).
+#[derive(Clone)]
 pub struct Persister {
     mode: Mode,
     page_size: usize,
+    /// msync mode only.
+    msync: Option<Arc<MsyncPending>>,
+    id: u64,
+}
+
+impl std::fmt::Debug for Persister {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persister")
+            .field("mode", &self.mode)
+            .field("id", &self.id)
+            .finish()
+    }
 }
 
 impl Persister {
@@ -232,11 +263,18 @@ impl Persister {
         Persister {
             mode,
             page_size: crate::map::page_size(),
+            msync: (mode == Mode::Msync).then(Default::default),
+            id: NEXT_PERSISTER_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// This persister's unique id (the simulator's way of telling pools apart).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Start writing back `[addr, addr+len)`; durable after the next [`fence`](Self::fence)
@@ -265,14 +303,24 @@ impl Persister {
         }
     }
 
+    /// The calling thread's pending msync ranges of this persister (None in pmem mode).
+    fn with_my_pending<R>(&self, f: impl FnOnce(&mut Vec<(usize, usize)>) -> R) -> Option<R> {
+        let pending = self.msync.as_ref()?;
+        #[cfg(feature = "sim")]
+        if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
+            return Some(SHARED_PENDING_SYNC.with(|p| f(&mut p.borrow_mut())));
+        }
+        let mut map = pending.by_thread.lock().unwrap_or_else(|e| e.into_inner());
+        Some(f(map.entry(std::thread::current().id()).or_default()))
+    }
+
     /// msync mode: remember the pages of `[start, end)` for the next fence.
     #[cold]
     fn note_msync_range(&self, start: usize, end: usize) {
         counters::add_flushes((end - start).div_ceil(CACHE_LINE) as u64);
         let pstart = start & !(self.page_size - 1);
         let pend = (end + self.page_size - 1) & !(self.page_size - 1);
-        PENDING_SYNC.with(|p| {
-            let mut p = p.borrow_mut();
+        self.with_my_pending(|p| {
             if let Some(last) = p.last_mut() {
                 // Merge with the previous range when it touches or overlaps.
                 if pstart <= last.1 && pend >= last.0 {
@@ -285,51 +333,100 @@ impl Persister {
         });
     }
 
+    /// A mark of what the calling thread has flushed so far and not yet fenced (msync mode;
+    /// always 0 in pmem mode, which keeps nothing): see [`Self::forget_flushes_since`].
+    #[inline(always)]
+    pub fn flush_mark(&self) -> usize {
+        let Some(pending) = self.msync.as_ref() else {
+            return 0;
+        };
+        #[cfg(feature = "sim")]
+        if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
+            return 0;
+        }
+        let map = pending.by_thread.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&std::thread::current().id()).map_or(0, |p| p.len())
+    }
+
+    /// Forget the calling thread's pending msync ranges recorded after `mark` (an aborted
+    /// transaction's: nothing of it needs to become durable). Ranges recorded before the mark
+    /// stay; one merged into an older range stays with it, which only syncs a page more.
+    /// Transactions nest last-in first-out on a thread, so everything past the mark of an
+    /// aborting transaction is its own (or that of transactions nested in it).
+    pub fn forget_flushes_since(&self, mark: usize) {
+        #[cfg(feature = "sim")]
+        if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
+            return; // the old design forgot nothing
+        }
+        let Some(pending) = self.msync.as_ref() else {
+            return;
+        };
+        let mut map = pending.by_thread.lock().unwrap_or_else(|e| e.into_inner());
+        let me = std::thread::current().id();
+        if let Some(p) = map.get_mut(&me) {
+            p.truncate(mark);
+            if p.is_empty() {
+                map.remove(&me);
+            }
+        }
+    }
+
+    /// Take the calling thread's pending msync ranges of this persister (its entry goes: a
+    /// thread that ends leaves nothing behind).
+    fn take_my_pending(&self) -> Vec<(usize, usize)> {
+        let Some(pending) = self.msync.as_ref() else {
+            return Vec::new();
+        };
+        #[cfg(feature = "sim")]
+        if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
+            return SHARED_PENDING_SYNC.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        }
+        let mut map = pending.by_thread.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(&std::thread::current().id()).unwrap_or_default()
+    }
+
     /// Wait until every range this thread flushed is persistent.
     /// Returns an error only in msync mode, when the kernel reports a write-back failure.
     #[inline(always)]
     pub fn fence(&self) -> std::io::Result<()> {
         #[cfg(feature = "sim")]
-        crate::sim::on_fence();
+        crate::sim::on_fence(self.id);
         counters::add_fence();
         match self.mode {
             Mode::Pmem(_) => {
                 crate::map::sfence();
                 Ok(())
             }
-            Mode::Msync => Self::msync_pending(),
+            Mode::Msync => self.msync_pending(),
         }
     }
 
     #[cold]
-    fn msync_pending() -> std::io::Result<()> {
-        PENDING_SYNC.with(|p| {
-            let mut p = p.borrow_mut();
-            p.sort_unstable();
-            let mut result = Ok(());
-            let mut merged: Option<(usize, usize)> = None;
-            for &(s, e) in p.iter() {
-                match merged {
-                    Some((ms, me)) if s <= me => merged = Some((ms, me.max(e))),
-                    Some((ms, me)) => {
-                        counters::add_msync();
-                        if let Err(err) = crate::map::msync(ms, me - ms) {
-                            result = Err(err);
-                        }
-                        merged = Some((s, e));
-                    }
-                    None => merged = Some((s, e)),
-                }
+    fn msync_pending(&self) -> std::io::Result<()> {
+        let mut ranges = self.take_my_pending();
+        ranges.sort_unstable();
+        let mut result = Ok(());
+        let mut merged: Option<(usize, usize)> = None;
+        let mut sync = |(s, e): (usize, usize)| {
+            counters::add_msync();
+            if let Err(err) = crate::map::msync(s, e - s) {
+                result = Err(err);
             }
-            if let Some((ms, me)) = merged {
-                counters::add_msync();
-                if let Err(err) = crate::map::msync(ms, me - ms) {
-                    result = Err(err);
+        };
+        for &(s, e) in &ranges {
+            match merged {
+                Some((ms, me)) if s <= me => merged = Some((ms, me.max(e))),
+                Some(m) => {
+                    sync(m);
+                    merged = Some((s, e));
                 }
+                None => merged = Some((s, e)),
             }
-            p.clear();
-            result
-        })
+        }
+        if let Some(m) = merged {
+            sync(m);
+        }
+        result
     }
 
     /// `flush` + `fence`.

@@ -11,6 +11,7 @@ use crate::log::{self, SlotState, TargetBounds};
 use crate::map::{self, Mapping};
 use crate::persist::{FlushInstr, Mode, Persister};
 use crate::ptr::PPtr;
+use crate::recovery::{self, RecoveryReport};
 use crate::tx::{Lane, LaneState, Tx, TxBuffers};
 use bytemuck::{Pod, Zeroable};
 use std::fs::{File, OpenOptions};
@@ -143,22 +144,10 @@ pub(crate) struct PoolInner {
     pub fail_apply: AtomicBool,
     pub root_lock: Mutex<()>,
     pub fs_type: &'static str,
-    pub recovered: RecoveryReport,
+    /// Set once recovery finished (before the pool is handed out).
+    pub recovered: std::sync::OnceLock<RecoveryReport>,
     /// Header offsets of collections open through a handle (handles are exclusive).
     pub open_objects: Mutex<std::collections::HashSet<u64>>,
-}
-
-/// What recovery found and did when the pool was opened.
-#[derive(Clone, Debug, Default)]
-pub struct RecoveryReport {
-    /// Valid log records found (committed transactions, replayed or already retired).
-    pub records_valid: usize,
-    /// Committed transactions whose effects recovery re-applied.
-    pub records_replayed: usize,
-    /// Torn (in-flight, never committed) records that recovery ignored.
-    pub records_torn: usize,
-    /// Time spent in open, microseconds.
-    pub open_micros: u64,
 }
 
 /// Figures printed by `daisy pool info`.
@@ -476,7 +465,6 @@ impl Pool {
             hdr,
             persist,
             fs_type,
-            RecoveryReport::default(),
             1,
             0,
             vec![(0, vec![0; slots as usize]); opts.lanes as usize],
@@ -491,7 +479,6 @@ impl Pool {
         hdr: Header,
         persist: Persister,
         fs_type: &'static str,
-        recovered: RecoveryReport,
         next_seq: u64,
         watermark: u64,
         lane_slots: Vec<(u32, Vec<u64>)>,
@@ -538,7 +525,7 @@ impl Pool {
                 fail_apply: AtomicBool::new(false),
                 root_lock: Mutex::new(()),
                 fs_type,
-                recovered,
+                recovered: std::sync::OnceLock::new(),
                 open_objects: Mutex::new(Default::default()),
             }),
         }
@@ -612,115 +599,47 @@ impl Pool {
         let mode = choose_mode(path, &file, mode, mapping.map_sync())?;
         let persist = Persister::new(mode);
 
-        // ---- scan the logs (read-only) ----
-        let bounds = TargetBounds {
-            chunk_table_off: hdr.chunk_table_off,
-            data_end: state.heap_end,
-        };
-        let mut records = Vec::new();
-        let mut lane_slots = Vec::with_capacity(hdr.lane_count as usize);
-        let mut torn = 0usize;
-        let mut watermark = state.watermark;
-        for lane in 0..hdr.lane_count as u64 {
-            let k = hdr.slots_per_lane as usize;
-            let mut seqs = vec![0u64; k];
-            let mut invalid: Vec<(usize, String)> = Vec::new();
-            for (slot, seq) in seqs.iter_mut().enumerate() {
-                let off =
-                    hdr.lanes_off + lane * hdr.lane_bytes() + slot as u64 * hdr.slot_size as u64;
-                match log::parse_slot(&mapping, off, hdr.slot_size, bounds) {
-                    SlotState::Empty => {}
-                    SlotState::Valid(r) => {
-                        *seq = r.seq;
-                        watermark = watermark.max(r.claim);
-                        records.push(r);
-                    }
-                    SlotState::Invalid(why) => invalid.push((slot, why)),
-                }
-            }
-            // Slots are written round-robin, so the only slot that may legitimately hold a torn
-            // record is the one after the lane's newest valid record (slot 0 if none).
-            let newest = (0..k).filter(|&s| seqs[s] != 0).max_by_key(|&s| seqs[s]);
-            let in_flight = newest.map(|s| (s + 1) % k).unwrap_or(0);
-            for (slot, why) in invalid {
-                if slot != in_flight {
-                    return Err(Error::corrupt(
-                        path,
-                        format!(
-                            "log lane {lane} slot {slot}: {why} (not the lane's in-flight slot)"
-                        ),
-                    ));
-                }
-                torn += 1;
-            }
-            let next_slot = newest.map(|s| (s + 1) % k).unwrap_or(0) as u32;
-            lane_slots.push((next_slot, seqs));
-        }
-        let max_seq = records
-            .iter()
-            .map(|r| r.seq)
-            .max()
-            .unwrap_or(0)
-            .max(watermark);
-        // Sequence numbers must be unique among valid records.
-        records.sort_by_key(|r| r.seq);
-        for w in records.windows(2) {
-            if w[0].seq == w[1].seq {
-                return Err(Error::corrupt(
-                    path,
-                    format!("two log records with sequence number {}", w[0].seq),
-                ));
-            }
-        }
-
-        // ---- recovery: replay committed records newer than the watermark, in commit order ----
-        let replay: Vec<_> = records.iter().filter(|r| r.seq > watermark).collect();
+        // Read the logs and refuse damage, still without writing (recovery.rs, step 1).
+        let scan = recovery::scan(path, &mapping, &hdr, &state)?;
         // Records may write the state page, which was validated before them: validate what
         // replay would install too, while refusing still leaves the file untouched.
-        let mut after = state_after_replay(&mapping, state, &replay);
-        after.watermark = if replay.is_empty() && watermark == state.watermark {
-            state.watermark
+        let mut after = recovery::state_after_replay(&mapping, state, &scan.replay);
+        after.watermark = if scan.needs_writes(&state) {
+            scan.max_seq
         } else {
-            max_seq
+            state.watermark
         };
         validate_state(path, &hdr, &after, file_len, "pool state after log replay")?;
         // Every check that can refuse the pool has passed: the first writes may follow.
-        if hdr.format_version < FORMAT_VERSION {
-            hdr = upgrade_header(path, &mapping, &persist, hdr)?;
-        }
-        let mut touched = Vec::new();
-        for r in &replay {
-            log::replay(&mapping, r, &mut touched);
-        }
-        if !replay.is_empty() || watermark != state.watermark {
-            for &(off, len) in &touched {
-                persist.flush(mapping.at(off, len as usize), len as usize);
-            }
-            persist.fence().map_err(|e| Error::io(path, "persist", e))?;
-            // Retire everything: from now on no old record is ever replayed again.
-            mapping.write(STATE_WATERMARK, &max_seq);
-            persist.flush(mapping.at(STATE_WATERMARK, 8), 8);
-            persist.fence().map_err(|e| Error::io(path, "persist", e))?;
-        }
-        let recovered = RecoveryReport {
-            records_valid: records.len(),
-            records_replayed: replay.len(),
-            records_torn: torn,
-            open_micros: t0.elapsed().as_micros() as u64,
-        };
+        let upgrade = (hdr.format_version < FORMAT_VERSION).then(|| upgraded_header(&mut hdr));
         let fs_type = map::fs_type_name(&file);
-        Ok(Pool::assemble(
+        let pool = Pool::assemble(
             path,
             file,
             mapping,
             hdr,
             persist,
             fs_type,
-            recovered,
-            max_seq + 1,
-            max_seq,
-            lane_slots,
-        ))
+            scan.max_seq + 1,
+            scan.max_seq,
+            scan.lane_slots.clone(),
+        );
+        #[cfg(feature = "sim")]
+        if !snapshot {
+            crate::sim::on_open(&pool);
+        }
+        match recovery::recover(&pool.inner, &scan, &state, upgrade) {
+            Ok(mut report) => {
+                report.open_micros = t0.elapsed().as_micros() as u64;
+                let _ = pool.inner.recovered.set(report);
+                Ok(pool)
+            }
+            Err(e) => {
+                // Half recovered: the handle must not make anything durable on its way out.
+                pool.inner.poisoned.store(true, Ordering::Release);
+                Err(e)
+            }
+        }
     }
 
     /// Make everything durable and release the pool. Dropping the last handle does the same
@@ -745,8 +664,9 @@ impl Pool {
         fmt_uuid(&self.inner.hdr.uuid)
     }
 
+    /// What recovery found and did when this pool was opened (all zero for a new pool).
     pub fn recovery_report(&self) -> &RecoveryReport {
-        &self.inner.recovered
+        self.inner.recovered.get_or_init(RecoveryReport::default)
     }
 
     /// Current pool size (end of the heap) in bytes.
@@ -881,29 +801,20 @@ impl Pool {
     }
 }
 
-/// Mark a version-2 pool as version 3 (docs/FORMAT.md, the versions list at the top). Version 3 only added size
-/// classes, so the pool is already a valid version-3 pool; the mark makes version-2 builds
-/// refuse it from now on, instead of taking chunks of the new classes for damage. It happens at
-/// open once every check that can refuse the pool has passed (a refused open writes nothing),
-/// and before anything can allocate. `format_version` and `checksum` share the aligned word at
-/// offset 8, so one atomic store changes both: a crash leaves the old header or the new one,
-/// each with its own valid checksum.
-fn upgrade_header(
-    path: &Path,
-    mapping: &Mapping,
-    persist: &Persister,
-    old: Header,
-) -> Result<Header> {
+/// Mark a version-2 pool as version 3 (docs/FORMAT.md, the versions list at the top). Version 3
+/// only added size classes, so the pool is already a valid version-3 pool; the mark makes
+/// version-2 builds refuse it from now on, instead of taking chunks of the new classes for
+/// damage. It happens at open once every check that can refuse the pool has passed (a refused
+/// open writes nothing), and before anything can allocate. `format_version` and `checksum`
+/// share the aligned word at offset 8, so one atomic store changes both: a crash leaves the old
+/// header or the new one, each with its own valid checksum. Updates `hdr` and returns that
+/// word, which recovery stores first.
+fn upgraded_header(hdr: &mut Header) -> u64 {
     const _: () = assert!(std::mem::offset_of!(Header, format_version) == 8);
     const _: () = assert!(std::mem::offset_of!(Header, checksum) == 12);
-    let mut hdr = old;
     hdr.format_version = FORMAT_VERSION;
     hdr.checksum = hdr.compute_checksum();
-    let word = u64::from(hdr.format_version) | (u64::from(hdr.checksum) << 32);
-    mapping.atomic_u64(8).store(word, Ordering::Release);
-    persist.flush(mapping.at(8, 8), 8);
-    persist.fence().map_err(|e| Error::io(path, "persist", e))?;
-    Ok(hdr)
+    u64::from(hdr.format_version) | (u64::from(hdr.checksum) << 32)
 }
 
 fn read_header(path: &Path, file: &File, file_len: u64) -> Result<Header> {
@@ -1021,38 +932,6 @@ fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64, what: &
     Ok(())
 }
 
-/// The state page's first words as they will be after replaying `records` (read-only: only
-/// the entries that touch those words are evaluated, on a copy).
-fn state_after_replay(map: &Mapping, state: PoolState, records: &[&log::Record]) -> PoolState {
-    let mut words = state;
-    let buf = bytemuck::bytes_of_mut(&mut words);
-    let (lo, hi) = (STATE_OFF, STATE_OFF + buf.len() as u64);
-    for e in records.iter().flat_map(|r| &r.entries) {
-        // Entries were bounds-checked by parse_slot, so target + len does not overflow.
-        let (s, t) = (e.target.max(lo), (e.target + e.len).min(hi));
-        if s >= t {
-            continue;
-        }
-        let dst = &mut buf[(s - lo) as usize..(t - lo) as usize];
-        match e.kind {
-            EntryKind::Copy => map.read_bytes(e.data_off + (s - e.target), dst),
-            EntryKind::Zero => dst.fill(0),
-            // Bit operations are 8-byte, 8-aligned: the word lies wholly inside the range.
-            EntryKind::Or | EntryKind::AndNot => {
-                let mask: u64 = map.read(e.data_off);
-                let w = u64::from_le_bytes(dst[..8].try_into().unwrap());
-                let w = if e.kind == EntryKind::Or {
-                    w | mask
-                } else {
-                    w & !mask
-                };
-                dst.copy_from_slice(&w.to_le_bytes());
-            }
-        }
-    }
-    words
-}
-
 /// A value alone on its own pair of cache lines (no false sharing with its neighbours).
 #[repr(align(128))]
 pub(crate) struct Padded<T>(pub T);
@@ -1106,6 +985,9 @@ impl PoolInner {
     /// why no log record can be replayed over it.
     #[inline(always)]
     pub fn store_word_durable(&self, off: u64, word: u64) -> Result<()> {
+        if sim_fault!(TransientStore) {
+            self.map.atomic_u64(off).store(!word, Ordering::Relaxed);
+        }
         self.map.atomic_u64(off).store(word, Ordering::Relaxed);
         if !sim_fault!(NoInPlaceFlush) {
             self.persist.flush(self.map.at(off, 8), 8);
@@ -1144,14 +1026,25 @@ impl PoolInner {
             }
             return Err(Error::io(&self.path, "grow file", e));
         }
-        if self.persist.mode() == Mode::Msync {
-            self.file.sync_all().map_err(|e| self.io_err("fsync", e))?;
-        }
         if self.map.len() < new_end as usize {
             self.map
                 .grow(&self.file, new_end as usize)
                 .map_err(|e| Error::io(&self.path, "mmap", e))?;
         }
+        // The file's new length (and the extent's blocks) must be durable before heap_end
+        // names them: on a DAX file system they live in the file system's journal, and a
+        // power failure after the heap_end fence but before the journal commit would leave a
+        // pool whose heap end lies past its file (refused at open as truncated). fdatasync
+        // commits them; on tmpfs it costs a system call. Growth is rare (a quarter of the
+        // pool at a time), so this is one sync per growth, in every mode.
+        if !sim_fault!(GrowWithoutSync) {
+            self.file
+                .sync_data()
+                .map_err(|e| self.io_err("fdatasync", e))?;
+            #[cfg(feature = "sim")]
+            crate::sim::on_file_synced(self.map.base(), new_end as usize);
+        }
+        sim_event!(Grow);
         // The new extent is durable and mapped; publishing heap_end is one 8-byte store.
         self.map
             .atomic_u64(STATE_HEAP_END)
@@ -1224,6 +1117,7 @@ impl PoolInner {
             if w >= target {
                 let word = self.map.atomic_u64(STATE_WATERMARK);
                 word.fetch_max(w, Ordering::AcqRel);
+                sim_event!(WatermarkWrite);
                 self.persist.flush(self.map.at(STATE_WATERMARK, 8), 8);
                 self.persist
                     .fence()

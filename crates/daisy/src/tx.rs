@@ -269,6 +269,7 @@ impl Lane {
         pool.persist
             .fence()
             .map_err(|e| pool.io_err("persist", e))?;
+        sim_event!(Help);
         self.helped_to.fetch_max(last, Ordering::AcqRel);
         Ok(())
     }
@@ -835,6 +836,9 @@ pub struct Tx<'p> {
     lane: &'p Lane,
     st: SpinGuard<'p, LaneState>,
     done: bool,
+    /// msync mode: what this thread had flushed of the pool when the transaction began; an
+    /// abort forgets what it flushed since (`Persister::forget_flushes_since`).
+    flush_mark: usize,
     /// A transaction stays on the thread that began it (not `Send`): its lane records that
     /// thread as owner, and the thread's count of open transactions (`thread_in_tx`) must
     /// drop on the same thread.
@@ -868,6 +872,7 @@ impl<'p> Tx<'p> {
                     lane: &pool.lanes[start],
                     st,
                     done: false,
+                    flush_mark: pool.persist.flush_mark(),
                     _not_send: std::marker::PhantomData,
                 });
             }
@@ -927,6 +932,7 @@ impl<'p> Tx<'p> {
             lane: &pool.lanes[idx],
             st,
             done: false,
+            flush_mark: pool.persist.flush_mark(),
             _not_send: std::marker::PhantomData,
         })
     }
@@ -1045,7 +1051,7 @@ impl<'p> Tx<'p> {
             let p = &self.pool;
             if data.len() >= crate::persist::NT_THRESHOLD {
                 // SAFETY: range checked by check_user_range; the block is exclusively ours.
-                unsafe { p.persist.copy_nodrain(p.map.at(off, data.len()), data) };
+                unsafe { p.persist.copy_nodrain(p.map.at_mut(off, data.len()), data) };
                 // Already written back (non-temporal stores, or copy + flush): only the fence
                 // before the commit record is missing (`persist_fresh`).
                 self.st.buf.fresh_unfenced = true;
@@ -1221,9 +1227,10 @@ impl<'p> Tx<'p> {
             .load(Ordering::Acquire)
             .max(st.durable_claim);
         while let Some(&(seq, f)) = st.alloc.deferred.front() {
-            if seq > claim {
+            if seq > claim && !sim_fault!(EarlyBlockReuse) {
                 break;
             }
+            sim_event!(DeferredReuse);
             st.alloc.deferred.pop_front();
             match f {
                 Freed::Block { off, class } => st.alloc.caches[class as usize].push(off),
@@ -1320,8 +1327,14 @@ impl<'p> Tx<'p> {
         // The bitmap must be zero on media whenever the RUN entry is, so the zeroing is logged
         // with it (the chunk may hold an old object's bytes). Zeroing in place now is harmless:
         // the chunk is unreachable until commit.
+        // (Simulator builds: whether the bitmap held anything, the case where its zeroing
+        // on media matters, for the fault that leaves it out.)
+        let stale_bitmap = cfg!(feature = "sim")
+            && (0..data_off as u64 / 8).any(|w| pool.map.read::<u64>(base + w * 8) != 0);
         pool.map.fill(base, data_off as usize, 0);
-        self.log_zero(base, data_off as u64)?;
+        if !(stale_bitmap && sim_fault!(NoRunBitmapZero)) {
+            self.log_zero(base, data_off as u64)?;
+        }
         let entry = ChunkEntry::Run {
             class: class as u16,
         }
@@ -1618,12 +1631,35 @@ impl<'p> Tx<'p> {
 
         // 1. Take a sequence number, publishing a lower bound first (see `Lane`).
         let lb = pool.next_seq.load(Ordering::Relaxed);
-        lane.inflight_lb.store(lb, Ordering::Relaxed);
+        let late_bound = sim_fault!(LateInflightBound);
+        if !late_bound {
+            lane.inflight_lb.store(lb, Ordering::Relaxed);
+        }
         let seq = pool.next_seq.fetch_add(1, Ordering::AcqRel);
+        if late_bound {
+            // The injected fault: the bound after the counter. The sleep widens the window in
+            // which another lane may compute a claim that passes `seq`, so that it is hit.
+            std::thread::sleep(std::time::Duration::from_micros(100));
+            lane.inflight_lb.store(lb, Ordering::Release);
+        }
+        #[cfg(feature = "sim")]
+        if pool.lanes[..pool
+            .lanes_in_use
+            .load(Ordering::Relaxed)
+            .min(pool.lanes.len())]
+            .iter()
+            .any(|l| l.index != st.index && l.inflight_lb.load(Ordering::Relaxed) != u64::MAX)
+        {
+            sim_event!(OverlappingCommit);
+        }
 
         // The slot may be reused only when a durable claim covers its old record.
         let old = st.slot_seq[slot];
-        if old > st.durable_claim && old > pool.persisted_claim.load(Ordering::Acquire) {
+        if old > st.durable_claim
+            && old > pool.persisted_claim.load(Ordering::Acquire)
+            && !sim_fault!(SkipSlotReuseCheck)
+        {
+            sim_event!(SlotWait);
             if let Err(e) = pool.advance_watermark(old) {
                 lane.inflight_lb.store(u64::MAX, Ordering::Release);
                 return Err(e);
@@ -1671,7 +1707,7 @@ impl<'p> Tx<'p> {
             // in the lane area (the record fits the slot: checked when entries were added).
             unsafe {
                 pool.persist
-                    .copy_nodrain(pool.map.at(slot_off, rec.len()), rec)
+                    .copy_nodrain(pool.map.at_mut(slot_off, rec.len()), rec)
             };
         }
 
@@ -1792,6 +1828,7 @@ impl<'p> Tx<'p> {
     /// record (the caller checked that none can be replayed over the word).
     #[inline(always)]
     fn commit_in_place(mut self, target: u64, word: u64) -> Result<()> {
+        sim_event!(InPlaceWord);
         let stored = self.pool.store_word_durable(target, word);
         self.st.buf.clear();
         self.done = true;
@@ -1911,6 +1948,7 @@ impl<'p> Tx<'p> {
         }
         self.done = true;
         let pool = self.pool;
+        pool.persist.forget_flushes_since(self.flush_mark);
         let st = &mut *self.st;
         for &(off, class) in &st.buf.reserved {
             st.alloc.caches[class as usize].push(off);

@@ -1,0 +1,260 @@
+//! Recovery: what opening a pool does once its header and state page are validated.
+//!
+//! Two steps, so that a damaged pool is refused before anything is written:
+//!
+//! 1. [`scan`] (read-only) reads every log slot, refuses corruption (an invalid slot that is
+//!    not its lane's in-flight slot, two records with one sequence number, a state that replay
+//!    would make invalid), and computes the watermark `W` = max(state watermark, claims of the
+//!    valid records), the records to replay (seq > W, in seq order), and the lanes' state.
+//! 2. [`recover`] (the first writes; the pool is already assembled) replays those records in
+//!    commit order, flushes what they wrote, fences, and only then raises the state page's
+//!    watermark past them (flush, fence). A crash anywhere in between leaves the same records
+//!    to replay, and replaying is idempotent: each record is the complete redo image of one
+//!    committed transaction, applied in commit order.
+//!
+//! Why replay is correct, and why no older record is replayed over newer data: docs/FORMAT.md
+//! section 5. Cost: the scan reads every slot's 32-byte header and checksums only the records
+//! whose claim or replay matters (newer than the state page's watermark); see [`scan`].
+
+use crate::error::{Error, Result};
+use crate::layout::*;
+use crate::log::{self, Record, SlotState, TargetBounds};
+use crate::map::Mapping;
+use crate::pool::PoolInner;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// What recovery found and did when the pool was opened.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    /// Valid log records found newer than the state page's watermark (committed transactions,
+    /// replayed or already covered by a claim).
+    pub records_valid: usize,
+    /// Committed transactions whose effects recovery re-applied.
+    pub records_replayed: usize,
+    /// Torn (in-flight, never committed) records that recovery ignored.
+    pub records_torn: usize,
+    /// Slots whose record the state page's watermark already retired: only their header was
+    /// read.
+    pub records_retired: usize,
+    /// Bytes of log read (headers of every slot, whole records where they matter).
+    pub log_bytes_read: u64,
+    /// Bytes written by replay (and flushed).
+    pub replayed_bytes: u64,
+    /// Time spent reading the logs, microseconds.
+    pub scan_micros: u64,
+    /// Time spent replaying and making the replay durable, microseconds.
+    pub replay_micros: u64,
+    /// Time spent in open, microseconds.
+    pub open_micros: u64,
+}
+
+/// The result of reading the logs (step 1).
+pub(crate) struct LogScan {
+    /// Records to replay: seq > `watermark`, in seq order.
+    pub replay: Vec<Record>,
+    /// Per lane: the slot its next commit writes, and the seq of the record in each slot (0:
+    /// empty, torn, or retired by the state page's watermark).
+    pub lane_slots: Vec<(u32, Vec<u64>)>,
+    /// W: every transaction with seq <= W is durably applied.
+    pub watermark: u64,
+    /// The newest committed transaction (the next one takes `max_seq + 1`).
+    pub max_seq: u64,
+    pub report: RecoveryReport,
+}
+
+impl LogScan {
+    /// Whether recovery has anything to write (records to replay, or a watermark to raise).
+    pub fn needs_writes(&self, state: &PoolState) -> bool {
+        !self.replay.is_empty() || self.watermark != state.watermark
+    }
+}
+
+/// Step 1: read the logs without writing anything.
+///
+/// A slot whose header names a seq at or below the state page's watermark holds a record that
+/// watermark retired: it is never replayed and its claim (below its seq) cannot raise `W`, so
+/// only its 32-byte header is read, not its payload. (It may also be a torn write over a
+/// retired slot, which is harmless the same way; or damage, which the next commit of its lane
+/// overwrites and which `pool check` reports.) Every other slot is parsed and checksummed:
+/// those are the records whose claims set `W` and that may be replayed, so the checksums that
+/// matter are all verified. The state page's watermark is raised at every close and after
+/// every recovery, and by commits now and then, so after a clean shutdown, a crash under load,
+/// or a long run the log read is the headers plus the few records since the last raise.
+pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) -> Result<LogScan> {
+    let t0 = std::time::Instant::now();
+    let bounds = TargetBounds {
+        chunk_table_off: hdr.chunk_table_off,
+        data_end: state.heap_end,
+    };
+    let mut report = RecoveryReport::default();
+    let mut records = Vec::new();
+    let mut lane_slots = Vec::with_capacity(hdr.lane_count as usize);
+    let mut watermark = state.watermark;
+    let k = hdr.slots_per_lane as usize;
+    for lane in 0..hdr.lane_count as u64 {
+        // seqs[s]: the slot's record seq (retired ones too, for the round-robin position).
+        let mut seqs = vec![0u64; k];
+        let mut live = vec![false; k];
+        let mut invalid: Vec<(usize, String)> = Vec::new();
+        for slot in 0..k {
+            let off = slot_offset(hdr, lane as usize, slot);
+            let head: LogHeader = map.read(off);
+            report.log_bytes_read += LOG_HEADER_SIZE as u64;
+            if head.magic == LOG_MAGIC
+                && head.seq != 0
+                && head.seq <= state.watermark
+                && head.claim < head.seq
+            {
+                seqs[slot] = head.seq;
+                report.records_retired += 1;
+                continue;
+            }
+            match log::parse_slot(map, off, hdr.slot_size, bounds) {
+                SlotState::Empty => {}
+                SlotState::Valid(r) => {
+                    report.log_bytes_read += r.payload_len as u64;
+                    seqs[slot] = r.seq;
+                    live[slot] = true;
+                    watermark = watermark.max(r.claim);
+                    records.push(r);
+                }
+                SlotState::Invalid(why) => invalid.push((slot, why)),
+            }
+        }
+        // Slots are written round-robin, so the only slot that may legitimately hold a torn
+        // record is the one after the lane's newest valid record (slot 0 if none).
+        let newest = (0..k).filter(|&s| seqs[s] != 0).max_by_key(|&s| seqs[s]);
+        let in_flight = newest.map(|s| (s + 1) % k).unwrap_or(0);
+        for (slot, why) in invalid {
+            if slot != in_flight {
+                return Err(Error::corrupt(
+                    path,
+                    format!("log lane {lane} slot {slot}: {why} (not the lane's in-flight slot)"),
+                ));
+            }
+            report.records_torn += 1;
+        }
+        let next_slot = newest.map(|s| (s + 1) % k).unwrap_or(0) as u32;
+        // A retired slot's seq is covered by the watermark: the lane may reuse it at once.
+        for (s, l) in seqs.iter_mut().zip(&live) {
+            if !l {
+                *s = 0;
+            }
+        }
+        lane_slots.push((next_slot, seqs));
+    }
+    let max_seq = records
+        .iter()
+        .map(|r| r.seq)
+        .max()
+        .unwrap_or(0)
+        .max(watermark);
+    // Sequence numbers must be unique among valid records.
+    records.sort_by_key(|r| r.seq);
+    for w in records.windows(2) {
+        if w[0].seq == w[1].seq {
+            return Err(Error::corrupt(
+                path,
+                format!("two log records with sequence number {}", w[0].seq),
+            ));
+        }
+    }
+    report.records_valid = records.len();
+    let replay: Vec<Record> = records.into_iter().filter(|r| r.seq > watermark).collect();
+    report.records_replayed = replay.len();
+    report.scan_micros = t0.elapsed().as_micros() as u64;
+    Ok(LogScan {
+        replay,
+        lane_slots,
+        watermark,
+        max_seq,
+        report,
+    })
+}
+
+/// Offset of `slot` of `lane`: the one formula for where a log slot lives.
+#[inline(always)]
+pub(crate) fn slot_offset(hdr: &Header, lane: usize, slot: usize) -> u64 {
+    hdr.lanes_off + lane as u64 * hdr.lane_bytes() + slot as u64 * hdr.slot_size as u64
+}
+
+/// The state page's first words as they will be after replaying `records` (read-only: only
+/// the entries that touch those words are evaluated, on a copy). Open validates this before
+/// it writes anything, so a damaged record that would install a bad heap end or root is
+/// refused with the file untouched.
+pub(crate) fn state_after_replay(map: &Mapping, state: PoolState, records: &[Record]) -> PoolState {
+    let mut words = state;
+    let buf = bytemuck::bytes_of_mut(&mut words);
+    let (lo, hi) = (STATE_OFF, STATE_OFF + buf.len() as u64);
+    for e in records.iter().flat_map(|r| &r.entries) {
+        // Entries were bounds-checked by parse_slot, so target + len does not overflow.
+        let (s, t) = (e.target.max(lo), (e.target + e.len).min(hi));
+        if s >= t {
+            continue;
+        }
+        let dst = &mut buf[(s - lo) as usize..(t - lo) as usize];
+        match e.kind {
+            EntryKind::Copy => map.read_bytes(e.data_off + (s - e.target), dst),
+            EntryKind::Zero => dst.fill(0),
+            // Bit operations are 8-byte, 8-aligned: the word lies wholly inside the range.
+            EntryKind::Or | EntryKind::AndNot => {
+                let mask: u64 = map.read(e.data_off);
+                let w = u64::from_le_bytes(dst[..8].try_into().unwrap());
+                let w = if e.kind == EntryKind::Or {
+                    w | mask
+                } else {
+                    w & !mask
+                };
+                dst.copy_from_slice(&w.to_le_bytes());
+            }
+        }
+    }
+    words
+}
+
+/// Step 2: replay and retire (the pool was assembled from `scan`; nothing may use it before
+/// this returns). `upgrade`: the version-2 header's upgrade word to store first (see
+/// `pool::upgraded_header`).
+pub(crate) fn recover(
+    pool: &PoolInner,
+    scan: &LogScan,
+    state: &PoolState,
+    upgrade: Option<u64>,
+) -> Result<RecoveryReport> {
+    let t0 = std::time::Instant::now();
+    let (map, persist) = (&pool.map, &pool.persist);
+    let persisted = |e: std::io::Error| Error::io(&pool.path, "persist", e);
+    let mut report = scan.report.clone();
+    if let Some(word) = upgrade {
+        // The header's version and checksum share the aligned word at offset 8: one atomic
+        // store replaces both (docs/FORMAT.md, the versions list at the top).
+        map.atomic_u64(8).store(word, Ordering::Release);
+        persist.flush(map.at(8, 8), 8);
+        persist.fence().map_err(persisted)?;
+    }
+    if !scan.needs_writes(state) {
+        return Ok(report);
+    }
+    let mut touched = Vec::new();
+    for r in &scan.replay {
+        log::replay(map, r, &mut touched);
+    }
+    let retire = || -> Result<()> {
+        // From now on no record up to max_seq is ever replayed again.
+        map.write(STATE_WATERMARK, &scan.max_seq);
+        persist.flush(map.at(STATE_WATERMARK, 8), 8);
+        persist.fence().map_err(persisted)
+    };
+    if sim_fault!(EarlyRecoveryWatermark) {
+        retire()?;
+    }
+    for &(off, len) in &touched {
+        persist.flush(map.at(off, len as usize), len as usize);
+        report.replayed_bytes += len;
+    }
+    persist.fence().map_err(persisted)?;
+    retire()?;
+    report.replay_micros = t0.elapsed().as_micros() as u64;
+    Ok(report)
+}
