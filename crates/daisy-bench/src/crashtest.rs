@@ -55,7 +55,14 @@ pub struct CtRoot {
     pub bmap: PPtr<PBytesMap>,
     /// Eight slots per cache line: updates of k slots touch up to k lines.
     pub slots: [u64; SLOTS],
+    /// The object [`Op::Recycle`] replaces, and the transaction that wrote it.
+    pub recycle: PPtr<u8>,
+    pub recycle_gen: u64,
 }
+
+/// Size of the objects [`Op::Recycle`] replaces: over 4 KiB, so that a new one's contents are
+/// written in place and flushed before its record, not logged (tx.rs, `FRESH_LOG_MAX`).
+pub const RECYCLE_SIZE: u64 = 12 * 1024;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq, Eq)]
@@ -87,6 +94,17 @@ enum Op {
     MapOwn(bool, u32, u32),
     BytesInsert(u32, usize),
     BytesRemove(u32),
+    /// In one transaction: a logged write into the recycled object, its free, and a new one
+    /// of the same size class ([`RECYCLE_SIZE`]). They come in pairs of consecutive
+    /// transactions, so the second allocation is where a block freed by the first would be
+    /// reused if reuse did not wait for the watermark (the first's record, replayed over the
+    /// new owner, would then corrupt it: docs/FORMAT.md section 7).
+    Recycle,
+    /// A transaction on another pool (`Ct::side_dir`, same mode) that copies 2 MiB into a new
+    /// object and aborts, that pool dropped with nothing left to make durable; then the id
+    /// alone, on this pool. In msync mode the aborted copy's pages wait for an msync that this
+    /// pool's commit must not run (issue 16, bug 1).
+    AbortElsewhere,
 }
 
 /// Which transactions a workload runs.
@@ -102,12 +120,50 @@ pub enum Mix {
     /// are also killed while the map grows (verification there runs once per kill, not once
     /// per crash image, so a bigger map costs little).
     Kill,
+    /// `Mixed` for the power-failure simulator's `threads` workload, whose schedule hands out
+    /// aligned bursts of [`THREADS_BURST`] transactions to one worker at a time: the first and
+    /// the last transaction of every burst also write one word (slot 63). A worker's log then
+    /// wraps around the record of its burst's first transaction while the previous worker's
+    /// last record, which wrote the same word earlier and whose lane sits idle with its lines
+    /// not yet durable, still waits to be retired: the case the slot-reuse rule exists for
+    /// (docs/FORMAT.md section 5).
+    Threads,
 }
+
+/// Transactions per burst of the `threads` workload (see [`Mix::Threads`]); more than a lane's
+/// log slots there (4), so the burst wraps around them.
+pub const THREADS_BURST: u64 = 12;
 
 fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
     let mut rng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    if mix != Mix::Maps {
+        // Transaction 1 allocates a blob of three chunks and transaction 2 replaces it with a
+        // small one: the chunks go back to the heap holding data, and the runs that the next
+        // transactions create for size classes they use first are carved from them (the case
+        // in which a new run's bitmap must be zeroed on media: section 4).
+        match id {
+            1 => return Op::Blob(700_000),
+            2 => return Op::Blob(1),
+            _ => {}
+        }
+        if mix == Mix::Threads && matches!(id % THREADS_BURST, 0 | 1) {
+            return Op::Slots(vec![SLOTS - 1]);
+        }
+        if id % 32 == 20 {
+            return Op::AbortElsewhere;
+        }
+        match id % 16 {
+            8 | 9 => return Op::Recycle,
+            // A logged insert of a hot key, then at once a self-durable update of it, which
+            // writes its slot in place: only the barrier before in-place writes keeps
+            // recovery from replaying the insert over it (collections/table.rs).
+            12 => return Op::MapInsert(vec![(0, id as u32)]),
+            13 => return Op::MapOwn(true, 0, !(id as u32)),
+            _ => {}
+        }
+    }
     let (roll, keys) = match mix {
-        Mix::Mixed => (rng.gen_range(0..100), MIXED_MAP_KEYS),
+        Mix::Mixed | Mix::Threads => (rng.gen_range(0..100), MIXED_MAP_KEYS),
         Mix::Kill => (rng.gen_range(0..100), MAP_KEYS),
         Mix::Maps => (rng.gen_range(60..100), MAP_KEYS),
     };
@@ -234,6 +290,8 @@ pub struct Model {
     /// Node ids, head first.
     pub list: Vec<u64>,
     pub blob: Option<(u64, u64)>, // (len, gen)
+    /// The transaction that wrote the recycled object (0: none yet).
+    pub recycle: u64,
     pub map: HashMap<u32, u32>,
     /// key index -> (id that wrote it, value length)
     pub bmap: HashMap<u32, (u64, usize)>,
@@ -264,7 +322,8 @@ impl Model {
         let op = plan(seed, id, self.list.len() as u64, self.mix);
         self.last_op_own = matches!(op, Op::MapOwn(..));
         match op {
-            Op::IdOnly => {}
+            Op::IdOnly | Op::AbortElsewhere => {}
+            Op::Recycle => self.recycle = id,
             Op::Slots(s) => s.iter().for_each(|&i| self.slots[i] = id),
             Op::Push => self.list.insert(0, id),
             Op::Pop => {
@@ -353,6 +412,8 @@ pub struct Ct {
     pub pool: Pool,
     pub root: PPtr<CtRoot>,
     pub mix: Mix,
+    /// Where [`Op::AbortElsewhere`] creates its other pool (the pool's own directory).
+    side_dir: PathBuf,
     map: Mutex<PHashMap<u32, u32>>,
     bmap: Mutex<PBytesMap>,
 }
@@ -379,10 +440,15 @@ impl Ct {
     pub fn open_mix(pool: &Pool, seed: u64, mix: Mix) -> daisy::Result<Ct> {
         let root = setup(pool, seed)?;
         let r = pool.read(root);
+        let side_dir = match pool.path().parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         Ok(Ct {
             pool: pool.clone(),
             root,
             mix,
+            side_dir,
             map: Mutex::new(PHashMap::open(pool, r.map)?),
             bmap: Mutex::new(PBytesMap::open(pool, r.bmap)?),
         })
@@ -415,11 +481,25 @@ impl Ct {
                 b.tx()?.write(root.cast::<u64>(), &id)
             });
         }
+        if let Op::AbortElsewhere = op {
+            self.abort_elsewhere()?;
+        }
         let mut bmap = self.bmap.lock().unwrap_or_else(|e| e.into_inner());
         pool.transaction(|tx| {
             let r = tx.read(root)?;
             match op {
-                Op::IdOnly => {}
+                Op::IdOnly | Op::AbortElsewhere => {}
+                Op::Recycle => {
+                    if !r.recycle.is_null() {
+                        // A last, logged write into the old object, then its free.
+                        tx.write_bytes(r.recycle.offset(), &[0x5a; 64])?;
+                        tx.free(r.recycle)?;
+                    }
+                    let data: Vec<u8> = (0..RECYCLE_SIZE).map(|i| recycle_byte(id, i)).collect();
+                    let n = tx.alloc_bytes(&data)?;
+                    tx.write(root.byte_add(RECYCLE_OFF), &n)?;
+                    tx.write(root.byte_add(RECYCLE_OFF + 8), &id)?;
+                }
                 Op::Slots(s) => {
                     for i in s {
                         tx.write(root.byte_add(64 + 8 * i as u64), &id)?;
@@ -472,6 +552,55 @@ impl Ct {
     }
 }
 
+/// Bytes [`Op::AbortElsewhere`] copies into its aborted object: 2 MiB, so that the pages the
+/// copy leaves waiting for an msync span more than a thread stack or another small mapping
+/// that could take over the dropped pool's addresses (an msync of a range that is wholly
+/// mapped again would succeed and hide the bug the operation is there for).
+const SIDE_COPY: usize = 2 << 20;
+
+/// Offset of `recycle` in [`CtRoot`].
+const RECYCLE_OFF: u64 = std::mem::offset_of!(CtRoot, recycle) as u64;
+
+fn recycle_byte(gen: u64, i: u64) -> u8 {
+    (gen.wrapping_mul(29) ^ i.wrapping_mul(13)) as u8
+}
+
+impl Ct {
+    /// [`Op::AbortElsewhere`]'s part on the other pool.
+    fn abort_elsewhere(&self) -> daisy::Result<()> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = self
+            .side_dir
+            .join(format!(".daisy-side-{}-{n}.pool", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mode = match self.pool.mode() {
+            daisy::Mode::Msync => daisy::ModeChoice::Msync,
+            daisy::Mode::Pmem(_) => daisy::ModeChoice::Pmem,
+        };
+        let r = (|| {
+            let side = Pool::create(
+                &path,
+                &PoolOptions::new("daisy.side")
+                    .size(4 << 20)
+                    .max_size(4 << 20)
+                    .lanes(1)
+                    .mode(mode),
+            )?;
+            side.drain()?;
+            let aborted = side.transaction(|tx| {
+                tx.alloc_bytes(&vec![0xab; SIDE_COPY])?;
+                Err::<(), _>(Error::Aborted("side pool".into()))
+            });
+            debug_assert!(matches!(aborted, Err(Error::Aborted(_))));
+            drop(side);
+            Ok(())
+        })();
+        let _ = std::fs::remove_file(&path);
+        r
+    }
+}
+
 /// Everything reachable from the root (for leak and dangling-pointer checks).
 pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
     let r = pool.read(pool.root::<CtRoot>()?);
@@ -493,11 +622,14 @@ fn reachable_outside_maps(pool: &Pool) -> daisy::Result<Vec<u64>> {
     let mut guard = 0;
     while !p.is_null() && guard < 10 * MAX_LIST {
         out.push(p.offset());
-        p = pool.read(p).next;
+        p = pool.try_read(p)?.next;
         guard += 1;
     }
     if !r.blob.is_null() {
         out.push(r.blob.offset());
+    }
+    if !r.recycle.is_null() {
+        out.push(r.recycle.offset());
     }
     Ok(out)
 }
@@ -569,7 +701,7 @@ fn verify_with(
             bad.push(format!("list ends at {i}, model has {}", model.list.len()));
             break;
         }
-        let n = pool.read(p);
+        let n = pool.try_read(p)?;
         let mut want = node_for(id);
         want.next = n.next;
         if n != want {
@@ -588,7 +720,7 @@ fn verify_with(
                 ));
             } else {
                 let mut data = vec![0u8; len as usize];
-                pool.read_bytes(r.blob.offset(), &mut data);
+                pool.try_read_bytes(r.blob.offset(), &mut data)?;
                 let differs = EXPECTED_BLOB.with(|c| {
                     let mut c = c.borrow_mut();
                     if c.0 != (len, gen) {
@@ -601,6 +733,27 @@ fn verify_with(
                         .find(|&i| data[i as usize] != blob_byte(gen, i))
                         .unwrap_or(0);
                     bad.push(format!("blob byte {i} differs from the model"));
+                }
+            }
+        }
+    }
+    match (model.recycle, r.recycle.is_null()) {
+        (0, true) => {}
+        (0, false) => bad.push("recycled object present, model has none".into()),
+        (_, true) => bad.push("recycled object missing".into()),
+        (gen, false) => {
+            if r.recycle_gen != gen {
+                bad.push(format!(
+                    "recycled object of {} != model {gen}",
+                    r.recycle_gen
+                ));
+            } else {
+                let mut data = vec![0u8; RECYCLE_SIZE as usize];
+                pool.try_read_bytes(r.recycle.offset(), &mut data)?;
+                if let Some(i) =
+                    (0..RECYCLE_SIZE).find(|&i| data[i as usize] != recycle_byte(gen, i))
+                {
+                    bad.push(format!("recycled object byte {i} differs from the model"));
                 }
             }
         }

@@ -115,8 +115,10 @@ impl KvModel {
 }
 
 /// Recover the image at `path` and compare it with `model` (transactions that returned) or
-/// `next` (and the one in flight).
-pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<(), String> {
+/// `next` (and the one in flight); Ok: the transactions the image holds. (When both states
+/// are equal, the one in flight changed nothing the keyspace shows, so running it again from
+/// here gives the same state: either count is right.)
+pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64, String> {
     let pool =
         Pool::open_snapshot(path, Some(LAYOUT)).map_err(|e| format!("recovery failed: {e}"))?;
     let (reach, problems) = store::check(&pool)?;
@@ -128,8 +130,11 @@ pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<(), String
         return Err(format!("pool check: {p}"));
     }
     let got = store::dump(&pool)?;
-    if got == model.keys || got == next.keys {
-        return Ok(());
+    if got == model.keys {
+        return Ok(model.applied);
+    }
+    if got == next.keys {
+        return Ok(next.applied);
     }
     let diff: Vec<String> = model
         .keys
@@ -155,15 +160,22 @@ pub struct KvWork {
 }
 
 impl KvWork {
-    pub fn create(path: &Path) -> Result<KvWork, String> {
-        let pool = Pool::create(
+    /// A new keyspace pool for the workload (small, growing on demand; 8 log slots per lane).
+    pub fn create_pool(path: &Path) -> Result<Pool, String> {
+        Pool::create(
             path,
             &PoolOptions::new(LAYOUT)
                 .size(1 << 20)
                 .max_size(32 << 20)
-                .lanes(2),
+                .lanes(2)
+                .log_slots_per_lane(8),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+    }
+
+    /// The workload on `pool` (a new keyspace is created in it on first use).
+    pub fn open(pool: &Pool) -> Result<KvWork, String> {
+        let pool = pool.clone();
         let store = Store::open(&pool)?;
         let sv = ServerState::new(&pool, 0);
         Ok(KvWork {

@@ -354,13 +354,13 @@ impl Persister {
     /// Transactions nest last-in first-out on a thread, so everything past the mark of an
     /// aborting transaction is its own (or that of transactions nested in it).
     pub fn forget_flushes_since(&self, mark: usize) {
+        let Some(pending) = self.msync.as_ref() else {
+            return;
+        };
         #[cfg(feature = "sim")]
         if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
             return; // the old design forgot nothing
         }
-        let Some(pending) = self.msync.as_ref() else {
-            return;
-        };
         let mut map = pending.by_thread.lock().unwrap_or_else(|e| e.into_inner());
         let me = std::thread::current().id();
         if let Some(p) = map.get_mut(&me) {

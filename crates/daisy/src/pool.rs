@@ -722,16 +722,38 @@ impl Pool {
     }
 
     /// Copy a `T` out of the pool (outside a transaction; sees committed data).
+    ///
+    /// # Panics
+    /// When `p` is null or `[p, p + size_of::<T>())` is not inside the heap: a pointer that
+    /// does not come from this pool is a bug in the caller. [`Pool::try_read`] returns an
+    /// error instead (for pointers read from data that may be damaged).
     pub fn read<T: Pod>(&self, p: PPtr<T>) -> T {
         self.inner
             .check_ptr(p.offset(), std::mem::size_of::<T>() as u64);
         self.inner.map.read(p.offset())
     }
 
+    /// [`Pool::read`], with [`Error::InvalidPointer`] for a pointer outside the heap.
+    pub fn try_read<T: Pod>(&self, p: PPtr<T>) -> Result<T> {
+        self.inner
+            .heap_range(p.offset(), std::mem::size_of::<T>() as u64)?;
+        Ok(self.inner.map.read(p.offset()))
+    }
+
     /// Copy `out.len()` bytes at `off` out of the pool.
+    ///
+    /// # Panics
+    /// As [`Pool::read`]; [`Pool::try_read_bytes`] returns an error instead.
     pub fn read_bytes(&self, off: u64, out: &mut [u8]) {
         self.inner.check_ptr(off, out.len() as u64);
         self.inner.map.read_bytes(off, out)
+    }
+
+    /// [`Pool::read_bytes`], with [`Error::InvalidPointer`] for a range outside the heap.
+    pub fn try_read_bytes(&self, off: u64, out: &mut [u8]) -> Result<()> {
+        self.inner.heap_range(off, out.len() as u64)?;
+        self.inner.map.read_bytes(off, out);
+        Ok(())
     }
 
     /// Size and usage figures (scans the allocator metadata; not for hot paths).
@@ -968,8 +990,21 @@ impl PoolInner {
         self.heap_end_cache.load(Ordering::Acquire)
     }
 
-    /// Panic-free bounds check for user-supplied pointers: out-of-range pointers are a bug in
-    /// the caller, reported with the offset.
+    /// `Ok` when `[off, off + len)` lies inside the heap.
+    pub fn heap_range(&self, off: u64, len: u64) -> Result<()> {
+        let end = off.checked_add(len);
+        if off >= self.hdr.heap_off && end.is_some_and(|e| e <= self.heap_end()) {
+            Ok(())
+        } else {
+            Err(Error::InvalidPointer {
+                offset: off,
+                why: "outside the pool's heap",
+            })
+        }
+    }
+
+    /// Bounds check for user-supplied pointers: out-of-range pointers are a bug in the caller,
+    /// reported with the offset (a panic).
     pub fn check_ptr(&self, off: u64, len: u64) {
         let end = off.checked_add(len);
         assert!(

@@ -208,6 +208,20 @@ pub fn reset_counts() {
         .for_each(|c| c.store(0, Ordering::Relaxed));
 }
 
+/// For an injected ordering fault: hold the calling thread where it is until `done()` or 20 ms,
+/// one thread at a time (others return at once), so that a race the fault opens is hit.
+pub fn hold_window(done: impl Fn() -> bool) {
+    static OPEN: AtomicBool = AtomicBool::new(false);
+    if OPEN.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    while !done() && t0.elapsed() < std::time::Duration::from_millis(20) {
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    OPEN.store(false, Ordering::Release);
+}
+
 /// One line that may hold something other than its shadow content at a crash.
 #[derive(Clone, Debug)]
 pub struct LineChoices {
@@ -562,6 +576,7 @@ pub(crate) fn on_open(pool: &crate::Pool) {
 /// Stop tracking; returns what the run saw.
 pub fn stop() -> Stats {
     ACTIVE.store(false, Ordering::SeqCst);
+    *NEXT_OPEN.lock().unwrap_or_else(|e| e.into_inner()) = None;
     let t = lock().take();
     // Dropped outside the lock: the pool handle may be the last one and drain (fence).
     t.map(|t| Stats {

@@ -1637,9 +1637,19 @@ impl<'p> Tx<'p> {
         }
         let seq = pool.next_seq.fetch_add(1, Ordering::AcqRel);
         if late_bound {
-            // The injected fault: the bound after the counter. The sleep widens the window in
-            // which another lane may compute a claim that passes `seq`, so that it is hit.
-            std::thread::sleep(std::time::Duration::from_micros(100));
+            // The injected fault: the bound after the counter. The window is held open until
+            // another lane has committed meanwhile (one window at a time, at most 20 ms), so
+            // that it is hit: that commit's claim may pass `seq`.
+            #[cfg(feature = "sim")]
+            crate::sim::hold_window(|| {
+                let n = pool
+                    .lanes_in_use
+                    .load(Ordering::Acquire)
+                    .min(pool.lanes.len());
+                pool.lanes[..n]
+                    .iter()
+                    .any(|l| l.index != st.index && l.last_committed.load(Ordering::Acquire) > seq)
+            });
             lane.inflight_lb.store(lb, Ordering::Release);
         }
         #[cfg(feature = "sim")]
