@@ -154,6 +154,11 @@ enum Lock {
 ///   case of the slot-reuse rule (docs/FORMAT.md section 5). No other operation writes words
 ///   0 and 1.
 /// * `k % 16` in 8, 9: a recycled object in consecutive transactions (reuse after free).
+/// * `k % 64` in 26..=31: one-word transactions in a row, alone: the other threads wait
+///   between their operations while the run makes every lane durable (`Pool::drain`, which
+///   helps them) and commits its words, which then go in place (tx.rs, "One-word
+///   transactions": in place only when no committed record is left to replay, which under
+///   constant contention is seldom).
 /// * `k % 64` in 12, 13: a logged insert of the thread's own hot key, then a self-durable
 ///   update of it, written in place after the barrier (collections/table.rs). Self-durable
 ///   map operations come only here: each runs a barrier that retires every lane's records,
@@ -162,8 +167,16 @@ fn plan(seed: u64, t: usize, k: u64, list_len: usize) -> Op {
     let mut rng =
         SmallRng::seed_from_u64(seed ^ tag(t, k).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xcc);
     match (k % 16, k % 64) {
+        // A blob of two chunks, then a small one: the chunks go back to the heap holding data,
+        // and runs created next for classes first used are carved from them (the case in which
+        // a new run's bitmap must be zeroed on media: docs/FORMAT.md section 4).
+        _ if k == 1 => return Op::Blob(300_000),
+        _ if k == 2 => return Op::Blob(100),
         (4, _) => return Op::Shared(vec![t % 2]),
         (8 | 9, _) => return Op::Recycle,
+        // Runs of one-word transactions: after `IN_PLACE_AFTER` logged ones a lane retires
+        // everything committed, when no other lane holds undurable work, and goes in place.
+        (_, 26..=31) => return Op::IdOnly,
         (_, 12) => return Op::Map(vec![(true, OWN_KEY + t as u32, k as u32)]),
         (_, 13) => return Op::MapOwn(true, OWN_KEY + t as u32, !(k as u32)),
         _ => {}
@@ -528,6 +541,9 @@ struct Work {
     /// Operations completed by all threads, and threads pausing now (see `worker`).
     ops: std::sync::atomic::AtomicU64,
     paused: std::sync::atomic::AtomicUsize,
+    /// Held for writing by a run of one-word transactions (see `plan`), for reading by every
+    /// other operation.
+    solo: std::sync::RwLock<()>,
     shared: Mutex<()>,
     map: Mutex<PHashMap<u32, u32>>,
 }
@@ -682,6 +698,7 @@ pub fn run(dir: &Path, seed: u64, budget: u64, per_point: usize) -> Result<Workl
             root,
             ops: Default::default(),
             paused: Default::default(),
+            solo: Default::default(),
             shared: Mutex::new(()),
             map: Mutex::new(map),
         });
@@ -749,9 +766,20 @@ fn worker(t: usize, seed: u64, work: &Work, ctx: &Mutex<Ctx<CcExpect>>, stop: &A
     let lock = || ctx.lock().unwrap_or_else(|e| e.into_inner());
     let mut own = OwnModel::default();
     let mut pause = SmallRng::seed_from_u64(seed ^ (t as u64 + 1) * 0x51ed);
+    let mut solo = None;
     while !stop.load(Ordering::Relaxed) {
         let k = own.done + 1;
         let op = own.step(seed, t);
+        let run = (26..=31).contains(&(k % 64));
+        if k % 64 == 26 {
+            let _ = solo.insert(work.solo.write().unwrap_or_else(|e| e.into_inner()));
+            if let Err(e) = work.pool.drain() {
+                lock().fail(format!("thread {t}: drain before operation {k}: {e}"));
+                stop.store(true, Ordering::SeqCst);
+                return k - 1;
+            }
+        }
+        let others = (!run).then(|| work.solo.read().unwrap_or_else(|e| e.into_inner()));
         // A shared operation holds its lock across the transaction and the recording of its
         // place in the lock's order, as Daisy's isolation rule asks.
         let shared = (op.lock() == Some(Lock::Shared))
@@ -767,6 +795,11 @@ fn worker(t: usize, seed: u64, work: &Work, ctx: &Mutex<Ctx<CcExpect>>, stop: &A
         }
         drop(map);
         drop(shared);
+        // (Not held through a pause: a pausing thread waits for the others' operations.)
+        drop(others);
+        if k % 64 == 31 {
+            drop(solo.take());
+        }
         if let Err(e) = r {
             lock().fail(format!("thread {t} operation {k} returned an error: {e}"));
             sim::crash_now();
@@ -780,7 +813,7 @@ fn worker(t: usize, seed: u64, work: &Work, ctx: &Mutex<Ctx<CcExpect>>, stop: &A
         // durability, and their lanes wrap around their slots meanwhile. Measured in the
         // others' operations, not in time: under the simulator an operation takes as long as
         // its crash points take to check. At most two threads pause at once.
-        if k % 16 == 4 || pause.gen_ratio(1, 16) {
+        if solo.is_none() && (k % 16 == 4 || pause.gen_ratio(1, 16)) {
             if work.paused.fetch_add(1, Ordering::SeqCst) < 2 {
                 let until = work.ops.load(Ordering::Relaxed) + pause.gen_range(20..60);
                 while work.ops.load(Ordering::Relaxed) < until && !stop.load(Ordering::Relaxed) {

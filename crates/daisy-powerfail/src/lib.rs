@@ -31,6 +31,7 @@
 //! recovery, whose every image must recover to the same state), and the workload runs on from
 //! there until its budget is spent.
 
+pub mod canary;
 pub mod concurrent;
 pub mod kv;
 

@@ -1,8 +1,13 @@
-//! The default budget, as CI runs it: at least 10,000 crash images over both workloads, no
-//! failure. (One test per file: the simulator is process-wide.)
+//! The default run, as CI runs it: every workload at its share of the default budget, no
+//! failure, and every fence of every thread a crash point; the concurrent workload's threads
+//! really commit at the same time and make the library help, wait for slots and commit one
+//! word in place; every other workload has a second life whose recovery had crash points.
+//! (One test per file: the simulator is process-wide.)
+
+use daisy_powerfail::{Workload, DEFAULT_BUDGET};
 
 #[test]
-fn default_budget_passes() {
+fn default_budget_passes_on_every_workload() {
     let d = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
     let seed = std::env::var("DAISY_POWERFAIL_SEED")
         .ok()
@@ -11,11 +16,8 @@ fn default_budget_passes() {
     let cfg = daisy_powerfail::Config {
         dir: d.path().to_path_buf(),
         seed,
-        budget: 10_000,
-        workloads: vec![
-            daisy_powerfail::Workload::Single,
-            daisy_powerfail::Workload::Threads,
-        ],
+        budget: DEFAULT_BUDGET,
+        workloads: Workload::ALL.to_vec(),
         per_point: 32,
     };
     let s = daisy_powerfail::run(&cfg, |_| {}).unwrap();
@@ -24,11 +26,42 @@ fn default_budget_passes() {
         s.crash_points, s.images, s.failures, s.seconds
     );
     for w in &s.workloads {
+        eprintln!(
+            "{}: {} transactions, {} crash points, threads {:?}, events {:?}",
+            w.workload, w.transactions, w.crash_points, w.threads, w.events
+        );
         for m in &w.messages {
             eprintln!("{m}");
         }
     }
-    assert!(s.images >= 10_000, "{s:?}");
-    assert!(s.crash_points > 100, "{s:?}");
     assert_eq!(s.failures, 0);
+    assert!(s.images >= DEFAULT_BUDGET, "{s:?}");
+    assert_eq!(s.fences_without_point, 0, "{s:?}");
+    for w in &s.workloads {
+        // Every fence of every thread was a crash point (plus the points taken between fences).
+        let points: u64 = w.threads.iter().map(|t| t.crash_points).sum();
+        let fences: u64 = w.threads.iter().map(|t| t.fences).sum();
+        assert_eq!(fences, w.fences, "{w:?}");
+        assert!(points >= fences, "{w:?}");
+        if w.workload == "concurrent" {
+            let busy = w.threads.iter().filter(|t| t.crash_points > 10).count();
+            assert_eq!(busy, 4, "every thread fences: {:?}", w.threads);
+            for e in [
+                "overlapping-commit",
+                "help",
+                "slot-wait",
+                "in-place-word",
+                "watermark-write",
+            ] {
+                assert!(
+                    w.events[e] > 0,
+                    "the concurrent workload made no {e}: {:?}",
+                    w.events
+                );
+            }
+        } else {
+            assert!(w.second_life_from.is_some(), "{w:?}");
+            assert!(w.recovery_points > 0, "{w:?}");
+        }
+    }
 }

@@ -1,59 +1,71 @@
-//! The simulator must catch the bugs it exists for: with one flush removed, the commit fence
-//! removed, the transaction applied before its record is durable, applied data never flushed,
-//! a hash map's in-place write unflushed or done without its barrier, or a one-word transaction
-//! stored in place while a record may still be replayed over it, it reports failures
-//! with a replay command. (One test per file: the simulator and the fault switches are
-//! process-wide.)
+//! The simulator must catch the bugs it exists for. Each workload runs clean at its share of
+//! the default budget (no failure, no fence without a crash point), which tells the rules it
+//! exercises; then every one of those rules is broken in turn (`daisy::sim::Fault`) and the
+//! same run must report a failure with its replay command, within the same budget. (One test
+//! per file: the simulator and the fault switches are process-wide.)
 
 use daisy::sim::{self, Fault};
-use daisy_powerfail::{run_workload, Workload};
+use daisy_powerfail::{canary, run_workload, Workload, DEFAULT_BUDGET};
 
 #[test]
-fn injected_bugs_are_caught() {
+fn every_rule_a_workload_exercises_has_a_canary_the_simulator_catches() {
     let d = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
-    for (fault, workload) in [
-        (Fault::NoRecordFlush, Workload::Single),
-        (Fault::NoCommitFence, Workload::Single),
-        (Fault::ApplyBeforeCommit, Workload::Single),
-        // Applied data never flushed, with the shortest deferral (single: 4 log slots per
-        // lane) and a long one (threads: 32).
-        (Fault::NoDataFlush, Workload::Single),
-        (Fault::NoDataFlush, Workload::Threads),
-        // The KV server's group transactions: a missing commit fence, and applied data
-        // never flushed, are caught by comparing the recovered keyspace with its model.
-        (Fault::NoCommitFence, Workload::Kv),
-        (Fault::NoDataFlush, Workload::Kv),
-        // Hash maps' in-place slot writes: without the barrier, recovery replays an older
-        // transaction over them; without their flush, they may not survive.
-        (Fault::NoInPlaceBarrier, Workload::HashMap),
-        (Fault::NoInPlaceFlush, Workload::HashMap),
-        // One-word transactions stored in place while an older record may still be replayed
-        // over them, by the same lane and by another.
-        (Fault::InPlaceUncovered, Workload::Single),
-        (Fault::InPlaceUncovered, Workload::Threads),
-    ] {
+    let seed = std::env::var("DAISY_POWERFAIL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261124u64);
+    let budget = DEFAULT_BUDGET / Workload::ALL.len() as u64;
+    eprintln!("seed {seed}, {budget} images per workload");
+    let mut caught = vec![];
+    for w in Workload::ALL {
         sim::clear_faults();
-        sim::inject(fault);
-        let r = run_workload(d.path(), 77, workload, 3000, 32).unwrap();
-        sim::clear_faults();
-        assert!(r.failures > 0, "{fault:?} was not detected: {r:?}");
-        assert!(
-            r.messages[0].contains("replay: daisy crashtest --power-fail --seed"),
-            "{r:?}"
+        let clean = run_workload(d.path(), seed, w, budget, 32).unwrap();
+        assert_eq!(
+            clean.failures, 0,
+            "{w:?} fails without a fault: {:?}",
+            clean.messages
         );
-        eprintln!(
-            "{fault:?}: {} failures in {} images; first: {}",
-            r.failures, r.images, r.messages[0]
-        );
+        assert_eq!(clean.fences_without_point, 0, "{w:?}: {clean:?}");
+        assert!(clean.images >= budget, "{w:?}: {clean:?}");
+        let exercised: Vec<Fault> = Fault::ALL
+            .into_iter()
+            .filter(|f| clean.reached.get(&format!("{f:?}")).copied().unwrap_or(0) > 0)
+            .filter(|&f| !canary::harmless(f, w))
+            .collect();
+        for f in canary::expected(w) {
+            assert!(
+                exercised.contains(f),
+                "the {w:?} workload no longer exercises the rule of {f:?}: {:?}",
+                clean.reached
+            );
+        }
+        for f in exercised {
+            sim::clear_faults();
+            sim::inject(f);
+            let r = run_workload(d.path(), seed, w, budget, 32).unwrap();
+            sim::clear_faults();
+            assert!(
+                r.failures > 0,
+                "{f:?} on the {w:?} workload was not caught in {} images",
+                r.images
+            );
+            assert!(
+                r.messages[0].contains("replay: daisy crashtest --power-fail --seed"),
+                "{r:?}"
+            );
+            eprintln!(
+                "{:<24} {:<10} caught after {:>5} images: {}",
+                format!("{f:?}"),
+                w.name(),
+                r.images,
+                r.messages[0].chars().take(160).collect::<String>()
+            );
+            caught.push((f, w));
+        }
     }
-    // And without a fault, the same runs pass.
-    for workload in [
-        Workload::Single,
-        Workload::Threads,
-        Workload::Kv,
-        Workload::HashMap,
-    ] {
-        let r = run_workload(d.path(), 77, workload, 600, 32).unwrap();
-        assert_eq!(r.failures, 0, "{r:?}");
+    eprintln!("{} canaries caught", caught.len());
+    // Every fault is a canary somewhere.
+    for f in Fault::ALL {
+        assert!(caught.iter().any(|c| c.0 == f), "{f:?} was never tried");
     }
 }

@@ -1,0 +1,112 @@
+//! Canaries: for every rule of the crash-consistency argument, an injected bug that breaks it
+//! (`daisy::sim::Fault`), which the simulator must catch on every workload that exercises the
+//! rule, within the workload's share of the default budget. `tests/must_fail.rs` runs them in
+//! CI: a clean run of each workload tells which rules it exercised (the fault's place was
+//! reached, `daisy::sim::reached`); each of those faults is then injected and must be reported.
+//!
+//! The tables below say which rules each workload must keep exercising (so a change that stops
+//! a workload from reaching a rule fails the test instead of silently losing a canary), and
+//! where a fault's place is reached although the fault cannot change anything there.
+
+use crate::Workload::{self, *};
+use daisy::sim::Fault::{self, *};
+
+/// Rules each workload must exercise (its canaries run in CI). A workload may exercise more;
+/// those run too.
+pub fn expected(w: Workload) -> &'static [Fault] {
+    const LOGGED: [Fault; 4] = [NoRecordFlush, NoCommitFence, ApplyBeforeCommit, NoDataFlush];
+    match w {
+        Single => &[
+            LOGGED[0],
+            LOGGED[1],
+            LOGGED[2],
+            LOGGED[3],
+            NoInPlaceBarrier,
+            NoInPlaceFlush,
+            InPlaceUncovered,
+            EarlyBlockReuse,
+            NoRunBitmapZero,
+            TransientStore,
+            GrowWithoutSync,
+            EarlyRecoveryWatermark,
+        ],
+        Threads => &[
+            LOGGED[0],
+            LOGGED[1],
+            LOGGED[2],
+            LOGGED[3],
+            NoInPlaceBarrier,
+            NoInPlaceFlush,
+            InPlaceUncovered,
+            SkipSlotReuseCheck,
+            EarlyBlockReuse,
+            NoRunBitmapZero,
+            TransientStore,
+            GrowWithoutSync,
+            EarlyRecoveryWatermark,
+        ],
+        Concurrent => &[
+            LOGGED[0],
+            LOGGED[1],
+            LOGGED[2],
+            LOGGED[3],
+            NoInPlaceBarrier,
+            NoInPlaceFlush,
+            InPlaceUncovered,
+            SkipSlotReuseCheck,
+            EarlyBlockReuse,
+            NoRunBitmapZero,
+            LateInflightBound,
+            TransientStore,
+            GrowWithoutSync,
+        ],
+        HashMap => &[
+            LOGGED[0],
+            LOGGED[1],
+            LOGGED[2],
+            LOGGED[3],
+            NoInPlaceBarrier,
+            NoInPlaceFlush,
+            InPlaceUncovered,
+            EarlyBlockReuse,
+            TransientStore,
+            EarlyRecoveryWatermark,
+        ],
+        Kv => &[
+            LOGGED[0],
+            LOGGED[1],
+            LOGGED[2],
+            LOGGED[3],
+            EarlyBlockReuse,
+            GrowWithoutSync,
+            EarlyRecoveryWatermark,
+        ],
+        Msync => &[
+            LOGGED[0],
+            LOGGED[1],
+            LOGGED[2],
+            LOGGED[3],
+            NoInPlaceBarrier,
+            NoInPlaceFlush,
+            InPlaceUncovered,
+            EarlyBlockReuse,
+            NoRunBitmapZero,
+            TransientStore,
+            SharedMsyncPending,
+            GrowWithoutSync,
+            EarlyRecoveryWatermark,
+        ],
+    }
+}
+
+/// Faults whose place a workload reaches although they cannot do harm there, and why.
+pub const HARMLESS: &[(Fault, &[Workload], &str)] = &[(
+    LateInflightBound,
+    &[Single, Threads, HashMap, Kv, Msync],
+    "one transaction runs at a time: no other lane computes a claim while the bound is late",
+)];
+
+/// Whether `f` is harmless on `w` (see [`HARMLESS`]).
+pub fn harmless(f: Fault, w: Workload) -> bool {
+    HARMLESS.iter().any(|(h, ws, _)| *h == f && ws.contains(&w))
+}
