@@ -245,6 +245,9 @@ pub struct RestartRow {
     pub bench: &'static str,
     pub kind: &'static str,
     pub server: String,
+    /// What ended the server before the restart: "shutdown" (SHUTDOWN, after SAVE for
+    /// redis-rdb) or "sigkill" (daisy only: SIGKILL while clients pipelined SETs).
+    pub after: &'static str,
     pub keys: u64,
     /// Spawn until the first +PONG: median over the restarts, with min..max.
     pub restart_ms: f64,
@@ -256,7 +259,11 @@ pub struct RestartRow {
     pub dbsize_ok: bool,
     /// Bytes of the server's files (pool, RDB or AOF) it restarted from.
     pub data_bytes: u64,
-    /// restart_ms / daisy's restart_ms.
+    /// daisy: what the server reported of its open (INFO `daisy_recovery_ms`, and the
+    /// transactions its recovery replayed), from the last restart.
+    pub recovery_ms: Option<f64>,
+    pub replayed: Option<u64>,
+    /// restart_ms / daisy's restart_ms (after a shutdown).
     pub vs_daisy: Option<f64>,
     /// The port of the last restart (closed when the benchmark ends).
     pub port: u16,
@@ -1698,6 +1705,7 @@ fn memory_and_restart(
         let mut times = vec![];
         let mut dbsize = 0;
         let mut port = 0;
+        let mut recovery = None;
         for _ in 0..cfg.runs {
             let mut s = Server::spawn(tools, name, sub)?;
             let t = s
@@ -1705,7 +1713,12 @@ fn memory_and_restart(
                 .map_err(|e| format!("restart with {k} keys: {e}"))?;
             times.push(t.as_secs_f64() * 1e3);
             port = s.port;
-            dbsize = s.conn()?.int(&["DBSIZE"])? as u64;
+            let mut c = s.conn()?;
+            dbsize = c.int(&["DBSIZE"])? as u64;
+            if name == "daisy" {
+                recovery = Some(daisy_recovery(&mut c)?);
+            }
+            drop(c);
             s.stop(&["SHUTDOWN", "NOSAVE"])?;
         }
         let ms = Spread::of(&times);
@@ -1713,6 +1726,7 @@ fn memory_and_restart(
             bench: "kv",
             kind: "restart",
             server: name.to_string(),
+            after: "shutdown",
             keys: k,
             restart_ms: ms.median,
             restart_ms_min: ms.min,
@@ -1721,16 +1735,170 @@ fn memory_and_restart(
             dbsize,
             dbsize_ok: dbsize == k,
             data_bytes,
+            recovery_ms: recovery.map(|r| r.0),
+            replayed: recovery.map(|r| r.1),
             vs_daisy: None,
             port,
             dir: dir.clone(),
             fs: fs.to_string(),
         })
     })();
-    match res {
-        Ok(r) => Ok((mem, vec![r])),
-        Err(e) => Err((Some(Box::new(mem)), e, true)),
+    let clean = match res {
+        Ok(r) => r,
+        Err(e) => return Err((Some(Box::new(mem)), e, true)),
+    };
+    if name != "daisy" {
+        return Ok((mem, vec![clean]));
     }
+    match crash_restarts(cfg, tools, sub, k, fs) {
+        Ok(r) => Ok((mem, vec![clean, r])),
+        Err(e) => Err((
+            Some(Box::new(mem)),
+            format!("restart after SIGKILL: {e}"),
+            true,
+        )),
+    }
+}
+
+/// Clients and pipeline depth of the write load under which `daisy serve` is killed.
+const KILL_LOAD_CLIENTS: usize = 8;
+const KILL_LOAD_PIPELINE: usize = 100;
+
+/// What a daisy server reported of its last open: (INFO `daisy_recovery_ms`, transactions
+/// replayed).
+fn daisy_recovery(c: &mut Conn) -> Result<(f64, u64), String> {
+    let text = match c.ok(&["INFO", "persistence"])? {
+        Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        r => {
+            return Err(format!(
+                "INFO persistence: expected a bulk string, got {r:?}"
+            ))
+        }
+    };
+    let field = |f: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{f}:")))
+            .map(str::trim)
+            .ok_or_else(|| format!("INFO persistence has no {f}"))
+    };
+    let ms = field("daisy_recovery_ms")?
+        .parse::<f64>()
+        .map_err(|e| format!("daisy_recovery_ms: {e}"))?;
+    let n = field("daisy_recovery_transactions_replayed")?
+        .parse::<u64>()
+        .map_err(|e| format!("daisy_recovery_transactions_replayed: {e}"))?;
+    Ok((ms, n))
+}
+
+/// Restart after a crash: `cfg.runs` times, start `daisy serve` on the loaded pool, let
+/// [`KILL_LOAD_CLIENTS`] clients pipeline SETs of the loaded keys (the same values, so the
+/// keyspace stays the one loaded) at depth [`KILL_LOAD_PIPELINE`], SIGKILL the server under
+/// that load after 300 ms, and time spawning it again to the first PONG (DBSIZE checked).
+fn crash_restarts(
+    cfg: &Config,
+    tools: &Tools,
+    sub: &Path,
+    k: u64,
+    fs: &str,
+) -> Result<RestartRow, String> {
+    let data_bytes = dir_bytes(sub, LOG);
+    let mut times = vec![];
+    let (mut dbsize, mut port, mut recovery) = (0, 0, None);
+    for round in 0..cfg.runs {
+        let s = Server::start(tools, "daisy", sub, Duration::from_secs(60))?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let load: Vec<_> = (0..KILL_LOAD_CLIENTS)
+            .map(|t| {
+                let (stop, sent) = (stop.clone(), sent.clone());
+                let port = s.port;
+                std::thread::spawn(move || {
+                    let Ok(mut c) = Conn::connect(port, Duration::from_secs(2)) else {
+                        return;
+                    };
+                    let mut rng =
+                        (round as u64 * 7 + t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    let mut buf = Vec::new();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        buf.clear();
+                        for _ in 0..KILL_LOAD_PIPELINE {
+                            rng ^= rng << 13;
+                            rng ^= rng >> 7;
+                            rng ^= rng << 17;
+                            let i = rng % k.max(1);
+                            encode(
+                                &mut buf,
+                                &[
+                                    b"SET",
+                                    format!("key:{i}").as_bytes(),
+                                    load_value(i).as_bytes(),
+                                ],
+                            );
+                        }
+                        if c.send(&buf).is_err() {
+                            return;
+                        }
+                        for _ in 0..KILL_LOAD_PIPELINE {
+                            if c.read_reply().is_err() {
+                                return;
+                            }
+                        }
+                        sent.fetch_add(
+                            KILL_LOAD_PIPELINE as u64,
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut s = s;
+        s.proc.signal(libc::SIGKILL);
+        let killed = s.proc.wait_for(Duration::from_secs(10));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in load {
+            let _ = h.join();
+        }
+        if killed.is_none() {
+            return Err("daisy serve did not die from SIGKILL".into());
+        }
+        if sent.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            return Err("the write load made no progress before the kill".into());
+        }
+        drop(s);
+        let mut s = Server::spawn(tools, "daisy", sub)?;
+        let t = s
+            .wait_ready(Duration::from_secs(60))
+            .map_err(|e| format!("with {k} keys: {e}"))?;
+        times.push(t.as_secs_f64() * 1e3);
+        port = s.port;
+        let mut c = s.conn()?;
+        dbsize = c.int(&["DBSIZE"])? as u64;
+        recovery = Some(daisy_recovery(&mut c)?);
+        drop(c);
+        s.stop(&["SHUTDOWN"])?;
+    }
+    let ms = Spread::of(&times);
+    Ok(RestartRow {
+        bench: "kv",
+        kind: "restart",
+        server: "daisy".into(),
+        after: "sigkill",
+        keys: k,
+        restart_ms: ms.median,
+        restart_ms_min: ms.min,
+        restart_ms_max: ms.max,
+        runs: cfg.runs,
+        dbsize,
+        dbsize_ok: dbsize == k,
+        data_bytes,
+        recovery_ms: recovery.map(|r| r.0),
+        replayed: recovery.map(|r| r.1),
+        vs_daisy: None,
+        port,
+        dir: cfg.dir.display().to_string(),
+        fs: fs.to_string(),
+    })
 }
 
 /// Fill in the ratios against redis-none, redis-aof-always and daisy.
@@ -1759,7 +1927,7 @@ fn ratios(rep: &mut Report) {
     let daisy = rep
         .restarts
         .iter()
-        .find(|r| r.server == "daisy")
+        .find(|r| r.server == "daisy" && r.after == "shutdown")
         .map(|r| r.restart_ms);
     for r in rep.restarts.iter_mut() {
         r.vs_daisy = daisy.map(|d| r.restart_ms / d);
@@ -1909,12 +2077,33 @@ pub fn table(rep: &Report) -> String {
             "{:<19} {:>10} {:>12} {:>11} {:>w$} {:>9} {:>11} {:>10}\n",
             "server", "load ms", "keys/s", "used B/key", "restart ms", "x daisy", "DBSIZE", "files"
         );
-        for name in SERVERS {
-            let m = rep.memory.iter().find(|m| m.server == *name);
-            let r = rep.restarts.iter().find(|r| r.server == *name);
+        let killed: Vec<&RestartRow> = rep
+            .restarts
+            .iter()
+            .filter(|r| r.after == "sigkill")
+            .collect();
+        for (name, after) in SERVERS
+            .iter()
+            .map(|n| (*n, "shutdown"))
+            .chain(killed.iter().map(|r| (r.server.as_str(), "sigkill")))
+        {
+            let m = rep
+                .memory
+                .iter()
+                .find(|m| m.server == name && after == "shutdown");
+            let r = rep
+                .restarts
+                .iter()
+                .find(|r| r.server == name && r.after == after);
             if m.is_none() && r.is_none() {
                 continue;
             }
+            let label = if after == "sigkill" {
+                format!("{name}, SIGKILL")
+            } else {
+                name.to_string()
+            };
+            let name = label.as_str();
             let restart = r
                 .map(|r| {
                     if r.runs > 1 {
@@ -1950,6 +2139,19 @@ pub fn table(rep: &Report) -> String {
               +PONG on the same files (redis-rdb: after SAVE + SHUTDOWN; AOF: SHUTDOWN NOSAVE; \
               daisy: SHUTDOWN), median of the runs; x daisy = restart ms / daisy's; files = \
               bytes of the pool, RDB or AOF files restarted from\n";
+        for r in &killed {
+            s += &format!(
+                "{}, SIGKILL: killed while {KILL_LOAD_CLIENTS} clients pipelined SETs (depth \
+                 {KILL_LOAD_PIPELINE}) of the loaded keys, then restarted on its pool; the \
+                 server's own open (INFO daisy_recovery_ms) took {} ms and replayed {} \
+                 transactions\n",
+                r.server,
+                r.recovery_ms.map(fmt_ms).unwrap_or_else(|| "-".into()),
+                r.replayed
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
     }
     s
 }

@@ -171,11 +171,14 @@ struct CrashtestArgs {
     /// half-applied (`--kills` rounds).
     #[arg(long, conflicts_with = "power_fail")]
     server: bool,
-    /// (--power-fail) crash images to check.
-    #[arg(long, default_value_t = 10_000, requires = "power_fail")]
-    budget: u64,
-    /// (--power-fail) workloads to run.
-    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "hashmap", "kv"], requires = "power_fail")]
+    /// (--power-fail) crash images to check, split evenly between the workloads [default:
+    /// the simulator's, 60000: every canary is caught within it; about 20 s].
+    #[arg(long, requires = "power_fail")]
+    budget: Option<u64>,
+    /// (--power-fail) workloads to run: single, threads (three taking turns), concurrent
+    /// (four committing at once), hashmap, kv (the server's commands), msync (single in msync
+    /// mode), or all.
+    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "concurrent", "hashmap", "kv", "msync"], requires = "power_fail")]
     workload: String,
     /// Number of kills.
     #[arg(long, default_value_t = 200)]
@@ -282,7 +285,9 @@ that many, so every SET replaces a value and every GET finds one (seed 001's upd
 Memory and restart (--restart-keys K, 0 skips): K keys key:<i> with 8-byte values loaded by a \
 pipelined writer into a fresh server; bytes per key from INFO used_memory (loaded - empty); \
 for daisy, redis-rdb (SAVE, SHUTDOWN) and redis-aof-always (SHUTDOWN NOSAVE): the time from \
-spawning the server again on the same files to its first +PONG, and DBSIZE = K checked.\n\n\
+spawning the server again on the same files to its first +PONG, and DBSIZE = K checked; \
+for daisy also after SIGKILL: killed while 8 clients pipeline SETs (100 deep) of the loaded keys, then \
+spawned again (the row `daisy, SIGKILL`, with the server's own INFO daisy_recovery_ms).\n\n\
 The default run (N up to 1,000,000, sampled past --max-secs) takes about 2-3 minutes on a \
 2-core machine; redis-benchmark and the server share the CPU.";
 
@@ -979,9 +984,11 @@ fn power_fail_cmd(a: &CrashtestArgs, seed: u64) -> Result<ExitCode, String> {
             sim.display()
         ));
     }
-    let status = std::process::Command::new(&sim)
-        .arg("--budget")
-        .arg(a.budget.to_string())
+    let mut cmd = std::process::Command::new(&sim);
+    if let Some(b) = a.budget {
+        cmd.arg("--budget").arg(b.to_string());
+    }
+    let status = cmd
         .arg("--seed")
         .arg(seed.to_string())
         .arg("--dir")

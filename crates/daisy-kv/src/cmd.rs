@@ -1639,13 +1639,21 @@ fn info(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         );
     }
     if on("persistence") {
+        let rec = c.sv.pool.recovery_report();
         t += &format!(
             "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n\
              rdb_bgsave_in_progress:0\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\n\
              aof_rewrite_in_progress:0\r\ndaisy_durability:every write durable before its reply\r\n\
              daisy_pool:{}\r\ndaisy_persistence:{}\r\ndaisy_recovery_ms:{:.3}\r\n\
-             daisy_group_commits:{}\r\n\r\n",
-            c.sv.pool_path, c.sv.pool_mode, c.sv.recovery_ms, c.sv.group_commits
+             daisy_recovery_transactions_replayed:{}\r\ndaisy_recovery_lines_replayed:{}\r\n\
+             daisy_recovery_log_bytes_read:{}\r\ndaisy_group_commits:{}\r\n\r\n",
+            c.sv.pool_path,
+            c.sv.pool_mode,
+            c.sv.recovery_ms,
+            rec.records_replayed,
+            rec.replayed_lines,
+            rec.log_bytes_read,
+            c.sv.group_commits
         );
     }
     if on("stats") {

@@ -297,12 +297,21 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
 
     let keys = store.len().map_err(|e| e.to_string())?;
     if !o.quiet {
+        let rep = pool.recovery_report();
         eprintln!(
-            "daisy serve: pool {} ({}, {} keys, opened in {:.1} ms); listening on {addr}{}",
+            "daisy serve: pool {} ({}, {} keys, opened in {:.1} ms{}); listening on {addr}{}",
             o.pool.display(),
             pool.mode().describe(),
             keys,
             recovery_ms,
+            if rep.records_replayed > 0 {
+                format!(
+                    ", recovery replayed {} transactions, {} lines",
+                    rep.records_replayed, rep.replayed_lines
+                )
+            } else {
+                String::new()
+            },
             if o.requirepass.is_some() {
                 " (password required)"
             } else {

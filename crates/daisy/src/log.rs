@@ -26,7 +26,8 @@ pub struct Record {
     pub claim: u64,
     /// Offset of the slot in the pool.
     pub slot_off: u64,
-    pub payload_len: u32,
+    /// The entries, as written (a copy out of the slot: the checksum was computed over it).
+    pub payload: Vec<u8>,
     pub entries: Vec<Entry>,
 }
 
@@ -35,8 +36,20 @@ pub struct Entry {
     pub kind: EntryKind,
     pub target: u64,
     pub len: u64,
-    /// Offset of the entry's data (Copy) or mask (Or/AndNot) in the pool.
-    pub data_off: u64,
+    /// Position of the entry's data (Copy) or mask (Or/AndNot) in the record's payload.
+    pub data_pos: usize,
+}
+
+impl Record {
+    /// The data of entry `e` (Copy: `len` bytes; Or/AndNot: the 8-byte mask; Zero: none).
+    pub fn data(&self, e: &Entry) -> &[u8] {
+        let n = match e.kind {
+            EntryKind::Copy => e.len as usize,
+            EntryKind::Zero => 0,
+            EntryKind::Or | EntryKind::AndNot => 8,
+        };
+        &self.payload[e.data_pos..e.data_pos + n]
+    }
 }
 
 /// Bounds for entry targets: the state page and everything from the chunk table on, below
@@ -131,7 +144,7 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
             kind,
             target,
             len,
-            data_off: slot_off + (LOG_HEADER_SIZE + pos + hsize) as u64,
+            data_pos: pos + hsize,
         });
         pos += hsize + data_len;
     }
@@ -142,32 +155,74 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
         seq: hdr.seq,
         claim: hdr.claim,
         slot_off,
-        payload_len: hdr.payload_len,
+        payload,
         entries,
     })
 }
 
-/// Apply one record's entries to the pool (recovery; single-threaded). Returns the ranges
-/// written so the caller can flush them.
-pub fn replay(map: &Mapping, rec: &Record, touched: &mut Vec<(u64, u64)>) {
-    for e in &rec.entries {
-        match e.kind {
+/// Apply a payload's entries to the pool (a committing transaction's record, or a record that
+/// recovery replays: the one apply function of both) and report the address of every cache
+/// line they wrote to `touched` (in entry order; a line may come more than once). Nothing is
+/// flushed here: commit defers the flushes (tx.rs, `DirtyLines`), recovery flushes them all.
+/// Or/AndNot are atomic read-modify-writes, so that concurrent transactions changing other bits
+/// of one allocation-bitmap word compose.
+///
+/// The payload must be well formed: built by the transaction, or validated by [`parse_slot`].
+#[inline(always)]
+pub(crate) fn apply_payload(map: &Mapping, payload: &[u8], mut touched: impl FnMut(usize)) {
+    use std::sync::atomic::Ordering;
+    const LINE: usize = crate::persist::CACHE_LINE;
+    let mut pos = 0;
+    while pos < payload.len() {
+        // The common entry, one word, decoded and applied without the general machinery.
+        if let Some(e) = payload.get(pos..pos + WORD_ENTRY_SIZE) {
+            let w0 = u64::from_le_bytes(e[..8].try_into().unwrap());
+            if w0 & !TARGET_MASK == WORD_ENTRY_TAG {
+                let target = w0 & TARGET_MASK;
+                let v = u64::from_le_bytes(e[8..].try_into().unwrap());
+                let p = map.write_u64(target, v);
+                let first = p & !(LINE - 1);
+                touched(first);
+                let last = (p + 7) & !(LINE - 1);
+                if last != first {
+                    touched(last);
+                }
+                pos += WORD_ENTRY_SIZE;
+                continue;
+            }
+        }
+        let (target, kind, len, hsize) =
+            decode_entry(&payload[pos..]).expect("a well-formed payload");
+        pos += hsize;
+        let len = len as usize;
+        let p = map.at(target, len);
+        match kind {
+            EntryKind::Copy if len == 8 => {
+                let v = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
+                map.write(target, &v);
+                pos += 8;
+            }
             EntryKind::Copy => {
-                let data = map.snapshot(e.data_off, e.len as usize);
-                map.write_bytes(e.target, &data);
+                map.write_bytes(target, &payload[pos..pos + len]);
+                pos += len.next_multiple_of(8);
             }
             EntryKind::Or => {
-                let mask: u64 = map.read(e.data_off);
-                let w: u64 = map.read(e.target);
-                map.write(e.target, &(w | mask));
+                let mask = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
+                map.atomic_u64(target).fetch_or(mask, Ordering::AcqRel);
+                pos += 8;
             }
             EntryKind::AndNot => {
-                let mask: u64 = map.read(e.data_off);
-                let w: u64 = map.read(e.target);
-                map.write(e.target, &(w & !mask));
+                let mask = u64::from_le_bytes(payload[pos..pos + 8].try_into().unwrap());
+                map.atomic_u64(target).fetch_and(!mask, Ordering::AcqRel);
+                pos += 8;
             }
-            EntryKind::Zero => map.fill(e.target, e.len as usize, 0),
+            EntryKind::Zero => map.fill(target, len, 0),
         }
-        touched.push((e.target, e.len));
+        let mut line = p as usize & !(LINE - 1);
+        let end = p as usize + len;
+        while line < end {
+            touched(line);
+            line += LINE;
+        }
     }
 }

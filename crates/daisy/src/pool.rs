@@ -603,7 +603,7 @@ impl Pool {
         let scan = recovery::scan(path, &mapping, &hdr, &state)?;
         // Records may write the state page, which was validated before them: validate what
         // replay would install too, while refusing still leaves the file untouched.
-        let mut after = recovery::state_after_replay(&mapping, state, &scan.replay);
+        let mut after = recovery::state_after_replay(state, &scan.replay);
         after.watermark = if scan.needs_writes(&state) {
             scan.max_seq
         } else {
@@ -1351,26 +1351,48 @@ impl PoolInner {
                 break;
             }
         }
-        // Logs: open already rejected corrupt ones; count what is there.
+        // Logs: every slot is validated here (open reads only the records that can matter:
+        // recovery.rs, `scan`): a slot that is neither empty nor a valid record, other than the
+        // one a lane may have been writing (after its newest record), is damage.
         let bounds = TargetBounds {
             chunk_table_off: self.hdr.chunk_table_off,
             data_end: st.heap_end,
         };
-        for lane in 0..self.hdr.lane_count as u64 {
-            for slot in 0..self.hdr.slots_per_lane as u64 {
-                let off = self.hdr.lanes_off
-                    + lane * self.hdr.lane_bytes()
-                    + slot * self.hdr.slot_size as u64;
-                if let SlotState::Valid(rec) =
-                    log::parse_slot(&self.map, off, self.hdr.slot_size, bounds)
-                {
-                    r.log_records += 1;
-                    if rec.seq > st.watermark && self.next_seq.load(Ordering::SeqCst) <= rec.seq {
-                        r.problems.push(format!(
-                            "log lane {lane} slot {slot}: record {} is newer than any committed transaction",
-                            rec.seq
-                        ));
+        let k = self.hdr.slots_per_lane as usize;
+        let mut seen = std::collections::HashSet::new();
+        for lane in 0..self.hdr.lane_count as usize {
+            let mut seqs = vec![0u64; k];
+            let mut invalid = vec![];
+            for (slot, seq) in seqs.iter_mut().enumerate() {
+                let off = recovery::slot_offset(&self.hdr, lane, slot);
+                match log::parse_slot(&self.map, off, self.hdr.slot_size, bounds) {
+                    SlotState::Valid(rec) => {
+                        r.log_records += 1;
+                        *seq = rec.seq;
+                        if !seen.insert(rec.seq) {
+                            r.problems.push(format!(
+                                "log lane {lane} slot {slot}: a second record with sequence number {}",
+                                rec.seq
+                            ));
+                        }
+                        if rec.seq > st.watermark && self.next_seq.load(Ordering::SeqCst) <= rec.seq
+                        {
+                            r.problems.push(format!(
+                                "log lane {lane} slot {slot}: record {} is newer than any committed transaction",
+                                rec.seq
+                            ));
+                        }
                     }
+                    SlotState::Invalid(why) => invalid.push((slot, why)),
+                    SlotState::Empty => {}
+                }
+            }
+            let newest = (0..k).filter(|&s| seqs[s] != 0).max_by_key(|&s| seqs[s]);
+            let in_flight = newest.map(|s| (s + 1) % k).unwrap_or(0);
+            for (slot, why) in invalid {
+                if slot != in_flight {
+                    r.problems
+                        .push(format!("log lane {lane} slot {slot}: {why}"));
                 }
             }
         }

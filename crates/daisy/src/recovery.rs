@@ -27,20 +27,20 @@ use std::sync::atomic::Ordering;
 /// What recovery found and did when the pool was opened.
 #[derive(Clone, Debug, Default)]
 pub struct RecoveryReport {
-    /// Valid log records found newer than the state page's watermark (committed transactions,
-    /// replayed or already covered by a claim).
+    /// Valid log records read (committed transactions, replayed or already covered by a
+    /// claim); slots of records no claim can need are counted in `records_retired`.
     pub records_valid: usize,
     /// Committed transactions whose effects recovery re-applied.
     pub records_replayed: usize,
     /// Torn (in-flight, never committed) records that recovery ignored.
     pub records_torn: usize,
-    /// Slots whose record the state page's watermark already retired: only their header was
+    /// Slots whose header names a record that the watermark retired: only the header was
     /// read.
     pub records_retired: usize,
     /// Bytes of log read (headers of every slot, whole records where they matter).
     pub log_bytes_read: u64,
-    /// Bytes written by replay (and flushed).
-    pub replayed_bytes: u64,
+    /// Cache lines written by replay (each flushed once).
+    pub replayed_lines: u64,
     /// Time spent reading the logs, microseconds.
     pub scan_micros: u64,
     /// Time spent replaying and making the replay durable, microseconds.
@@ -72,15 +72,17 @@ impl LogScan {
 
 /// Step 1: read the logs without writing anything.
 ///
-/// A slot whose header names a seq at or below the state page's watermark holds a record that
-/// watermark retired: it is never replayed and its claim (below its seq) cannot raise `W`, so
-/// only its 32-byte header is read, not its payload. (It may also be a torn write over a
-/// retired slot, which is harmless the same way; or damage, which the next commit of its lane
-/// overwrites and which `pool check` reports.) Every other slot is parsed and checksummed:
-/// those are the records whose claims set `W` and that may be replayed, so the checksums that
-/// matter are all verified. The state page's watermark is raised at every close and after
-/// every recovery, and by commits now and then, so after a clean shutdown, a crash under load,
-/// or a long run the log read is the headers plus the few records since the last raise.
+/// Every slot's 32-byte header is read. The records that matter are parsed and checksummed:
+/// each lane's newest valid record (found from the headers, newest first), whose claims give a
+/// first watermark `W0` (with the state page's), and every record a header says is newer than
+/// `W0`, which may be replayed or raise the watermark further. A slot whose header names a
+/// record at or below `W0` (magic right, `claim < seq <= W0`) holds a record no claim can need
+/// any more: it is never replayed and its claim cannot raise `W`, so its payload is not read.
+/// (Such a slot may also hold a torn write over a retired record, harmless the same way; or
+/// damage, which the lane's next commit overwrites and which `pool check` reports, as it
+/// validates every slot.) So the log read is the headers plus a few records per lane, bounded
+/// by the deferral bound of tx.rs (`DIRTY_LINES_MAX`), not by the log's geometry: after a crash
+/// under load, as after a clean shutdown.
 pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) -> Result<LogScan> {
     let t0 = std::time::Instant::now();
     let bounds = TargetBounds {
@@ -88,34 +90,58 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
         data_end: state.heap_end,
     };
     let mut report = RecoveryReport::default();
-    let mut records = Vec::new();
-    let mut lane_slots = Vec::with_capacity(hdr.lane_count as usize);
-    let mut watermark = state.watermark;
     let k = hdr.slots_per_lane as usize;
-    for lane in 0..hdr.lane_count as u64 {
-        // seqs[s]: the slot's record seq (retired ones too, for the round-robin position).
+    let lanes = hdr.lane_count as usize;
+    // Per lane: each slot's header, and what parsing found (None: not parsed).
+    let mut heads: Vec<Vec<LogHeader>> = Vec::with_capacity(lanes);
+    let mut parsed: Vec<Vec<Option<SlotState>>> = Vec::with_capacity(lanes);
+    let mut w0 = state.watermark;
+    for lane in 0..lanes {
+        let h: Vec<LogHeader> = (0..k)
+            .map(|s| map.read(slot_offset(hdr, lane, s)))
+            .collect();
+        report.log_bytes_read += (k * LOG_HEADER_SIZE) as u64;
+        let mut p: Vec<Option<SlotState>> = (0..k).map(|_| None).collect();
+        // The lane's newest valid record: parse the slots newest first (by their headers).
+        let mut order: Vec<usize> = (0..k).filter(|&s| h[s].magic == LOG_MAGIC).collect();
+        order.sort_by_key(|&s| std::cmp::Reverse(h[s].seq));
+        for s in order {
+            let st = log::parse_slot(map, slot_offset(hdr, lane, s), hdr.slot_size, bounds);
+            let valid = matches!(st, SlotState::Valid(_));
+            if let SlotState::Valid(r) = &st {
+                w0 = w0.max(r.claim);
+            }
+            p[s] = Some(st);
+            if valid {
+                break;
+            }
+        }
+        heads.push(h);
+        parsed.push(p);
+    }
+    let retired =
+        |h: &LogHeader| h.magic == LOG_MAGIC && h.seq != 0 && h.claim < h.seq && h.seq <= w0;
+    let mut records = Vec::new();
+    let mut lane_slots = Vec::with_capacity(lanes);
+    let mut watermark = w0;
+    for lane in 0..lanes {
         let mut seqs = vec![0u64; k];
-        let mut live = vec![false; k];
         let mut invalid: Vec<(usize, String)> = Vec::new();
         for slot in 0..k {
-            let off = slot_offset(hdr, lane as usize, slot);
-            let head: LogHeader = map.read(off);
-            report.log_bytes_read += LOG_HEADER_SIZE as u64;
-            if head.magic == LOG_MAGIC
-                && head.seq != 0
-                && head.seq <= state.watermark
-                && head.claim < head.seq
-            {
-                seqs[slot] = head.seq;
-                report.records_retired += 1;
-                continue;
-            }
-            match log::parse_slot(map, off, hdr.slot_size, bounds) {
+            let st = match parsed[lane][slot].take() {
+                Some(st) => st,
+                None if retired(&heads[lane][slot]) => {
+                    seqs[slot] = heads[lane][slot].seq;
+                    report.records_retired += 1;
+                    continue;
+                }
+                None => log::parse_slot(map, slot_offset(hdr, lane, slot), hdr.slot_size, bounds),
+            };
+            match st {
                 SlotState::Empty => {}
                 SlotState::Valid(r) => {
-                    report.log_bytes_read += r.payload_len as u64;
+                    report.log_bytes_read += r.payload.len() as u64;
                     seqs[slot] = r.seq;
-                    live[slot] = true;
                     watermark = watermark.max(r.claim);
                     records.push(r);
                 }
@@ -136,12 +162,6 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
             report.records_torn += 1;
         }
         let next_slot = newest.map(|s| (s + 1) % k).unwrap_or(0) as u32;
-        // A retired slot's seq is covered by the watermark: the lane may reuse it at once.
-        for (s, l) in seqs.iter_mut().zip(&live) {
-            if !l {
-                *s = 0;
-            }
-        }
         lane_slots.push((next_slot, seqs));
     }
     let max_seq = records
@@ -183,11 +203,14 @@ pub(crate) fn slot_offset(hdr: &Header, lane: usize, slot: usize) -> u64 {
 /// the entries that touch those words are evaluated, on a copy). Open validates this before
 /// it writes anything, so a damaged record that would install a bad heap end or root is
 /// refused with the file untouched.
-pub(crate) fn state_after_replay(map: &Mapping, state: PoolState, records: &[Record]) -> PoolState {
+pub(crate) fn state_after_replay(state: PoolState, records: &[Record]) -> PoolState {
     let mut words = state;
     let buf = bytemuck::bytes_of_mut(&mut words);
     let (lo, hi) = (STATE_OFF, STATE_OFF + buf.len() as u64);
-    for e in records.iter().flat_map(|r| &r.entries) {
+    for (r, e) in records
+        .iter()
+        .flat_map(|r| r.entries.iter().map(move |e| (r, e)))
+    {
         // Entries were bounds-checked by parse_slot, so target + len does not overflow.
         let (s, t) = (e.target.max(lo), (e.target + e.len).min(hi));
         if s >= t {
@@ -195,11 +218,14 @@ pub(crate) fn state_after_replay(map: &Mapping, state: PoolState, records: &[Rec
         }
         let dst = &mut buf[(s - lo) as usize..(t - lo) as usize];
         match e.kind {
-            EntryKind::Copy => map.read_bytes(e.data_off + (s - e.target), dst),
+            EntryKind::Copy => {
+                let at = e.data_pos + (s - e.target) as usize;
+                dst.copy_from_slice(&r.payload[at..at + dst.len()])
+            }
             EntryKind::Zero => dst.fill(0),
             // Bit operations are 8-byte, 8-aligned: the word lies wholly inside the range.
             EntryKind::Or | EntryKind::AndNot => {
-                let mask: u64 = map.read(e.data_off);
+                let mask = u64::from_le_bytes(r.data(e).try_into().expect("8-byte mask"));
                 let w = u64::from_le_bytes(dst[..8].try_into().unwrap());
                 let w = if e.kind == EntryKind::Or {
                     w | mask
@@ -236,10 +262,14 @@ pub(crate) fn recover(
     if !scan.needs_writes(state) {
         return Ok(report);
     }
-    let mut touched = Vec::new();
+    // Replay in commit order through the commit's own apply function, then flush every line
+    // written (once each) and fence.
+    let mut lines = Vec::new();
     for r in &scan.replay {
-        log::replay(map, r, &mut touched);
+        log::apply_payload(map, &r.payload, |l| lines.push(l));
     }
+    lines.sort_unstable();
+    lines.dedup();
     let retire = || -> Result<()> {
         // From now on no record up to max_seq is ever replayed again.
         map.write(STATE_WATERMARK, &scan.max_seq);
@@ -249,10 +279,10 @@ pub(crate) fn recover(
     if sim_fault!(EarlyRecoveryWatermark) {
         retire()?;
     }
-    for &(off, len) in &touched {
-        persist.flush(map.at(off, len as usize), len as usize);
-        report.replayed_bytes += len;
+    for &l in &lines {
+        persist.flush(l as *const u8, crate::persist::CACHE_LINE);
     }
+    report.replayed_lines = lines.len() as u64;
     persist.fence().map_err(persisted)?;
     retire()?;
     report.replay_micros = t0.elapsed().as_micros() as u64;
