@@ -569,6 +569,25 @@ fn recycle_byte(gen: u64, i: u64) -> u8 {
     (gen.wrapping_mul(29) ^ i.wrapping_mul(13)) as u8
 }
 
+/// Remove the other pools [`Op::AbortElsewhere`] of process `pid` left next to `pool` (a
+/// killed child leaves the one it was using).
+fn remove_side_pools(pool: &Path, pid: u32) {
+    let dir = match pool.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".daisy-side-{pid}-");
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(&prefix) || name.starts_with(&format!("..daisy-side-{pid}-")) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
 impl Ct {
     /// [`Op::AbortElsewhere`]'s part on the other pool.
     fn abort_elsewhere(&self) -> daisy::Result<()> {
@@ -929,6 +948,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
             libc::kill(child.id() as i32, libc::SIGKILL);
         }
         let status = child.wait().map_err(|e| Error::Aborted(e.to_string()))?;
+        remove_side_pools(&cfg.pool, child.id());
         let (acked, n) = reader.join().unwrap();
         let mut stderr = String::new();
         if let Some(mut e) = child.stderr.take() {

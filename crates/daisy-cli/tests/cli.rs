@@ -421,6 +421,11 @@ fn report_quick_writes_files_and_verdicts() {
     let kv_ran = v["kv"]["Ok"].is_object();
     if kv_ran {
         assert!(t.contains("Restart with 100000 keys"), "{t}");
+        assert!(
+            t.contains("Restart with 100000 keys after SIGKILL under a pipelined SET load"),
+            "{t}"
+        );
+        assert!(md.contains("daisy after SIGKILL under load"), "{md}");
         assert!(std::fs::read_to_string(out.join("kv.csv"))
             .unwrap()
             .starts_with("server,test"));
@@ -1048,6 +1053,17 @@ fn bench_kv_reports_daisy_measured_or_unavailable() {
                 .find(|r| r["kind"] == "restart" && r["server"] == "daisy")
                 .unwrap_or_else(|| panic!("no daisy restart line: {}", text(&o)));
             assert_eq!(r["dbsize_ok"], true, "{r}");
+            assert_eq!(r["after"], "shutdown", "{r}");
+            // And after SIGKILL under a write load: every key there, the server's own open
+            // reported.
+            let k = lines
+                .iter()
+                .find(|r| r["kind"] == "restart" && r["after"] == "sigkill")
+                .unwrap_or_else(|| panic!("no restart after SIGKILL: {}", text(&o)));
+            assert_eq!(k["server"], "daisy", "{k}");
+            assert_eq!(k["dbsize_ok"], true, "{k}");
+            assert!(k["recovery_ms"].as_f64().unwrap() > 0.0, "{k}");
+            assert!(k["restart_ms"].as_f64().unwrap() > 0.0, "{k}");
         }
     }
     assert_eq!(processes_in(d.path()), Vec::<String>::new());

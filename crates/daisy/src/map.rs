@@ -321,7 +321,7 @@ impl Mapping {
     }
 
     /// The 8-byte word at `off` (8-aligned) as an atomic.
-    #[inline]
+    #[inline(always)]
     pub fn atomic_u64(&self, off: u64) -> &AtomicU64 {
         assert!(off.is_multiple_of(8), "unaligned atomic at {off:#x}");
         let p = self.at(off, 8);

@@ -224,7 +224,32 @@ pub mod counters {
 /// pages of another, possibly unmapped by then (issue 16, bug 1). The lists die with the pool.
 #[derive(Default)]
 struct MsyncPending {
-    by_thread: Mutex<HashMap<ThreadId, Vec<(usize, usize)>>>,
+    /// Per thread: (start, end, depth of the transaction that flushed it).
+    by_thread: Mutex<HashMap<ThreadId, Vec<Pending>>>,
+}
+
+type Pending = (usize, usize, u32);
+
+thread_local! {
+    /// Transactions (of any pool) the calling thread holds open.
+    static OPEN_TRANSACTIONS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Transactions (of any pool) the calling thread holds open (tx.rs counts them: its
+/// transactions begin and end here, so that msync ranges can be told apart by transaction).
+#[inline(always)]
+pub(crate) fn open_transactions() -> u32 {
+    OPEN_TRANSACTIONS.with(|c| c.get())
+}
+
+#[inline(always)]
+pub(crate) fn enter_transaction() {
+    OPEN_TRANSACTIONS.with(|c| c.set(c.get() + 1));
+}
+
+#[inline(always)]
+pub(crate) fn leave_transaction() {
+    OPEN_TRANSACTIONS.with(|c| c.set(c.get() - 1));
 }
 
 /// Unique ids of persisters: the power-failure simulator tells the fences of the pool it
@@ -235,7 +260,7 @@ static NEXT_PERSISTER_ID: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// The old, buggy design (one list per thread for every pool), kept only so that the
     /// power-failure simulator can show it catches it (fault `SharedMsyncPending`).
-    static SHARED_PENDING_SYNC: std::cell::RefCell<Vec<(usize, usize)>> =
+    static SHARED_PENDING_SYNC: std::cell::RefCell<Vec<Pending>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -304,7 +329,7 @@ impl Persister {
     }
 
     /// The calling thread's pending msync ranges of this persister (None in pmem mode).
-    fn with_my_pending<R>(&self, f: impl FnOnce(&mut Vec<(usize, usize)>) -> R) -> Option<R> {
+    fn with_my_pending<R>(&self, f: impl FnOnce(&mut Vec<Pending>) -> R) -> Option<R> {
         let pending = self.msync.as_ref()?;
         #[cfg(feature = "sim")]
         if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
@@ -320,40 +345,27 @@ impl Persister {
         counters::add_flushes((end - start).div_ceil(CACHE_LINE) as u64);
         let pstart = start & !(self.page_size - 1);
         let pend = (end + self.page_size - 1) & !(self.page_size - 1);
+        let depth = open_transactions();
         self.with_my_pending(|p| {
             if let Some(last) = p.last_mut() {
-                // Merge with the previous range when it touches or overlaps.
-                if pstart <= last.1 && pend >= last.0 {
+                // Merge with the previous range when it touches or overlaps (and was flushed
+                // by the same transaction).
+                if pstart <= last.1 && pend >= last.0 && last.2 == depth {
                     last.0 = last.0.min(pstart);
                     last.1 = last.1.max(pend);
                     return;
                 }
             }
-            p.push((pstart, pend));
+            p.push((pstart, pend, depth));
         });
     }
 
-    /// A mark of what the calling thread has flushed so far and not yet fenced (msync mode;
-    /// always 0 in pmem mode, which keeps nothing): see [`Self::forget_flushes_since`].
-    #[inline(always)]
-    pub fn flush_mark(&self) -> usize {
-        let Some(pending) = self.msync.as_ref() else {
-            return 0;
-        };
-        #[cfg(feature = "sim")]
-        if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
-            return 0;
-        }
-        let map = pending.by_thread.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(&std::thread::current().id()).map_or(0, |p| p.len())
-    }
-
-    /// Forget the calling thread's pending msync ranges recorded after `mark` (an aborted
-    /// transaction's: nothing of it needs to become durable). Ranges recorded before the mark
-    /// stay; one merged into an older range stays with it, which only syncs a page more.
-    /// Transactions nest last-in first-out on a thread, so everything past the mark of an
-    /// aborting transaction is its own (or that of transactions nested in it).
-    pub fn forget_flushes_since(&self, mark: usize) {
+    /// Forget the pending msync ranges the calling thread's innermost open transaction
+    /// flushed (msync mode; it is aborting: nothing of it needs to become durable). Ranges of
+    /// enclosing transactions stay: each range is tagged with the transaction depth it was
+    /// flushed at, and only ranges of one depth are merged. A transaction that committed
+    /// fenced its ranges already, so everything at the aborting depth is the aborting one's.
+    pub fn forget_this_transactions_flushes(&self) {
         let Some(pending) = self.msync.as_ref() else {
             return;
         };
@@ -361,10 +373,11 @@ impl Persister {
         if crate::sim::fault(crate::sim::Fault::SharedMsyncPending) {
             return; // the old design forgot nothing
         }
+        let depth = open_transactions();
         let mut map = pending.by_thread.lock().unwrap_or_else(|e| e.into_inner());
         let me = std::thread::current().id();
         if let Some(p) = map.get_mut(&me) {
-            p.truncate(mark);
+            p.retain(|r| r.2 < depth);
             if p.is_empty() {
                 map.remove(&me);
             }
@@ -373,7 +386,7 @@ impl Persister {
 
     /// Take the calling thread's pending msync ranges of this persister (its entry goes: a
     /// thread that ends leaves nothing behind).
-    fn take_my_pending(&self) -> Vec<(usize, usize)> {
+    fn take_my_pending(&self) -> Vec<Pending> {
         let Some(pending) = self.msync.as_ref() else {
             return Vec::new();
         };
@@ -413,7 +426,7 @@ impl Persister {
                 result = Err(err);
             }
         };
-        for &(s, e) in &ranges {
+        for &(s, e, _) in &ranges {
             match merged {
                 Some((ms, me)) if s <= me => merged = Some((ms, me.max(e))),
                 Some(m) => {

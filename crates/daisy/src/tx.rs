@@ -832,8 +832,6 @@ impl TxBuffers {
 thread_local! {
     static LANE_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
     static THREAD_TOKEN: u8 = const { 0 };
-    /// Transactions (of any pool) this thread holds open.
-    static OPEN_TXS: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Does the calling thread hold an open transaction (of any pool)? Hash maps then keep their
@@ -841,7 +839,7 @@ thread_local! {
 /// written the same map is still to commit (collections/table.rs, "In-place slot writes").
 #[inline(always)]
 pub(crate) fn thread_in_tx() -> bool {
-    OPEN_TXS.with(|c| c.get() != 0)
+    crate::persist::open_transactions() != 0
 }
 
 /// A nonzero number unique to the calling thread while it lives (its thread-local's address).
@@ -857,9 +855,7 @@ pub struct Tx<'p> {
     lane: &'p Lane,
     st: SpinGuard<'p, LaneState>,
     done: bool,
-    /// msync mode: what this thread had flushed of the pool when the transaction began; an
-    /// abort forgets what it flushed since (`Persister::forget_flushes_since`).
-    flush_mark: usize,
+
     /// A transaction stays on the thread that began it (not `Send`): its lane records that
     /// thread as owner, and the thread's count of open transactions (`thread_in_tx`) must
     /// drop on the same thread.
@@ -887,13 +883,12 @@ impl<'p> Tx<'p> {
                 pool.lanes[start]
                     .owner
                     .store(thread_token(), Ordering::Relaxed);
-                OPEN_TXS.with(|c| c.set(c.get() + 1));
+                crate::persist::enter_transaction();
                 return Ok(Tx {
                     pool,
                     lane: &pool.lanes[start],
                     st,
                     done: false,
-                    flush_mark: pool.persist.flush_mark(),
                     _not_send: std::marker::PhantomData,
                 });
             }
@@ -947,13 +942,12 @@ impl<'p> Tx<'p> {
             pool.lanes_in_use.fetch_max(idx + 1, Ordering::SeqCst);
         }
         debug_assert!(st.buf.is_empty() && st.buf.fresh.is_empty());
-        OPEN_TXS.with(|c| c.set(c.get() + 1));
+        crate::persist::enter_transaction();
         Ok(Tx {
             pool,
             lane: &pool.lanes[idx],
             st,
             done: false,
-            flush_mark: pool.persist.flush_mark(),
             _not_send: std::marker::PhantomData,
         })
     }
@@ -1975,7 +1969,9 @@ impl<'p> Tx<'p> {
         }
         self.done = true;
         let pool = self.pool;
-        pool.persist.forget_flushes_since(self.flush_mark);
+        // msync mode: what this transaction wrote back early (large copies into its new
+        // objects) waits for an msync that nothing needs now.
+        pool.persist.forget_this_transactions_flushes();
         let st = &mut *self.st;
         for &(off, class) in &st.buf.reserved {
             st.alloc.caches[class as usize].push(off);
@@ -2014,7 +2010,7 @@ impl Drop for Tx<'_> {
         }
         // Before the lane's lock is released (the `st` field drops after this body).
         self.lane.owner.store(0, Ordering::Relaxed);
-        OPEN_TXS.with(|c| c.set(c.get() - 1));
+        crate::persist::leave_transaction();
     }
 }
 
