@@ -765,7 +765,7 @@ pub fn run(dir: &Path, seed: u64, budget: u64, per_point: usize) -> Result<Workl
 fn worker(t: usize, seed: u64, work: &Work, ctx: &Mutex<Ctx<CcExpect>>, stop: &AtomicBool) -> u64 {
     let lock = || ctx.lock().unwrap_or_else(|e| e.into_inner());
     let mut own = OwnModel::default();
-    let mut pause = SmallRng::seed_from_u64(seed ^ (t as u64 + 1) * 0x51ed);
+    let mut pause = SmallRng::seed_from_u64(seed ^ ((t as u64 + 1) * 0x51ed));
     let mut solo = None;
     while !stop.load(Ordering::Relaxed) {
         let k = own.done + 1;
