@@ -1721,27 +1721,16 @@ fn memory_and_restart(
             drop(c);
             s.stop(&["SHUTDOWN", "NOSAVE"])?;
         }
-        let ms = Spread::of(&times);
-        Ok(RestartRow {
-            bench: "kv",
-            kind: "restart",
-            server: name.to_string(),
-            after: "shutdown",
-            keys: k,
-            restart_ms: ms.median,
-            restart_ms_min: ms.min,
-            restart_ms_max: ms.max,
-            runs: cfg.runs,
-            dbsize,
-            dbsize_ok: dbsize == k,
+        Ok(restart_row(
+            name,
+            "shutdown",
+            k,
+            &times,
+            (dbsize, port, recovery),
             data_bytes,
-            recovery_ms: recovery.map(|r| r.0),
-            replayed: recovery.map(|r| r.1),
-            vs_daisy: None,
-            port,
-            dir: dir.clone(),
-            fs: fs.to_string(),
-        })
+            (dir.clone(), fs),
+            cfg.runs,
+        ))
     })();
     let clean = match res {
         Ok(r) => r,
@@ -1757,6 +1746,42 @@ fn memory_and_restart(
             format!("restart after SIGKILL: {e}"),
             true,
         )),
+    }
+}
+
+/// A restart row from the times of its runs and what the last run found: (DBSIZE, port,
+/// daisy's own recovery figures).
+#[allow(clippy::too_many_arguments)]
+fn restart_row(
+    server: &str,
+    after: &'static str,
+    keys: u64,
+    times: &[f64],
+    (dbsize, port, recovery): (u64, u16, Option<(f64, u64)>),
+    data_bytes: u64,
+    (dir, fs): (String, &str),
+    runs: usize,
+) -> RestartRow {
+    let ms = Spread::of(times);
+    RestartRow {
+        bench: "kv",
+        kind: "restart",
+        server: server.to_string(),
+        after,
+        keys,
+        restart_ms: ms.median,
+        restart_ms_min: ms.min,
+        restart_ms_max: ms.max,
+        runs,
+        dbsize,
+        dbsize_ok: dbsize == keys,
+        data_bytes,
+        recovery_ms: recovery.map(|r| r.0),
+        replayed: recovery.map(|r| r.1),
+        vs_daisy: None,
+        port,
+        dir,
+        fs: fs.to_string(),
     }
 }
 
@@ -1878,27 +1903,16 @@ fn crash_restarts(
         drop(c);
         s.stop(&["SHUTDOWN"])?;
     }
-    let ms = Spread::of(&times);
-    Ok(RestartRow {
-        bench: "kv",
-        kind: "restart",
-        server: "daisy".into(),
-        after: "sigkill",
-        keys: k,
-        restart_ms: ms.median,
-        restart_ms_min: ms.min,
-        restart_ms_max: ms.max,
-        runs: cfg.runs,
-        dbsize,
-        dbsize_ok: dbsize == k,
+    Ok(restart_row(
+        "daisy",
+        "sigkill",
+        k,
+        &times,
+        (dbsize, port, recovery),
         data_bytes,
-        recovery_ms: recovery.map(|r| r.0),
-        replayed: recovery.map(|r| r.1),
-        vs_daisy: None,
-        port,
-        dir: cfg.dir.display().to_string(),
-        fs: fs.to_string(),
-    })
+        (cfg.dir.display().to_string(), fs),
+        cfg.runs,
+    ))
 }
 
 /// Fill in the ratios against redis-none, redis-aof-always and daisy.

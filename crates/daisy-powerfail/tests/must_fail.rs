@@ -34,7 +34,7 @@ fn every_rule_a_workload_exercises_has_a_canary_the_simulator_catches() {
             .collect();
         for f in canary::expected(w) {
             assert!(
-                exercised.contains(f),
+                exercised.contains(&f),
                 "the {w:?} workload no longer exercises the rule of {f:?}: {:?}",
                 clean.reached
             );
