@@ -5,19 +5,20 @@
 //! survive process crashes and power failures: all of a transaction or none of it.
 //!
 //! ```no_run
-//! use daisy::{Pool, PoolOptions, PPtr};
-//! use bytemuck::{Pod, Zeroable};
+//! use daisy::{PPtr, Pod, Pool, PoolOptions, Zeroable};
 //!
 //! #[repr(C)]
 //! #[derive(Clone, Copy, Pod, Zeroable)]
+//! #[bytemuck(crate = "daisy::bytemuck")]
 //! struct Root { counter: u64, head: PPtr<Node> }
 //!
 //! #[repr(C)]
 //! #[derive(Clone, Copy, Pod, Zeroable)]
+//! #[bytemuck(crate = "daisy::bytemuck")]
 //! struct Node { value: u64, next: PPtr<Node> }
 //!
 //! # fn main() -> daisy::Result<()> {
-//! let pool = Pool::create("/dev/shm/example.pool", &PoolOptions::new("example").size(64 << 20))?;
+//! let pool = Pool::open_or_create("/dev/shm/example.pool", &PoolOptions::new("example"))?;
 //! let root = pool.root::<Root>()?;
 //! pool.transaction(|tx| {
 //!     let r = tx.read(root)?;
@@ -71,6 +72,10 @@ pub mod sim;
 pub mod tx;
 
 pub use bytemuck;
+/// The traits (and, with the attribute `#[bytemuck(crate = "daisy::bytemuck")]`, the derives)
+/// for plain old data that may live in a pool; a program needs no dependency of its own on
+/// bytemuck (see the crate example).
+pub use bytemuck::{Pod, Zeroable};
 pub use collections::{
     bytesmap::{EntryRef, Upsert},
     PBytesMap, PHashMap,

@@ -531,6 +531,23 @@ impl Pool {
         }
     }
 
+    /// Open the pool at `path`, or create it with `opts` when there is no file there. Only a
+    /// missing file leads to creating: every other problem (a file that is not a pool, a pool
+    /// of another layout or version, a damaged or truncated pool, one another process holds
+    /// open) is returned as the error it is, and the file is left alone. The layout name and
+    /// the persistence mode come from `opts`.
+    pub fn open_or_create(path: impl AsRef<Path>, opts: &PoolOptions) -> Result<Pool> {
+        let path = path.as_ref();
+        if !path.exists() {
+            match Self::create(path, opts) {
+                // Another process created it meanwhile: open that one.
+                Err(Error::AlreadyExists { .. }) => {}
+                r => return r,
+            }
+        }
+        Self::open_with(path, Some(&opts.layout), opts.mode)
+    }
+
     /// Open an existing pool whose layout name must be `layout`.
     pub fn open(path: impl AsRef<Path>, layout: &str) -> Result<Pool> {
         Self::open_with(path, Some(layout), ModeChoice::Auto)

@@ -126,3 +126,30 @@ fn pool_check_reports_damage_in_a_record_recovery_did_not_read() {
         c.problems
     );
 }
+
+/// `open_or_create` creates only when there is no file: a pool is opened with its data, and a
+/// file of another program or a pool of another layout is refused, never overwritten.
+#[test]
+fn open_or_create_creates_only_a_missing_pool() {
+    let d = tmp_dir();
+    let path = d.path().join("oc.pool");
+    let opts = PoolOptions::new("oc").size(8 * MIB);
+    {
+        let pool = Pool::open_or_create(&path, &opts).unwrap();
+        let root = pool.root::<u64>().unwrap();
+        pool.transaction(|tx| tx.write(root, &7)).unwrap();
+    }
+    let pool = Pool::open_or_create(&path, &opts).unwrap();
+    assert_eq!(pool.read(pool.root::<u64>().unwrap()), 7);
+    drop(pool);
+    let other = Pool::open_or_create(&path, &PoolOptions::new("other").size(8 * MIB));
+    assert!(
+        matches!(other, Err(daisy::Error::WrongLayout { .. })),
+        "{other:?}"
+    );
+    let text = d.path().join("notes.txt");
+    std::fs::write(&text, b"not a pool").unwrap();
+    let r = Pool::open_or_create(&text, &opts);
+    assert!(matches!(r, Err(daisy::Error::NotAPool { .. })), "{r:?}");
+    assert_eq!(std::fs::read(&text).unwrap(), b"not a pool");
+}
