@@ -1,8 +1,9 @@
 //! The mapping of a pool file, and every raw memory operation on it.
 //!
-//! This is one of the two modules allowed to use `unsafe` (the other is the raw half of
-//! `persist`, which lives here too: the flush and fence instructions). Everything above works
-//! with pool *offsets* and calls the bounds-checked accessors below.
+//! With `persist::arch` (the CPU's flush and fence instructions) and `lock` (the lanes' spin
+//! lock), one of the few modules allowed to use `unsafe` (the workspace lints deny it
+//! elsewhere). Everything above works with pool *offsets* and calls the bounds-checked
+//! accessors below.
 //!
 //! Address space: at open we reserve the pool's maximum size as one `PROT_NONE` anonymous
 //! mapping, then map the file over its beginning with `MAP_FIXED`. Growing the pool maps the
@@ -16,7 +17,6 @@
 //! in PMDK; a data race on pool memory produces torn values, not undefined behaviour in the
 //! library's own bookkeeping.
 
-use crate::persist::FlushInstr;
 use bytemuck::Pod;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -382,81 +382,6 @@ pub fn msync(addr: usize, len: usize) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// Write back the cache line containing `p`.
-#[inline(always)]
-pub(crate) fn flush_line(instr: FlushInstr, p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the flush instructions only need `p` to be a valid address for the purpose of
-    // a cache lookup; the caller passes addresses inside the pool mapping, and the instruction
-    // was checked to exist on this CPU when the pool chose its mode.
-    unsafe {
-        match instr {
-            FlushInstr::Clwb => {
-                std::arch::asm!("clwb [{0}]", in(reg) p, options(nostack, preserves_flags))
-            }
-            FlushInstr::Clflushopt => {
-                std::arch::asm!("clflushopt [{0}]", in(reg) p, options(nostack, preserves_flags))
-            }
-            FlushInstr::Clflush => std::arch::x86_64::_mm_clflush(p),
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (instr, p);
-        unreachable!("pmem mode is only available on x86_64");
-    }
-}
-
-/// Store fence: orders and completes earlier flushes and non-temporal stores.
-#[inline(always)]
-pub fn sfence() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: sfence has no operands and no memory-safety preconditions.
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    std::sync::atomic::fence(Ordering::SeqCst);
-}
-
-/// Copy with non-temporal stores where alignment allows; cached stores plus a flush at the
-/// unaligned edges. Durable after the next fence.
-///
-/// # Safety
-/// `dst..dst+src.len()` must be valid, writable, and not accessed concurrently.
-pub unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        let len = src.len();
-        let head = ((16 - (dst as usize % 16)) % 16).min(len);
-        // SAFETY (whole block): indices stay inside [0, len) of both buffers, which the caller
-        // guarantees are valid; stream stores go to 16-aligned destinations.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), dst, head);
-            let mut i = head;
-            while i + 16 <= len {
-                let v = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
-                _mm_stream_si128(dst.add(i) as *mut __m128i, v);
-                i += 16;
-            }
-            std::ptr::copy_nonoverlapping(src.as_ptr().add(i), dst.add(i), len - i);
-            // The cached head and tail still need a write-back.
-            if head > 0 {
-                std::arch::x86_64::_mm_clflush(dst);
-            }
-            if i < len {
-                std::arch::x86_64::_mm_clflush(dst.add(i));
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len())
-    }
 }
 
 /// `flock(LOCK_EX | LOCK_NB)`; false when another open file description holds the lock.

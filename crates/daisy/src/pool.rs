@@ -120,6 +120,16 @@ pub struct Pool {
     pub(crate) inner: Arc<PoolInner>,
 }
 
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("path", &self.inner.path)
+            .field("layout", &self.inner.hdr.layout_name())
+            .field("mode", &self.inner.persist.mode())
+            .finish()
+    }
+}
+
 pub(crate) struct PoolInner {
     pub path: PathBuf,
     pub file: File,

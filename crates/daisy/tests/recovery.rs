@@ -150,6 +150,10 @@ fn open_or_create_creates_only_a_missing_pool() {
     let text = d.path().join("notes.txt");
     std::fs::write(&text, b"not a pool").unwrap();
     let r = Pool::open_or_create(&text, &opts);
-    assert!(matches!(r, Err(daisy::Error::NotAPool { .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(daisy::Error::NotAPool { .. })),
+        "{:?}",
+        r.err()
+    );
     assert_eq!(std::fs::read(&text).unwrap(), b"not a pool");
 }

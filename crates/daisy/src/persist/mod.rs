@@ -33,100 +33,9 @@ pub const CACHE_LINE: usize = 64;
 /// Copies at least this long use non-temporal stores in pmem mode.
 pub const NT_THRESHOLD: usize = 1024;
 
-/// The cache-line write-back instruction used in pmem mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlushInstr {
-    /// Write back, line may stay cached (best).
-    Clwb,
-    /// Write back and invalidate, weakly ordered.
-    Clflushopt,
-    /// Write back and invalidate, strongly ordered (oldest, slowest).
-    Clflush,
-}
+pub mod arch;
 
-impl FlushInstr {
-    pub fn name(self) -> &'static str {
-        match self {
-            FlushInstr::Clwb => "clwb",
-            FlushInstr::Clflushopt => "clflushopt",
-            FlushInstr::Clflush => "clflush",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<FlushInstr> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "clwb" => Some(FlushInstr::Clwb),
-            "clflushopt" => Some(FlushInstr::Clflushopt),
-            "clflush" => Some(FlushInstr::Clflush),
-            _ => None,
-        }
-    }
-
-    /// Whether this CPU executes the instruction.
-    pub fn supported(self) -> bool {
-        let (clflush, clflushopt, clwb) = cpu_flush_features();
-        match self {
-            FlushInstr::Clwb => clwb,
-            FlushInstr::Clflushopt => clflushopt,
-            FlushInstr::Clflush => clflush,
-        }
-    }
-
-    /// The best instruction this CPU has, honouring `DAISY_FLUSH` when it names a supported
-    /// instruction (tools such as valgrind 3.19 cannot decode clwb: `DAISY_FLUSH=clflush`).
-    pub fn detect() -> Result<FlushInstr, String> {
-        if let Ok(v) = std::env::var("DAISY_FLUSH") {
-            let f = FlushInstr::parse(&v).ok_or_else(|| {
-                format!("DAISY_FLUSH={v:?}: expected clwb, clflushopt or clflush")
-            })?;
-            if !f.supported() {
-                return Err(format!(
-                    "DAISY_FLUSH={v}: this CPU does not support {}",
-                    f.name()
-                ));
-            }
-            return Ok(f);
-        }
-        for f in [
-            FlushInstr::Clwb,
-            FlushInstr::Clflushopt,
-            FlushInstr::Clflush,
-        ] {
-            if f.supported() {
-                return Ok(f);
-            }
-        }
-        Err("this CPU has no cache-line flush instruction; use msync mode".into())
-    }
-
-    /// Every instruction the CPU supports, best first (for reports).
-    pub fn available() -> Vec<FlushInstr> {
-        [
-            FlushInstr::Clwb,
-            FlushInstr::Clflushopt,
-            FlushInstr::Clflush,
-        ]
-        .into_iter()
-        .filter(|f| f.supported())
-        .collect()
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn cpu_flush_features() -> (bool, bool, bool) {
-    use std::arch::x86_64::{__cpuid, __cpuid_count};
-    // cpuid exists on every x86_64 CPU; leaf 7 returns zeros where it is not defined.
-    let (l1, l7) = (__cpuid(1), __cpuid_count(7, 0));
-    let clflush = l1.edx & (1 << 19) != 0;
-    let clflushopt = l7.ebx & (1 << 23) != 0;
-    let clwb = l7.ebx & (1 << 24) != 0;
-    (clflush, clflushopt, clwb)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpu_flush_features() -> (bool, bool, bool) {
-    (false, false, false)
-}
+pub use arch::FlushInstr;
 
 /// How a pool's stores are made persistent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,7 +227,7 @@ impl Persister {
                 let mut p = start;
                 let mut lines = 0;
                 while p < end {
-                    crate::map::flush_line(instr, p as *const u8);
+                    arch::flush_line(instr, p as *const u8);
                     p += CACHE_LINE;
                     lines += 1;
                 }
@@ -407,7 +316,7 @@ impl Persister {
         counters::add_fence();
         match self.mode {
             Mode::Pmem(_) => {
-                crate::map::sfence();
+                arch::sfence();
                 Ok(())
             }
             Mode::Msync => self.msync_pending(),
@@ -459,7 +368,7 @@ impl Persister {
         match self.mode {
             Mode::Pmem(_) if src.len() >= NT_THRESHOLD => {
                 // SAFETY: forwarded from the caller's contract.
-                unsafe { crate::map::copy_nt(dst, src) };
+                unsafe { arch::copy_nt(dst, src) };
                 #[cfg(feature = "sim")]
                 crate::sim::on_flush(dst, src.len());
                 // Non-temporal stores count as flushed lines for the statistics.
