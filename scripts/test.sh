@@ -28,4 +28,12 @@ if [ "$quick" = 1 ]; then
   for s in "${skip[@]}"; do args+=(--skip "$s"); done
   exec cargo test --workspace --locked "$@" -- "${args[@]}"
 fi
+# Lints: unsafe code is denied outside the modules that say why (rustc enforces that in every
+# build); clippy adds that every unsafe block documents its safety, and its other warnings.
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+  cargo clippy -p daisy-powerfail --all-targets --locked -- -D warnings
+else
+  echo "test.sh: cargo clippy is not installed (rustup component add clippy); lints skipped" >&2
+fi
 exec cargo test --workspace --locked "$@"

@@ -457,23 +457,7 @@ pub fn describe_env(cfg: &Config, mode: Mode, fs: &str) -> Vec<String> {
     v
 }
 
-/// CPU time-stamp counter (x86_64) or nanoseconds (elsewhere), for per-operation latencies.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn ticks() -> u64 {
-    // SAFETY: rdtsc exists on every x86_64 CPU, reads a counter and touches no memory.
-    #[allow(unused_unsafe)]
-    unsafe {
-        core::arch::x86_64::_rdtsc()
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn ticks() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
+use crate::ticks::ticks;
 
 /// One operation of the workload on `key`; `get` checks the value and fails loudly.
 #[inline(always)]

@@ -31,6 +31,11 @@
 //!    spawn -> first +PONG (a fresh connection every ~1 ms; Redis answers -LOADING until its
 //!    data are in), then DBSIZE must equal K.
 
+#![expect(
+    unsafe_code,
+    reason = "process control std does not offer: CPU affinity, signals other than SIGKILL, sync(2)"
+)]
+
 use crate::stats::Spread;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -152,16 +157,17 @@ fn pinning() -> Option<(Pinning, String)> {
         return None;
     }
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: every index is below the set's size in bits.
     let cpus: Vec<usize> = (0..max)
+        // SAFETY: every index is below the set's size in bits.
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect();
     let (&last, rest) = cpus.split_last()?;
     if rest.is_empty() {
         return None;
     }
-    // SAFETY: as above (zeroed = empty; `last` is below the size in bits).
+    // SAFETY: as above: an all-zero cpu_set_t is the empty set.
     let mut server: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `last` is below the set's size in bits.
     unsafe { libc::CPU_SET(last, &mut server) };
     let mut client = set;
     // SAFETY: `last` is below the size in bits.

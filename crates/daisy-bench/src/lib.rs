@@ -13,4 +13,5 @@ pub mod pmdk;
 pub mod progress;
 pub mod report;
 pub mod stats;
+pub mod ticks;
 pub mod txbench;

@@ -7,6 +7,11 @@
 //!
 //! All `unsafe` of the lab lives in this file; each call states its contract.
 
+#![expect(
+    unsafe_code,
+    reason = "the rival, libpmemobj, is called through dlopen"
+)]
+
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::Path;

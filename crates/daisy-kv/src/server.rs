@@ -12,6 +12,11 @@
 //! request that has not fully arrived is never run, so a client that disconnects
 //! mid-command loses only that command.
 
+#![expect(
+    unsafe_code,
+    reason = "system calls libc only offers: online CPUs, TCP keepalive options, the file-descriptor limit"
+)]
+
 use crate::cmd::{self, Action, Client, Kind, ServerState};
 use crate::resp::{self, Limits, Parsed};
 use crate::store::{Store, LAYOUT};

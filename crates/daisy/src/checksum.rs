@@ -4,6 +4,11 @@
 //! crate's setup cost is larger than the work there, so short inputs go through a straight
 //! loop of SSE4.2 `crc32` instructions. Results are identical to the `crc32c` crate (tested).
 
+#![expect(
+    unsafe_code,
+    reason = "the SSE4.2 crc32 instruction, used only when the CPU has it"
+)]
+
 /// CRC-32C of `data`, continuing from `crc` (0 to start).
 #[inline]
 pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {

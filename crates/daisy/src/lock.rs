@@ -6,6 +6,11 @@
 //! locked instruction on x86 also waits for the cache-line write-backs still in flight.
 //! Waiting (all lanes busy) spins briefly, then yields.
 
+#![expect(
+    unsafe_code,
+    reason = "the spin lock hands out its value under its own exclusion"
+)]
+
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};

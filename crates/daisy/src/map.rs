@@ -17,6 +17,11 @@
 //! in PMDK; a data race on pool memory produces torn values, not undefined behaviour in the
 //! library's own bookkeeping.
 
+#![expect(
+    unsafe_code,
+    reason = "the mapping: mmap, raw pointer reads and writes of the pool, its atomics"
+)]
+
 use bytemuck::Pod;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -203,15 +208,6 @@ impl Mapping {
         unsafe { self.base.add(off as usize) }
     }
 
-    /// Raw pointer to `off` for a store through it (the power-failure simulator is told first:
-    /// see [`Mapping::note_store`]). Panics like [`Mapping::at`].
-    #[inline]
-    pub fn at_mut(&self, off: u64, len: usize) -> *mut u8 {
-        let p = self.at(off, len);
-        self.note_store(p, len);
-        p
-    }
-
     /// Every store into the mapping passes here first (sim builds only: the power-failure
     /// simulator records what the lines held until now, a value an eviction may have
     /// persisted; normal builds compile this away).
@@ -288,6 +284,19 @@ impl Mapping {
             unsafe { p.add(i).write_unaligned(v) };
         }
         p as *const u8
+    }
+
+    /// Copy bytes into the pool with non-temporal stores where alignment allows (cached
+    /// stores and a write-back at the unaligned edges): written back without a flush, durable
+    /// after the next fence. Returns the destination's address.
+    #[inline]
+    pub fn write_nt(&self, off: u64, src: &[u8]) -> *const u8 {
+        let p = self.at(off, src.len());
+        self.note_store(p, src.len());
+        // SAFETY: destination valid for src.len() bytes (checked by `at`); `src` is a Rust
+        // buffer, which cannot overlap the mapping.
+        unsafe { crate::persist::arch::copy_nt(p, src) };
+        p
     }
 
     /// Store one 64-byte line (a short log record with its tail); returns its address. A

@@ -7,6 +7,11 @@
 //! Only [`Pod`] types can live in a pool: `bytemuck` refuses references, `Box`, `Vec`, raw
 //! pointers and anything with padding, so a volatile pointer cannot be persisted by mistake.
 
+#![expect(
+    unsafe_code,
+    reason = "PPtr<T> is a plain u64 for any T: the Pod and Zeroable implementations"
+)]
+
 use bytemuck::{Pod, Zeroable};
 use std::fmt;
 use std::marker::PhantomData;

@@ -1065,8 +1065,7 @@ impl<'p> Tx<'p> {
             // The block is ours alone until commit (see module comment): write it in place.
             let p = &self.pool;
             if data.len() >= crate::persist::NT_THRESHOLD {
-                // SAFETY: range checked by check_user_range; the block is exclusively ours.
-                unsafe { p.persist.copy_nodrain(p.map.at_mut(off, data.len()), data) };
+                p.persist.copy_nodrain(&p.map, off, data);
                 // Already written back (non-temporal stores, or copy + flush): only the fence
                 // before the commit record is missing (`persist_fresh`).
                 self.st.buf.fresh_unfenced = true;
@@ -1728,12 +1727,9 @@ impl<'p> Tx<'p> {
                 pool.persist.flush(at, rec.len());
             }
         } else {
-            // SAFETY: the slot belongs to this lane, which we hold exclusively; the range lies
-            // in the lane area (the record fits the slot: checked when entries were added).
-            unsafe {
-                pool.persist
-                    .copy_nodrain(pool.map.at_mut(slot_off, rec.len()), rec)
-            };
+            // The slot belongs to this lane, which we hold exclusively; the record fits the
+            // slot (checked when entries were added).
+            pool.persist.copy_nodrain(&pool.map, slot_off, rec);
         }
 
         let applied_early = sim_fault!(ApplyBeforeCommit);

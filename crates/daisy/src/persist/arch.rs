@@ -5,6 +5,11 @@
 //! durability protocol live above (`persist`, `tx`). Other architectures have no pmem mode
 //! (msync mode only): `FlushInstr::detect` finds no instruction there.
 
+#![expect(
+    unsafe_code,
+    reason = "the CPU's cache-line write-back, fence and non-temporal store instructions"
+)]
+
 /// The cache-line write-back instruction used in pmem mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlushInstr {
@@ -148,7 +153,7 @@ pub unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         let len = src.len();
         let head = ((16 - (dst as usize % 16)) % 16).min(len);
-        // SAFETY (whole block): indices stay inside [0, len) of both buffers, which the caller
+        // SAFETY: (the whole block) indices stay inside [0, len) of both buffers, which the caller
         // guarantees are valid; stream stores go to 16-aligned destinations.
         unsafe {
             std::ptr::copy_nonoverlapping(src.as_ptr(), dst, head);

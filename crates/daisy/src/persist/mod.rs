@@ -358,26 +358,24 @@ impl Persister {
         self.fence()
     }
 
-    /// Copy `src` to `dst` (pool memory) so that it is durable after the next fence.
-    /// Large copies use non-temporal stores in pmem mode.
-    ///
-    /// # Safety
-    /// `dst..dst+src.len()` must be mapped, writable pool memory that no other thread accesses.
+    /// Copy `src` into `map` at `off` so that it is durable after the next fence (bounds
+    /// checked: panics outside the mapping, as `Mapping::at`). Large copies use non-temporal
+    /// stores in pmem mode.
     #[inline]
-    pub unsafe fn copy_nodrain(&self, dst: *mut u8, src: &[u8]) {
+    pub fn copy_nodrain(&self, map: &crate::map::Mapping, off: u64, src: &[u8]) {
         match self.mode {
             Mode::Pmem(_) if src.len() >= NT_THRESHOLD => {
-                // SAFETY: forwarded from the caller's contract.
-                unsafe { arch::copy_nt(dst, src) };
+                let dst = map.write_nt(off, src);
                 #[cfg(feature = "sim")]
                 crate::sim::on_flush(dst, src.len());
+                #[cfg(not(feature = "sim"))]
+                let _ = dst;
                 // Non-temporal stores count as flushed lines for the statistics.
                 counters::add_flushes(src.len().div_ceil(CACHE_LINE) as u64);
             }
             _ => {
-                // SAFETY: forwarded from the caller's contract.
-                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
-                self.flush(dst, src.len());
+                map.write_bytes(off, src);
+                self.flush(map.at(off, src.len()), src.len());
             }
         }
     }
