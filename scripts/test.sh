@@ -36,4 +36,6 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "test.sh: cargo clippy is not installed (rustup component add clippy); lints skipped" >&2
 fi
+# The library's documentation: every public item documented, no broken link.
+RUSTDOCFLAGS="-D warnings" cargo doc -p daisy --no-deps --locked
 exec cargo test --workspace --locked "$@"

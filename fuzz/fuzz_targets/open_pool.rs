@@ -19,7 +19,7 @@
 
 #![no_main]
 
-use daisy::layout::{ChunkEntry, Header, LogHeader, CHUNK_SIZE, LOG_HEADER_SIZE, LOG_MAGIC};
+use daisy::internals::{ChunkEntry, Header, LogHeader, CHUNK_SIZE, LOG_HEADER_SIZE, LOG_MAGIC};
 use daisy::{Error, ModeChoice, PPtr, Pool, PoolOptions};
 use libfuzzer_sys::fuzz_target;
 use std::path::{Path, PathBuf};
@@ -157,7 +157,7 @@ fn image(t: &Templates, data: &[u8]) -> Vec<u8> {
             }
             let plen = (lh.payload_len as usize).min(h.slot_size as usize - LOG_HEADER_SIZE);
             let payload = &img[o + LOG_HEADER_SIZE..o + LOG_HEADER_SIZE + plen];
-            lh.checksum = daisy::log::record_checksum(&lh, payload);
+            lh.checksum = daisy::internals::record_checksum(&lh, payload);
             img[o..o + LOG_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&lh));
         }
     }

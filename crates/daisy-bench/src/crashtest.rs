@@ -630,7 +630,7 @@ pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
     let mut out = reachable_outside_maps(pool)?;
     for m in [r.map.offset(), r.bmap.offset()] {
         if m != 0 {
-            out.extend(daisy::collections::map_objects(pool, m)?);
+            out.extend(daisy::map_objects(pool, m)?);
         }
     }
     Ok(out)
@@ -1011,7 +1011,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
         }
         sum.transactions_verified += n;
         let r = pool.read(pool.root::<CtRoot>()?);
-        if let Some(c) = daisy::collections::check_all(&pool)?
+        if let Some(c) = daisy::check_all(&pool)?
             .into_iter()
             .find(|c| c.header == r.map.offset())
         {

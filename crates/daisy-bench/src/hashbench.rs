@@ -15,7 +15,7 @@
 //!    mechanism's durability point ([`Mechanism::finish`]): no timer inside the loop;
 //! 3. one more run that times every operation with the CPU's time-stamp counter (converted to
 //!    ns against `Instant` over that run) into an HDR histogram, for p99 and the slowest single
-//!    operation; flushes and fences of mechanisms that persist through `daisy::Persister` are
+//!    operation; flushes and fences of mechanisms that persist through `daisy::internals::Persister` are
 //!    counted during this run too, so counting never slows the timed runs.
 //!
 //! Mechanisms implement [`Mechanism`] and are listed in [`MECHANISMS`]; the rivals live in
@@ -71,7 +71,7 @@ impl Op {
 /// What the "flushes+fences (or syncs) per op" column can say about a mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counting {
-    /// Flushes and fences go through `daisy::Persister`: counted with `daisy::counters`.
+    /// Flushes and fences go through `daisy::internals::Persister`: counted with `daisy::counters`.
     Persister,
     /// The mechanism counts its own msync/fdatasync/fsync calls ([`Mechanism::syncs`]).
     Syncs,
@@ -150,7 +150,7 @@ pub struct Setup<'a> {
     /// File name stem unique to this table: files go to `dir/{stem}.{ext}` and are removed
     /// when the mechanism is dropped (the driver also removes leftovers with this prefix).
     pub stem: String,
-    /// Persistence mode for users of `daisy::Persister` (Daisy's rule for `dir`).
+    /// Persistence mode for users of `daisy::internals::Persister` (Daisy's rule for `dir`).
     pub mode: Mode,
     /// PMDK's libpmemobj when it could be loaded.
     pub pmdk: Option<&'a Pmdk>,
@@ -354,7 +354,7 @@ pub struct Row {
 /// pools get `MAP_SYNC`, counts as a disk here). Also returns the file-system name.
 pub fn dir_mode(dir: &Path) -> Result<(Mode, &'static str), String> {
     let f = std::fs::File::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let fs = daisy::map::fs_type_name(&f);
+    let fs = daisy::internals::fs_type_name(&f);
     let choice = match std::env::var("DAISY_MODE") {
         Ok(v) => match v.trim() {
             "auto" => None,
@@ -364,7 +364,7 @@ pub fn dir_mode(dir: &Path) -> Result<(Mode, &'static str), String> {
         },
         Err(_) => None,
     };
-    let pmem = choice.unwrap_or_else(|| daisy::map::is_tmpfs(&f));
+    let pmem = choice.unwrap_or_else(|| daisy::internals::is_tmpfs(&f));
     let mode = if pmem {
         Mode::Pmem(FlushInstr::detect().map_err(|e| format!("{}: {e}", dir.display()))?)
     } else {

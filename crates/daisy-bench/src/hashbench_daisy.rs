@@ -72,7 +72,7 @@ pub(crate) fn open_daisy_batch<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 
 
 /// The operations of one batch, seen as a mechanism by the driver's loop.
 struct InBatch<'b, 'm> {
-    b: &'b mut daisy::collections::Batch<'m, u32, u32>,
+    b: &'b mut daisy::Batch<'m, u32, u32>,
 }
 
 impl Mechanism for InBatch<'_, '_> {

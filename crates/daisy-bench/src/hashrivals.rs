@@ -10,7 +10,7 @@
 //!
 //! What differs is where the slots live and how a write is made durable ([`Slots`]):
 //! * `store-flush`: a file on `--dir` mapped `MAP_SHARED`; store, flush the line, fence
-//!   (`daisy::Persister`, which picks clwb/clflushopt/clflush; msync of the page on a disk);
+//!   (`daisy::internals::Persister`, which picks clwb/clflushopt/clflush; msync of the page on a disk);
 //! * `pmdk-tx`: the root object of a PMDK pool; one libpmemobj transaction per write
 //!   (`pmemobj_tx_add_range` of the slot, then the store);
 //! * `msync-op` / `msync-end`: a mapped file; `msync(MS_SYNC)` of the slot's page after each
@@ -24,8 +24,8 @@
 
 use crate::hashbench::{capacity, Bytes, Counting, Mechanism, Setup, EMPTY_KEY, TOMBSTONE_KEY};
 use crate::pmdk::PmdkPool;
-use daisy::map::Mapping;
-use daisy::Persister;
+use daisy::internals::Mapping;
+use daisy::internals::Persister;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -300,10 +300,10 @@ impl MappedFile {
 
     /// msync(MS_SYNC) of `[off, off+len)` rounded out to pages.
     fn msync(&self, off: usize, len: usize) -> Result<(), String> {
-        let page = daisy::map::page_size();
+        let page = daisy::internals::page_size();
         let start = off & !(page - 1);
         let end = (off + len).next_multiple_of(page).min(self.map.len());
-        daisy::map::msync(self.map.base() as usize + start, end - start)
+        daisy::internals::msync(self.map.base() as usize + start, end - start)
             .map_err(|e| self.file.err("msync", e))
     }
 

@@ -1111,8 +1111,8 @@ pub fn run(
     validate(cfg)?;
     std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
     let f = std::fs::File::open(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
-    let fs = daisy::map::fs_type_name(&f).to_string();
-    let tmpfs = daisy::map::is_tmpfs(&f);
+    let fs = daisy::internals::fs_type_name(&f).to_string();
+    let tmpfs = daisy::internals::is_tmpfs(&f);
     drop(f);
     remove_stale(&cfg.dir);
     let pin = if cfg.pin { pinning() } else { None };

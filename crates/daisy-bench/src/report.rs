@@ -113,7 +113,7 @@ pub fn environment(dir: &Path) -> Environment {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
     let fs = std::fs::File::open(dir)
-        .map(|f| daisy::map::fs_type_name(&f).to_string())
+        .map(|f| daisy::internals::fs_type_name(&f).to_string())
         .unwrap_or_else(|_| "unknown".into());
     Environment {
         cpu,
@@ -328,7 +328,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
     let mut hashmap_disk = vec![];
     let mut hashmap_disk_dir = None;
     let out_fs = std::fs::File::open(&cfg.out)
-        .map(|f| daisy::map::fs_type_name(&f).to_string())
+        .map(|f| daisy::internals::fs_type_name(&f).to_string())
         .unwrap_or_default();
     if env.fs == "tmpfs" && !out_fs.is_empty() && out_fs != "tmpfs" {
         let ddir = cfg.out.join("disk-baseline");

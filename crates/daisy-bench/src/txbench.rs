@@ -16,7 +16,8 @@
 use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
 use crate::stats::Spread;
 use bytemuck::{Pod, Zeroable};
-use daisy::{counters, Error, PPtr, Persister, Pool, PoolOptions};
+use daisy::internals::Persister;
+use daisy::{counters, Error, PPtr, Pool, PoolOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -271,10 +272,10 @@ fn pmdk_op<'a>(
 
 /// The seed's baseline: the same 8-byte update in an mmap'ed file, made durable with msync of
 /// its page (on tmpfs msync writes nothing anywhere: the report says so).
-fn msync_op(map: &daisy::map::Mapping) -> impl FnMut(u64) -> Result<(), String> + '_ {
+fn msync_op(map: &daisy::internals::Mapping) -> impl FnMut(u64) -> Result<(), String> + '_ {
     move |i| {
         map.write(8192, &i);
-        daisy::map::msync(map.at(8192, 8) as usize & !4095, 4096).map_err(|e| e.to_string())
+        daisy::internals::msync(map.at(8192, 8) as usize & !4095, 4096).map_err(|e| e.to_string())
     }
 }
 
@@ -290,7 +291,7 @@ fn fsync_op(file: &std::fs::File) -> impl FnMut(u64) -> Result<(), String> + '_ 
 
 /// The floor: a bare 8-byte store + cache-line flush + fence on a mapped tmpfs file.
 fn store_flush_op(
-    map: &daisy::map::Mapping,
+    map: &daisy::internals::Mapping,
     persist: Persister,
 ) -> impl FnMut(u64) -> Result<(), String> + '_ {
     move |i| {
@@ -394,7 +395,8 @@ pub fn run(
     sfile
         .write_all_at(&vec![0u8; 1 << 20], 0)
         .map_err(|e| e.to_string())?;
-    let smap = daisy::map::Mapping::new(&sfile, 1 << 20, 1 << 20).map_err(|e| e.to_string())?;
+    let smap =
+        daisy::internals::Mapping::new(&sfile, 1 << 20, 1 << 20).map_err(|e| e.to_string())?;
     let spersist = Persister::new(mode);
 
     for case in &cfg.cases {

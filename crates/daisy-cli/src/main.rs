@@ -93,7 +93,7 @@ enum PoolCmd {
         #[arg(long, value_enum, default_value = "auto")]
         mode: ModeArg,
         /// Log lanes (concurrent transactions).
-        #[arg(long, default_value_t = daisy::layout::DEFAULT_LANES)]
+        #[arg(long, default_value_t = daisy::internals::DEFAULT_LANES)]
         lanes: u32,
         /// Redo-log slot size: the largest transaction's log.
         #[arg(long, default_value = "16KiB", value_parser = parse_size)]
@@ -187,7 +187,7 @@ struct CrashtestArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Directory of the pool.
-    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    #[arg(long, default_value = daisy::DEFAULT_DIR)]
     dir: PathBuf,
     /// Longest time a child runs before it is killed, in milliseconds.
     #[arg(long, default_value_t = 30)]
@@ -202,7 +202,7 @@ struct ReportArgs {
     #[arg(long, default_value = "daisy-report")]
     out: PathBuf,
     /// Directory for the pools (default: tmpfs, DRAM emulating NVM as in seed 000).
-    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    #[arg(long, default_value = daisy::DEFAULT_DIR)]
     dir: PathBuf,
     /// Short run (under 2 minutes; what CI runs).
     #[arg(long, conflicts_with = "full")]
@@ -220,7 +220,7 @@ enum BenchCmd {
     /// Recovery time: fill a pool with N small objects, then time opening it after a clean
     /// close and after a crash. Opening never scans the heap, so this must not grow with N.
     Open {
-        #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+        #[arg(long, default_value = daisy::DEFAULT_DIR)]
         dir: PathBuf,
         /// Objects to put in the pool.
         #[arg(long, default_value_t = 10_000_000)]
@@ -231,7 +231,7 @@ enum BenchCmd {
     /// Small transactions: Daisy, PMDK's libpmemobj and the bare store+flush+fence floor.
     Tx {
         /// Directory for the pools (tmpfs emulates NVM; a disk path gives msync mode).
-        #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+        #[arg(long, default_value = daisy::DEFAULT_DIR)]
         dir: PathBuf,
         /// Transactions per timed run.
         #[arg(long, default_value_t = 200_000)]
@@ -354,7 +354,7 @@ struct HashmapArgs {
     #[arg(long, default_value_t = 3)]
     runs: usize,
     /// Directory for the tables' files (tmpfs emulates NVM; a disk path measures the disk).
-    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    #[arg(long, default_value = daisy::DEFAULT_DIR)]
     dir: PathBuf,
     /// Seed of the keys and of the get/remove order.
     #[arg(long, default_value_t = 1)]
@@ -398,7 +398,7 @@ struct KvArgs {
     runs: usize,
     /// Parent directory of the servers' files (tmpfs emulates NVM; a disk path measures the
     /// disk's fsync).
-    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    #[arg(long, default_value = daisy::DEFAULT_DIR)]
     dir: PathBuf,
     /// Keys loaded for memory per key and restart time (e.g. 1000000 or 1_000_000); 0 skips both.
     #[arg(long, default_value = "1000000", value_parser = parse_count_or_zero)]
@@ -839,7 +839,7 @@ fn pool_cmd(p: PoolCmd) -> Result<ExitCode, String> {
             let mut rep = pool.check(reach.as_deref());
             rep.problems.extend(layout_problems);
             // Every hash map in the pool (found by its header) checks its own invariants.
-            let maps = daisy::collections::check_all(&pool).map_err(|e| e.to_string())?;
+            let maps = daisy::check_all(&pool).map_err(|e| e.to_string())?;
             for m in &maps {
                 rep.problems.extend(
                     m.problems

@@ -170,19 +170,20 @@ fn pool_check_reports_damaged_allocator_metadata() {
     assert!(o.status.success(), "{}", text(&o));
     // Set a bitmap bit past the last block of the root's run: allocator metadata now lies.
     let mut bytes = std::fs::read(&p).unwrap();
-    let hdr: daisy::layout::Header =
-        bytemuck::pod_read_unaligned(&bytes[..std::mem::size_of::<daisy::layout::Header>()]);
+    let hdr: daisy::internals::Header =
+        bytemuck::pod_read_unaligned(&bytes[..std::mem::size_of::<daisy::internals::Header>()]);
     let chunk0 = hdr.heap_off as usize;
     let entry = u64::from_le_bytes(
         bytes[hdr.chunk_table_off as usize..][..8]
             .try_into()
             .unwrap(),
     );
-    let Some(daisy::layout::ChunkEntry::Run { class }) = daisy::layout::ChunkEntry::decode(entry)
+    let Some(daisy::internals::ChunkEntry::Run { class }) =
+        daisy::internals::ChunkEntry::decode(entry)
     else {
         panic!("chunk 0 should hold the root's run");
     };
-    let (n, data_off) = daisy::layout::run_geometry(class as usize);
+    let (n, data_off) = daisy::internals::run_geometry(class as usize);
     let word = (n as usize / 64) * 8;
     assert!(word < data_off as usize);
     let mut w = u64::from_le_bytes(bytes[chunk0 + word..][..8].try_into().unwrap());

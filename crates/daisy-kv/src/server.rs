@@ -59,7 +59,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            pool: PathBuf::from(daisy::pool::DEFAULT_DIR).join("daisy-kv.pool"),
+            pool: PathBuf::from(daisy::DEFAULT_DIR).join("daisy-kv.pool"),
             bind: "127.0.0.1".into(),
             port: 6379,
             requirepass: None,

@@ -442,7 +442,7 @@ impl Store {
     }
 
     /// Verify the map's invariants (for `daisy pool check` style tests).
-    pub fn check(&self) -> daisy::collections::MapCheck {
+    pub fn check(&self) -> daisy::MapCheck {
         self.map.check()
     }
 }
@@ -465,7 +465,7 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
         ));
         return Ok((vec![root.offset()], problems));
     }
-    let mut reach = daisy::collections::map_objects(pool, r.map).map_err(|e| e.to_string())?;
+    let mut reach = daisy::map_objects(pool, r.map).map_err(|e| e.to_string())?;
     reach.push(root.offset());
     let map = PBytesMap::open(pool, PPtr::from_offset(r.map)).map_err(|e| e.to_string())?;
     let mut with_expiry = 0u64;

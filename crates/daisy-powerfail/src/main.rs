@@ -40,7 +40,7 @@ struct Cli {
     #[arg(long)]
     seed: Option<u64>,
     /// Directory for the pools and scratch images.
-    #[arg(long, default_value = daisy::pool::DEFAULT_DIR)]
+    #[arg(long, default_value = daisy::DEFAULT_DIR)]
     dir: PathBuf,
     #[arg(long, value_enum, default_value = "all")]
     workload: WorkloadArg,

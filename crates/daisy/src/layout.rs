@@ -28,13 +28,18 @@ pub const MAGIC: [u8; 8] = *b"DAISYPL\0";
 pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format this build reads (and upgrades to [`FORMAT_VERSION`] at open).
 pub const OLDEST_READ_VERSION: u32 = 2;
+/// Bytes reserved for the header (one page).
 pub const HEADER_SIZE: u64 = 4096;
+/// Offset of the state page.
 pub const STATE_OFF: u64 = 4096;
+/// Bytes reserved for the state page.
 pub const STATE_SIZE: u64 = 4096;
 /// Heap chunk: unit of large allocations and of runs of small blocks.
 pub const CHUNK_SIZE: u64 = 256 * 1024;
+/// Bytes of the layout-name field (names are at most one less, NUL-padded).
 pub const LAYOUT_MAX: usize = 64;
 
+/// Log lanes of a new pool unless it says (at most this many threads commit without waiting).
 pub const DEFAULT_LANES: u32 = 32;
 /// Log slots per lane: chosen when a pool is created (see [`default_slots_per_lane`]) and kept
 /// in its header. A lane lets `slots - 2` of its commits pass before it writes back the lines a
@@ -43,7 +48,9 @@ pub const DEFAULT_LANES: u32 = 32;
 pub const DEFAULT_SLOTS_PER_LANE: u32 = 8;
 /// The slot count of pools with room for it (see [`default_slots_per_lane`]).
 pub const ROOMY_SLOTS_PER_LANE: u32 = 32;
+/// Fewest log slots per lane a pool may have.
 pub const MIN_SLOTS_PER_LANE: u32 = 4;
+/// Most log slots per lane a pool may have.
 pub const MAX_SLOTS_PER_LANE: u32 = 64;
 
 /// Slots per lane for a new pool that does not say: [`ROOMY_SLOTS_PER_LANE`] when their log
@@ -58,8 +65,11 @@ pub fn default_slots_per_lane(lanes: u32, slot_size: u32, size: u64) -> u32 {
         DEFAULT_SLOTS_PER_LANE
     }
 }
+/// Bytes of a log slot (the most redo record one transaction may write) unless a pool says.
 pub const DEFAULT_SLOT_SIZE: u32 = 16 * 1024;
+/// Smallest log slot a pool may have.
 pub const MIN_SLOT_SIZE: u32 = 256;
+/// Largest log slot a pool may have.
 pub const MAX_SLOT_SIZE: u32 = 64 * 1024 * 1024;
 
 /// The pool header. Written once by `create`, then only read, except the version-2 to 3
@@ -68,33 +78,47 @@ pub const MAX_SLOT_SIZE: u32 = 64 * 1024 * 1024;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Header {
+    /// [`MAGIC`].
     pub magic: [u8; 8],
+    /// [`FORMAT_VERSION`] when written by this build.
     pub format_version: u32,
     /// crc32c of the whole struct with this field set to zero.
     pub checksum: u32,
+    /// Random (version 4) identity of the pool.
     pub uuid: [u8; 16],
     /// Layout name, NUL-padded UTF-8.
     pub layout: [u8; LAYOUT_MAX],
+    /// Creation time, nanoseconds since the Unix epoch.
     pub created_unix_ns: u64,
+    /// The pool never grows beyond this many bytes of file.
     pub max_size: u64,
+    /// Offset of the first log lane.
     pub lanes_off: u64,
+    /// Offset of the chunk table.
     pub chunk_table_off: u64,
+    /// Offset of chunk 0 of the heap.
     pub heap_off: u64,
+    /// Number of log lanes.
     pub lane_count: u32,
+    /// Log slots per lane.
     pub slots_per_lane: u32,
+    /// Bytes per log slot.
     pub slot_size: u32,
+    /// [`CHUNK_SIZE`].
     pub chunk_size: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() == 152);
 
 impl Header {
+    /// crc32c of the header with `checksum` zero.
     pub fn compute_checksum(&self) -> u32 {
         let mut h = *self;
         h.checksum = 0;
         crc32c::crc32c(bytemuck::bytes_of(&h))
     }
 
+    /// The layout name (lossy UTF-8).
     pub fn layout_name(&self) -> String {
         let end = self
             .layout
@@ -104,10 +128,12 @@ impl Header {
         String::from_utf8_lossy(&self.layout[..end]).into_owned()
     }
 
+    /// Chunks the heap may grow to.
     pub fn max_chunks(&self) -> u64 {
         (self.max_size - self.heap_off) / CHUNK_SIZE
     }
 
+    /// Bytes of one lane's log.
     pub fn lane_bytes(&self) -> u64 {
         self.slots_per_lane as u64 * self.slot_size as u64
     }
@@ -129,9 +155,13 @@ pub struct PoolState {
     pub root_size: u64,
 }
 
+/// Offset of [`PoolState::watermark`].
 pub const STATE_WATERMARK: u64 = STATE_OFF;
+/// Offset of [`PoolState::heap_end`].
 pub const STATE_HEAP_END: u64 = STATE_OFF + 8;
+/// Offset of [`PoolState::root_off`].
 pub const STATE_ROOT_OFF: u64 = STATE_OFF + 16;
+/// Offset of [`PoolState::root_size`].
 pub const STATE_ROOT_SIZE: u64 = STATE_OFF + 24;
 
 /// Header of one redo-log record (one per log slot).
@@ -140,20 +170,25 @@ pub const STATE_ROOT_SIZE: u64 = STATE_OFF + 24;
 pub struct LogHeader {
     /// crc32c of the record from `magic` to the end of the payload.
     pub checksum: u32,
+    /// [`LOG_MAGIC`].
     pub magic: u32,
     /// Global commit sequence number, > 0.
     pub seq: u64,
     /// Durable watermark known when this record was written (see FORMAT.md, "Watermark").
     pub claim: u64,
+    /// Bytes of entries after the header.
     pub payload_len: u32,
+    /// Number of entries.
     pub n_entries: u32,
 }
 
+/// Magic of a log record: "DLOG".
 pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"DLOG");
 /// Largest sequence number (and watermark) a valid pool holds. At one commit per nanosecond a
 /// pool needs 146 years to get there, so a larger value on media is damage; refusing it keeps
 /// `seq + 1` and the watermark arithmetic free of overflow.
 pub const MAX_SEQ: u64 = 1 << 62;
+/// Bytes of a [`LogHeader`].
 pub const LOG_HEADER_SIZE: usize = std::mem::size_of::<LogHeader>();
 const _: () = assert!(LOG_HEADER_SIZE == 32);
 // The commit path stores these fields by offset (tx.rs); keep them where it expects them.
@@ -175,6 +210,7 @@ pub struct EntryHeader {
     pub kind_len: u64,
 }
 
+/// Bytes of an [`EntryHeader`].
 pub const ENTRY_HEADER_SIZE: usize = std::mem::size_of::<EntryHeader>();
 
 /// What a log entry does to its target.
@@ -192,6 +228,7 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    /// The kind with this code, if any.
     pub fn from_u8(b: u8) -> Option<EntryKind> {
         match b {
             1 => Some(EntryKind::Copy),
@@ -204,6 +241,7 @@ impl EntryKind {
 }
 
 impl EntryHeader {
+    /// The header of an entry of `kind` covering `len` bytes at `target`.
     pub fn new(target: u64, kind: EntryKind, len: u64) -> EntryHeader {
         debug_assert!(len < (1 << 56));
         EntryHeader {
@@ -211,6 +249,7 @@ impl EntryHeader {
             kind_len: (len << 8) | kind as u64,
         }
     }
+    /// The entry's kind (None: damage).
     pub fn kind(&self) -> Option<EntryKind> {
         EntryKind::from_u8(self.kind_len as u8)
     }
@@ -227,7 +266,9 @@ impl EntryHeader {
 /// first word (its target) never has this byte set. Word entries keep the commonest records
 /// (an 8-byte slot plus a counter) within one 64-byte cache line.
 pub const WORD_ENTRY_TAG: u64 = 0x57 << 56;
+/// Bytes of a word entry.
 pub const WORD_ENTRY_SIZE: usize = 16;
+/// The target bits of an entry's first word.
 pub const TARGET_MASK: u64 = (1 << 56) - 1;
 
 /// Bytes a Copy entry of `len` data bytes takes in the log.
@@ -256,6 +297,7 @@ pub fn decode_entry(bytes: &[u8]) -> Option<(u64, EntryKind, u64, usize)> {
 
 // ---- chunk table entries ----
 
+/// A free chunk's table entry.
 pub const CHUNK_FREE: u64 = 0;
 const KIND_SHIFT: u32 = 56;
 const KIND_RUN: u64 = 1;
@@ -264,18 +306,22 @@ const KIND_LARGE: u64 = 2;
 /// A decoded chunk table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChunkEntry {
+    /// Not in use (or covered by a large object's head).
     Free,
     /// A run of blocks of size class `class`.
     Run {
+        /// Index into [`SIZE_CLASSES`].
         class: u16,
     },
     /// Head of a large allocation spanning `chunks` chunks.
     Large {
+        /// Chunks the object spans, this one included.
         chunks: u32,
     },
 }
 
 impl ChunkEntry {
+    /// The table word.
     pub fn encode(self) -> u64 {
         match self {
             ChunkEntry::Free => CHUNK_FREE,
@@ -283,6 +329,7 @@ impl ChunkEntry {
             ChunkEntry::Large { chunks } => (KIND_LARGE << KIND_SHIFT) | chunks as u64,
         }
     }
+    /// The entry a table word holds (None: damage).
     pub fn decode(w: u64) -> Option<ChunkEntry> {
         if w == CHUNK_FREE {
             return Some(ChunkEntry::Free);
@@ -315,6 +362,7 @@ pub const SIZE_CLASSES: [u32; 46] = [
     16384, 20480, 24576, 28672, 32768, 40960, 49152, 57344, 65536, 81920, 114688,
 ];
 
+/// The largest block size of a run.
 pub const MAX_RUN_BLOCK: u64 = SIZE_CLASSES[SIZE_CLASSES.len() - 1] as u64;
 
 /// Smallest class that fits `size` bytes.

@@ -32,6 +32,8 @@
 //! -> `alloc` (allocator state) and `log` (redo records) -> `layout` (on-media format) ->
 //! `persist` (flush and fence) -> `map` (the mapping; the only module with raw memory access).
 
+#![warn(missing_docs)]
+
 /// True when the power-failure simulator injects `fault` (test builds with feature `sim`
 /// only; always false otherwise, and compiled away).
 macro_rules! sim_fault {
@@ -55,21 +57,21 @@ macro_rules! sim_event {
     }};
 }
 
-pub mod alloc;
-pub mod checksum;
-pub mod collections;
-pub mod error;
-pub mod layout;
-pub mod lock;
-pub mod log;
-pub mod map;
-pub mod persist;
-pub mod pool;
-pub mod ptr;
-pub mod recovery;
+mod alloc;
+mod checksum;
+mod collections;
+mod error;
+mod layout;
+mod lock;
+mod log;
+mod map;
+mod persist;
+mod pool;
+mod ptr;
+mod recovery;
 #[cfg(feature = "sim")]
 pub mod sim;
-pub mod tx;
+mod tx;
 
 pub use bytemuck;
 /// The traits (and, with the attribute `#[bytemuck(crate = "daisy::bytemuck")]`, the derives)
@@ -78,14 +80,31 @@ pub use bytemuck;
 pub use bytemuck::{Pod, Zeroable};
 pub use collections::{
     bytesmap::{EntryRef, Upsert},
-    PBytesMap, PHashMap,
+    check_all, map_objects, Batch, MapCheck, PBytesMap, PHashMap,
 };
 pub use error::{Error, Result};
-pub use persist::{counters, FlushInstr, Mode, Persister};
-pub use pool::{CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions};
+pub use layout::{DEFAULT_LANES, DEFAULT_SLOT_SIZE};
+pub use persist::{counters, FlushInstr, Mode};
+pub use pool::{
+    CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, DEFAULT_DIR,
+    DEFAULT_MAX_SIZE, DEFAULT_SIZE,
+};
 pub use ptr::{PBytes, PPtr};
 pub use recovery::RecoveryReport;
 pub use tx::Tx;
+
+/// Daisy's internals that its own tests, benchmarks, fuzz targets and tools use: the on-media
+/// structures, the mapping, persistence primitives, record checksums. Not part of the API
+/// (hidden from the documentation; it changes without notice).
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod internals {
+    pub use crate::checksum::crc32c_append;
+    pub use crate::layout::*;
+    pub use crate::log::record_checksum;
+    pub use crate::map::{fs_type_name, is_tmpfs, msync, page_size, Mapping};
+    pub use crate::persist::Persister;
+}
 
 /// The README's example compiles (checked by `cargo test --doc`).
 #[cfg(doctest)]

@@ -24,8 +24,6 @@ pub enum SlotState {
 pub struct Record {
     pub seq: u64,
     pub claim: u64,
-    /// Offset of the slot in the pool.
-    pub slot_off: u64,
     /// The entries, as written (a copy out of the slot: the checksum was computed over it).
     pub payload: Vec<u8>,
     pub entries: Vec<Entry>,
@@ -154,7 +152,6 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
     SlotState::Valid(Record {
         seq: hdr.seq,
         claim: hdr.claim,
-        slot_off,
         payload,
         entries,
     })

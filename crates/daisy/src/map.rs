@@ -26,6 +26,7 @@ use bytemuck::Pod;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+/// The system's page size.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -167,22 +168,27 @@ impl Mapping {
         Ok(())
     }
 
+    /// Address of byte 0 of the file in this process.
     pub fn base(&self) -> *mut u8 {
         self.base
     }
 
+    /// Bytes of the file mapped.
     pub fn len(&self) -> usize {
         self.mapped.load(Ordering::Acquire)
     }
 
+    /// Whether nothing is mapped.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Bytes of address space reserved (the pool's maximum size).
     pub fn reserved(&self) -> usize {
         self.reserved
     }
 
+    /// Whether the kernel accepted `MAP_SYNC` (a DAX file system).
     pub fn map_sync(&self) -> bool {
         self.map_sync
     }

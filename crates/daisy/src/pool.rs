@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex};
 
 /// Directory that emulates NVM, as in the origin documents.
 pub const DEFAULT_DIR: &str = "/dev/shm";
+/// Initial size of a pool unless its options say: 1 GiB.
 pub const DEFAULT_SIZE: u64 = 1 << 30;
+/// Size a pool may grow to unless its options say: 64 GiB (or its initial size, if larger).
 pub const DEFAULT_MAX_SIZE: u64 = 64 << 30;
 
 /// Which persistence mode to use.
@@ -37,6 +39,7 @@ pub enum ModeChoice {
 }
 
 impl ModeChoice {
+    /// The choice named `s`: "auto", "pmem" or "msync".
     pub fn parse(s: &str) -> Option<ModeChoice> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Some(ModeChoice::Auto),
@@ -50,13 +53,19 @@ impl ModeChoice {
 /// Options for [`Pool::create`] and [`Pool::open`].
 #[derive(Clone, Debug)]
 pub struct PoolOptions {
+    /// The layout name: a program's name for what its pools hold, checked at open (at most 63
+    /// bytes).
     pub layout: String,
     /// Initial size of the file in bytes.
     pub size: u64,
     /// The pool grows on demand up to this size. Defaults to max(size, 64 GiB).
     pub max_size: Option<u64>,
+    /// How stores are made persistent.
     pub mode: ModeChoice,
+    /// Log lanes: how many threads can commit at once without waiting (1 to 4096; default 32).
     pub lanes: u32,
+    /// Bytes of a log slot: the most redo record one transaction may write (256 B to 64 MiB,
+    /// a multiple of 64; default 16 KiB).
     pub log_slot_size: u32,
     /// Log slots per lane (`None`: [`default_slots_per_lane`] picks).
     pub log_slots_per_lane: Option<u32>,
@@ -77,28 +86,34 @@ impl Default for PoolOptions {
 }
 
 impl PoolOptions {
+    /// Options for a pool of layout `layout`, the rest default.
     pub fn new(layout: &str) -> Self {
         PoolOptions {
             layout: layout.to_string(),
             ..Default::default()
         }
     }
+    /// Initial size of the file in bytes.
     pub fn size(mut self, size: u64) -> Self {
         self.size = size;
         self
     }
+    /// The most the pool may grow to, in bytes.
     pub fn max_size(mut self, max: u64) -> Self {
         self.max_size = Some(max);
         self
     }
+    /// How stores are made persistent (default: automatic).
     pub fn mode(mut self, mode: ModeChoice) -> Self {
         self.mode = mode;
         self
     }
+    /// Log lanes (threads that commit at once without waiting).
     pub fn lanes(mut self, lanes: u32) -> Self {
         self.lanes = lanes;
         self
     }
+    /// Bytes of a log slot (the most redo record one transaction may write).
     pub fn log_slot_size(mut self, bytes: u32) -> Self {
         self.log_slot_size = bytes;
         self
@@ -163,46 +178,72 @@ pub(crate) struct PoolInner {
 /// Figures printed by `daisy pool info`.
 #[derive(Clone, Debug)]
 pub struct PoolInfo {
+    /// The pool file.
     pub path: PathBuf,
+    /// Its layout name.
     pub layout: String,
+    /// The on-media format version.
     pub format_version: u32,
+    /// The pool's identity, set at creation.
     pub uuid: String,
+    /// The persistence mode in use (and flush instruction).
     pub mode: Mode,
+    /// Whether the file is mapped with `MAP_SYNC` (a DAX file system).
     pub map_sync: bool,
+    /// The file system holding the file ("tmpfs", "ext4", ...).
     pub fs_type: &'static str,
+    /// Length of the file.
     pub file_size: u64,
+    /// Current pool size: the end of the heap.
     pub size: u64,
+    /// The size it may grow to.
     pub max_size: u64,
+    /// Bytes of heap (the size less the header, state, logs and chunk table).
     pub heap_size: u64,
+    /// Bytes of heap in allocated objects.
     pub used: u64,
+    /// Bytes of heap not allocated.
     pub free: u64,
+    /// Allocated objects.
     pub objects: u64,
+    /// Log lanes.
     pub lanes: u32,
+    /// Bytes per log slot.
     pub log_slot_size: u32,
+    /// Log slots per lane.
     pub log_slots_per_lane: u32,
+    /// The root object: (offset, size), when there is one.
     pub root: Option<(u64, u64)>,
 }
 
 /// One allocated object: offset and usable size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ObjectInfo {
+    /// Offset of the object.
     pub off: u64,
+    /// Its usable size in bytes.
     pub size: u64,
 }
 
 /// Result of [`Pool::check`].
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {
+    /// What does not hold (empty: the pool is sound).
     pub problems: Vec<String>,
+    /// Allocated objects.
     pub objects: u64,
+    /// Bytes in allocated objects.
     pub used: u64,
+    /// Valid log records.
     pub log_records: usize,
     /// Whether reachability was verified (it needs a walker that knows the layout).
     pub reachability_checked: bool,
+    /// Objects the walker reached.
     pub reachable: u64,
 }
 
 impl CheckReport {
+    /// Whether no problem was found.
     pub fn ok(&self) -> bool {
         self.problems.is_empty()
     }
@@ -675,18 +716,22 @@ impl Pool {
         self.inner.drain_all()
     }
 
+    /// The pool file's path.
     pub fn path(&self) -> &Path {
         &self.inner.path
     }
 
+    /// The persistence mode in use.
     pub fn mode(&self) -> Mode {
         self.inner.persist.mode()
     }
 
+    /// The layout name.
     pub fn layout(&self) -> String {
         self.inner.hdr.layout_name()
     }
 
+    /// The pool's identity (a version-4 UUID, set at creation).
     pub fn uuid(&self) -> String {
         fmt_uuid(&self.inner.hdr.uuid)
     }
@@ -701,6 +746,7 @@ impl Pool {
         self.inner.state().heap_end
     }
 
+    /// The size the pool may grow to, in bytes.
     pub fn max_size(&self) -> u64 {
         self.inner.hdr.max_size
     }
@@ -812,7 +858,6 @@ impl Pool {
         }
     }
 
-    /// Every allocated object, in offset order.
     /// (bytes, objects) allocated in the heap, without listing them: a scan of the chunk
     /// table and the run bitmaps (no object is read), for statistics such as a server's
     /// memory figure.
@@ -820,6 +865,7 @@ impl Pool {
         self.inner.usage()
     }
 
+    /// Every allocated object, in offset order (a scan of the allocator metadata).
     pub fn objects(&self) -> Result<Vec<ObjectInfo>> {
         self.inner.allocated_objects()
     }

@@ -24,6 +24,7 @@ pub struct PPtr<T> {
 }
 
 impl<T> PPtr<T> {
+    /// The null pointer.
     pub const fn null() -> Self {
         PPtr {
             off: 0,
@@ -38,9 +39,11 @@ impl<T> PPtr<T> {
             _t: PhantomData,
         }
     }
+    /// Offset of the object in its pool (0 for null).
     pub const fn offset(self) -> u64 {
         self.off
     }
+    /// Whether it is null.
     pub const fn is_null(self) -> bool {
         self.off == 0
     }
@@ -99,6 +102,8 @@ unsafe impl<T: 'static> Pod for PPtr<T> {}
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct PBytes {
+    /// Offset of the bytes.
     pub off: u64,
+    /// Their length.
     pub len: u64,
 }

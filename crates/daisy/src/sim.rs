@@ -138,6 +138,7 @@ pub enum Event {
 }
 
 impl Event {
+    /// Every event.
     pub const ALL: [Event; 7] = [
         Event::Help,
         Event::SlotWait,
@@ -148,6 +149,7 @@ impl Event {
         Event::OverlappingCommit,
     ];
 
+    /// A short name for reports.
     pub fn name(self) -> &'static str {
         match self {
             Event::Help => "help",
@@ -166,10 +168,12 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static REACHED: [AtomicU64; 32] = [const { AtomicU64::new(0) }; 32];
 static EVENTS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
 
+/// Inject `f` (process-wide) until [`clear_faults`].
 pub fn inject(f: Fault) {
     FAULTS.fetch_or(f.bit(), Ordering::SeqCst);
 }
 
+/// Inject no fault.
 pub fn clear_faults() {
     FAULTS.store(0, Ordering::SeqCst);
 }
@@ -196,6 +200,7 @@ pub fn event(e: Event) {
     }
 }
 
+/// How often `e` happened in tracked work since [`reset_counts`].
 pub fn events(e: Event) -> u64 {
     EVENTS[e as usize].load(Ordering::Relaxed)
 }
@@ -246,6 +251,7 @@ pub struct CrashPoint {
     pub shadow: Vec<u8>,
     /// The file length that survives: images are the shadow cut to this length.
     pub len: usize,
+    /// Every line that may hold something else than its shadow content.
     pub lines: Vec<LineChoices>,
     /// Offsets of the shadow lines that changed since the previous crash point, or None when
     /// the file's length changed or this is the first point (a copy of the previous image base
@@ -292,8 +298,11 @@ type Hook = Box<dyn FnMut(&CrashPoint) + Send>;
 /// Fences and crash points of one thread.
 #[derive(Clone, Debug, Default)]
 pub struct ThreadCounts {
+    /// The thread's name (or `t<N>`).
     pub thread: String,
+    /// Fences of the tracked pool it issued.
     pub fences: u64,
+    /// Crash points checked on it.
     pub crash_points: u64,
 }
 
@@ -306,6 +315,7 @@ pub struct Stats {
     pub crash_points: u64,
     /// Fences that were not a crash point (always 0 unless the hook was missing).
     pub fences_without_point: u64,
+    /// Per thread, in order of first fence.
     pub threads: Vec<ThreadCounts>,
 }
 

@@ -44,15 +44,11 @@ use bytemuck::{Pod, Zeroable};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// How many of its own commits a lane lets pass before it flushes the data lines a
-/// transaction applied: `D = K - 2` for a pool of `K` log slots per lane ([`defer_commits`]).
-/// The flush then rides on that later commit's one fence, and a line that is written again
-/// meanwhile is flushed once for all those writes. A log slot is reused after `K` commits, and
-/// recovery may drop a record only once a claim covers it, so the deferral must leave two
-/// commits of slack. This constant is `D` for the default `K`.
-pub const DEFER_COMMITS: u64 = DEFAULT_SLOTS_PER_LANE as u64 - 2;
-
-/// `D` of a pool with `slots` log slots per lane (see [`DEFER_COMMITS`]).
+/// `D`: how many of its own commits a lane lets pass before it flushes the data lines a
+/// transaction applied, for a pool of `K = slots` log slots per lane: `D = K - 2`. The flush
+/// then rides on that later commit's one fence, and a line that is written again meanwhile is
+/// flushed once for all those writes. A log slot is reused after `K` commits, and recovery may
+/// drop a record only once a claim covers it, so the deferral must leave two commits of slack.
 #[inline(always)]
 pub fn defer_commits(slots: u32) -> u64 {
     slots as u64 - 2
@@ -308,7 +304,7 @@ pub(crate) struct LaneState {
     /// `persisted_claim` is updated from it only now and then, to keep the commit path free of
     /// shared read-modify-writes.
     pub durable_claim: u64,
-    /// Commits this lane has made (numbers the dirty lines for [`DEFER_COMMITS`]).
+    /// Commits this lane has made (numbers the dirty lines for [`defer_commits`]).
     pub commit_no: u64,
     /// Lines applied but not yet flushed (owner-private; helpers use the log instead).
     pub dirty: DirtyLines,
@@ -2054,10 +2050,11 @@ mod tests {
 
     /// The lane's queue of lines to flush, driven as commit drives it: every commit dirties a
     /// new line and a hot one. The hot line is queued once while it waits (flushed about once
-    /// per `DEFER_COMMITS` commits, even though new lines keep colliding with its tag), every
+    /// per `D` commits, even though new lines keep colliding with its tag), every
     /// new line is flushed, and the vector stays bounded however long the run.
     #[test]
     fn dirty_queue_dedups_and_stays_bounded() {
+        const DEFER_COMMITS: u64 = 30;
         let mut d = DirtyLines::default();
         let hot = 0x40usize;
         let (mut fresh_flushed, mut hot_flushed) = (0u64, 0u64);

@@ -15,7 +15,7 @@
 //! `DAISY_CORRUPT_CASES=<n>` runs more (or fewer) cases than the default.
 
 use bytemuck::{Pod, Zeroable};
-use daisy::layout::{
+use daisy::internals::{
     run_geometry, ChunkEntry, EntryHeader, EntryKind, Header, LogHeader, CHUNK_SIZE, HEADER_SIZE,
     LOG_HEADER_SIZE, LOG_MAGIC, SIZE_CLASSES, STATE_HEAP_END, STATE_OFF, STATE_ROOT_OFF,
     STATE_ROOT_SIZE, STATE_SIZE, STATE_WATERMARK,
@@ -685,7 +685,7 @@ fn edit_record(rng: &mut StdRng, t: &Template, img: &mut [u8]) -> String {
     }
     let plen = (lh.payload_len as usize).min(max_payload);
     let payload = &img[slot as usize + LOG_HEADER_SIZE..slot as usize + LOG_HEADER_SIZE + plen];
-    lh.checksum = daisy::log::record_checksum(&lh, payload);
+    lh.checksum = daisy::internals::record_checksum(&lh, payload);
     img[slot as usize..slot as usize + LOG_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&lh));
     format!("record at {slot:#x}: {what} (checksum recomputed)")
 }
@@ -789,7 +789,7 @@ fn forge_record(rng: &mut StdRng, t: &Template, img: &mut [u8]) -> String {
         payload_len: payload.len() as u32,
         n_entries: n,
     };
-    lh.checksum = daisy::log::record_checksum(&lh, &payload);
+    lh.checksum = daisy::internals::record_checksum(&lh, &payload);
     let s = slot as usize;
     img[s..s + LOG_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&lh));
     img[s + LOG_HEADER_SIZE..s + LOG_HEADER_SIZE + payload.len()].copy_from_slice(&payload);

@@ -1,7 +1,7 @@
 //! Persistent hash maps: behaviour, bad input, crashes, and property tests against std's
 //! HashMap as the model.
 
-use daisy::collections::MapCheck;
+use daisy::MapCheck;
 use daisy::{Error, PBytesMap, PHashMap, PPtr, Pool, PoolOptions};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -96,7 +96,7 @@ fn insert_get_remove_iter_and_reopen() {
     let id = pool.read(pool.root::<PPtr<U32Map>>().unwrap());
     let m = U32Map::open(&pool, id).unwrap();
     assert_eq!(contents(&m), model);
-    let all = daisy::collections::check_all(&pool).unwrap();
+    let all = daisy::check_all(&pool).unwrap();
     assert_eq!(all.len(), 1);
     assert_ok(&all[0]);
     assert_eq!(all[0].entries, model.len() as u64);
@@ -637,7 +637,7 @@ fn check_reports_damaged_maps() {
         "{:?}",
         c.problems
     );
-    let all = daisy::collections::check_all(&pool).unwrap();
+    let all = daisy::check_all(&pool).unwrap();
     assert!(!all[0].problems.is_empty());
     // Undo, then move an entry far from its home bucket.
     pool.transaction(|tx| tx.write_bytes(seg + free as u64, &[0xFF; 8]))
@@ -700,8 +700,8 @@ fn damaged_maps_give_errors_not_panics() {
     let clean = std::fs::read(&path).unwrap();
     let objects: Vec<u64> = {
         let pool = Pool::open(&path, "test.hashmap").unwrap();
-        let mut o = daisy::collections::map_objects(&pool, fid.offset()).unwrap();
-        o.extend(daisy::collections::map_objects(&pool, bid.offset()).unwrap());
+        let mut o = daisy::map_objects(&pool, fid.offset()).unwrap();
+        o.extend(daisy::map_objects(&pool, bid.offset()).unwrap());
         o
     };
     let bad = dir.path().join("bad.pool");
@@ -730,7 +730,7 @@ fn damaged_maps_give_errors_not_panics() {
         let Ok(pool) = Pool::open(&bad, "test.hashmap") else {
             continue;
         };
-        let _ = daisy::collections::check_all(&pool);
+        let _ = daisy::check_all(&pool);
         if let Ok(mut f) = U32Map::open(&pool, fid) {
             let _ = f.check();
             if let Ok(it) = f.iter() {
@@ -1030,7 +1030,7 @@ fn other_map_format_version_is_refused() {
         let mut hdr = [0u8; 32];
         pool.read_bytes(id.offset(), &mut hdr);
         hdr[12..16].copy_from_slice(&v.to_le_bytes());
-        let crc = daisy::checksum::crc32c_append(0, &hdr);
+        let crc = daisy::internals::crc32c_append(0, &hdr);
         pool.transaction(|tx| {
             tx.write_bytes(id.offset() + 12, &v.to_le_bytes())?;
             tx.write_bytes(id.offset() + 32, &crc.to_le_bytes())
@@ -1055,16 +1055,14 @@ fn other_map_format_version_is_refused() {
             .contains("map format version 3 (this build reads 1 and 2)"),
         "{e}"
     );
-    let all = daisy::collections::check_all(&pool).unwrap();
+    let all = daisy::check_all(&pool).unwrap();
     assert!(
         all[0].problems.iter().any(|p| p.contains("format version")),
         "{:?}",
         all[0].problems
     );
     set_format(1);
-    assert!(daisy::collections::check_all(&pool).unwrap()[0]
-        .problems
-        .is_empty());
+    assert!(daisy::check_all(&pool).unwrap()[0].problems.is_empty());
     let m = U32Map::open(&pool, id).unwrap();
     assert_eq!(format(), 2, "opening upgrades the header");
     assert_eq!(m.len().unwrap(), 500);
@@ -1097,7 +1095,7 @@ fn clear_interrupted_by_a_crash_is_finished_at_open() {
     pool.crash_for_test();
 
     let pool = Pool::open(&path, "test.hashmap").unwrap();
-    let owned = daisy::collections::map_objects(&pool, id.offset()).unwrap();
+    let owned = daisy::map_objects(&pool, id.offset()).unwrap();
     assert!(
         owned.len() > 3000,
         "the detached entries are still owned by the map"
@@ -1106,7 +1104,7 @@ fn clear_interrupted_by_a_crash_is_finished_at_open() {
     let reach: Vec<u64> = owned.into_iter().chain([root.offset()]).collect();
     let rep = pool.check(Some(&reach));
     assert!(rep.ok(), "{rep:?}");
-    let all = daisy::collections::check_all(&pool).unwrap();
+    let all = daisy::check_all(&pool).unwrap();
     assert!(all[0].problems.is_empty(), "{:?}", all[0].problems);
     assert_eq!(all[0].entries, 0, "the committed clear emptied the map");
 

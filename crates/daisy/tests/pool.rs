@@ -858,7 +858,7 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
         let mut b = bytes.to_vec();
         b[8..12].copy_from_slice(&version.to_le_bytes());
         b[12..16].fill(0);
-        let len = std::mem::size_of::<daisy::layout::Header>();
+        let len = std::mem::size_of::<daisy::internals::Header>();
         let crc = crc32c::crc32c(&b[..len]);
         b[12..16].copy_from_slice(&crc.to_le_bytes());
         b
@@ -891,7 +891,7 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
             .unwrap();
         let gap = a.offset().abs_diff(b.offset());
         assert!(
-            gap < daisy::layout::CHUNK_SIZE,
+            gap < daisy::internals::CHUNK_SIZE,
             "100 KB objects {gap} bytes apart"
         );
     }

@@ -131,6 +131,7 @@ impl PBytesMap {
         Self::create_in_with_seed(tx, super::hashmap::random_seed())
     }
 
+    /// A new, empty map in `tx`, hashing with `seed` (a fixed seed makes layouts reproducible, as tests want).
     pub fn create_in_with_seed(tx: &mut Tx, seed: u64) -> Result<PPtr<PBytesMap>> {
         Ok(PPtr::from_offset(Table::<BytesSlot>::create_in(tx, seed)?))
     }
@@ -145,10 +146,12 @@ impl PBytesMap {
         })
     }
 
+    /// The map's header pointer (what to store to find it again).
     pub fn id(&self) -> PPtr<PBytesMap> {
         PPtr::from_offset(self.t.hdr)
     }
 
+    /// Number of entries.
     pub fn len(&self) -> Result<u64> {
         self.t.len()
     }
@@ -159,6 +162,7 @@ impl PBytesMap {
         Ok(Src::Tx(tx).header(self.t.hdr)?.len)
     }
 
+    /// Whether the map has no entry.
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -180,6 +184,7 @@ impl PBytesMap {
         self.get_in(&Src::Pool(&self.t.pool.inner), key)
     }
 
+    /// Whether `key` has an entry.
     pub fn contains_key(&self, key: &[u8]) -> Result<bool> {
         let src = Src::Pool(&self.t.pool.inner);
         Ok(self.find(&src, key)?.is_some())
@@ -560,10 +565,12 @@ impl EntryRef {
         read_value_in(&Src::Tx(tx), self, from, out)
     }
 
+    /// Length of the entry's key in bytes.
     pub fn key_len(&self) -> usize {
         self.key_len as usize
     }
 
+    /// Length of the entry's value in bytes.
     pub fn value_len(&self) -> usize {
         self.value_len as usize
     }

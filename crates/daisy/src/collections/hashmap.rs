@@ -146,6 +146,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         self.t.len()
     }
 
+    /// Whether the map has no entry.
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -245,6 +246,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         self.get_in(&Src::Pool(&self.t.pool.inner), k)
     }
 
+    /// Whether `k` has an entry.
     pub fn contains_key(&self, k: &K) -> Result<bool> {
         Ok(self.get(k)?.is_some())
     }
@@ -638,6 +640,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
         self.core.len.wrapping_add(self.len_delta as u64)
     }
 
+    /// Whether the batch has made no change yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -1312,14 +1312,20 @@ impl<'p> BatchCore<'p> {
     }
 }
 
-/// Findings of [`Table::check`].
+/// Findings of [`PHashMap::check`](crate::PHashMap::check) and [`PBytesMap::check`](crate::PBytesMap::check).
 #[derive(Clone, Debug, Default)]
 pub struct MapCheck {
+    /// Offset of the map's header.
     pub header: u64,
+    /// "hash map" (fixed-size entries) or "byte map".
     pub kind: &'static str,
+    /// Entries found.
     pub entries: u64,
+    /// Segments of the table.
     pub segments: u64,
+    /// Global depth of the directory (2^depth words).
     pub depth: u32,
+    /// Invariants that do not hold (empty when the map is sound).
     pub problems: Vec<String>,
     /// Every object the map owns (header, directory, segments, entry objects).
     pub objects: Vec<u64>,

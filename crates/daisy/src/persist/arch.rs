@@ -22,6 +22,7 @@ pub enum FlushInstr {
 }
 
 impl FlushInstr {
+    /// The instruction's name: "clwb", "clflushopt" or "clflush".
     pub fn name(self) -> &'static str {
         match self {
             FlushInstr::Clwb => "clwb",
@@ -30,6 +31,7 @@ impl FlushInstr {
         }
     }
 
+    /// The instruction named `s` (case-insensitive), if any.
     pub fn parse(s: &str) -> Option<FlushInstr> {
         match s.trim().to_ascii_lowercase().as_str() {
             "clwb" => Some(FlushInstr::Clwb),

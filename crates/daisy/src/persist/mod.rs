@@ -47,6 +47,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// "pmem" or "msync".
     pub fn name(self) -> &'static str {
         match self {
             Mode::Pmem(_) => "pmem",
@@ -92,6 +93,7 @@ pub mod counters {
         ENABLED.store(on, Ordering::Relaxed);
     }
 
+    /// Whether counting is on.
     pub fn enabled() -> bool {
         ENABLED.load(Ordering::Relaxed)
     }
@@ -193,6 +195,7 @@ impl std::fmt::Debug for Persister {
 }
 
 impl Persister {
+    /// The persistence functions for `mode` (each persister keeps its own msync bookkeeping).
     pub fn new(mode: Mode) -> Persister {
         Persister {
             mode,
@@ -202,6 +205,7 @@ impl Persister {
         }
     }
 
+    /// Its mode.
     pub fn mode(&self) -> Mode {
         self.mode
     }
