@@ -28,9 +28,38 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Module map (dependencies point down): `pool` (open, recovery, growth) -> `tx` (transactions)
-//! -> `alloc` (allocator state) and `log` (redo records) -> `layout` (on-media format) ->
-//! `persist` (flush and fence) -> `map` (the mapping; the only module with raw memory access).
+//! # The durability contract
+//!
+//! When [`Pool::transaction`] returns `Ok`, every change the closure made is durable: after any
+//! later crash or power failure, opening the pool shows all of it. When the closure returns an
+//! error or panics, or the process dies before the commit point, none of it is visible and no
+//! allocation it made leaks. A transaction running when the process died is wholly present or
+//! wholly absent after the next open, which recovers in milliseconds without reading the data.
+//! Isolation between threads is the program's: hold your own locks across transactions that
+//! touch the same data. The format and the argument are in docs/FORMAT.md.
+
+// Module map. Each module uses only modules listed below it (`sim`, the simulator's hooks in
+// builds with feature `sim`, is called from everywhere and calls nothing back but `map`):
+//
+//   collections  persistent hash maps, on transactions        (collections/table.rs: format)
+//   pool         Pool: create, open, info, the API handle
+//   check        pool check: allocator metadata, logs, reachability
+//   tx           Tx: reads, writes, allocation, commit
+//   recovery     what open does after validation: the log scan, replay, retiring
+//   shared       PoolInner: the open pool (Media + Lanes + heap index), growth, chunk walk
+//   lanes        log lanes, claims, helping, the watermark (FORMAT.md sections 5 and 6)
+//   buffers      a transaction's write buffers and read-your-writes indexes (DRAM only)
+//   media        the pool file as every layer sees it: mapping, header, persister, bounds
+//   alloc        allocator state: heap extents, lane caches, block addressing
+//   log          redo records: parse, validate, apply (commit and replay share `apply`)
+//   layout       the on-media structures and constants
+//   persist      Persister: flush and fence (pmem or msync), counters
+//   map          the mapping of the file and raw access to it
+//   persist::arch  the CPU's write-back, fence and non-temporal store instructions
+//   lock, checksum, ptr, error: leaf utilities
+//
+// `unsafe` is denied by the workspace lints except in map, persist::arch, checksum (the
+// SSE4.2 instruction), lock and ptr, each of which says why.
 
 #![warn(missing_docs)]
 
@@ -58,17 +87,22 @@ macro_rules! sim_event {
 }
 
 mod alloc;
+mod buffers;
+mod check;
 mod checksum;
 mod collections;
 mod error;
+mod lanes;
 mod layout;
 mod lock;
 mod log;
 mod map;
+mod media;
 mod persist;
 mod pool;
 mod ptr;
 mod recovery;
+mod shared;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod tx;
@@ -78,6 +112,7 @@ pub use bytemuck;
 /// for plain old data that may live in a pool; a program needs no dependency of its own on
 /// bytemuck (see the crate example).
 pub use bytemuck::{Pod, Zeroable};
+pub use check::CheckReport;
 pub use collections::{
     bytesmap::{EntryRef, Upsert},
     check_all, map_objects, Batch, MapCheck, PBytesMap, PHashMap,
@@ -86,11 +121,11 @@ pub use error::{Error, Result};
 pub use layout::{DEFAULT_LANES, DEFAULT_SLOT_SIZE};
 pub use persist::{counters, FlushInstr, Mode};
 pub use pool::{
-    CheckReport, ModeChoice, ObjectInfo, Pool, PoolInfo, PoolOptions, DEFAULT_DIR,
-    DEFAULT_MAX_SIZE, DEFAULT_SIZE,
+    ModeChoice, Pool, PoolInfo, PoolOptions, DEFAULT_DIR, DEFAULT_MAX_SIZE, DEFAULT_SIZE,
 };
 pub use ptr::{PBytes, PPtr};
 pub use recovery::RecoveryReport;
+pub use shared::ObjectInfo;
 pub use tx::Tx;
 
 /// Daisy's internals that its own tests, benchmarks, fuzz targets and tools use: the on-media

@@ -5,14 +5,18 @@
 //! with an error naming the file, and the file is left exactly as it was.
 
 use crate::alloc::{Geometry, HarvestedSet, Heap, LaneAlloc};
+use crate::buffers::TxBuffers;
+use crate::check::CheckReport;
 use crate::error::{Error, Result};
+use crate::lanes::{Lane, LaneState, Lanes, Padded};
 use crate::layout::*;
-use crate::log::{self, SlotState, TargetBounds};
 use crate::map::{self, Mapping};
+use crate::media::Media;
 use crate::persist::{FlushInstr, Mode, Persister};
 use crate::ptr::PPtr;
 use crate::recovery::{self, RecoveryReport};
-use crate::tx::{Lane, LaneState, Tx, TxBuffers};
+use crate::shared::{ObjectInfo, PoolInner};
+use crate::tx::Tx;
 use bytemuck::{Pod, Zeroable};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -145,36 +149,6 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-pub(crate) struct PoolInner {
-    pub path: PathBuf,
-    pub file: File,
-    pub map: Mapping,
-    pub hdr: Header,
-    pub persist: Persister,
-    pub geo: Geometry,
-    pub lanes: Box<[Lane]>,
-    /// Next commit sequence number to hand out. Every commit of every thread writes it, so it
-    /// sits alone on its cache lines, away from fields that every transaction only reads.
-    pub next_seq: Padded<AtomicU64>,
-    /// DRAM copy of the state page's heap end (bounds checks on the hot path read this);
-    /// raised by `grow` after the new end is durable.
-    pub heap_end_cache: AtomicU64,
-    /// Largest watermark known to be durable (in a fenced log record or the state page).
-    pub persisted_claim: AtomicU64,
-    pub lanes_in_use: AtomicUsize,
-    pub heap: Mutex<Heap>,
-    pub harvested: HarvestedSet,
-    pub poisoned: AtomicBool,
-    /// Fault injection for tests (see `fail_next_apply_for_test`).
-    pub fail_apply: AtomicBool,
-    pub root_lock: Mutex<()>,
-    pub fs_type: &'static str,
-    /// Set once recovery finished (before the pool is handed out).
-    pub recovered: std::sync::OnceLock<RecoveryReport>,
-    /// Header offsets of collections open through a handle (handles are exclusive).
-    pub open_objects: Mutex<std::collections::HashSet<u64>>,
-}
-
 /// Figures printed by `daisy pool info`.
 #[derive(Clone, Debug)]
 pub struct PoolInfo {
@@ -214,39 +188,6 @@ pub struct PoolInfo {
     pub log_slots_per_lane: u32,
     /// The root object: (offset, size), when there is one.
     pub root: Option<(u64, u64)>,
-}
-
-/// One allocated object: offset and usable size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ObjectInfo {
-    /// Offset of the object.
-    pub off: u64,
-    /// Its usable size in bytes.
-    pub size: u64,
-}
-
-/// Result of [`Pool::check`].
-#[derive(Clone, Debug, Default)]
-pub struct CheckReport {
-    /// What does not hold (empty: the pool is sound).
-    pub problems: Vec<String>,
-    /// Allocated objects.
-    pub objects: u64,
-    /// Bytes in allocated objects.
-    pub used: u64,
-    /// Valid log records.
-    pub log_records: usize,
-    /// Whether reachability was verified (it needs a walker that knows the layout).
-    pub reachability_checked: bool,
-    /// Objects the walker reached.
-    pub reachable: u64,
-}
-
-impl CheckReport {
-    /// Whether no problem was found.
-    pub fn ok(&self) -> bool {
-        self.problems.is_empty()
-    }
 }
 
 fn new_uuid() -> [u8; 16] {
@@ -559,21 +500,25 @@ impl Pool {
         let heap_end0 = map.read::<PoolState>(STATE_OFF).heap_end;
         Pool {
             inner: Arc::new(PoolInner {
-                path: path.to_path_buf(),
-                file,
                 harvested: HarvestedSet::new(geo.max_chunks),
-                geo,
-                map,
-                hdr,
-                persist,
-                lanes,
-                next_seq: Padded(AtomicU64::new(next_seq)),
-                heap_end_cache: AtomicU64::new(heap_end0),
-                persisted_claim: AtomicU64::new(watermark),
-                lanes_in_use: AtomicUsize::new(0),
+                media: Media {
+                    path: path.to_path_buf(),
+                    file,
+                    geo,
+                    map,
+                    hdr,
+                    persist,
+                    heap_end_cache: AtomicU64::new(heap_end0),
+                    poisoned: AtomicBool::new(false),
+                    fail_apply: AtomicBool::new(false),
+                },
+                lanes: Lanes {
+                    list: lanes,
+                    next_seq: Padded(AtomicU64::new(next_seq)),
+                    persisted_claim: AtomicU64::new(watermark),
+                    in_use: AtomicUsize::new(0),
+                },
                 heap: Mutex::new(Heap::default()),
-                poisoned: AtomicBool::new(false),
-                fail_apply: AtomicBool::new(false),
                 root_lock: Mutex::new(()),
                 fs_type,
                 recovered: std::sync::OnceLock::new(),
@@ -696,7 +641,7 @@ impl Pool {
         if !snapshot {
             crate::sim::on_open(&pool);
         }
-        match recovery::recover(&pool.inner, &scan, &state, upgrade) {
+        match recovery::recover(&pool.inner.media, &scan, &state, upgrade) {
             Ok(mut report) => {
                 report.open_micros = t0.elapsed().as_micros() as u64;
                 let _ = pool.inner.recovered.set(report);
@@ -1025,505 +970,4 @@ fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64, what: &
         ));
     }
     Ok(())
-}
-
-/// A value alone on its own pair of cache lines (no false sharing with its neighbours).
-#[repr(align(128))]
-pub(crate) struct Padded<T>(pub T);
-
-impl<T> std::ops::Deref for Padded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl PoolInner {
-    /// Register an open collection handle; false when one is open already.
-    pub fn claim_object(&self, off: u64) -> bool {
-        self.open_objects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(off)
-    }
-
-    pub fn release_object(&self, off: u64) {
-        self.open_objects
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&off);
-    }
-
-    pub fn state(&self) -> PoolState {
-        self.map.read(STATE_OFF)
-    }
-
-    #[inline]
-    pub fn heap_end(&self) -> u64 {
-        self.heap_end_cache.load(Ordering::Acquire)
-    }
-
-    /// `Ok` when `[off, off + len)` lies inside the heap.
-    pub fn heap_range(&self, off: u64, len: u64) -> Result<()> {
-        let end = off.checked_add(len);
-        if off >= self.hdr.heap_off && end.is_some_and(|e| e <= self.heap_end()) {
-            Ok(())
-        } else {
-            Err(Error::InvalidPointer {
-                offset: off,
-                why: "outside the pool's heap",
-            })
-        }
-    }
-
-    /// Bounds check for user-supplied pointers: out-of-range pointers are a bug in the caller,
-    /// reported with the offset (a panic).
-    pub fn check_ptr(&self, off: u64, len: u64) {
-        let end = off.checked_add(len);
-        assert!(
-            off >= self.hdr.heap_off && end.is_some_and(|e| e <= self.heap_end()),
-            "persistent pointer {off:#x}+{len} is outside the heap of {}",
-            self.path.display()
-        );
-    }
-
-    /// Store one aligned 8-byte word in place and make it durable: store, flush, fence. An
-    /// aligned 8-byte store is atomic under power failure, so a crash leaves the old word or
-    /// the new one; the callers (one-word transactions, hash maps' in-place slot writes) state
-    /// why no log record can be replayed over it.
-    #[inline(always)]
-    pub fn store_word_durable(&self, off: u64, word: u64) -> Result<()> {
-        if sim_fault!(TransientStore) {
-            self.map.atomic_u64(off).store(!word, Ordering::Relaxed);
-        }
-        self.map.atomic_u64(off).store(word, Ordering::Relaxed);
-        if !sim_fault!(NoInPlaceFlush) {
-            self.persist.flush(self.map.at(off, 8), 8);
-        }
-        self.persist.fence().map_err(|e| self.io_err("persist", e))
-    }
-
-    pub fn io_err(&self, what: &'static str, e: std::io::Error) -> Error {
-        self.poisoned.store(true, Ordering::Release);
-        Error::io(&self.path, what, e)
-    }
-
-    /// Grow the heap by at least `min_chunks` chunks. Called with the heap lock held.
-    pub fn grow(&self, heap: &mut Heap, min_chunks: u64, requested: u64) -> Result<()> {
-        let heap_end = self.heap_end();
-        let cur = (heap_end - self.hdr.heap_off) / CHUNK_SIZE;
-        let max = self.geo.max_chunks;
-        let full = || Error::PoolFull {
-            path: self.path.clone(),
-            requested,
-            size: heap_end,
-            max_size: self.hdr.max_size,
-        };
-        if cur + min_chunks > max {
-            return Err(full());
-        }
-        // Grow by a quarter of the current size, capped at max.
-        // (At least one chunk: small pools stay small, which keeps crash images and tests
-        // cheap; large pools grow by a quarter, so growth stays rare.)
-        let step = min_chunks.max(cur / 4).max(1);
-        let new = (cur + step).min(max);
-        let new_end = self.hdr.heap_off + new * CHUNK_SIZE;
-        if let Err(e) = map::fallocate(&self.file, heap_end, new_end - heap_end) {
-            if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EFBIG) {
-                return Err(full());
-            }
-            return Err(Error::io(&self.path, "grow file", e));
-        }
-        if self.map.len() < new_end as usize {
-            self.map
-                .grow(&self.file, new_end as usize)
-                .map_err(|e| Error::io(&self.path, "mmap", e))?;
-        }
-        // The file's new length (and the extent's blocks) must be durable before heap_end
-        // names them: on a DAX file system they live in the file system's journal, and a
-        // power failure after the heap_end fence but before the journal commit would leave a
-        // pool whose heap end lies past its file (refused at open as truncated). fdatasync
-        // commits them; on tmpfs it costs a system call. Growth is rare (a quarter of the
-        // pool at a time), so this is one sync per growth, in every mode.
-        if !sim_fault!(GrowWithoutSync) {
-            self.file
-                .sync_data()
-                .map_err(|e| self.io_err("fdatasync", e))?;
-            #[cfg(feature = "sim")]
-            crate::sim::on_file_synced(self.map.base(), new_end as usize);
-        }
-        sim_event!(Grow);
-        // The new extent is durable and mapped; publishing heap_end is one 8-byte store.
-        self.map
-            .atomic_u64(STATE_HEAP_END)
-            .store(new_end, Ordering::Release);
-        self.persist.flush(self.map.at(STATE_HEAP_END, 8), 8);
-        self.persist
-            .fence()
-            .map_err(|e| self.io_err("persist", e))?;
-        self.heap_end_cache.store(new_end, Ordering::Release);
-        heap.insert_extent(cur, new - cur);
-        Ok(())
-    }
-
-    /// The durable watermark candidate: one less than the oldest transaction that is in flight
-    /// or applied but not yet fenced, on any lane.
-    pub fn compute_watermark(&self) -> u64 {
-        // No lane is the caller's own: every lane's published bound is read.
-        self.compute_watermark_owner(usize::MAX, u64::MAX)
-    }
-
-    /// [`Self::compute_watermark`] as the owner of lane `own` computes it while committing:
-    /// its own lane's bound comes from what the owner knows privately (`own_bound`: the lower
-    /// bound it published in `inflight_lb`, or its oldest unflushed transaction if older),
-    /// instead of four loads and their combination. Helpers can only raise a lane's bound
-    /// (`helped_to`), so the private one is never above the published one: the result is a
-    /// valid watermark, at most lower. (With one lane in use, the usual case of one thread,
-    /// no other lane is read at all.)
-    #[inline(always)]
-    pub fn compute_watermark_owner(&self, own: usize, own_bound: u64) -> u64 {
-        // The counter first, then the lanes (see `Lane` for the pairing stores).
-        let mut m = self.next_seq.load(Ordering::Acquire).min(own_bound);
-        let n = self
-            .lanes_in_use
-            .load(Ordering::Acquire)
-            .min(self.lanes.len());
-        for i in 0..n {
-            if i != own {
-                m = m.min(self.lanes[i].oldest_undurable());
-            }
-        }
-        m - 1
-    }
-
-    /// Make the durable watermark reach at least `target` (every transaction with seq <=
-    /// target durably applied, and that fact itself durable). Helps idle lanes by flushing their
-    /// last applied ranges; waits only for lanes that are inside a commit.
-    pub fn advance_watermark(&self, target: u64) -> Result<()> {
-        if self.persisted_claim.load(Ordering::Acquire) >= target {
-            return Ok(());
-        }
-        let mut spins = 0u32;
-        loop {
-            if self.poisoned.load(Ordering::Acquire) {
-                // A commit that stopped between its fence and its apply keeps its lane in
-                // flight (no watermark may pass it), so waiting for it would never end.
-                return Err(Error::Poisoned {
-                    path: self.path.clone(),
-                });
-            }
-            let n = self
-                .lanes_in_use
-                .load(Ordering::SeqCst)
-                .min(self.lanes.len());
-            for lane in &self.lanes[..n] {
-                if lane.oldest_undurable() <= target {
-                    lane.help_flush(self)?;
-                }
-            }
-            let w = self.compute_watermark();
-            if w >= target {
-                let word = self.map.atomic_u64(STATE_WATERMARK);
-                word.fetch_max(w, Ordering::AcqRel);
-                sim_event!(WatermarkWrite);
-                self.persist.flush(self.map.at(STATE_WATERMARK, 8), 8);
-                self.persist
-                    .fence()
-                    .map_err(|e| self.io_err("persist", e))?;
-                self.persisted_claim.fetch_max(w, Ordering::AcqRel);
-                return Ok(());
-            }
-            // Some lane is inside a commit with an older sequence number: it finishes without
-            // running user code, so this wait is bounded.
-            spins += 1;
-            if spins > 64 {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    }
-
-    /// Make every committed transaction durable and retired.
-    pub fn drain_all(&self) -> Result<()> {
-        let target = self.next_seq.load(Ordering::SeqCst) - 1;
-        self.advance_watermark(target)
-    }
-
-    /// Read a chunk table entry (None when the encoding is invalid).
-    pub fn chunk_entry(&self, chunk: u64) -> Option<ChunkEntry> {
-        ChunkEntry::decode(self.map.read(self.geo.chunk_entry_off(chunk)))
-    }
-
-    pub fn heap_chunks(&self) -> u64 {
-        (self.heap_end() - self.hdr.heap_off) / CHUNK_SIZE
-    }
-
-    /// The usable size of the allocated object that starts exactly at `off`, or why there is
-    /// none (for checkers of pointers read from the media: the chunk table and the run's
-    /// bitmap decide, as `free` would).
-    pub fn allocated_object(&self, off: u64) -> std::result::Result<u64, &'static str> {
-        let chunk = self
-            .geo
-            .chunk_of(off)
-            .filter(|&c| c < self.heap_chunks())
-            .ok_or("outside the heap")?;
-        match self.chunk_entry(chunk) {
-            Some(ChunkEntry::Run { class }) => {
-                let b = self
-                    .geo
-                    .block_at(chunk, class, off)
-                    .ok_or("not the start of a block")?;
-                let word = self.map.atomic_u64(b.bitmap_word).load(Ordering::Acquire);
-                if word & b.mask == 0 {
-                    return Err("a free block");
-                }
-                Ok(SIZE_CLASSES[class as usize] as u64)
-            }
-            Some(ChunkEntry::Large { chunks }) if off == self.geo.chunk_start(chunk) => {
-                Ok(chunks as u64 * CHUNK_SIZE)
-            }
-            Some(ChunkEntry::Large { .. }) => Err("inside a large object, not at its start"),
-            _ => Err("not in an allocated chunk"),
-        }
-    }
-
-    /// Every allocated object (scan of the chunk table and run bitmaps).
-    pub fn allocated_objects(&self) -> Result<Vec<ObjectInfo>> {
-        let mut out = Vec::new();
-        self.for_each_object(|o| out.push(o))?;
-        Ok(out)
-    }
-
-    /// (bytes, objects) allocated: the same scan, counting only.
-    pub fn usage(&self) -> Result<(u64, u64)> {
-        let (mut bytes, mut n) = (0, 0);
-        self.for_each_object(|o| {
-            bytes += o.size;
-            n += 1;
-        })?;
-        Ok((bytes, n))
-    }
-
-    fn for_each_object(&self, mut out: impl FnMut(ObjectInfo)) -> Result<()> {
-        let out = &mut out;
-        let chunks = self.heap_chunks();
-        let mut c = 0;
-        while c < chunks {
-            match self.chunk_entry(c) {
-                Some(ChunkEntry::Free) => c += 1,
-                Some(ChunkEntry::Large { chunks: n }) => {
-                    // Listing it would hand out memory past the heap end (check reports the
-                    // same entry as a problem).
-                    if c + n as u64 > chunks {
-                        return Err(Error::corrupt(
-                            &self.path,
-                            format!(
-                                "chunk table entry {c}: large object of {n} chunks runs past \
-                                 the heap end"
-                            ),
-                        ));
-                    }
-                    out(ObjectInfo {
-                        off: self.geo.chunk_start(c),
-                        size: n as u64 * CHUNK_SIZE,
-                    });
-                    c += n as u64;
-                }
-                Some(ChunkEntry::Run { class }) => {
-                    let (n, _) = run_geometry(class as usize);
-                    let base = self.geo.chunk_start(c);
-                    for w in 0..(n as u64).div_ceil(64) {
-                        let mut bits: u64 = self.map.read(base + w * 8);
-                        while bits != 0 {
-                            let b = bits.trailing_zeros() as u64;
-                            bits &= bits - 1;
-                            let idx = w * 64 + b;
-                            if idx < n as u64 {
-                                out(ObjectInfo {
-                                    off: self.geo.block_off(c, class, idx as u32),
-                                    size: SIZE_CLASSES[class as usize] as u64,
-                                });
-                            }
-                        }
-                    }
-                    c += 1;
-                }
-                None => {
-                    return Err(Error::corrupt(
-                        &self.path,
-                        format!("chunk table entry {c} has an invalid encoding"),
-                    ))
-                }
-            }
-        }
-        Ok(())
-    }
-
-    pub fn check(&self, reachable: Option<&[u64]>) -> CheckReport {
-        let mut r = CheckReport::default();
-        let st = self.state();
-        let chunks = self.heap_chunks();
-        // Allocator metadata.
-        let mut c = 0;
-        while c < chunks {
-            match self.chunk_entry(c) {
-                Some(ChunkEntry::Free) => c += 1,
-                Some(ChunkEntry::Large { chunks: n }) => {
-                    if c + n as u64 > chunks {
-                        r.problems.push(format!(
-                            "chunk {c}: large object of {n} chunks runs past the heap end"
-                        ));
-                        break;
-                    }
-                    for k in 1..n as u64 {
-                        if self.chunk_entry(c + k) != Some(ChunkEntry::Free) {
-                            r.problems.push(format!(
-                                "chunk {}: covered by the large object at chunk {c} but not FREE",
-                                c + k
-                            ));
-                        }
-                    }
-                    c += n as u64;
-                }
-                Some(ChunkEntry::Run { class }) => {
-                    let (n, data_off) = run_geometry(class as usize);
-                    let base = self.geo.chunk_start(c);
-                    let words = data_off as u64 / 8;
-                    for w in 0..words {
-                        let bits: u64 = self.map.read(base + w * 8);
-                        let first = w * 64;
-                        let valid = if first >= n as u64 {
-                            0
-                        } else if n as u64 - first >= 64 {
-                            u64::MAX
-                        } else {
-                            (1u64 << (n as u64 - first)) - 1
-                        };
-                        if bits & !valid != 0 {
-                            r.problems.push(format!(
-                                "chunk {c}: run bitmap word {w} has bits set beyond block {n}"
-                            ));
-                        }
-                    }
-                    c += 1;
-                }
-                None => {
-                    r.problems.push(format!(
-                        "chunk {c}: chunk table entry has an invalid encoding"
-                    ));
-                    c += 1;
-                }
-            }
-        }
-        for c2 in chunks..self.geo.max_chunks {
-            let w: u64 = self.map.read(self.geo.chunk_entry_off(c2));
-            if w != CHUNK_FREE {
-                r.problems
-                    .push(format!("chunk {c2}: beyond the heap end but not FREE"));
-                break;
-            }
-        }
-        // Logs: every slot is validated here (open reads only the records that can matter:
-        // recovery.rs, `scan`): a slot that is neither empty nor a valid record, other than the
-        // one a lane may have been writing (after its newest record), is damage.
-        let bounds = TargetBounds {
-            chunk_table_off: self.hdr.chunk_table_off,
-            data_end: st.heap_end,
-        };
-        let k = self.hdr.slots_per_lane as usize;
-        let mut seen = std::collections::HashSet::new();
-        for lane in 0..self.hdr.lane_count as usize {
-            let mut seqs = vec![0u64; k];
-            let mut invalid = vec![];
-            for (slot, seq) in seqs.iter_mut().enumerate() {
-                let off = recovery::slot_offset(&self.hdr, lane, slot);
-                match log::parse_slot(&self.map, off, self.hdr.slot_size, bounds) {
-                    SlotState::Valid(rec) => {
-                        r.log_records += 1;
-                        *seq = rec.seq;
-                        if !seen.insert(rec.seq) {
-                            r.problems.push(format!(
-                                "log lane {lane} slot {slot}: a second record with sequence number {}",
-                                rec.seq
-                            ));
-                        }
-                        if rec.seq > st.watermark && self.next_seq.load(Ordering::SeqCst) <= rec.seq
-                        {
-                            r.problems.push(format!(
-                                "log lane {lane} slot {slot}: record {} is newer than any committed transaction",
-                                rec.seq
-                            ));
-                        }
-                    }
-                    SlotState::Invalid(why) => invalid.push((slot, why)),
-                    SlotState::Empty => {}
-                }
-            }
-            let newest = (0..k).filter(|&s| seqs[s] != 0).max_by_key(|&s| seqs[s]);
-            let in_flight = newest.map(|s| (s + 1) % k).unwrap_or(0);
-            for (slot, why) in invalid {
-                if slot != in_flight {
-                    r.problems
-                        .push(format!("log lane {lane} slot {slot}: {why}"));
-                }
-            }
-        }
-        let objs = match self.allocated_objects() {
-            Ok(o) => o,
-            Err(e) => {
-                r.problems.push(e.to_string());
-                return r;
-            }
-        };
-        r.objects = objs.len() as u64;
-        r.used = objs.iter().map(|o| o.size).sum();
-        if st.root_off != 0 && objs.binary_search_by_key(&st.root_off, |o| o.off).is_err() {
-            r.problems.push(format!(
-                "root object {:#x} is not an allocated object",
-                st.root_off
-            ));
-        }
-        if let Some(reach) = reachable {
-            r.reachability_checked = true;
-            let mut reach: Vec<u64> = reach.to_vec();
-            reach.sort_unstable();
-            reach.dedup();
-            r.reachable = reach.len() as u64;
-            for &o in &reach {
-                if objs.binary_search_by_key(&o, |x| x.off).is_err() {
-                    r.problems.push(format!(
-                        "dangling pointer: reachable object {o:#x} is not allocated"
-                    ));
-                }
-            }
-            let mut leaks = 0;
-            for o in &objs {
-                if reach.binary_search(&o.off).is_err() {
-                    leaks += 1;
-                    if leaks <= 5 {
-                        r.problems.push(format!(
-                            "leak: object {:#x} ({} bytes) is allocated but unreachable",
-                            o.off, o.size
-                        ));
-                    }
-                }
-            }
-            if leaks > 5 {
-                r.problems
-                    .push(format!("... {} leaked objects in all", leaks));
-            }
-        }
-        r
-    }
-}
-
-impl Drop for PoolInner {
-    fn drop(&mut self) {
-        // Best effort: make the last transactions' data durable so the next open has nothing
-        // to replay. Errors here cannot be reported; recovery covers them.
-        if !self.poisoned.load(Ordering::Acquire) {
-            let _ = self.drain_all();
-        }
-    }
 }

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::layout::*;
 use crate::log::{self, Record, SlotState, TargetBounds};
 use crate::map::Mapping;
-use crate::pool::PoolInner;
+use crate::media::Media;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -243,7 +243,7 @@ pub(crate) fn state_after_replay(state: PoolState, records: &[Record]) -> PoolSt
 /// this returns). `upgrade`: the version-2 header's upgrade word to store first (see
 /// `pool::upgraded_header`).
 pub(crate) fn recover(
-    pool: &PoolInner,
+    pool: &Media,
     scan: &LogScan,
     state: &PoolState,
     upgrade: Option<u64>,

@@ -33,26 +33,17 @@
 //! fence. Reuse of freed blocks is deferred until the watermark passes the freeing transaction
 //! (alloc.rs), so no replayed record can ever touch a block's new contents.
 
-use crate::alloc::{Freed, LaneAlloc};
+use crate::alloc::Freed;
 use crate::error::{Error, Result};
+use crate::lanes::{defer_commits, Lane, LaneState};
 use crate::layout::*;
-use crate::lock::{SpinGuard, SpinLock};
+use crate::lock::SpinGuard;
 
-use crate::pool::PoolInner;
 use crate::ptr::PPtr;
+use crate::shared::PoolInner;
 use bytemuck::{Pod, Zeroable};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-
-/// `D`: how many of its own commits a lane lets pass before it flushes the data lines a
-/// transaction applied, for a pool of `K = slots` log slots per lane: `D = K - 2`. The flush
-/// then rides on that later commit's one fence, and a line that is written again meanwhile is
-/// flushed once for all those writes. A log slot is reused after `K` commits, and recovery may
-/// drop a record only once a claim covers it, so the deferral must leave two commits of slack.
-#[inline(always)]
-pub fn defer_commits(slots: u32) -> u64 {
-    slots as u64 - 2
-}
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Logged one-word commits in a row after which a lane retires every committed transaction so
 /// that one-word transactions can go in place again (see the module docs).
@@ -61,769 +52,6 @@ pub const IN_PLACE_AFTER: u32 = 4;
 /// New objects whose in-place contents total at most this many bytes are logged at commit;
 /// larger ones cost one extra fence (`Tx::persist_fresh`).
 pub const FRESH_LOG_MAX: u64 = 4096;
-
-/// Data lines a lane applied but has not flushed yet, oldest first: a queue in a Vec
-/// (`q[head..]`), which is cheaper than a VecDeque on the commit path.
-///
-/// A line already waiting in the queue is not queued again: its earlier entry is flushed
-/// sooner, and a flush writes back whatever the line holds by then, newer bytes included.
-/// `tags` is a small direct-mapped filter that finds such lines in O(1).
-/// A tag is (line, number of its newest entry). Invariant: `tags[slot(l)].0 == l` implies that
-/// entry is still in the queue: popping it clears the tag. Popping an older duplicate does not,
-/// so duplicates die out. Two lines that share a tag slot only cost a duplicate entry (one more
-/// flush), never a missed one.
-pub(crate) struct DirtyLines {
-    /// (line address, lane commit number that dirtied it first, that transaction's seq)
-    q: Vec<(usize, u64, u64)>,
-    head: usize,
-    tags: [(usize, u64); DIRTY_TAGS],
-    /// Entries pushed so far: the entry at `q[i]` is number `pushed - (q.len() - i)`.
-    pushed: u64,
-}
-
-const DIRTY_TAGS: usize = 64;
-
-/// Most applied lines a lane leaves waiting for a later fence: past it, a commit writes back
-/// every waiting line with its own fence. The deferral (`D` commits) saves write-backs of
-/// lines written again and again; this bound keeps what a crash leaves to replay small
-/// whatever the transactions' size and rate. A transaction counts as undurable (holding
-/// claims, and so recovery's watermark, back) while any of its lines waits, so without the
-/// bound a lane of big transactions (a server's group commits of a thousand lines each) left
-/// `D` whole records to replay, at one page fault per random line: 13 ms of recovery after a
-/// crash under a pipelined SET load, against 0.3 ms after a clean shutdown. With it, a crash
-/// leaves to replay at most the lines waiting (this many) and the lane's two newest records
-/// (a record's claim can count only what was durable before its own fence, so the newest
-/// record and the one before it are always replayed; docs/FORMAT.md section 6).
-const DIRTY_LINES_MAX: usize = 1024;
-
-impl Default for DirtyLines {
-    fn default() -> Self {
-        DirtyLines {
-            q: Vec::new(),
-            head: 0,
-            tags: [(0, 0); DIRTY_TAGS],
-            pushed: 0,
-        }
-    }
-}
-
-impl DirtyLines {
-    #[inline(always)]
-    fn tag_slot(line: usize) -> usize {
-        (line / crate::persist::CACHE_LINE) % DIRTY_TAGS
-    }
-
-    /// Remember a line, unless it is already waiting (see the type's comment).
-    #[inline(always)]
-    fn push(&mut self, line: usize, lc: u64, seq: u64) {
-        let t = &mut self.tags[Self::tag_slot(line)];
-        if t.0 == line {
-            return;
-        }
-        *t = (line, self.pushed);
-        self.pushed += 1;
-        self.q.push((line, lc, seq));
-    }
-
-    #[inline(always)]
-    fn front(&self) -> Option<(usize, u64, u64)> {
-        self.q.get(self.head).copied()
-    }
-
-    #[inline(always)]
-    fn pop_front(&mut self) {
-        let line = self.q[self.head].0;
-        let number = self.pushed - (self.q.len() - self.head) as u64;
-        let t = &mut self.tags[Self::tag_slot(line)];
-        if *t == (line, number) {
-            *t = (0, 0);
-        }
-        self.head += 1;
-        if self.head == self.q.len() {
-            self.q.clear();
-            self.head = 0;
-        }
-    }
-
-    /// Drop the popped entries from the front of the vector. The queue empties completely only
-    /// after a few commits that dirty nothing, which a steady stream of writes never gives, so
-    /// without this `q` would only grow. Entry numbers depend on `q.len() - head` alone, so
-    /// the tags stay valid.
-    #[inline(always)]
-    fn compact(&mut self) {
-        if self.head >= 4096 && self.head * 2 >= self.q.len() {
-            self.q.drain(..self.head);
-            self.head = 0;
-        }
-    }
-
-    #[inline(always)]
-    fn oldest_seq(&self) -> u64 {
-        self.front().map(|e| e.2).unwrap_or(u64::MAX)
-    }
-
-    /// Lines waiting.
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.q.len() - self.head
-    }
-
-    /// Flush (no fence) the oldest lines while `due(lane commit number that dirtied the line)`
-    /// holds, or all of them when more than [`DIRTY_LINES_MAX`] wait, and forget them: the
-    /// caller's next fence makes them durable.
-    #[inline(always)]
-    fn flush_while(&mut self, pool: &PoolInner, due: impl Fn(u64) -> bool) {
-        let all = self.len() > DIRTY_LINES_MAX;
-        while let Some((line, first, _)) = self.front() {
-            if !all && !due(first) {
-                break;
-            }
-            if !sim_fault!(NoDataFlush) {
-                pool.persist.flush(line as *const u8, 1);
-            }
-            self.pop_front();
-        }
-        self.compact();
-    }
-}
-
-/// One log lane: a thread runs a transaction on a lane it holds exclusively.
-///
-/// The watermark (`PoolInner::compute_watermark`) reads four words per lane; the owner writes
-/// them without any lock:
-/// * `inflight_lb`: while committing, a lower bound of the seq being committed (stored relaxed
-///   before the AcqRel `fetch_add` that takes the seq, so a reader that acquires the new
-///   counter value sees it); u64::MAX otherwise;
-/// * `undurable_from`: the oldest seq of this lane whose applied lines the owner has not yet
-///   flushed and fenced (u64::MAX: none);
-/// * `last_committed`: the newest seq this lane has fully applied;
-/// * `helped_to`: written by helpers: every transaction of this lane up to it is durable.
-///
-/// After applying, the owner stores `undurable_from`, then `last_committed`, then clears
-/// `inflight_lb` (Release); readers load them in the opposite order (Acquire). See
-/// [`Lane::oldest_undurable`] for how they combine.
-///
-/// Layout: the owner writes its `state` all through a transaction, while other threads read
-/// the four words on every commit; `repr(C)` and the padded `state` keep them on different
-/// cache lines (no false sharing).
-#[repr(C, align(128))]
-pub(crate) struct Lane {
-    pub state: crate::pool::Padded<SpinLock<LaneState>>,
-    pub inflight_lb: AtomicU64,
-    pub undurable_from: AtomicU64,
-    pub last_committed: AtomicU64,
-    pub helped_to: AtomicU64,
-    /// The thread holding the lane ([`thread_token`]; 0: none, or just being taken). Written
-    /// by the holder only; read by a thread that finds every lane busy, to tell whether it
-    /// would wait for itself (a transaction nested in its own).
-    pub owner: AtomicUsize,
-    pub index: usize,
-}
-
-impl Lane {
-    pub fn new(st: LaneState) -> Lane {
-        Lane {
-            index: st.index,
-            state: crate::pool::Padded(SpinLock::new(st)),
-            inflight_lb: AtomicU64::new(u64::MAX),
-            undurable_from: AtomicU64::new(u64::MAX),
-            last_committed: AtomicU64::new(0),
-            helped_to: AtomicU64::new(0),
-            owner: AtomicUsize::new(0),
-        }
-    }
-
-    /// A lower bound of the oldest transaction of this lane that may not be durable (in
-    /// flight, or applied but not yet flushed and fenced); u64::MAX when none.
-    #[inline]
-    pub fn oldest_undurable(&self) -> u64 {
-        let inflight = self.inflight_lb.load(Ordering::Acquire);
-        let last = self.last_committed.load(Ordering::Acquire);
-        let undurable = self.undurable_from.load(Ordering::Acquire);
-        let helped = self.helped_to.load(Ordering::Acquire);
-        let applied = if undurable > helped {
-            undurable
-        } else if last <= helped {
-            // A helper made everything this lane committed durable.
-            u64::MAX
-        } else {
-            helped + 1
-        };
-        inflight.min(applied)
-    }
-
-    /// Make every transaction this lane has applied durable, without waiting for its owner
-    /// (who may be running user code that waits for us).
-    ///
-    /// The owner keeps its unflushed lines privately; the helper instead re-reads the lane's
-    /// log records. Every transaction of the lane up to `last_committed` is either still in a
-    /// slot (a slot is reused only once a durable claim covers its record) or already durable,
-    /// so flushing the targets of the records up to `last_committed` and fencing makes all of
-    /// them durable. Records newer than that may not be applied yet and are skipped.
-    pub fn help_flush(&self, pool: &PoolInner) -> Result<()> {
-        let last = self.last_committed.load(Ordering::Acquire);
-        if last <= self.helped_to.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let bounds = crate::log::TargetBounds {
-            chunk_table_off: pool.hdr.chunk_table_off,
-            data_end: pool.heap_end(),
-        };
-        let lane_off = pool.hdr.lanes_off + self.index as u64 * pool.hdr.lane_bytes();
-        for slot in 0..pool.hdr.slots_per_lane as u64 {
-            let off = lane_off + slot * pool.hdr.slot_size as u64;
-            if let crate::log::SlotState::Valid(rec) =
-                crate::log::parse_slot(&pool.map, off, pool.hdr.slot_size, bounds)
-            {
-                if rec.seq <= last {
-                    for e in &rec.entries {
-                        let len = e.len as usize;
-                        pool.persist.flush(pool.map.at(e.target, len), len);
-                    }
-                }
-            }
-        }
-        pool.persist
-            .fence()
-            .map_err(|e| pool.io_err("persist", e))?;
-        sim_event!(Help);
-        self.helped_to.fetch_max(last, Ordering::AcqRel);
-        Ok(())
-    }
-}
-
-/// Per-lane state, protected by the lane mutex.
-pub(crate) struct LaneState {
-    pub index: usize,
-    pub next_slot: u32,
-    /// Seq of the record in each slot (0: empty or retired long ago).
-    pub slot_seq: Vec<u64>,
-    pub alloc: LaneAlloc,
-    pub buf: TxBuffers,
-    /// Largest watermark this lane itself made durable (in its own fenced records). The global
-    /// `persisted_claim` is updated from it only now and then, to keep the commit path free of
-    /// shared read-modify-writes.
-    pub durable_claim: u64,
-    /// Commits this lane has made (numbers the dirty lines for [`defer_commits`]).
-    pub commit_no: u64,
-    /// Lines applied but not yet flushed (owner-private; helpers use the log instead).
-    pub dirty: DirtyLines,
-    /// One-word transactions logged in a row because a record was not yet covered (see
-    /// [`IN_PLACE_AFTER`]).
-    pub logged_single_words: u32,
-}
-
-/// Entries a transaction holds before its lookups switch from scanning to indexes.
-const INDEX_FROM: usize = 24;
-
-/// End of a chain in `TxBuffers::copy_nodes`.
-const NO_NODE: u32 = u32::MAX;
-
-/// log2 of the page size of `TxBuffers::fresh_pages`.
-const FRESH_PAGE_SHIFT: u32 = 12;
-
-/// New objects spanning more pages than this are kept in `TxBuffers::fresh_big` instead.
-const FRESH_PAGES_MAX: u64 = 16;
-
-/// First and last 4 KiB page of the new object at `o` of `s` bytes.
-#[inline(always)]
-fn fresh_pages_of(o: u64, s: u64) -> (u64, u64) {
-    (
-        o >> FRESH_PAGE_SHIFT,
-        (o + s.max(1) - 1) >> FRESH_PAGE_SHIFT,
-    )
-}
-
-/// Bits a..b of a cache line's 64 bytes (0 <= a < b <= 64).
-#[inline(always)]
-fn line_bits(a: u64, b: u64) -> u64 {
-    let upto = if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
-    upto & !((1u64 << a) - 1)
-}
-
-/// A hash map for the transaction's indexes: keys are pool offsets, not attacker-chosen,
-/// so a fast multiplicative hash is enough (std's SipHash would cost more than the scan).
-type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<OffsetHasher>>;
-
-#[derive(Default)]
-struct OffsetHasher(u64);
-
-impl std::hash::Hasher for OffsetHasher {
-    #[inline(always)]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline(always)]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    #[inline(always)]
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    #[inline(always)]
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(v as u64);
-    }
-}
-
-/// The log record under construction: `buf[..len]`, in a buffer that only grows, so that
-/// appending a word entry is a bounds check and two stores. (`Vec::extend_from_slice` and
-/// `Vec::resize` are not always inlined into big callers; then every logged word paid two
-/// calls and a `memcpy`.) Derefs to the bytes in use.
-pub(crate) struct RecordBuf {
-    buf: Vec<u8>,
-    len: usize,
-}
-
-impl RecordBuf {
-    fn new() -> Self {
-        RecordBuf {
-            buf: vec![0; 512],
-            len: LOG_HEADER_SIZE,
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, need: usize) {
-        let n = need.next_power_of_two().max(self.buf.len() * 2);
-        self.buf.resize(n, 0);
-    }
-
-    /// Make room for `n` more bytes and return them (their old contents are unspecified).
-    #[inline(always)]
-    fn append(&mut self, n: usize) -> &mut [u8] {
-        let at = self.len;
-        if at + n > self.buf.len() {
-            self.grow(at + n);
-        }
-        self.len = at + n;
-        &mut self.buf[at..at + n]
-    }
-
-    #[inline(always)]
-    fn push_array<const N: usize>(&mut self, bytes: &[u8; N]) {
-        let dst: &mut [u8; N] = self.append(N).try_into().unwrap();
-        *dst = *bytes;
-    }
-
-    #[inline(always)]
-    fn extend_from_slice(&mut self, bytes: &[u8]) {
-        self.append(bytes.len()).copy_from_slice(bytes);
-    }
-
-    /// Grow to `new_len` with zero bytes (an entry's padding, or room read into next).
-    fn zero_extend_to(&mut self, new_len: usize) {
-        debug_assert!(new_len >= self.len);
-        self.append(new_len.saturating_sub(self.len)).fill(0);
-    }
-
-    /// Bytes in use (shadows the slice's `len`, which would pay a bounds check per call).
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The buffer's first 64 bytes (the record, and unspecified bytes past it when shorter).
-    #[inline(always)]
-    fn first_line(&self) -> &[u8; 64] {
-        // The buffer never shrinks below its initial 512 bytes.
-        self.buf[..64].try_into().unwrap()
-    }
-
-    #[inline(always)]
-    fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
-    }
-}
-
-impl std::ops::Deref for RecordBuf {
-    type Target = [u8];
-    #[inline(always)]
-    fn deref(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl std::ops::DerefMut for RecordBuf {
-    #[inline(always)]
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[..self.len]
-    }
-}
-
-/// Reusable buffers of a lane's current transaction.
-pub(crate) struct TxBuffers {
-    /// The log record being built: [`LOG_HEADER_SIZE`] bytes reserved for the header (filled
-    /// in at commit), then the entries exactly as they go to the log slot.
-    record: RecordBuf,
-    n_entries: u32,
-    /// Copy entries: (target, len, data position in payload), for read-your-writes.
-    copies: Vec<(u64, u64, usize)>,
-    /// Bit-operation entries: (word, kind, mask position in payload), merged per word.
-    bitops: Vec<(u64, u8, usize)>,
-    /// Once a transaction holds more than [`INDEX_FROM`] entries (a group commit of many
-    /// operations), lookups go through these indexes instead of scanning the lists, so a
-    /// big transaction costs O(1) per read and write, not O(entries). Small transactions
-    /// never build them. `copy_lines`: cache line -> the newest node of that line's chain in
-    /// `copy_nodes`, whose nodes are (copy index, next older node): the copies touching the
-    /// line, newest first, without an allocation per line. `bitop_index`: (word, kind) ->
-    /// mask position.
-    copy_lines: FastMap<u64, u32>,
-    copy_nodes: Vec<(u32, u32)>,
-    bitop_index: FastMap<(u64, u8), usize>,
-    /// `fresh` by 4 KiB page, built lazily: it covers `fresh[..fresh_paged]` and catches up
-    /// only when a lookup misses the newest object (most writes into new objects go to the
-    /// one just allocated, so a transaction that allocates many objects often never builds
-    /// it). `fresh_pages`: page -> newest node of that page's chain in `fresh_nodes`, whose
-    /// nodes are (start, size, next older node) of the objects overlapping the page. Exact:
-    /// an object holding [off, off + len) overlaps the page of `off`. Objects over
-    /// [`FRESH_PAGES_MAX`] pages go to `fresh_big` (scanned). A cancelled object's nodes get
-    /// size 0.
-    fresh_pages: FastMap<u64, u32>,
-    fresh_nodes: Vec<(u64, u64, u32)>,
-    fresh_big: Vec<(u64, u64)>,
-    fresh_paged: usize,
-    /// Objects allocated by this transaction: (offset, size). Written in place.
-    fresh: Vec<(u64, u64)>,
-    /// Blocks taken from the lane cache: (offset, class), returned on abort.
-    reserved: Vec<(u64, u16)>,
-    /// Chunks taken from the heap: (first chunk, count, is_run), returned on abort.
-    chunks_taken: Vec<(u64, u64, bool)>,
-    /// Objects freed by this transaction, deferred on commit.
-    freed: Vec<Freed>,
-    /// Byte ranges [start, end) written in place into new objects (see `persist_fresh`).
-    fresh_dirty: Vec<(u64, u64)>,
-    /// Bytes of new objects were written back without a fence yet (large copies into new
-    /// objects); the commit needs a fence before its record.
-    fresh_unfenced: bool,
-    /// Flush and fence the applied lines at the end of commit instead of deferring them
-    /// ([`Tx::durable_apply`]).
-    durable_apply: bool,
-    /// Where the logged copies of new objects begin in `record` (they are already in place,
-    /// so commit does not apply them again); `record.len()` when there are none.
-    fresh_log_start: usize,
-}
-
-impl Default for TxBuffers {
-    fn default() -> Self {
-        TxBuffers {
-            record: RecordBuf::new(),
-            n_entries: 0,
-            copies: Vec::new(),
-            bitops: Vec::new(),
-            copy_lines: FastMap::default(),
-            copy_nodes: Vec::new(),
-            bitop_index: FastMap::default(),
-            fresh_pages: FastMap::default(),
-            fresh_nodes: Vec::new(),
-            fresh_big: Vec::new(),
-            fresh_paged: 0,
-            fresh: Vec::new(),
-            reserved: Vec::new(),
-            chunks_taken: Vec::new(),
-            freed: Vec::new(),
-            fresh_dirty: Vec::new(),
-            fresh_unfenced: false,
-            durable_apply: false,
-            fresh_log_start: usize::MAX,
-        }
-    }
-}
-
-impl TxBuffers {
-    /// Position of the mask of the bit-operation entry for (`word`, `kind`), if any.
-    #[inline(always)]
-    fn find_bitop(&self, word: u64, kind: u8) -> Option<usize> {
-        if self.bitops.len() <= INDEX_FROM {
-            // Newest first: consecutive allocations usually share a bitmap word.
-            self.bitops
-                .iter()
-                .rev()
-                .find(|e| e.0 == word && e.1 == kind)
-                .map(|e| e.2)
-        } else {
-            self.bitop_index.get(&(word, kind)).copied()
-        }
-    }
-
-    fn push_bitop(&mut self, e: (u64, u8, usize)) {
-        self.bitops.push(e);
-        if self.bitops.len() > INDEX_FROM {
-            if self.bitop_index.is_empty() {
-                for &(w, k, p) in &self.bitops {
-                    self.bitop_index.insert((w, k), p);
-                }
-            } else {
-                self.bitop_index.insert((e.0, e.1), e.2);
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn push_fresh(&mut self, e: (u64, u64)) {
-        self.fresh.push(e);
-    }
-
-    /// Bring `fresh_pages` up to date with `fresh`.
-    fn sync_fresh_pages(&mut self) {
-        for &(o, s) in &self.fresh[self.fresh_paged..] {
-            let (p0, p1) = fresh_pages_of(o, s);
-            if p1 - p0 >= FRESH_PAGES_MAX {
-                self.fresh_big.push((o, s));
-                continue;
-            }
-            for page in p0..=p1 {
-                let node = self.fresh_nodes.len() as u32;
-                let head = self.fresh_pages.entry(page).or_insert(NO_NODE);
-                self.fresh_nodes.push((o, s, *head));
-                *head = node;
-            }
-        }
-        self.fresh_paged = self.fresh.len();
-    }
-
-    /// The object this transaction allocated that holds [off, off + len), if any:
-    /// (start, size).
-    #[inline(always)]
-    fn fresh_holding(&mut self, off: u64, len: u64) -> Option<(u64, u64)> {
-        let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
-        match self.fresh.last() {
-            None => return None,
-            Some(e) if inside(e) => return Some(*e),
-            _ => {}
-        }
-        if self.fresh.len() > INDEX_FROM {
-            self.sync_fresh_pages();
-        }
-        self.fresh_lookup(off, len)
-    }
-
-    /// [`Self::fresh_holding`] without bringing the index up to date (for `&self` callers):
-    /// the index covers `fresh[..fresh_paged]`, the rest is scanned.
-    fn fresh_lookup(&self, off: u64, len: u64) -> Option<(u64, u64)> {
-        let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
-        if self.fresh.len() <= INDEX_FROM {
-            return self.fresh.iter().rev().copied().find(inside);
-        }
-        let mut node = self
-            .fresh_pages
-            .get(&(off >> FRESH_PAGE_SHIFT))
-            .copied()
-            .unwrap_or(NO_NODE);
-        while node != NO_NODE {
-            let (o, s, next) = self.fresh_nodes[node as usize];
-            if inside(&(o, s)) {
-                return Some((o, s));
-            }
-            node = next;
-        }
-        self.fresh_big.iter().copied().find(inside).or_else(|| {
-            self.fresh[self.fresh_paged..]
-                .iter()
-                .rev()
-                .copied()
-                .find(inside)
-        })
-    }
-
-    /// Forget new object `off` (its allocation is cancelled), keeping `fresh[..fresh_paged]`
-    /// covered by the index across the `swap_remove` that takes it out of `fresh`.
-    fn unindex_fresh(&mut self, off: u64, size: u64) {
-        if self.fresh_paged == 0 {
-            return;
-        }
-        // The swap_remove moves the newest object into the cancelled one's slot: index it.
-        self.sync_fresh_pages();
-        self.fresh_paged -= 1;
-        let (p0, p1) = fresh_pages_of(off, size);
-        if p1 - p0 >= FRESH_PAGES_MAX {
-            self.fresh_big.retain(|&(o, _)| o != off);
-            return;
-        }
-        for page in p0..=p1 {
-            let mut node = self.fresh_pages.get(&page).copied().unwrap_or(NO_NODE);
-            while node != NO_NODE {
-                let n = &mut self.fresh_nodes[node as usize];
-                if n.0 == off {
-                    n.1 = 0;
-                }
-                node = n.2;
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn push_copy(&mut self, e: (u64, u64, usize)) {
-        self.copies.push(e);
-        if self.copies.len() > INDEX_FROM {
-            let from = if self.copy_lines.is_empty() {
-                0
-            } else {
-                self.copies.len() - 1
-            };
-            for i in from..self.copies.len() {
-                self.index_copy(i);
-            }
-        }
-    }
-
-    /// Put copy `i` at the head of the chain of every line it touches.
-    ///
-    /// Older copies at the head of a chain whose bytes in that line the new copy covers
-    /// entirely are unlinked from it: a read takes every byte from the newest copy holding it,
-    /// so they can never be read again through this line. Without this, a word written by
-    /// every operation of a group (a map's length, a bucket) grows its line's chain by one
-    /// node per operation, and every read of the line's other bytes walks all of them (the
-    /// group's reads become quadratic). The copies themselves stay in the record, in order.
-    fn index_copy(&mut self, i: usize) {
-        let (t, len, _) = self.copies[i];
-        let end = t + len.max(1);
-        for line in t / 64..=(end - 1) / 64 {
-            let base = line * 64;
-            // (A zero-length copy covers nothing.)
-            let covers = if len == 0 {
-                0
-            } else {
-                line_bits(t.max(base) - base, end.min(base + 64) - base)
-            };
-            let node = self.copy_nodes.len() as u32;
-            let head = self.copy_lines.entry(line).or_insert(NO_NODE);
-            let mut next = *head;
-            while next != NO_NODE {
-                let (j, older) = self.copy_nodes[next as usize];
-                let (tj, lj, _) = self.copies[j as usize];
-                let ej = tj + lj.max(1);
-                let bits = line_bits(tj.max(base) - base, ej.min(base + 64) - base);
-                if bits & !covers != 0 {
-                    break;
-                }
-                next = older;
-            }
-            self.copy_nodes.push((i as u32, next));
-            *head = node;
-        }
-    }
-
-    /// Overlay this transaction's logged copies on `out`, read from `off`.
-    #[inline(always)]
-    fn overlay(&self, off: u64, out: &mut [u8]) {
-        let end = off + out.len() as u64;
-        let apply = |out: &mut [u8], t: u64, len: u64, pos: usize, lo: u64, hi: u64| {
-            let (s, e) = (t.max(lo), (t + len).min(hi));
-            if s < e {
-                let src = pos + (s - t) as usize;
-                let n = (e - s) as usize;
-                out[(s - off) as usize..(s - off) as usize + n]
-                    .copy_from_slice(&self.record[src..src + n]);
-            }
-        };
-        if self.copies.len() <= INDEX_FROM {
-            for &(t, len, pos) in &self.copies {
-                apply(out, t, len, pos, off, end);
-            }
-            return;
-        }
-        if off == end {
-            return;
-        }
-        for line in off / 64..=(end - 1) / 64 {
-            let Some(&head) = self.copy_lines.get(&line) else {
-                continue;
-            };
-            let base = line * 64;
-            let (lo, hi) = (base.max(off), (base + 64).min(end));
-            // Newest copy first; `done` marks the bytes of this line already taken from a
-            // newer copy, which wins over every older one.
-            let want = line_bits(lo - base, hi - base);
-            let mut done = 0u64;
-            let mut node = head;
-            while node != NO_NODE && done != want {
-                let (i, next) = self.copy_nodes[node as usize];
-                let (t, len, pos) = self.copies[i as usize];
-                let (s, e) = (t.max(lo), (t + len).min(hi));
-                if s < e {
-                    let bits = line_bits(s - base, e - base);
-                    let new = bits & !done;
-                    if new == bits {
-                        apply(out, t, len, pos, s, e);
-                    } else if new != 0 {
-                        for k in s..e {
-                            if new & (1 << (k - base)) != 0 {
-                                out[(k - off) as usize] = self.record[pos + (k - t) as usize];
-                            }
-                        }
-                    }
-                    done |= bits;
-                }
-                node = next;
-            }
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.record.len() == LOG_HEADER_SIZE
-    }
-
-    /// (target, word) when the whole transaction is one aligned 8-byte store into the heap
-    /// (`heap`: [start, end)): the one-word case of the module docs.
-    #[inline(always)]
-    fn single_word(&self, heap: (u64, u64)) -> Option<(u64, u64)> {
-        if self.n_entries != 1
-            || self.copies.len() != 1
-            || !self.bitops.is_empty()
-            || !self.fresh.is_empty()
-            || !self.reserved.is_empty()
-            || !self.chunks_taken.is_empty()
-            || !self.freed.is_empty()
-            || !self.fresh_dirty.is_empty()
-            || self.fresh_unfenced
-        {
-            return None;
-        }
-        let (target, len, pos) = self.copies[0];
-        if len != 8 || target % 8 != 0 || target < heap.0 || target + 8 > heap.1 {
-            return None;
-        }
-        let data: [u8; 8] = self.record.get(pos..pos + 8)?.try_into().ok()?;
-        Some((target, u64::from_ne_bytes(data)))
-    }
-
-    #[inline(always)]
-    fn clear(&mut self) {
-        self.record.truncate(LOG_HEADER_SIZE);
-        self.n_entries = 0;
-        self.copies.clear();
-        self.bitops.clear();
-        // The indexes exist only in big transactions; clearing an empty hash map or B-tree
-        // still costs a call and a few dozen instructions on every small commit.
-        if !self.copy_lines.is_empty() {
-            self.copy_lines.clear();
-            self.copy_nodes.clear();
-        }
-        if !self.bitop_index.is_empty() {
-            self.bitop_index.clear();
-        }
-        // (Nodes can outlive `fresh_paged` when every indexed object was cancelled.)
-        if self.fresh_paged != 0 || !self.fresh_nodes.is_empty() || !self.fresh_big.is_empty() {
-            self.fresh_pages.clear();
-            self.fresh_nodes.clear();
-            self.fresh_big.clear();
-            self.fresh_paged = 0;
-        }
-        self.fresh.clear();
-        self.reserved.clear();
-        self.chunks_taken.clear();
-        self.freed.clear();
-        self.fresh_dirty.clear();
-        self.fresh_unfenced = false;
-        self.durable_apply = false;
-        self.fresh_log_start = usize::MAX;
-    }
-}
 
 thread_local! {
     static LANE_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -873,8 +101,8 @@ impl<'p> Tx<'p> {
             if let Some(st) = pool.lanes[start].state.try_lock() {
                 // The hint is per thread, shared by all pools: register the lane with this
                 // pool's watermark scan if it is new here.
-                if pool.lanes_in_use.load(Ordering::Relaxed) <= start {
-                    pool.lanes_in_use.fetch_max(start + 1, Ordering::SeqCst);
+                if pool.lanes.in_use.load(Ordering::Relaxed) <= start {
+                    pool.lanes.in_use.fetch_max(start + 1, Ordering::SeqCst);
                 }
                 pool.lanes[start]
                     .owner
@@ -934,8 +162,8 @@ impl<'p> Tx<'p> {
         }
         // (The hint is per thread and shared by all pools; a pool with fewer lanes re-derives
         // it above.)
-        if pool.lanes_in_use.load(Ordering::Relaxed) <= idx {
-            pool.lanes_in_use.fetch_max(idx + 1, Ordering::SeqCst);
+        if pool.lanes.in_use.load(Ordering::Relaxed) <= idx {
+            pool.lanes.in_use.fetch_max(idx + 1, Ordering::SeqCst);
         }
         debug_assert!(st.buf.is_empty() && st.buf.fresh.is_empty());
         crate::persist::enter_transaction();
@@ -1233,6 +461,7 @@ impl<'p> Tx<'p> {
         let st = &mut *self.st;
         let claim = self
             .pool
+            .lanes
             .persisted_claim
             .load(Ordering::Acquire)
             .max(st.durable_claim);
@@ -1260,7 +489,7 @@ impl<'p> Tx<'p> {
         {
             let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
             if !h.scanned {
-                scan_chunk_table(pool, &mut h)?;
+                pool.build_heap_index(&mut h)?;
             }
             ready = h.scan_ready;
             start = match h.take_extent(n) {
@@ -1293,7 +522,7 @@ impl<'p> Tx<'p> {
         let harvested = {
             let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
             if !h.scanned {
-                scan_chunk_table(pool, &mut h)?;
+                pool.build_heap_index(&mut h)?;
             }
             let mut got = None;
             while let Some(chunk) = h.unharvested[class].pop() {
@@ -1316,7 +545,7 @@ impl<'p> Tx<'p> {
                 }
                 pool.harvested.set(chunk);
                 if !blocks.is_empty() {
-                    got = Some((blocks, pool.next_seq.load(Ordering::SeqCst) - 1));
+                    got = Some((blocks, pool.lanes.next_seq.load(Ordering::SeqCst) - 1));
                     break;
                 }
             }
@@ -1640,12 +869,12 @@ impl<'p> Tx<'p> {
         let slot = st.next_slot as usize;
 
         // 1. Take a sequence number, publishing a lower bound first (see `Lane`).
-        let lb = pool.next_seq.load(Ordering::Relaxed);
+        let lb = pool.lanes.next_seq.load(Ordering::Relaxed);
         let late_bound = sim_fault!(LateInflightBound);
         if !late_bound {
             lane.inflight_lb.store(lb, Ordering::Relaxed);
         }
-        let seq = pool.next_seq.fetch_add(1, Ordering::AcqRel);
+        let seq = pool.lanes.next_seq.fetch_add(1, Ordering::AcqRel);
         if late_bound {
             // The injected fault: the bound after the counter. The window is held open until
             // another lane has committed meanwhile (one window at a time, at most 20 ms), so
@@ -1653,7 +882,8 @@ impl<'p> Tx<'p> {
             #[cfg(feature = "sim")]
             crate::sim::hold_window(|| {
                 let n = pool
-                    .lanes_in_use
+                    .lanes
+                    .in_use
                     .load(Ordering::Acquire)
                     .min(pool.lanes.len());
                 pool.lanes[..n]
@@ -1664,7 +894,8 @@ impl<'p> Tx<'p> {
         }
         #[cfg(feature = "sim")]
         if pool.lanes[..pool
-            .lanes_in_use
+            .lanes
+            .in_use
             .load(Ordering::Relaxed)
             .min(pool.lanes.len())]
             .iter()
@@ -1676,7 +907,7 @@ impl<'p> Tx<'p> {
         // The slot may be reused only when a durable claim covers its old record.
         let old = st.slot_seq[slot];
         if old > st.durable_claim
-            && old > pool.persisted_claim.load(Ordering::Acquire)
+            && old > pool.lanes.persisted_claim.load(Ordering::Acquire)
             && !sim_fault!(SkipSlotReuseCheck)
         {
             sim_event!(SlotWait);
@@ -1687,7 +918,9 @@ impl<'p> Tx<'p> {
         }
         // This lane's bound: `lb` while in flight, or older unflushed lines (the value its
         // `undurable_from` holds since the last commit).
-        let claim = pool.compute_watermark_owner(st.index, lb.min(st.dirty.oldest_seq()));
+        let claim = pool
+            .lanes
+            .compute_watermark_owner(st.index, lb.min(st.dirty.oldest_seq()));
         debug_assert!(claim < seq, "claim {claim} must be below seq {seq}");
 
         // Lines applied D commits ago become durable with this commit's fence.
@@ -1746,8 +979,10 @@ impl<'p> Tx<'p> {
         }
         st.commit_no = lc;
         st.durable_claim = st.durable_claim.max(claim);
-        if claim >= pool.persisted_claim.load(Ordering::Relaxed) + 32 {
-            pool.persisted_claim.fetch_max(claim, Ordering::AcqRel);
+        if claim >= pool.lanes.persisted_claim.load(Ordering::Relaxed) + 32 {
+            pool.lanes
+                .persisted_claim
+                .fetch_max(claim, Ordering::AcqRel);
         }
         st.slot_seq[slot] = seq;
         st.next_slot = if slot + 1 == st.slot_seq.len() {
@@ -1800,8 +1035,10 @@ impl<'p> Tx<'p> {
         if pool.fail_apply.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        let newest = pool.next_seq.load(Ordering::Acquire) - 1;
-        if pool.persisted_claim.load(Ordering::Acquire) >= newest || sim_fault!(InPlaceUncovered) {
+        let newest = pool.lanes.next_seq.load(Ordering::Acquire) - 1;
+        if pool.lanes.persisted_claim.load(Ordering::Acquire) >= newest
+            || sim_fault!(InPlaceUncovered)
+        {
             self.st.logged_single_words = 0;
             return Ok(true);
         }
@@ -1814,7 +1051,8 @@ impl<'p> Tx<'p> {
         // their logs (tens of microseconds), too much to pay for one word. Then stay logged.
         let own = self.st.index;
         let n = pool
-            .lanes_in_use
+            .lanes
+            .in_use
             .load(Ordering::Acquire)
             .min(pool.lanes.len());
         if (0..n).any(|i| i != own && pool.lanes[i].oldest_undurable() <= newest) {
@@ -2003,89 +1241,5 @@ impl Drop for Tx<'_> {
         // Before the lane's lock is released (the `st` field drops after this body).
         self.lane.owner.store(0, Ordering::Relaxed);
         crate::persist::leave_transaction();
-    }
-}
-
-/// Build the volatile heap index from the chunk table (first allocation after open).
-/// Reads only the table (8 bytes per chunk), never the heap.
-fn scan_chunk_table(pool: &PoolInner, h: &mut crate::alloc::Heap) -> Result<()> {
-    h.unharvested = (0..SIZE_CLASSES.len()).map(|_| Vec::new()).collect();
-    let chunks = pool.heap_chunks();
-    let mut c = 0;
-    while c < chunks {
-        match pool.chunk_entry(c) {
-            Some(ChunkEntry::Free) => {
-                let s = c;
-                while c < chunks && pool.chunk_entry(c) == Some(ChunkEntry::Free) {
-                    c += 1;
-                }
-                h.insert_extent(s, c - s);
-            }
-            Some(ChunkEntry::Run { class }) => {
-                h.unharvested[class as usize].push(c);
-                c += 1;
-            }
-            Some(ChunkEntry::Large { chunks: n }) => c += n as u64,
-            None => {
-                return Err(Error::corrupt(
-                    &pool.path,
-                    format!("chunk table entry {c} has an invalid encoding"),
-                ))
-            }
-        }
-    }
-    for v in h.unharvested.iter_mut() {
-        v.reverse(); // pop() returns the lowest chunk first
-    }
-    // Anything the scan found free may have been freed by a transaction the watermark has not
-    // passed: users of these chunks first advance the watermark to here.
-    h.scan_ready = pool.next_seq.load(Ordering::SeqCst) - 1;
-    h.scanned = true;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The lane's queue of lines to flush, driven as commit drives it: every commit dirties a
-    /// new line and a hot one. The hot line is queued once while it waits (flushed about once
-    /// per `D` commits, even though new lines keep colliding with its tag), every
-    /// new line is flushed, and the vector stays bounded however long the run.
-    #[test]
-    fn dirty_queue_dedups_and_stays_bounded() {
-        const DEFER_COMMITS: u64 = 30;
-        let mut d = DirtyLines::default();
-        let hot = 0x40usize;
-        let (mut fresh_flushed, mut hot_flushed) = (0u64, 0u64);
-        let commits = 200_000u64;
-        for lc in 1..=commits {
-            while let Some((line, first, _)) = d.front() {
-                if first + DEFER_COMMITS > lc {
-                    break;
-                }
-                if line == hot {
-                    hot_flushed += 1;
-                } else {
-                    fresh_flushed += 1;
-                }
-                d.pop_front();
-            }
-            d.compact();
-            d.push(0x100000 + lc as usize * 64, lc, lc);
-            d.push(hot, lc, lc);
-            assert!(
-                d.q.len() < 20_000,
-                "queue vector grows: {} at commit {lc}",
-                d.q.len()
-            );
-        }
-        assert_eq!(fresh_flushed, commits - DEFER_COMMITS);
-        let once_per_window = commits / DEFER_COMMITS;
-        assert!(
-            hot_flushed <= once_per_window + once_per_window / 10,
-            "hot line flushed {hot_flushed} times, about {once_per_window} expected"
-        );
-        assert!(hot_flushed >= once_per_window - 1);
     }
 }

@@ -617,7 +617,7 @@ fn read_entry(src: &Src, obj: u64) -> Result<(Vec<u8>, Vec<u8>)> {
 }
 
 /// Check the byte-string map at `hdr`.
-pub(crate) fn check_bytes(pool: &crate::pool::PoolInner, hdr: u64) -> MapCheck {
+pub(crate) fn check_bytes(pool: &crate::shared::PoolInner, hdr: u64) -> MapCheck {
     check_table(pool, hdr, WHAT, SlotDesc::of::<BytesSlot>(), |s| {
         let obj = slot_ptr(s);
         let src = Src::Pool(pool);

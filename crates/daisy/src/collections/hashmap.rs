@@ -482,7 +482,7 @@ fn read_val<V: Pod>(src: &Src, off: u64) -> Result<V> {
 
 /// Check the fixed map at `hdr` (sizes from its header: `pool check` does not know the types).
 pub(crate) fn check_fixed(
-    pool: &crate::pool::PoolInner,
+    pool: &crate::shared::PoolInner,
     hdr: u64,
     key_size: usize,
     val_size: usize,

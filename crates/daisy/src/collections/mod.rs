@@ -13,7 +13,7 @@ pub use bytesmap::PBytesMap;
 pub use hashmap::{Batch, PHashMap};
 pub use table::MapCheck;
 
-use crate::pool::PoolInner;
+use crate::shared::PoolInner;
 use table::*;
 
 /// Every object the map at `hdr` owns: header, directory, segments and (byte-string maps)

@@ -52,7 +52,8 @@
 //!   again. After a crash, the first `len` counts the entries.
 
 use crate::error::{Error, Result};
-use crate::pool::{Pool, PoolInner};
+use crate::pool::Pool;
+use crate::shared::PoolInner;
 use crate::tx::Tx;
 use bytemuck::{Pod, Zeroable};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -842,7 +843,11 @@ impl<S: SlotKind> Table<S> {
         // Every transaction that touched the map committed before this load (the handle is
         // exclusive and none is open), so its seq is below the counter.
         let inner = &self.pool.inner;
-        let newest = inner.next_seq.load(Ordering::SeqCst).saturating_sub(1);
+        let newest = inner
+            .lanes
+            .next_seq
+            .load(Ordering::SeqCst)
+            .saturating_sub(1);
         if !sim_fault!(NoInPlaceBarrier) {
             inner.advance_watermark(newest)?;
         }

@@ -1,0 +1,519 @@
+//! A transaction's write buffers: the redo record under construction (entries in their
+//! on-media format), and the indexes that let the transaction read its own writes
+//! (read-your-writes) and find its new objects in O(1) once it is big. Pure DRAM data
+//! structures: nothing here touches a pool.
+
+use crate::alloc::Freed;
+use crate::layout::*;
+
+/// Entries a transaction holds before its lookups switch from scanning to indexes.
+const INDEX_FROM: usize = 24;
+
+/// End of a chain in `TxBuffers::copy_nodes`.
+const NO_NODE: u32 = u32::MAX;
+
+/// log2 of the page size of `TxBuffers::fresh_pages`.
+const FRESH_PAGE_SHIFT: u32 = 12;
+
+/// New objects spanning more pages than this are kept in `TxBuffers::fresh_big` instead.
+const FRESH_PAGES_MAX: u64 = 16;
+
+/// First and last 4 KiB page of the new object at `o` of `s` bytes.
+#[inline(always)]
+fn fresh_pages_of(o: u64, s: u64) -> (u64, u64) {
+    (
+        o >> FRESH_PAGE_SHIFT,
+        (o + s.max(1) - 1) >> FRESH_PAGE_SHIFT,
+    )
+}
+
+/// Bits a..b of a cache line's 64 bytes (0 <= a < b <= 64).
+#[inline(always)]
+fn line_bits(a: u64, b: u64) -> u64 {
+    let upto = if b >= 64 { u64::MAX } else { (1u64 << b) - 1 };
+    upto & !((1u64 << a) - 1)
+}
+
+/// A hash map for the transaction's indexes: keys are pool offsets, not attacker-chosen,
+/// so a fast multiplicative hash is enough (std's SipHash would cost more than the scan).
+type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<OffsetHasher>>;
+
+#[derive(Default)]
+struct OffsetHasher(u64);
+
+impl std::hash::Hasher for OffsetHasher {
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline(always)]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    #[inline(always)]
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// The log record under construction: `buf[..len]`, in a buffer that only grows, so that
+/// appending a word entry is a bounds check and two stores. (`Vec::extend_from_slice` and
+/// `Vec::resize` are not always inlined into big callers; then every logged word paid two
+/// calls and a `memcpy`.) Derefs to the bytes in use.
+pub(crate) struct RecordBuf {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) len: usize,
+}
+
+impl RecordBuf {
+    pub(crate) fn new() -> Self {
+        RecordBuf {
+            buf: vec![0; 512],
+            len: LOG_HEADER_SIZE,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn grow(&mut self, need: usize) {
+        let n = need.next_power_of_two().max(self.buf.len() * 2);
+        self.buf.resize(n, 0);
+    }
+
+    /// Make room for `n` more bytes and return them (their old contents are unspecified).
+    #[inline(always)]
+    pub(crate) fn append(&mut self, n: usize) -> &mut [u8] {
+        let at = self.len;
+        if at + n > self.buf.len() {
+            self.grow(at + n);
+        }
+        self.len = at + n;
+        &mut self.buf[at..at + n]
+    }
+
+    #[inline(always)]
+    pub(crate) fn push_array<const N: usize>(&mut self, bytes: &[u8; N]) {
+        let dst: &mut [u8; N] = self.append(N).try_into().unwrap();
+        *dst = *bytes;
+    }
+
+    #[inline(always)]
+    pub(crate) fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.append(bytes.len()).copy_from_slice(bytes);
+    }
+
+    /// Grow to `new_len` with zero bytes (an entry's padding, or room read into next).
+    pub(crate) fn zero_extend_to(&mut self, new_len: usize) {
+        debug_assert!(new_len >= self.len);
+        self.append(new_len.saturating_sub(self.len)).fill(0);
+    }
+
+    /// Bytes in use (shadows the slice's `len`, which would pay a bounds check per call).
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The buffer's first 64 bytes (the record, and unspecified bytes past it when shorter).
+    #[inline(always)]
+    pub(crate) fn first_line(&self) -> &[u8; 64] {
+        // The buffer never shrinks below its initial 512 bytes.
+        self.buf[..64].try_into().unwrap()
+    }
+
+    #[inline(always)]
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
+impl std::ops::Deref for RecordBuf {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for RecordBuf {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.len]
+    }
+}
+
+/// Reusable buffers of a lane's current transaction.
+pub(crate) struct TxBuffers {
+    /// The log record being built: [`LOG_HEADER_SIZE`] bytes reserved for the header (filled
+    /// in at commit), then the entries exactly as they go to the log slot.
+    pub(crate) record: RecordBuf,
+    pub(crate) n_entries: u32,
+    /// Copy entries: (target, len, data position in payload), for read-your-writes.
+    pub(crate) copies: Vec<(u64, u64, usize)>,
+    /// Bit-operation entries: (word, kind, mask position in payload), merged per word.
+    pub(crate) bitops: Vec<(u64, u8, usize)>,
+    /// Once a transaction holds more than [`INDEX_FROM`] entries (a group commit of many
+    /// operations), lookups go through these indexes instead of scanning the lists, so a
+    /// big transaction costs O(1) per read and write, not O(entries). Small transactions
+    /// never build them. `copy_lines`: cache line -> the newest node of that line's chain in
+    /// `copy_nodes`, whose nodes are (copy index, next older node): the copies touching the
+    /// line, newest first, without an allocation per line. `bitop_index`: (word, kind) ->
+    /// mask position.
+    copy_lines: FastMap<u64, u32>,
+    copy_nodes: Vec<(u32, u32)>,
+    bitop_index: FastMap<(u64, u8), usize>,
+    /// `fresh` by 4 KiB page, built lazily: it covers `fresh[..fresh_paged]` and catches up
+    /// only when a lookup misses the newest object (most writes into new objects go to the
+    /// one just allocated, so a transaction that allocates many objects often never builds
+    /// it). `fresh_pages`: page -> newest node of that page's chain in `fresh_nodes`, whose
+    /// nodes are (start, size, next older node) of the objects overlapping the page. Exact:
+    /// an object holding [off, off + len) overlaps the page of `off`. Objects over
+    /// [`FRESH_PAGES_MAX`] pages go to `fresh_big` (scanned). A cancelled object's nodes get
+    /// size 0.
+    fresh_pages: FastMap<u64, u32>,
+    fresh_nodes: Vec<(u64, u64, u32)>,
+    fresh_big: Vec<(u64, u64)>,
+    fresh_paged: usize,
+    /// Objects allocated by this transaction: (offset, size). Written in place.
+    pub(crate) fresh: Vec<(u64, u64)>,
+    /// Blocks taken from the lane cache: (offset, class), returned on abort.
+    pub(crate) reserved: Vec<(u64, u16)>,
+    /// Chunks taken from the heap: (first chunk, count, is_run), returned on abort.
+    pub(crate) chunks_taken: Vec<(u64, u64, bool)>,
+    /// Objects freed by this transaction, deferred on commit.
+    pub(crate) freed: Vec<Freed>,
+    /// Byte ranges [start, end) written in place into new objects (see `persist_fresh`).
+    pub(crate) fresh_dirty: Vec<(u64, u64)>,
+    /// Bytes of new objects were written back without a fence yet (large copies into new
+    /// objects); the commit needs a fence before its record.
+    pub(crate) fresh_unfenced: bool,
+    /// Flush and fence the applied lines at the end of commit instead of deferring them
+    /// ([`Tx::durable_apply`]).
+    pub(crate) durable_apply: bool,
+    /// Where the logged copies of new objects begin in `record` (they are already in place,
+    /// so commit does not apply them again); `record.len()` when there are none.
+    pub(crate) fresh_log_start: usize,
+}
+
+impl Default for TxBuffers {
+    fn default() -> Self {
+        TxBuffers {
+            record: RecordBuf::new(),
+            n_entries: 0,
+            copies: Vec::new(),
+            bitops: Vec::new(),
+            copy_lines: FastMap::default(),
+            copy_nodes: Vec::new(),
+            bitop_index: FastMap::default(),
+            fresh_pages: FastMap::default(),
+            fresh_nodes: Vec::new(),
+            fresh_big: Vec::new(),
+            fresh_paged: 0,
+            fresh: Vec::new(),
+            reserved: Vec::new(),
+            chunks_taken: Vec::new(),
+            freed: Vec::new(),
+            fresh_dirty: Vec::new(),
+            fresh_unfenced: false,
+            durable_apply: false,
+            fresh_log_start: usize::MAX,
+        }
+    }
+}
+
+impl TxBuffers {
+    /// Position of the mask of the bit-operation entry for (`word`, `kind`), if any.
+    #[inline(always)]
+    pub(crate) fn find_bitop(&self, word: u64, kind: u8) -> Option<usize> {
+        if self.bitops.len() <= INDEX_FROM {
+            // Newest first: consecutive allocations usually share a bitmap word.
+            self.bitops
+                .iter()
+                .rev()
+                .find(|e| e.0 == word && e.1 == kind)
+                .map(|e| e.2)
+        } else {
+            self.bitop_index.get(&(word, kind)).copied()
+        }
+    }
+
+    pub(crate) fn push_bitop(&mut self, e: (u64, u8, usize)) {
+        self.bitops.push(e);
+        if self.bitops.len() > INDEX_FROM {
+            if self.bitop_index.is_empty() {
+                for &(w, k, p) in &self.bitops {
+                    self.bitop_index.insert((w, k), p);
+                }
+            } else {
+                self.bitop_index.insert((e.0, e.1), e.2);
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn push_fresh(&mut self, e: (u64, u64)) {
+        self.fresh.push(e);
+    }
+
+    /// Bring `fresh_pages` up to date with `fresh`.
+    pub(crate) fn sync_fresh_pages(&mut self) {
+        for &(o, s) in &self.fresh[self.fresh_paged..] {
+            let (p0, p1) = fresh_pages_of(o, s);
+            if p1 - p0 >= FRESH_PAGES_MAX {
+                self.fresh_big.push((o, s));
+                continue;
+            }
+            for page in p0..=p1 {
+                let node = self.fresh_nodes.len() as u32;
+                let head = self.fresh_pages.entry(page).or_insert(NO_NODE);
+                self.fresh_nodes.push((o, s, *head));
+                *head = node;
+            }
+        }
+        self.fresh_paged = self.fresh.len();
+    }
+
+    /// The object this transaction allocated that holds [off, off + len), if any:
+    /// (start, size).
+    #[inline(always)]
+    pub(crate) fn fresh_holding(&mut self, off: u64, len: u64) -> Option<(u64, u64)> {
+        let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
+        match self.fresh.last() {
+            None => return None,
+            Some(e) if inside(e) => return Some(*e),
+            _ => {}
+        }
+        if self.fresh.len() > INDEX_FROM {
+            self.sync_fresh_pages();
+        }
+        self.fresh_lookup(off, len)
+    }
+
+    /// [`Self::fresh_holding`] without bringing the index up to date (for `&self` callers):
+    /// the index covers `fresh[..fresh_paged]`, the rest is scanned.
+    pub(crate) fn fresh_lookup(&self, off: u64, len: u64) -> Option<(u64, u64)> {
+        let inside = |&(o, s): &(u64, u64)| off >= o && off + len <= o + s;
+        if self.fresh.len() <= INDEX_FROM {
+            return self.fresh.iter().rev().copied().find(inside);
+        }
+        let mut node = self
+            .fresh_pages
+            .get(&(off >> FRESH_PAGE_SHIFT))
+            .copied()
+            .unwrap_or(NO_NODE);
+        while node != NO_NODE {
+            let (o, s, next) = self.fresh_nodes[node as usize];
+            if inside(&(o, s)) {
+                return Some((o, s));
+            }
+            node = next;
+        }
+        self.fresh_big.iter().copied().find(inside).or_else(|| {
+            self.fresh[self.fresh_paged..]
+                .iter()
+                .rev()
+                .copied()
+                .find(inside)
+        })
+    }
+
+    /// Forget new object `off` (its allocation is cancelled), keeping `fresh[..fresh_paged]`
+    /// covered by the index across the `swap_remove` that takes it out of `fresh`.
+    pub(crate) fn unindex_fresh(&mut self, off: u64, size: u64) {
+        if self.fresh_paged == 0 {
+            return;
+        }
+        // The swap_remove moves the newest object into the cancelled one's slot: index it.
+        self.sync_fresh_pages();
+        self.fresh_paged -= 1;
+        let (p0, p1) = fresh_pages_of(off, size);
+        if p1 - p0 >= FRESH_PAGES_MAX {
+            self.fresh_big.retain(|&(o, _)| o != off);
+            return;
+        }
+        for page in p0..=p1 {
+            let mut node = self.fresh_pages.get(&page).copied().unwrap_or(NO_NODE);
+            while node != NO_NODE {
+                let n = &mut self.fresh_nodes[node as usize];
+                if n.0 == off {
+                    n.1 = 0;
+                }
+                node = n.2;
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn push_copy(&mut self, e: (u64, u64, usize)) {
+        self.copies.push(e);
+        if self.copies.len() > INDEX_FROM {
+            let from = if self.copy_lines.is_empty() {
+                0
+            } else {
+                self.copies.len() - 1
+            };
+            for i in from..self.copies.len() {
+                self.index_copy(i);
+            }
+        }
+    }
+
+    /// Put copy `i` at the head of the chain of every line it touches.
+    ///
+    /// Older copies at the head of a chain whose bytes in that line the new copy covers
+    /// entirely are unlinked from it: a read takes every byte from the newest copy holding it,
+    /// so they can never be read again through this line. Without this, a word written by
+    /// every operation of a group (a map's length, a bucket) grows its line's chain by one
+    /// node per operation, and every read of the line's other bytes walks all of them (the
+    /// group's reads become quadratic). The copies themselves stay in the record, in order.
+    pub(crate) fn index_copy(&mut self, i: usize) {
+        let (t, len, _) = self.copies[i];
+        let end = t + len.max(1);
+        for line in t / 64..=(end - 1) / 64 {
+            let base = line * 64;
+            // (A zero-length copy covers nothing.)
+            let covers = if len == 0 {
+                0
+            } else {
+                line_bits(t.max(base) - base, end.min(base + 64) - base)
+            };
+            let node = self.copy_nodes.len() as u32;
+            let head = self.copy_lines.entry(line).or_insert(NO_NODE);
+            let mut next = *head;
+            while next != NO_NODE {
+                let (j, older) = self.copy_nodes[next as usize];
+                let (tj, lj, _) = self.copies[j as usize];
+                let ej = tj + lj.max(1);
+                let bits = line_bits(tj.max(base) - base, ej.min(base + 64) - base);
+                if bits & !covers != 0 {
+                    break;
+                }
+                next = older;
+            }
+            self.copy_nodes.push((i as u32, next));
+            *head = node;
+        }
+    }
+
+    /// Overlay this transaction's logged copies on `out`, read from `off`.
+    #[inline(always)]
+    pub(crate) fn overlay(&self, off: u64, out: &mut [u8]) {
+        let end = off + out.len() as u64;
+        let apply = |out: &mut [u8], t: u64, len: u64, pos: usize, lo: u64, hi: u64| {
+            let (s, e) = (t.max(lo), (t + len).min(hi));
+            if s < e {
+                let src = pos + (s - t) as usize;
+                let n = (e - s) as usize;
+                out[(s - off) as usize..(s - off) as usize + n]
+                    .copy_from_slice(&self.record[src..src + n]);
+            }
+        };
+        if self.copies.len() <= INDEX_FROM {
+            for &(t, len, pos) in &self.copies {
+                apply(out, t, len, pos, off, end);
+            }
+            return;
+        }
+        if off == end {
+            return;
+        }
+        for line in off / 64..=(end - 1) / 64 {
+            let Some(&head) = self.copy_lines.get(&line) else {
+                continue;
+            };
+            let base = line * 64;
+            let (lo, hi) = (base.max(off), (base + 64).min(end));
+            // Newest copy first; `done` marks the bytes of this line already taken from a
+            // newer copy, which wins over every older one.
+            let want = line_bits(lo - base, hi - base);
+            let mut done = 0u64;
+            let mut node = head;
+            while node != NO_NODE && done != want {
+                let (i, next) = self.copy_nodes[node as usize];
+                let (t, len, pos) = self.copies[i as usize];
+                let (s, e) = (t.max(lo), (t + len).min(hi));
+                if s < e {
+                    let bits = line_bits(s - base, e - base);
+                    let new = bits & !done;
+                    if new == bits {
+                        apply(out, t, len, pos, s, e);
+                    } else if new != 0 {
+                        for k in s..e {
+                            if new & (1 << (k - base)) != 0 {
+                                out[(k - off) as usize] = self.record[pos + (k - t) as usize];
+                            }
+                        }
+                    }
+                    done |= bits;
+                }
+                node = next;
+            }
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.record.len() == LOG_HEADER_SIZE
+    }
+
+    /// (target, word) when the whole transaction is one aligned 8-byte store into the heap
+    /// (`heap`: [start, end)): the one-word case of the module docs.
+    #[inline(always)]
+    pub(crate) fn single_word(&self, heap: (u64, u64)) -> Option<(u64, u64)> {
+        if self.n_entries != 1
+            || self.copies.len() != 1
+            || !self.bitops.is_empty()
+            || !self.fresh.is_empty()
+            || !self.reserved.is_empty()
+            || !self.chunks_taken.is_empty()
+            || !self.freed.is_empty()
+            || !self.fresh_dirty.is_empty()
+            || self.fresh_unfenced
+        {
+            return None;
+        }
+        let (target, len, pos) = self.copies[0];
+        if len != 8 || target % 8 != 0 || target < heap.0 || target + 8 > heap.1 {
+            return None;
+        }
+        let data: [u8; 8] = self.record.get(pos..pos + 8)?.try_into().ok()?;
+        Some((target, u64::from_ne_bytes(data)))
+    }
+
+    #[inline(always)]
+    pub(crate) fn clear(&mut self) {
+        self.record.truncate(LOG_HEADER_SIZE);
+        self.n_entries = 0;
+        self.copies.clear();
+        self.bitops.clear();
+        // The indexes exist only in big transactions; clearing an empty hash map or B-tree
+        // still costs a call and a few dozen instructions on every small commit.
+        if !self.copy_lines.is_empty() {
+            self.copy_lines.clear();
+            self.copy_nodes.clear();
+        }
+        if !self.bitop_index.is_empty() {
+            self.bitop_index.clear();
+        }
+        // (Nodes can outlive `fresh_paged` when every indexed object was cancelled.)
+        if self.fresh_paged != 0 || !self.fresh_nodes.is_empty() || !self.fresh_big.is_empty() {
+            self.fresh_pages.clear();
+            self.fresh_nodes.clear();
+            self.fresh_big.clear();
+            self.fresh_paged = 0;
+        }
+        self.fresh.clear();
+        self.reserved.clear();
+        self.chunks_taken.clear();
+        self.freed.clear();
+        self.fresh_dirty.clear();
+        self.fresh_unfenced = false;
+        self.durable_apply = false;
+        self.fresh_log_start = usize::MAX;
+    }
+}
