@@ -4,7 +4,7 @@
 //! structures: nothing here touches a pool.
 
 use crate::alloc::Freed;
-use crate::layout::*;
+use crate::log::*;
 
 /// Entries a transaction holds before its lookups switch from scanning to indexes.
 const INDEX_FROM: usize = 24;

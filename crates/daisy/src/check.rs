@@ -3,7 +3,6 @@
 
 use crate::layout::*;
 use crate::log::{self, SlotState, TargetBounds};
-use crate::recovery;
 use crate::shared::PoolInner;
 use std::sync::atomic::Ordering;
 
@@ -103,7 +102,7 @@ impl PoolInner {
             let mut seqs = vec![0u64; k];
             let mut invalid = vec![];
             for (slot, seq) in seqs.iter_mut().enumerate() {
-                let off = recovery::slot_offset(&self.hdr, lane, slot);
+                let off = log::slot_offset(&self.hdr, lane, slot);
                 match log::parse_slot(&self.map, off, self.hdr.slot_size, bounds) {
                     SlotState::Valid(rec) => {
                         r.log_records += 1;

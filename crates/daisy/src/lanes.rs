@@ -243,9 +243,8 @@ impl Lane {
             chunk_table_off: pool.hdr.chunk_table_off,
             data_end: pool.heap_end(),
         };
-        let lane_off = pool.hdr.lanes_off + self.index as u64 * pool.hdr.lane_bytes();
-        for slot in 0..pool.hdr.slots_per_lane as u64 {
-            let off = lane_off + slot * pool.hdr.slot_size as u64;
+        for slot in 0..pool.hdr.slots_per_lane as usize {
+            let off = crate::log::slot_offset(&pool.hdr, self.index, slot);
             if let crate::log::SlotState::Valid(rec) =
                 crate::log::parse_slot(&pool.map, off, pool.hdr.slot_size, bounds)
             {

@@ -136,7 +136,10 @@ pub use tx::Tx;
 pub mod internals {
     pub use crate::checksum::crc32c_append;
     pub use crate::layout::*;
-    pub use crate::log::record_checksum;
+    pub use crate::log::{
+        record_checksum, EntryHeader, EntryKind, LogHeader, ENTRY_HEADER_SIZE, LOG_HEADER_SIZE,
+        LOG_MAGIC, MAX_SEQ, TARGET_MASK, WORD_ENTRY_SIZE, WORD_ENTRY_TAG,
+    };
     pub use crate::map::{fs_type_name, is_tmpfs, msync, page_size, Mapping};
     pub use crate::persist::Persister;
 }

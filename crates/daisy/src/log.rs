@@ -1,12 +1,187 @@
-//! Redo-log records: parsing, validation and replay.
+//! The redo-log record format, in one place: where a slot lives ([`slot_offset`]), the
+//! record and entry layouts, encoding ([`word_entry`], [`EntryHeader::new`], [`seal`]),
+//! decoding and validation ([`parse_slot`]), and applying ([`apply_payload`], which a commit
+//! and recovery's replay both use). docs/FORMAT.md section 2.3 is the prose version.
 //!
-//! A record is a [`LogHeader`] followed by `payload_len` bytes of entries. It is *valid* when
-//! its magic and crc32c match and every entry lies inside the pool's data area. A record that
-//! is valid and has `seq > watermark` is a committed transaction whose effects may not yet be
-//! durable: recovery replays it. See docs/FORMAT.md for the full protocol.
+//! ```text
+//! slot (slot_size bytes): LogHeader (32 bytes), then payload_len bytes of entries
+//!   LogHeader: u32 checksum | u32 magic "DLOG" | u64 seq | u64 claim | u32 payload_len | u32 n
+//!   full entry: u64 target | u64 kind | len << 8 | data (Copy: len bytes padded to 8;
+//!               Or/AndNot: an 8-byte mask; Zero: none)
+//!   word entry: u64 0x57 << 56 | target | u64 data     (a Copy of exactly 8 bytes)
+//! ```
+//!
+//! A record is *valid* when its magic and crc32c match and every entry lies inside the pool's
+//! data area. A valid record with `seq > watermark` is a committed transaction whose effects
+//! may not yet be durable: recovery replays it.
 
 use crate::layout::*;
 use crate::map::Mapping;
+use bytemuck::{Pod, Zeroable};
+
+/// Header of one redo-log record (one per log slot).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct LogHeader {
+    /// crc32c of the record from `magic` to the end of the payload.
+    pub checksum: u32,
+    /// [`LOG_MAGIC`].
+    pub magic: u32,
+    /// Global commit sequence number, > 0.
+    pub seq: u64,
+    /// Durable watermark known when this record was written (see FORMAT.md, "Watermark").
+    pub claim: u64,
+    /// Bytes of entries after the header.
+    pub payload_len: u32,
+    /// Number of entries.
+    pub n_entries: u32,
+}
+
+/// Magic of a log record: "DLOG".
+pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"DLOG");
+/// Largest sequence number (and watermark) a valid pool holds. At one commit per nanosecond a
+/// pool needs 146 years to get there, so a larger value on media is damage; refusing it keeps
+/// `seq + 1` and the watermark arithmetic free of overflow.
+pub const MAX_SEQ: u64 = 1 << 62;
+/// Bytes of a [`LogHeader`].
+pub const LOG_HEADER_SIZE: usize = std::mem::size_of::<LogHeader>();
+const _: () = assert!(LOG_HEADER_SIZE == 32);
+// `seal` below stores these fields by offset; keep them where it expects them.
+const _: () = {
+    assert!(std::mem::offset_of!(LogHeader, magic) == 4);
+    assert!(std::mem::offset_of!(LogHeader, seq) == 8);
+    assert!(std::mem::offset_of!(LogHeader, claim) == 16);
+    assert!(std::mem::offset_of!(LogHeader, payload_len) == 24);
+    assert!(std::mem::offset_of!(LogHeader, n_entries) == 28);
+};
+
+/// Header of one log entry; a Copy entry's data follows, padded to 8 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct EntryHeader {
+    /// Pool offset the entry applies to.
+    pub target: u64,
+    /// `kind` in the low 8 bits, byte length in the high 56.
+    pub kind_len: u64,
+}
+
+/// Bytes of an [`EntryHeader`].
+pub const ENTRY_HEADER_SIZE: usize = std::mem::size_of::<EntryHeader>();
+
+/// What a log entry does to its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EntryKind {
+    /// Copy `len` bytes of data to the target.
+    Copy = 1,
+    /// Atomically OR an 8-byte mask into the 8-aligned target word (allocation bitmaps).
+    Or = 2,
+    /// Atomically clear the mask's bits in the 8-aligned target word.
+    AndNot = 3,
+    /// Fill `len` bytes at the target with zeros (no data follows).
+    Zero = 4,
+}
+
+impl EntryKind {
+    /// The kind with this code, if any.
+    pub fn from_u8(b: u8) -> Option<EntryKind> {
+        match b {
+            1 => Some(EntryKind::Copy),
+            2 => Some(EntryKind::Or),
+            3 => Some(EntryKind::AndNot),
+            4 => Some(EntryKind::Zero),
+            _ => None,
+        }
+    }
+}
+
+impl EntryHeader {
+    /// The header of an entry of `kind` covering `len` bytes at `target`.
+    pub fn new(target: u64, kind: EntryKind, len: u64) -> EntryHeader {
+        debug_assert!(len < (1 << 56));
+        EntryHeader {
+            target,
+            kind_len: (len << 8) | kind as u64,
+        }
+    }
+    /// The entry's kind (None: damage).
+    pub fn kind(&self) -> Option<EntryKind> {
+        EntryKind::from_u8(self.kind_len as u8)
+    }
+    /// Bytes the entry covers at its target (an entry is never "empty": no `is_empty`).
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> u64 {
+        self.kind_len >> 8
+    }
+}
+
+/// Top byte of an entry's first word that marks a **word entry**: a Copy of exactly 8 bytes in
+/// 16 bytes of log (the target in the low 56 bits of the first word, the data in the second),
+/// instead of 24 with a full [`EntryHeader`]. Pool offsets are below 2^56, so a full header's
+/// first word (its target) never has this byte set. Word entries keep the commonest records
+/// (an 8-byte slot plus a counter) within one 64-byte cache line.
+pub const WORD_ENTRY_TAG: u64 = 0x57 << 56;
+/// Bytes of a word entry.
+pub const WORD_ENTRY_SIZE: usize = 16;
+/// The target bits of an entry's first word.
+pub const TARGET_MASK: u64 = (1 << 56) - 1;
+
+/// Bytes a Copy entry of `len` data bytes takes in the log.
+#[inline]
+pub fn copy_entry_size(len: usize) -> usize {
+    if len == 8 {
+        return WORD_ENTRY_SIZE;
+    }
+    ENTRY_HEADER_SIZE + len.next_multiple_of(8)
+}
+
+/// Decode the entry at the start of `bytes` (at least 8 bytes): (target, kind, len, header
+/// size). None for an unknown kind. Word entries decode as Copy of 8 bytes.
+#[inline(always)]
+pub fn decode_entry(bytes: &[u8]) -> Option<(u64, EntryKind, u64, usize)> {
+    let w0 = u64::from_le_bytes(bytes[..8].try_into().unwrap());
+    if w0 & !TARGET_MASK == WORD_ENTRY_TAG {
+        return Some((w0 & TARGET_MASK, EntryKind::Copy, 8, 8));
+    }
+    if bytes.len() < ENTRY_HEADER_SIZE {
+        return None;
+    }
+    let eh: EntryHeader = bytemuck::pod_read_unaligned(&bytes[..ENTRY_HEADER_SIZE]);
+    Some((eh.target, eh.kind()?, eh.len(), ENTRY_HEADER_SIZE))
+}
+
+/// Offset of `slot` of `lane`: the one formula for where a log slot lives.
+#[inline(always)]
+pub(crate) fn slot_offset(hdr: &Header, lane: usize, slot: usize) -> u64 {
+    hdr.lanes_off + lane as u64 * hdr.lane_bytes() + slot as u64 * hdr.slot_size as u64
+}
+
+/// A word entry: a Copy of the 8 bytes `data` to `target` (< 2^56), in 16 bytes.
+#[inline(always)]
+pub(crate) fn word_entry(target: u64, data: &[u8]) -> [u8; WORD_ENTRY_SIZE] {
+    debug_assert!(target <= TARGET_MASK && data.len() == 8);
+    let mut e = [0u8; WORD_ENTRY_SIZE];
+    e[..8].copy_from_slice(&(target | WORD_ENTRY_TAG).to_le_bytes());
+    e[8..].copy_from_slice(data);
+    e
+}
+
+/// Make `record` (a [`LogHeader`]'s room, then `n_entries` entries) a complete record of
+/// transaction `seq` carrying `claim`: the header's fields, then its checksum over the rest.
+/// The fields are stored by offset into the fixed-size header (no bounds checks on the
+/// commit path).
+#[inline(always)]
+pub(crate) fn seal(record: &mut [u8], seq: u64, claim: u64, n_entries: u32) {
+    let payload_len = (record.len() - LOG_HEADER_SIZE) as u32;
+    let h: &mut [u8; LOG_HEADER_SIZE] = (&mut record[..LOG_HEADER_SIZE]).try_into().unwrap();
+    h[4..8].copy_from_slice(&LOG_MAGIC.to_le_bytes());
+    h[8..16].copy_from_slice(&seq.to_le_bytes());
+    h[16..24].copy_from_slice(&claim.to_le_bytes());
+    h[24..28].copy_from_slice(&payload_len.to_le_bytes());
+    h[28..32].copy_from_slice(&n_entries.to_le_bytes());
+    let crc = crate::checksum::crc32c_append(0, &record[4..]);
+    record[..4].copy_from_slice(&crc.to_le_bytes());
+}
 
 /// What a log slot holds.
 #[derive(Debug)]

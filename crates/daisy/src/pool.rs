@@ -10,6 +10,7 @@ use crate::check::CheckReport;
 use crate::error::{Error, Result};
 use crate::lanes::{Lane, LaneState, Lanes, Padded};
 use crate::layout::*;
+use crate::log::*;
 use crate::map::{self, Mapping};
 use crate::media::Media;
 use crate::persist::{FlushInstr, Mode, Persister};

@@ -18,6 +18,7 @@
 
 use crate::error::{Error, Result};
 use crate::layout::*;
+use crate::log::*;
 use crate::log::{self, Record, SlotState, TargetBounds};
 use crate::map::Mapping;
 use crate::media::Media;
@@ -98,7 +99,7 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
     let mut w0 = state.watermark;
     for lane in 0..lanes {
         let h: Vec<LogHeader> = (0..k)
-            .map(|s| map.read(slot_offset(hdr, lane, s)))
+            .map(|s| map.read(log::slot_offset(hdr, lane, s)))
             .collect();
         report.log_bytes_read += (k * LOG_HEADER_SIZE) as u64;
         let mut p: Vec<Option<SlotState>> = (0..k).map(|_| None).collect();
@@ -106,7 +107,7 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
         let mut order: Vec<usize> = (0..k).filter(|&s| h[s].magic == LOG_MAGIC).collect();
         order.sort_by_key(|&s| std::cmp::Reverse(h[s].seq));
         for s in order {
-            let st = log::parse_slot(map, slot_offset(hdr, lane, s), hdr.slot_size, bounds);
+            let st = log::parse_slot(map, log::slot_offset(hdr, lane, s), hdr.slot_size, bounds);
             let valid = matches!(st, SlotState::Valid(_));
             if let SlotState::Valid(r) = &st {
                 w0 = w0.max(r.claim);
@@ -135,7 +136,12 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
                     report.records_retired += 1;
                     continue;
                 }
-                None => log::parse_slot(map, slot_offset(hdr, lane, slot), hdr.slot_size, bounds),
+                None => log::parse_slot(
+                    map,
+                    log::slot_offset(hdr, lane, slot),
+                    hdr.slot_size,
+                    bounds,
+                ),
             };
             match st {
                 SlotState::Empty => {}
@@ -191,12 +197,6 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
         max_seq,
         report,
     })
-}
-
-/// Offset of `slot` of `lane`: the one formula for where a log slot lives.
-#[inline(always)]
-pub(crate) fn slot_offset(hdr: &Header, lane: usize, slot: usize) -> u64 {
-    hdr.lanes_off + lane as u64 * hdr.lane_bytes() + slot as u64 * hdr.slot_size as u64
 }
 
 /// The state page's first words as they will be after replaying `records` (read-only: only

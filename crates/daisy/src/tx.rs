@@ -38,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::lanes::{defer_commits, Lane, LaneState};
 use crate::layout::*;
 use crate::lock::SpinGuard;
+use crate::log::*;
 
 use crate::ptr::PPtr;
 use crate::shared::PoolInner;
@@ -217,9 +218,7 @@ impl<'p> Tx<'p> {
         if data.len() == 8 {
             // The common case (one word) as a compact word entry, in a single append.
             debug_assert!(target <= TARGET_MASK);
-            let mut e = [0u8; WORD_ENTRY_SIZE];
-            e[..8].copy_from_slice(&(target | WORD_ENTRY_TAG).to_le_bytes());
-            e[8..].copy_from_slice(data);
+            let e = crate::log::word_entry(target, data);
             pos = b.record.len() + 8;
             b.record.push_array(&e);
         } else {
@@ -929,20 +928,9 @@ impl<'p> Tx<'p> {
         st.dirty.flush_while(pool, |first| first + defer <= lc);
 
         // 2. Write the record: header into the buffer's reserved front, checksum, one copy.
-        let rec = &mut st.buf.record;
-        let payload_len = (rec.len() - LOG_HEADER_SIZE) as u32;
-        // The `LogHeader` fields, stored in place (a fixed-size array: no bounds checks).
-        let h: &mut [u8; LOG_HEADER_SIZE] = (&mut rec[..LOG_HEADER_SIZE]).try_into().unwrap();
-        h[4..8].copy_from_slice(&LOG_MAGIC.to_le_bytes());
-        h[8..16].copy_from_slice(&seq.to_le_bytes());
-        h[16..24].copy_from_slice(&claim.to_le_bytes());
-        h[24..28].copy_from_slice(&payload_len.to_le_bytes());
-        h[28..32].copy_from_slice(&st.buf.n_entries.to_le_bytes());
-        let crc = crate::checksum::crc32c_append(0, &rec[4..]);
-        rec[..4].copy_from_slice(&crc.to_le_bytes());
-        let slot_off = pool.hdr.lanes_off
-            + st.index as u64 * pool.hdr.lane_bytes()
-            + slot as u64 * pool.hdr.slot_size as u64;
+        crate::log::seal(&mut st.buf.record, seq, claim, st.buf.n_entries);
+        let rec = &st.buf.record;
+        let slot_off = crate::log::slot_offset(&pool.hdr, st.index, slot);
         if rec.len() <= 64 {
             // One line, the tail past the record included (slots are multiples of 64 bytes,
             // so it stays in the slot; recovery reads only `payload_len` bytes).
