@@ -1,0 +1,145 @@
+//! `daisy serve` behaviour through real clients over TCP: the `redis` crate, and raw sockets
+//! for what a client library would never send (malformed protocol, partial commands).
+//! The server runs in this process on a thread, on a port the OS picks.
+//!
+//! One test binary (`cargo test -p daisy-kv --test server`), its tests grouped by scenario:
+//!
+//! - `strings`: string commands (SET options, counters, ranges, MSET, binary values).
+//! - `keyspace`: key commands, SCAN, FLUSHALL; expiry (lazy, active, options) across a
+//!   restart; Redis's answers in corners.
+//! - `protocol`: malformed requests close only that client; RESP3 through HELLO 3; a long
+//!   request arriving in pieces.
+//! - `connection`: connection and server commands, max-clients; `requirepass` and AUTH.
+//! - `pipelining`: pipelines share transactions; a slow reader and a flooding client.
+//! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over too many keys
+//!   for one redo record.
+//!
+//! The server harness (`Server`) and the raw-socket helpers live here.
+
+use redis::{Commands, Connection, RedisResult};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+mod connection;
+mod keyspace;
+mod limits;
+mod pipelining;
+mod protocol;
+mod strings;
+
+struct Server {
+    addr: SocketAddr,
+    password: Option<String>,
+    thread: Option<JoinHandle<Result<(), String>>>,
+}
+
+impl Server {
+    fn start(pool: &Path) -> Server {
+        Self::start_with(pool, |_| {})
+    }
+
+    fn start_with(pool: &Path, f: impl FnOnce(&mut daisy_kv::Options)) -> Server {
+        let mut o = daisy_kv::Options {
+            pool: pool.to_path_buf(),
+            port: 0,
+            quiet: true,
+            ..Default::default()
+        };
+        f(&mut o);
+        let password = o.requirepass.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let r = daisy_kv::serve(&o, |a| tx.send(a).unwrap());
+            if let Err(e) = &r {
+                eprintln!("server error: {e}");
+            }
+            r
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("server did not start");
+        Server {
+            addr,
+            password,
+            thread: Some(thread),
+        }
+    }
+
+    fn client(&self) -> Connection {
+        redis::Client::open(format!("redis://{}/", self.addr))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    fn raw(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// SHUTDOWN and wait for the thread.
+    fn stop(mut self) {
+        let mut s = self.raw();
+        if let Some(p) = &self.password {
+            let ok = roundtrip(&mut s, format!("AUTH {p}\r\n").as_bytes(), 5);
+            assert_eq!(ok, b"+OK\r\n");
+        }
+        s.write_all(b"SHUTDOWN\r\n").unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            s.read(&mut buf).unwrap_or(0),
+            0,
+            "SHUTDOWN closes without a reply"
+        );
+        self.thread.take().unwrap().join().unwrap().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            if let Ok(mut s) = TcpStream::connect(self.addr) {
+                if let Some(p) = &self.password {
+                    let _ = s.write_all(format!("AUTH {p}\r\n").as_bytes());
+                }
+                let _ = s.write_all(b"SHUTDOWN\r\n");
+            }
+            let _ = self.thread.take().unwrap().join();
+        }
+    }
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("daisy-kv-")
+        .tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap()
+}
+
+fn pool_in(d: &tempfile::TempDir) -> PathBuf {
+    d.path().join("kv.pool")
+}
+
+/// Send raw bytes, read until `want` bytes of reply or the peer closes.
+fn roundtrip(s: &mut TcpStream, req: &[u8], want: usize) -> Vec<u8> {
+    s.write_all(req).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while out.len() < want {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    out
+}
+
+fn err_text<T: std::fmt::Debug>(r: RedisResult<T>) -> String {
+    let e = r.expect_err("expected an error reply");
+    format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
+}
