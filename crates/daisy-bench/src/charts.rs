@@ -5,6 +5,7 @@
 //! seed 000 asks.
 
 use crate::hashbench;
+use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
 /// One colour per mechanism, the same in every chart (bench tx calls PMDK `pmdk` and the
@@ -33,7 +34,7 @@ fn draw_legend(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     names: &[&str],
     boxes: bool,
-) -> Result<(), String> {
+) -> Result<()> {
     for (i, m) in names.iter().enumerate() {
         let c = mech_color(m);
         let y = 50 + i as i32 * 22;
@@ -59,8 +60,8 @@ fn group_label(labels: &[impl AsRef<str>], x: f64) -> String {
     }
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    format!("chart: {e}")
+fn err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("chart: {e}")
 }
 
 /// One line per mechanism: `y(row)` against N, both axes logarithmic.
@@ -69,7 +70,7 @@ fn by_n(
     title: &str,
     y_desc: &str,
     y: impl Fn(&hashbench::Row) -> Option<f64>,
-) -> Result<String, String> {
+) -> Result<String> {
     let mut names: Vec<&str> = vec![];
     for r in rows {
         if !names.contains(&r.mechanism) {
@@ -82,7 +83,7 @@ fn by_n(
         .filter(|p| p.1 > 0.0 && p.1.is_finite())
         .collect();
     if pts.is_empty() {
-        return Err("chart: no data".into());
+        return Err(anyhow!("chart: no data"));
     }
     let (xmin, xmax) = pts
         .iter()
@@ -140,7 +141,7 @@ fn by_n(
 }
 
 /// Nanoseconds per insert by N, every mechanism (log-log).
-pub fn hashmap_ns(rows: &[hashbench::Row]) -> Result<String, String> {
+pub fn hashmap_ns(rows: &[hashbench::Row]) -> Result<String> {
     by_n(
         rows,
         "Hash map: time per insert (log-log)",
@@ -150,7 +151,7 @@ pub fn hashmap_ns(rows: &[hashbench::Row]) -> Result<String, String> {
 }
 
 /// Speed-up against msync-op (msync-op's time / the row's), by N: above 1 is faster.
-pub fn hashmap_vs_msync(rows: &[hashbench::Row]) -> Result<String, String> {
+pub fn hashmap_vs_msync(rows: &[hashbench::Row]) -> Result<String> {
     by_n(
         rows,
         "Hash map: times faster than msync per insert (normalized, log)",
@@ -161,7 +162,7 @@ pub fn hashmap_vs_msync(rows: &[hashbench::Row]) -> Result<String, String> {
 
 /// Small transactions: nanoseconds per transaction for each case, one bar per mechanism
 /// (log scale: PMDK and fsync are an order of magnitude above the floor).
-pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
+pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
     let mut cases: Vec<&str> = vec![];
     let mut mechs: Vec<&str> = vec![];
     for r in rows {
@@ -178,7 +179,7 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
         .filter(|v| *v > 0.0)
         .collect();
     if vals.is_empty() {
-        return Err("chart: no data".into());
+        return Err(anyhow!("chart: no data"));
     }
     let ymin = vals.iter().cloned().fold(f64::MAX, f64::min) * 0.5;
     let ymax = vals.iter().cloned().fold(f64::MIN, f64::max) * 2.0;
@@ -233,12 +234,12 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String, String> {
 
 /// Redis benchmark: requests/s per server as bars, grouped by case (test and pipeline depth),
 /// with each bar's p99 latency as a black marker on the right-hand (log) axis.
-pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String, String> {
+pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
     let n = rows
         .iter()
         .map(|r| r.requests)
         .max()
-        .ok_or("chart: no data")?;
+        .ok_or_else(|| anyhow!("chart: no data"))?;
     let rows: Vec<&crate::kvbench::Row> = rows
         .iter()
         .filter(|r| r.requests == n && r.value_size == rows[0].value_size)
@@ -261,7 +262,7 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String, String> {
         .filter(|v| *v > 0.0)
         .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     if ymax <= 0.0 || pmin > pmax {
-        return Err("chart: no data".into());
+        return Err(anyhow!("chart: no data"));
     }
     let labels: Vec<String> = cases.iter().map(|(t, p)| format!("{t} P{p}")).collect();
     let mut svg = String::new();
@@ -331,12 +332,12 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String, String> {
 
 /// Redis benchmark: latency percentile curves (p50, p99, max) per server for one case (SET at
 /// pipeline 1 when measured), log scale.
-pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String, String> {
+pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String> {
     let n = rows
         .iter()
         .map(|r| r.requests)
         .max()
-        .ok_or("chart: no data")?;
+        .ok_or_else(|| anyhow!("chart: no data"))?;
     let pick = |test: &str, p: usize| -> Vec<&crate::kvbench::Row> {
         rows.iter()
             .filter(|r| r.requests == n && r.test.eq_ignore_ascii_case(test) && r.pipeline == p)
@@ -346,14 +347,14 @@ pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String, String> {
         .iter()
         .map(|&(t, p)| (format!("{t} P{p}"), pick(t, p)))
         .find(|(_, v)| !v.is_empty())
-        .ok_or("chart: no data")?;
+        .ok_or_else(|| anyhow!("chart: no data"))?;
     let vals: Vec<f64> = sel
         .iter()
         .flat_map(|r| [r.p50_ms, r.p99_ms, r.max_ms])
         .filter(|v| *v > 0.0)
         .collect();
     if vals.is_empty() {
-        return Err("chart: no data".into());
+        return Err(anyhow!("chart: no data"));
     }
     let ymin = vals.iter().cloned().fold(f64::MAX, f64::min) * 0.5;
     let ymax = vals.iter().cloned().fold(f64::MIN, f64::max) * 2.0;

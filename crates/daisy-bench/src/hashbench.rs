@@ -25,6 +25,7 @@ use crate::hashbench_daisy;
 use crate::hashrivals;
 use crate::pmdk::Pmdk;
 use crate::stats::Spread;
+use anyhow::{anyhow, Result};
 use daisy::{counters, FlushInstr, Mode};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -103,17 +104,17 @@ pub trait Mechanism {
     fn describe(&self) -> String;
     /// Insert `key` with `value`, overwriting the value of a key already present.
     /// Keys are never [`EMPTY_KEY`] or [`TOMBSTONE_KEY`].
-    fn insert(&mut self, key: u32, value: u32) -> Result<(), String>;
+    fn insert(&mut self, key: u32, value: u32) -> Result<()>;
     /// The value of `key`, if present.
-    fn get(&mut self, key: u32) -> Result<Option<u32>, String>;
+    fn get(&mut self, key: u32) -> Result<Option<u32>>;
     /// Remove `key`; whether it was present.
-    fn remove(&mut self, key: u32) -> Result<bool, String>;
+    fn remove(&mut self, key: u32) -> Result<bool>;
     /// The durability point: everything inserted or removed before it is durable on return.
-    fn finish(&mut self) -> Result<(), String>;
+    fn finish(&mut self) -> Result<()>;
     /// Insert all `pairs` into an empty table and make them durable, by the fastest path the
     /// mechanism has (untimed: it builds the table for `get`/`remove`). Per-operation
     /// mechanisms override it with their end-of-run path.
-    fn build(&mut self, pairs: &[(u32, u32)]) -> Result<(), String> {
+    fn build(&mut self, pairs: &[(u32, u32)]) -> Result<()> {
         for &(k, v) in pairs {
             self.insert(k, v)?;
         }
@@ -124,14 +125,14 @@ pub trait Mechanism {
     /// None (the default): no scope; the driver calls `f` on the mechanism itself.
     fn scoped(
         &mut self,
-        _f: &mut dyn FnMut(&mut dyn Mechanism) -> Result<(), String>,
-    ) -> Option<Result<(), String>> {
+        _f: &mut dyn FnMut(&mut dyn Mechanism) -> Result<()>,
+    ) -> Option<Result<()>> {
         None
     }
     /// Storage the table occupies now, if known.
     fn bytes_used(&self) -> Option<Bytes>;
     /// Every (key, value) pair, sorted by key, read back from the mechanism's storage (tests).
-    fn contents(&self) -> Result<Vec<(u32, u32)>, String>;
+    fn contents(&self) -> Result<Vec<(u32, u32)>>;
     /// What the flushes/syncs column reports for this mechanism.
     fn counting(&self) -> Counting;
     /// msync/fdatasync/fsync calls made so far (for [`Counting::Syncs`]).
@@ -164,7 +165,7 @@ impl Setup<'_> {
 }
 
 /// Creates a fresh table of one mechanism.
-pub type Open = for<'a> fn(&Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String>;
+pub type Open = for<'a> fn(&Setup<'a>) -> Result<Box<dyn Mechanism + 'a>>;
 
 /// One mechanism of the benchmark.
 pub struct Entry {
@@ -218,9 +219,9 @@ pub fn mechanism_names() -> Vec<&'static str> {
 }
 
 /// The entry called `name`, or an error listing the known names.
-pub fn entry(name: &str) -> Result<&'static Entry, String> {
+pub fn entry(name: &str) -> Result<&'static Entry> {
     MECHANISMS.iter().find(|e| e.name == name).ok_or_else(|| {
-        format!(
+        anyhow!(
             "unknown mechanism {name:?}; known: {}",
             mechanism_names().join(", ")
         )
@@ -352,21 +353,21 @@ pub struct Row {
 /// The persistence mode Daisy would choose for a pool in `dir` (as `Pool::create` does:
 /// `DAISY_MODE` wins; otherwise pmem on tmpfs, msync elsewhere; a DAX mount, where Daisy's
 /// pools get `MAP_SYNC`, counts as a disk here). Also returns the file-system name.
-pub fn dir_mode(dir: &Path) -> Result<(Mode, &'static str), String> {
-    let f = std::fs::File::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn dir_mode(dir: &Path) -> Result<(Mode, &'static str)> {
+    let f = std::fs::File::open(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?;
     let fs = daisy::internals::fs_type_name(&f);
     let choice = match std::env::var("DAISY_MODE") {
         Ok(v) => match v.trim() {
             "auto" => None,
             "pmem" => Some(true),
             "msync" => Some(false),
-            _ => return Err(format!("DAISY_MODE={v:?}: expected auto, pmem or msync")),
+            _ => return Err(anyhow!("DAISY_MODE={v:?}: expected auto, pmem or msync")),
         },
         Err(_) => None,
     };
     let pmem = choice.unwrap_or_else(|| daisy::internals::is_tmpfs(&f));
     let mode = if pmem {
-        Mode::Pmem(FlushInstr::detect().map_err(|e| format!("{}: {e}", dir.display()))?)
+        Mode::Pmem(FlushInstr::detect().map_err(|e| anyhow!("{}: {e}", dir.display()))?)
     } else {
         Mode::Msync
     };
@@ -461,12 +462,12 @@ use crate::ticks::ticks;
 
 /// One operation of the workload on `key`; `get` checks the value and fails loudly.
 #[inline(always)]
-fn one_op(m: &mut dyn Mechanism, op: Op, key: u32) -> Result<(), String> {
+fn one_op(m: &mut dyn Mechanism, op: Op, key: u32) -> Result<()> {
     match op {
         Op::Insert => m.insert(key, value_of(key)),
         Op::Get => match m.get(key)? {
             Some(v) if v == value_of(key) => Ok(()),
-            other => Err(format!(
+            other => Err(anyhow!(
                 "{}: get({key}) returned {other:?}, expected Some({}): the table is wrong",
                 m.name(),
                 value_of(key)
@@ -476,7 +477,7 @@ fn one_op(m: &mut dyn Mechanism, op: Op, key: u32) -> Result<(), String> {
             if m.remove(key)? {
                 Ok(())
             } else {
-                Err(format!(
+                Err(anyhow!(
                     "{}: remove({key}) found nothing: the table is wrong",
                     m.name()
                 ))
@@ -488,8 +489,8 @@ fn one_op(m: &mut dyn Mechanism, op: Op, key: u32) -> Result<(), String> {
 /// Run `f` in the mechanism's scope ([`Mechanism::scoped`]).
 pub fn in_scope(
     m: &mut dyn Mechanism,
-    f: &mut dyn FnMut(&mut dyn Mechanism) -> Result<(), String>,
-) -> Result<(), String> {
+    f: &mut dyn FnMut(&mut dyn Mechanism) -> Result<()>,
+) -> Result<()> {
     match m.scoped(f) {
         Some(r) => r,
         None => f(m),
@@ -497,11 +498,11 @@ pub fn in_scope(
 }
 
 /// The timed loop (the `op` match is hoisted out of it), in the mechanism's scope.
-fn run_ops(m: &mut dyn Mechanism, op: Op, keys: &[u32]) -> Result<(), String> {
+fn run_ops(m: &mut dyn Mechanism, op: Op, keys: &[u32]) -> Result<()> {
     in_scope(m, &mut |m| run_ops_bare(m, op, keys))
 }
 
-fn run_ops_bare(m: &mut dyn Mechanism, op: Op, keys: &[u32]) -> Result<(), String> {
+fn run_ops_bare(m: &mut dyn Mechanism, op: Op, keys: &[u32]) -> Result<()> {
     match op {
         Op::Insert => keys.iter().try_for_each(|&k| one_op(m, Op::Insert, k)),
         Op::Get => keys.iter().try_for_each(|&k| one_op(m, Op::Get, k)),
@@ -554,7 +555,7 @@ impl<'a> Ctx<'a> {
         e: &Entry,
         n: usize,
         pairs: Option<&[(u32, u32)]>,
-    ) -> Result<Box<dyn Mechanism + 'a>, String> {
+    ) -> Result<Box<dyn Mechanism + 'a>> {
         let t = self.tables.get();
         self.tables.set(t + 1);
         let setup = Setup {
@@ -580,7 +581,7 @@ fn measure(
     work: &[u32],
     pairs: Option<&[(u32, u32)]>,
     mut step: impl FnMut(&str),
-) -> Result<Measured, String> {
+) -> Result<Measured> {
     let cfg = ctx.cfg;
     let op = cfg.op;
     // 1. Pre-flight: project the time of a whole run from its first operations.
@@ -640,8 +641,7 @@ fn measure(
         counters::enable(true);
         let _ = counters::take();
     }
-    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 42, 3)
-        .map_err(|e| e.to_string())?;
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 42, 3)?;
     let t = Instant::now();
     let c0 = ticks();
     let res = (|| {
@@ -706,22 +706,22 @@ pub fn run(
     mut note: impl FnMut(&str),
     mut progress: impl FnMut(u64, u64, &str),
     mut emit: impl FnMut(&Row),
-) -> Result<Vec<Row>, String> {
+) -> Result<Vec<Row>> {
     if cfg.runs == 0 {
-        return Err("--runs must be at least 1".into());
+        return Err(anyhow!("--runs must be at least 1"));
     }
     if cfg.max_secs.is_nan() || cfg.max_secs <= 0.0 {
-        return Err("--max-secs must be positive".into());
+        return Err(anyhow!("--max-secs must be positive"));
     }
     if let Some(&n) = cfg.ns.iter().find(|&&n| n == 0 || n > MAX_N) {
-        return Err(format!("N = {n}: each N must be between 1 and {MAX_N}"));
+        return Err(anyhow!("N = {n}: each N must be between 1 and {MAX_N}"));
     }
     let entries = cfg
         .mechanisms
         .iter()
         .map(|m| entry(m))
         .collect::<Result<Vec<_>, _>>()?;
-    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
     let (mode, fs) = dir_mode(&cfg.dir)?;
     for l in describe_env(cfg, mode, fs) {
         note(&l);
@@ -786,7 +786,7 @@ pub fn run(
                 done += 1;
                 progress(done, total, &format!("N={n} {} {what}", e.name));
             })
-            .map_err(|err| format!("{} at N={n}: {err}", e.name))?;
+            .map_err(|err| anyhow!("{} at N={n}: {err}", e.name))?;
             group.push(row(cfg, e.name, n, m, mode, fs));
         }
         let total_of = |name: &str| {
@@ -1035,7 +1035,7 @@ mod tests {
             assert_eq!(entry(n).unwrap().name, n);
         }
         let e = entry("bogus").err().unwrap();
-        assert!(e.contains("bogus") && e.contains("msync-op"), "{e}");
+        assert!(e.to_string().contains("bogus") && e.to_string().contains("msync-op"), "{e}");
         assert_eq!(capacity(1000), 2048);
         assert_eq!(capacity(1024), 2048);
         assert_eq!(capacity(1), 2);

@@ -6,6 +6,7 @@
 //!   "insert all, then persist"); after a crash the map holds a prefix of the operations.
 
 use crate::hashbench::{Bytes, Counting, Mechanism, Setup};
+use anyhow::{anyhow, Result};
 use daisy::{Error, PHashMap, PPtr, Pool, PoolOptions};
 
 /// A pool holding one map; the pool file goes when this is dropped.
@@ -22,11 +23,11 @@ impl Drop for MapPool {
     }
 }
 
-fn e2s(e: Error) -> String {
-    e.to_string()
+fn e2s(e: Error) -> anyhow::Error {
+    e.into()
 }
 
-fn open<'a>(s: &Setup<'a>, batch: bool) -> Result<Box<dyn Mechanism + 'a>, String> {
+fn open<'a>(s: &Setup<'a>, batch: bool) -> Result<Box<dyn Mechanism + 'a>> {
     let path = s.path("pool");
     let _ = std::fs::remove_file(&path);
     // About 16 bytes per entry once grown, twice that while a batch copies segments; start
@@ -62,11 +63,11 @@ fn open<'a>(s: &Setup<'a>, batch: bool) -> Result<Box<dyn Mechanism + 'a>, Strin
     }))
 }
 
-pub(crate) fn open_daisy<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_daisy<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     open(s, false)
 }
 
-pub(crate) fn open_daisy_batch<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_daisy_batch<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     open(s, true)
 }
 
@@ -83,25 +84,25 @@ impl Mechanism for InBatch<'_, '_> {
         String::new()
     }
     #[inline]
-    fn insert(&mut self, key: u32, value: u32) -> Result<(), String> {
+    fn insert(&mut self, key: u32, value: u32) -> Result<()> {
         self.b.insert(key, value).map(|_| ()).map_err(e2s)
     }
     #[inline]
-    fn get(&mut self, key: u32) -> Result<Option<u32>, String> {
+    fn get(&mut self, key: u32) -> Result<Option<u32>> {
         self.b.get(&key).map_err(e2s)
     }
     #[inline]
-    fn remove(&mut self, key: u32) -> Result<bool, String> {
+    fn remove(&mut self, key: u32) -> Result<bool> {
         self.b.remove(&key).map(|v| v.is_some()).map_err(e2s)
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         Ok(())
     }
     fn bytes_used(&self) -> Option<Bytes> {
         None
     }
-    fn contents(&self) -> Result<Vec<(u32, u32)>, String> {
-        Err("inside a batch".into())
+    fn contents(&self) -> Result<Vec<(u32, u32)>> {
+        Err(anyhow!("inside a batch"))
     }
     fn counting(&self) -> Counting {
         Counting::Persister
@@ -134,29 +135,29 @@ impl Mechanism for MapPool {
     }
 
     #[inline]
-    fn insert(&mut self, key: u32, value: u32) -> Result<(), String> {
+    fn insert(&mut self, key: u32, value: u32) -> Result<()> {
         self.map.insert(key, value).map(|_| ()).map_err(e2s)
     }
 
     #[inline]
-    fn get(&mut self, key: u32) -> Result<Option<u32>, String> {
+    fn get(&mut self, key: u32) -> Result<Option<u32>> {
         self.map.get(&key).map_err(e2s)
     }
 
     #[inline]
-    fn remove(&mut self, key: u32) -> Result<bool, String> {
+    fn remove(&mut self, key: u32) -> Result<bool> {
         self.map.remove(&key).map(|v| v.is_some()).map_err(e2s)
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         // Per-operation durability: every operation was durable when it returned.
         Ok(())
     }
 
     fn scoped(
         &mut self,
-        f: &mut dyn FnMut(&mut dyn Mechanism) -> Result<(), String>,
-    ) -> Option<Result<(), String>> {
+        f: &mut dyn FnMut(&mut dyn Mechanism) -> Result<()>,
+    ) -> Option<Result<()>> {
         if !self.batch {
             return None;
         }
@@ -165,13 +166,13 @@ impl Mechanism for MapPool {
             inner = f(&mut InBatch { b });
             match &inner {
                 Ok(()) => Ok(()),
-                Err(e) => Err(Error::Aborted(e.clone())),
+                Err(e) => Err(Error::Aborted(format!("{e:#}"))),
             }
         });
         Some(inner.and(r.map_err(e2s)))
     }
 
-    fn build(&mut self, pairs: &[(u32, u32)]) -> Result<(), String> {
+    fn build(&mut self, pairs: &[(u32, u32)]) -> Result<()> {
         self.map
             .batch(|b| {
                 for &(k, v) in pairs {
@@ -186,7 +187,7 @@ impl Mechanism for MapPool {
         Some(Bytes::Measured(self.pool.info().used))
     }
 
-    fn contents(&self) -> Result<Vec<(u32, u32)>, String> {
+    fn contents(&self) -> Result<Vec<(u32, u32)>> {
         let mut v: Vec<(u32, u32)> = self
             .map
             .iter()

@@ -24,6 +24,7 @@
 
 use crate::hashbench::{capacity, Bytes, Counting, Mechanism, Setup, EMPTY_KEY, TOMBSTONE_KEY};
 use crate::pmdk::PmdkPool;
+use anyhow::{anyhow, Result};
 use daisy::internals::Mapping;
 use daisy::internals::Persister;
 use std::fs::File;
@@ -86,17 +87,17 @@ pub(crate) trait Slots {
     fn len(&self) -> usize;
     fn load(&self, i: usize) -> u64;
     /// Write slot `i`, durable on return for per-operation mechanisms.
-    fn store(&mut self, i: usize, w: u64) -> Result<(), String>;
+    fn store(&mut self, i: usize, w: u64) -> Result<()>;
     /// Replace every slot with `image` and make it durable (building and emptying tables).
-    fn write_image(&mut self, image: &[u64]) -> Result<(), String>;
-    fn finish(&mut self) -> Result<(), String>;
+    fn write_image(&mut self, image: &[u64]) -> Result<()>;
+    fn finish(&mut self) -> Result<()>;
     fn bytes_used(&self) -> Option<Bytes>;
     fn counting(&self) -> Counting;
     fn syncs(&self) -> u64 {
         0
     }
     /// Every slot as the storage holds it (the file, the pool object).
-    fn stored(&self) -> Result<Vec<u64>, String>;
+    fn stored(&self) -> Result<Vec<u64>>;
 }
 
 /// The simple table over any slot storage.
@@ -108,7 +109,7 @@ pub(crate) struct OpenTable<S> {
 
 impl<S: Slots> OpenTable<S> {
     /// Wrap `slots` and empty them (every slot [`EMPTY_SLOT`], durably).
-    fn new(mut slots: S) -> Result<Self, String> {
+    fn new(mut slots: S) -> Result<Self> {
         let len = slots.len();
         assert!(len.is_power_of_two() && len >= 2);
         slots.write_image(&vec![EMPTY_SLOT; len])?;
@@ -125,9 +126,9 @@ impl<S: Slots> OpenTable<S> {
     }
 }
 
-fn check_key(key: u32) -> Result<(), String> {
+fn check_key(key: u32) -> Result<()> {
     if key == EMPTY_KEY || key == TOMBSTONE_KEY {
-        return Err(format!("key {key:#x} is reserved (empty/tombstone marker)"));
+        return Err(anyhow!("key {key:#x} is reserved (empty/tombstone marker)"));
     }
     Ok(())
 }
@@ -141,11 +142,11 @@ impl<S: Slots> Mechanism for OpenTable<S> {
         self.slots.describe()
     }
 
-    fn insert(&mut self, key: u32, value: u32) -> Result<(), String> {
+    fn insert(&mut self, key: u32, value: u32) -> Result<()> {
         check_key(key)?;
         match self.find(key) {
             Probe::Found(i, _) | Probe::Vacant(i) => self.slots.store(i, slot(key, value)),
-            Probe::Full => Err(format!(
+            Probe::Full => Err(anyhow!(
                 "{}: table of {} slots is full",
                 self.name(),
                 self.mask + 1
@@ -153,32 +154,32 @@ impl<S: Slots> Mechanism for OpenTable<S> {
         }
     }
 
-    fn get(&mut self, key: u32) -> Result<Option<u32>, String> {
+    fn get(&mut self, key: u32) -> Result<Option<u32>> {
         Ok(match self.find(key) {
             Probe::Found(_, w) => Some(value_of_slot(w)),
             _ => None,
         })
     }
 
-    fn remove(&mut self, key: u32) -> Result<bool, String> {
+    fn remove(&mut self, key: u32) -> Result<bool> {
         match self.find(key) {
             Probe::Found(i, _) => self.slots.store(i, TOMBSTONE_SLOT).map(|()| true),
             _ => Ok(false),
         }
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         self.slots.finish()
     }
 
     /// Place every pair in a DRAM image of the table, then write the image once, durably.
-    fn build(&mut self, pairs: &[(u32, u32)]) -> Result<(), String> {
+    fn build(&mut self, pairs: &[(u32, u32)]) -> Result<()> {
         let mut image: Vec<u64> = (0..=self.mask).map(|i| self.slots.load(i)).collect();
         for &(k, v) in pairs {
             check_key(k)?;
             match probe(|i| image[i], self.mask, self.shift, k) {
                 Probe::Found(i, _) | Probe::Vacant(i) => image[i] = slot(k, v),
-                Probe::Full => return Err(format!("{}: table is full", self.name())),
+                Probe::Full => return Err(anyhow!("{}: table is full", self.name())),
             }
         }
         self.slots.write_image(&image)
@@ -188,7 +189,7 @@ impl<S: Slots> Mechanism for OpenTable<S> {
         self.slots.bytes_used()
     }
 
-    fn contents(&self) -> Result<Vec<(u32, u32)>, String> {
+    fn contents(&self) -> Result<Vec<(u32, u32)>> {
         let mut v: Vec<(u32, u32)> = self
             .slots
             .stored()?
@@ -217,8 +218,8 @@ struct TempFile {
 
 impl TempFile {
     /// Create `path` (replacing a leftover) with `len` bytes.
-    fn create(path: PathBuf, len: usize) -> Result<TempFile, String> {
-        let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    fn create(path: PathBuf, len: usize) -> Result<TempFile> {
+        let err = |e: std::io::Error| anyhow!("{}: {e}", path.display());
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -234,12 +235,12 @@ impl TempFile {
         Ok(t)
     }
 
-    fn err(&self, what: &str, e: std::io::Error) -> String {
-        format!("{what} {}: {e}", self.path.display())
+    fn err(&self, what: &str, e: std::io::Error) -> anyhow::Error {
+        anyhow!("{what} {}: {e}", self.path.display())
     }
 
     /// The whole file as slots.
-    fn read_slots(&self) -> Result<Vec<u64>, String> {
+    fn read_slots(&self) -> Result<Vec<u64>> {
         let bytes = std::fs::read(&self.path).map_err(|e| self.err("read", e))?;
         Ok(bytes
             .chunks_exact(8)
@@ -248,7 +249,7 @@ impl TempFile {
     }
 
     /// Write slots at slot `first` with pwrite (in pieces, so no huge byte copy is needed).
-    fn write_slots(&self, first: usize, slots: &[u64]) -> Result<(), String> {
+    fn write_slots(&self, first: usize, slots: &[u64]) -> Result<()> {
         for (c, chunk) in slots.chunks(1 << 16).enumerate() {
             let bytes: Vec<u8> = chunk.iter().flat_map(|w| w.to_ne_bytes()).collect();
             let off = (first + (c << 16)) * 8;
@@ -275,7 +276,7 @@ struct MappedFile {
 }
 
 impl MappedFile {
-    fn create(setup: &Setup<'_>) -> Result<MappedFile, String> {
+    fn create(setup: &Setup<'_>) -> Result<MappedFile> {
         let slots = capacity(setup.n);
         let file = TempFile::create(setup.path("table"), slots * 8)?;
         file.write_slots(0, &vec![EMPTY_SLOT; slots])?;
@@ -299,7 +300,7 @@ impl MappedFile {
     }
 
     /// msync(MS_SYNC) of `[off, off+len)` rounded out to pages.
-    fn msync(&self, off: usize, len: usize) -> Result<(), String> {
+    fn msync(&self, off: usize, len: usize) -> Result<()> {
         let page = daisy::internals::page_size();
         let start = off & !(page - 1);
         let end = (off + len).next_multiple_of(page).min(self.map.len());
@@ -335,14 +336,14 @@ impl Slots for StoreFlush {
     fn load(&self, i: usize) -> u64 {
         self.f.load(i)
     }
-    fn store(&mut self, i: usize, w: u64) -> Result<(), String> {
+    fn store(&mut self, i: usize, w: u64) -> Result<()> {
         self.f.store(i, w);
         self.persist.flush(self.f.map.at(i as u64 * 8, 8), 8);
         self.persist
             .fence()
             .map_err(|e| self.f.file.err("fence", e))
     }
-    fn write_image(&mut self, image: &[u64]) -> Result<(), String> {
+    fn write_image(&mut self, image: &[u64]) -> Result<()> {
         self.f.write_image(image);
         let len = self.f.slots * 8;
         self.persist.flush(self.f.map.at(0, len), len);
@@ -350,7 +351,7 @@ impl Slots for StoreFlush {
             .fence()
             .map_err(|e| self.f.file.err("fence", e))
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         Ok(())
     }
     fn bytes_used(&self) -> Option<Bytes> {
@@ -359,7 +360,7 @@ impl Slots for StoreFlush {
     fn counting(&self) -> Counting {
         Counting::Persister
     }
-    fn stored(&self) -> Result<Vec<u64>, String> {
+    fn stored(&self) -> Result<Vec<u64>> {
         self.f.file.read_slots()
     }
 }
@@ -396,7 +397,7 @@ impl Slots for Msync {
     fn load(&self, i: usize) -> u64 {
         self.f.load(i)
     }
-    fn store(&mut self, i: usize, w: u64) -> Result<(), String> {
+    fn store(&mut self, i: usize, w: u64) -> Result<()> {
         self.f.store(i, w);
         if self.per_op {
             self.syncs += 1;
@@ -404,12 +405,12 @@ impl Slots for Msync {
         }
         Ok(())
     }
-    fn write_image(&mut self, image: &[u64]) -> Result<(), String> {
+    fn write_image(&mut self, image: &[u64]) -> Result<()> {
         self.f.write_image(image);
         self.syncs += 1;
         self.f.msync(0, self.f.slots * 8)
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         if self.per_op {
             return Ok(());
         }
@@ -425,7 +426,7 @@ impl Slots for Msync {
     fn syncs(&self) -> u64 {
         self.syncs
     }
-    fn stored(&self) -> Result<Vec<u64>, String> {
+    fn stored(&self) -> Result<Vec<u64>> {
         self.f.file.read_slots()
     }
 }
@@ -460,7 +461,7 @@ impl Slots for Fsync {
     fn load(&self, i: usize) -> u64 {
         self.table[i]
     }
-    fn store(&mut self, i: usize, w: u64) -> Result<(), String> {
+    fn store(&mut self, i: usize, w: u64) -> Result<()> {
         self.table[i] = w;
         self.file
             .file
@@ -475,7 +476,7 @@ impl Slots for Fsync {
         }
         Ok(())
     }
-    fn write_image(&mut self, image: &[u64]) -> Result<(), String> {
+    fn write_image(&mut self, image: &[u64]) -> Result<()> {
         self.table.copy_from_slice(image);
         self.file.write_slots(0, image)?;
         self.syncs += 1;
@@ -484,7 +485,7 @@ impl Slots for Fsync {
             .sync_all()
             .map_err(|e| self.file.err("fsync", e))
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         if self.per_op {
             return Ok(());
         }
@@ -503,7 +504,7 @@ impl Slots for Fsync {
     fn syncs(&self) -> u64 {
         self.syncs
     }
-    fn stored(&self) -> Result<Vec<u64>, String> {
+    fn stored(&self) -> Result<Vec<u64>> {
         self.file.read_slots()
     }
 }
@@ -545,7 +546,7 @@ impl Slots for PmdkTx<'_> {
     fn load(&self, i: usize) -> u64 {
         self.pool.read_root_u64(i as u64 * 8)
     }
-    fn store(&mut self, i: usize, w: u64) -> Result<(), String> {
+    fn store(&mut self, i: usize, w: u64) -> Result<()> {
         let root = self.pool.root;
         let off = i as u64 * 8;
         self.pool.tx(|t| {
@@ -554,7 +555,7 @@ impl Slots for PmdkTx<'_> {
             Ok(())
         })
     }
-    fn write_image(&mut self, image: &[u64]) -> Result<(), String> {
+    fn write_image(&mut self, image: &[u64]) -> Result<()> {
         let root = self.pool.root;
         for (c, chunk) in image.chunks(PMDK_IMAGE_CHUNK).enumerate() {
             let first = (c * PMDK_IMAGE_CHUNK) as u64 * 8;
@@ -568,7 +569,7 @@ impl Slots for PmdkTx<'_> {
         }
         Ok(())
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         Ok(())
     }
     fn bytes_used(&self) -> Option<Bytes> {
@@ -579,7 +580,7 @@ impl Slots for PmdkTx<'_> {
     fn counting(&self) -> Counting {
         Counting::Unknown
     }
-    fn stored(&self) -> Result<Vec<u64>, String> {
+    fn stored(&self) -> Result<Vec<u64>> {
         Ok((0..self.len()).map(|i| self.load(i)).collect())
     }
 }
@@ -598,17 +599,17 @@ impl Mechanism for Dram {
          persisted: the floor for batched work"
             .into()
     }
-    fn insert(&mut self, key: u32, value: u32) -> Result<(), String> {
+    fn insert(&mut self, key: u32, value: u32) -> Result<()> {
         self.map.insert(key, value);
         Ok(())
     }
-    fn get(&mut self, key: u32) -> Result<Option<u32>, String> {
+    fn get(&mut self, key: u32) -> Result<Option<u32>> {
         Ok(self.map.get(&key).copied())
     }
-    fn remove(&mut self, key: u32) -> Result<bool, String> {
+    fn remove(&mut self, key: u32) -> Result<bool> {
         Ok(self.map.remove(&key).is_some())
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<()> {
         Ok(())
     }
     /// hashbrown's layout: buckets = next power of two of capacity * 8/7, each an 8-byte entry
@@ -623,7 +624,7 @@ impl Mechanism for Dram {
         };
         Some(Bytes::Estimated((buckets * 9 + 16) as u64))
     }
-    fn contents(&self) -> Result<Vec<(u32, u32)>, String> {
+    fn contents(&self) -> Result<Vec<(u32, u32)>> {
         let mut v: Vec<(u32, u32)> = self.map.iter().map(|(&k, &v)| (k, v)).collect();
         v.sort_unstable();
         Ok(v)
@@ -633,7 +634,7 @@ impl Mechanism for Dram {
     }
 }
 
-pub(crate) fn open_store_flush<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_store_flush<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     let t = StoreFlush {
         f: MappedFile::create(s)?,
         persist: Persister::new(s.mode),
@@ -641,10 +642,10 @@ pub(crate) fn open_store_flush<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 
     Ok(Box::new(OpenTable::new(t)?))
 }
 
-pub(crate) fn open_pmdk_tx<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
-    let lib = s
-        .pmdk
-        .ok_or("PMDK's libpmemobj could not be loaded (see the PMDK line above)")?;
+pub(crate) fn open_pmdk_tx<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
+    let lib = s.pmdk.ok_or_else(|| {
+        anyhow!("PMDK's libpmemobj could not be loaded (see the PMDK line above)")
+    })?;
     let root_size = capacity(s.n) * 8;
     // Room for the root object, PMDK's heap metadata and lanes (PMDK's minimum pool is 8 MiB).
     let pool_size = (root_size + root_size / 8 + (32 << 20)).next_multiple_of(1 << 20);
@@ -657,7 +658,7 @@ pub(crate) fn open_pmdk_tx<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>,
     Ok(Box::new(OpenTable::new(t)?))
 }
 
-fn open_msync<'a>(s: &Setup<'a>, per_op: bool) -> Result<Box<dyn Mechanism + 'a>, String> {
+fn open_msync<'a>(s: &Setup<'a>, per_op: bool) -> Result<Box<dyn Mechanism + 'a>> {
     let t = Msync {
         f: MappedFile::create(s)?,
         per_op,
@@ -666,15 +667,15 @@ fn open_msync<'a>(s: &Setup<'a>, per_op: bool) -> Result<Box<dyn Mechanism + 'a>
     Ok(Box::new(OpenTable::new(t)?))
 }
 
-pub(crate) fn open_msync_op<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_msync_op<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     open_msync(s, true)
 }
 
-pub(crate) fn open_msync_end<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_msync_end<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     open_msync(s, false)
 }
 
-fn open_fsync<'a>(s: &Setup<'a>, per_op: bool) -> Result<Box<dyn Mechanism + 'a>, String> {
+fn open_fsync<'a>(s: &Setup<'a>, per_op: bool) -> Result<Box<dyn Mechanism + 'a>> {
     let slots = capacity(s.n);
     let t = Fsync {
         table: vec![EMPTY_SLOT; slots],
@@ -685,15 +686,15 @@ fn open_fsync<'a>(s: &Setup<'a>, per_op: bool) -> Result<Box<dyn Mechanism + 'a>
     Ok(Box::new(OpenTable::new(t)?))
 }
 
-pub(crate) fn open_fsync_op<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_fsync_op<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     open_fsync(s, true)
 }
 
-pub(crate) fn open_fsync_end<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_fsync_end<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     open_fsync(s, false)
 }
 
-pub(crate) fn open_dram<'a>(_s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>, String> {
+pub(crate) fn open_dram<'a>(_s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     Ok(Box::new(Dram {
         map: std::collections::HashMap::new(),
     }))
@@ -880,7 +881,7 @@ mod tests {
     fn reserved_keys_are_refused() {
         let d = tmpdir();
         let mut m = open("store-flush", d.path(), 10, None).unwrap();
-        assert!(m.insert(EMPTY_KEY, 1).unwrap_err().contains("reserved"));
+        assert!(m.insert(EMPTY_KEY, 1).unwrap_err().to_string().contains("reserved"));
         assert!(m.insert(TOMBSTONE_KEY, 1).is_err());
     }
 }

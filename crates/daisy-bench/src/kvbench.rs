@@ -35,6 +35,7 @@
     unsafe_code,
     reason = "process control std does not offer: CPU affinity, signals other than SIGKILL, sync(2)"
 )]
+use anyhow::{anyhow, Result};
 
 use crate::stats::Spread;
 use std::ffi::OsString;
@@ -132,6 +133,9 @@ pub struct Config {
     pub max_secs: f64,
     /// The `daisy` binary that has the `serve` command (`std::env::current_exe()`).
     pub daisy_exe: PathBuf,
+    /// `daisy serve --busy-poll-us`: how long the server polls for requests before it sleeps
+    /// (the command line passes `daisy serve`'s default, so the benchmark measures it).
+    pub daisy_busy_poll_us: u32,
     /// Pin the servers to one CPU and redis-benchmark to the others (when there are two or
     /// more), so the two never compete for a core and the scheduler's placement does not
     /// decide the comparison; every server gets the same treatment.
@@ -297,6 +301,8 @@ pub struct Report {
     pub restarts: Vec<RestartRow>,
     pub unavailable: Vec<Unavailable>,
     pub restart_keys: u64,
+    /// The `--busy-poll-us` daisy was started with.
+    pub daisy_busy_poll_us: u32,
     pub runs: usize,
     /// Percent of the machine's CPU time that the hypervisor gave to other guests while the
     /// request cases ran (/proc/stat steal); None where not measured.
@@ -380,29 +386,29 @@ impl Conn {
         let _ = self.w.set_read_timeout(Some(t));
     }
 
-    pub fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.w.write_all(bytes).map_err(|e| format!("write: {e}"))
+    pub fn send(&mut self, bytes: &[u8]) -> Result<()> {
+        self.w.write_all(bytes).map_err(|e| anyhow!("write: {e}"))
     }
 
-    fn line(&mut self) -> Result<String, String> {
+    fn line(&mut self) -> Result<String> {
         let mut l = String::new();
-        let n = self.r.read_line(&mut l).map_err(|e| format!("read: {e}"))?;
+        let n = self.r.read_line(&mut l).map_err(|e| anyhow!("read: {e}"))?;
         if n == 0 {
-            return Err("the server closed the connection".into());
+            return Err(anyhow!("the server closed the connection"));
         }
         if !l.ends_with("\r\n") {
-            return Err(format!("malformed reply line {l:?}"));
+            return Err(anyhow!("malformed reply line {l:?}"));
         }
         l.truncate(l.len() - 2);
         Ok(l)
     }
 
-    pub fn read_reply(&mut self) -> Result<Reply, String> {
+    pub fn read_reply(&mut self) -> Result<Reply> {
         let l = self.line()?;
         let (tag, rest) = l.split_at(l.len().min(1));
         let int = |s: &str| {
             s.parse::<i64>()
-                .map_err(|_| format!("malformed reply {l:?}"))
+                .map_err(|_| anyhow!("malformed reply {l:?}"))
         };
         Ok(match tag {
             "+" => Reply::Simple(rest.to_string()),
@@ -416,9 +422,9 @@ impl Conn {
                     let mut b = vec![0; n as usize + 2];
                     self.r
                         .read_exact(&mut b)
-                        .map_err(|e| format!("read: {e}"))?;
+                        .map_err(|e| anyhow!("read: {e}"))?;
                     if &b[n as usize..] != b"\r\n" {
-                        return Err("malformed bulk reply".into());
+                        return Err(anyhow!("malformed bulk reply"));
                     }
                     b.truncate(n as usize);
                     Reply::Bulk(Some(b))
@@ -436,12 +442,12 @@ impl Conn {
                     Reply::Array(Some(v))
                 }
             }
-            _ => return Err(format!("malformed reply {l:?}")),
+            _ => return Err(anyhow!("malformed reply {l:?}")),
         })
     }
 
     /// One command, its reply.
-    pub fn cmd(&mut self, args: &[&str]) -> Result<Reply, String> {
+    pub fn cmd(&mut self, args: &[&str]) -> Result<Reply> {
         let mut b = vec![];
         let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
         encode(&mut b, &a);
@@ -450,18 +456,18 @@ impl Conn {
     }
 
     /// One command that must not answer with an error.
-    pub fn ok(&mut self, args: &[&str]) -> Result<Reply, String> {
+    pub fn ok(&mut self, args: &[&str]) -> Result<Reply> {
         match self.cmd(args)? {
-            Reply::Error(e) => Err(format!("{}: -{e}", args.join(" "))),
+            Reply::Error(e) => Err(anyhow!("{}: -{e}", args.join(" "))),
             r => Ok(r),
         }
     }
 
     /// An integer reply (DBSIZE).
-    pub fn int(&mut self, args: &[&str]) -> Result<i64, String> {
+    pub fn int(&mut self, args: &[&str]) -> Result<i64> {
         match self.ok(args)? {
             Reply::Int(i) => Ok(i),
-            r => Err(format!(
+            r => Err(anyhow!(
                 "{}: expected an integer, got {r:?}",
                 args.join(" ")
             )),
@@ -469,15 +475,15 @@ impl Conn {
     }
 
     /// One field of INFO (`used_memory`): the number after `field:`.
-    pub fn info_field(&mut self, section: &str, field: &str) -> Result<u64, String> {
+    pub fn info_field(&mut self, section: &str, field: &str) -> Result<u64> {
         let text = match self.ok(&["INFO", section])? {
             Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
-            r => return Err(format!("INFO {section}: expected a bulk string, got {r:?}")),
+            r => return Err(anyhow!("INFO {section}: expected a bulk string, got {r:?}")),
         };
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{field}:")))
             .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| format!("INFO {section} has no numeric {field}: field"))
+            .ok_or_else(|| anyhow!("INFO {section} has no numeric {field}: field"))
     }
 }
 
@@ -495,7 +501,7 @@ fn set_pipelined(
     per_batch: u64,
     key_value: impl Fn(u64) -> (String, Vec<u8>),
     mut progress: impl FnMut(u64),
-) -> Result<(), String> {
+) -> Result<()> {
     let mut buf = Vec::new();
     let mut i = 0;
     while i < k {
@@ -509,7 +515,7 @@ fn set_pipelined(
         for j in i..end {
             match c.read_reply()? {
                 Reply::Simple(s) if s == "OK" => {}
-                r => return Err(format!("SET {}: expected +OK, got {r:?}", key_value(j).0)),
+                r => return Err(anyhow!("SET {}: expected +OK, got {r:?}", key_value(j).0)),
             }
         }
         i = end;
@@ -520,7 +526,7 @@ fn set_pipelined(
 
 /// SET `key:<i>` = [`load_value`]`(i)` for i in 0..k, batches of 1000 commands written at once,
 /// then their replies read (each must be +OK).
-pub fn load_keys(c: &mut Conn, k: u64, progress: impl FnMut(u64)) -> Result<(), String> {
+pub fn load_keys(c: &mut Conn, k: u64, progress: impl FnMut(u64)) -> Result<()> {
     set_pipelined(
         c,
         k,
@@ -533,7 +539,7 @@ pub fn load_keys(c: &mut Conn, k: u64, progress: impl FnMut(u64)) -> Result<(), 
 /// Preload the `update` keys: `key:<i>` for i in 0..k, named as redis-benchmark names its
 /// `-r` keys (`key:` and 12 digits), each with `size` bytes of `x` (redis-benchmark's value),
 /// pipelined in batches of at most 1000 commands or 4 MiB.
-pub fn preload_keys(c: &mut Conn, k: usize, size: usize) -> Result<(), String> {
+pub fn preload_keys(c: &mut Conn, k: usize, size: usize) -> Result<()> {
     let per_batch = (1000).min((4 << 20) / size.max(1)).max(1) as u64;
     set_pipelined(
         c,
@@ -641,9 +647,9 @@ fn remove_stale(dir: &Path) {
 }
 
 /// A loopback port nobody listens on now.
-pub fn free_port() -> Result<u16, String> {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("bind: {e}"))?;
-    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+pub fn free_port() -> Result<u16> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| anyhow!("bind: {e}"))?;
+    Ok(l.local_addr()?.port())
 }
 
 /// Whether something accepts connections on the loopback port.
@@ -698,16 +704,17 @@ struct Tools {
     redis_server: Option<PathBuf>,
     redis_benchmark: Option<PathBuf>,
     daisy: PathBuf,
+    daisy_busy_poll_us: u32,
     pin: Option<Pinning>,
 }
 
 const LOG: &str = "server.log";
 
 /// The command line of `name` on `port` with its files in `sub`.
-fn server_command(tools: &Tools, name: &str, port: u16, sub: &Path) -> Result<Command, String> {
+fn server_command(tools: &Tools, name: &str, port: u16, sub: &Path) -> Result<Command> {
     let log = std::fs::File::create(sub.join(LOG))
-        .map_err(|e| format!("{}: {e}", sub.join(LOG).display()))?;
-    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        .map_err(|e| anyhow!("{}: {e}", sub.join(LOG).display()))?;
+    let log2 = log.try_clone()?;
     let mut c;
     if name == "daisy" {
         c = Command::new(&tools.daisy);
@@ -715,10 +722,12 @@ fn server_command(tools: &Tools, name: &str, port: u16, sub: &Path) -> Result<Co
             .arg("--pool")
             .arg(sub.join("kv.pool"))
             .args(["--bind", "127.0.0.1", "--port"])
-            .arg(port.to_string());
+            .arg(port.to_string())
+            .arg("--busy-poll-us")
+            .arg(tools.daisy_busy_poll_us.to_string());
     } else {
         let exe = tools.redis_server.as_ref().ok_or_else(|| {
-            format!(
+            anyhow!(
                 "redis-server not found in PATH: {}",
                 INSTALL_HINT.replace("{pkg}", "redis-server")
             )
@@ -763,13 +772,13 @@ pub fn redis_mode_args(name: &str) -> Vec<&'static str> {
 }
 
 /// What each server is, in words (printed before the tables).
-pub fn describe_server(name: &str) -> String {
+pub fn describe_server(name: &str, daisy_busy_poll_us: u32) -> String {
     match name {
         "daisy" => format!(
             "`daisy serve --pool <dir>/kv.pool`: every write durable in the pool before its \
              reply; under load it polls for requests up to {} us before sleeping (the \
              default --busy-poll-us; Redis always sleeps in epoll_wait)",
-            daisy_kv::BUSY_POLL_US
+            daisy_busy_poll_us
         ),
         "redis-none" => "redis-server --save \"\" --appendonly no: nothing persisted".into(),
         "redis-rdb" => "redis-server with Redis's default save points (--save \"3600 1 300 100 \
@@ -796,13 +805,13 @@ struct Server {
 
 impl Server {
     /// Spawn `name` with its files in `sub` (created if needed) on a free port. Does not wait.
-    fn spawn(tools: &Tools, name: &str, sub: &Path) -> Result<Server, String> {
-        std::fs::create_dir_all(sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+    fn spawn(tools: &Tools, name: &str, sub: &Path) -> Result<Server> {
+        std::fs::create_dir_all(sub).map_err(|e| anyhow!("{}: {e}", sub.display()))?;
         let port = free_port()?;
         let mut cmd = server_command(tools, name, port, sub)?;
         let spawned = Instant::now();
         let proc = Proc::spawn(&mut cmd, tools.pin.map(|p| p.server))
-            .map_err(|e| format!("{}: {e}", cmd.get_program().to_string_lossy().into_owned()))?;
+            .map_err(|e| anyhow!("{}: {e}", cmd.get_program().to_string_lossy().into_owned()))?;
         Ok(Server {
             name: name.to_string(),
             port,
@@ -813,14 +822,14 @@ impl Server {
     }
 
     /// Spawn and wait until it answers PING (a port taken meanwhile is retried).
-    fn start(tools: &Tools, name: &str, sub: &Path, timeout: Duration) -> Result<Server, String> {
-        let mut last = String::new();
+    fn start(tools: &Tools, name: &str, sub: &Path, timeout: Duration) -> Result<Server> {
+        let mut last = anyhow!("{name} did not start");
         for _ in 0..3 {
             let mut s = Server::spawn(tools, name, sub)?;
             match s.wait_ready(timeout) {
                 Ok(_) => return Ok(s),
                 Err(e) => {
-                    if !e.contains("in use") {
+                    if !e.to_string().contains("in use") {
                         return Err(e);
                     }
                     last = e;
@@ -832,7 +841,7 @@ impl Server {
 
     /// Poll with a fresh connection every ~1 ms until PING answers +PONG; the time since
     /// spawn. -LOADING (Redis reading its files) and refused connections keep polling.
-    fn wait_ready(&mut self, timeout: Duration) -> Result<Duration, String> {
+    fn wait_ready(&mut self, timeout: Duration) -> Result<Duration> {
         loop {
             if let Ok(mut c) = Conn::connect(self.port, Duration::from_millis(100)) {
                 c.set_read_timeout(Duration::from_secs(5));
@@ -843,14 +852,14 @@ impl Server {
                 }
             }
             if let Some(st) = self.proc.exited() {
-                return Err(format!(
+                return Err(anyhow!(
                     "{} exited ({st}) before answering PING; its output: {}",
                     self.what(),
                     tail(&self.sub.join(LOG), 6)
                 ));
             }
             if self.spawned.elapsed() > timeout {
-                return Err(format!(
+                return Err(anyhow!(
                     "{} did not answer PING within {:.0} s; its output: {}",
                     self.what(),
                     timeout.as_secs_f64(),
@@ -869,15 +878,15 @@ impl Server {
         }
     }
 
-    fn conn(&self) -> Result<Conn, String> {
+    fn conn(&self) -> Result<Conn> {
         Conn::connect(self.port, Duration::from_secs(2))
-            .map_err(|e| format!("connect to {}: {e}", self.what()))
+            .map_err(|e| anyhow!("connect to {}: {e}", self.what()))
     }
 
     /// Stop it with `shutdown` (e.g. ["SHUTDOWN", "NOSAVE"]; daisy gets plain SHUTDOWN: its
     /// writes are durable when answered); SIGTERM if it refuses the command or does not exit
     /// within 30 s, SIGKILL 10 s later, which is reported as an error.
-    fn stop(mut self, shutdown: &[&str]) -> Result<(), String> {
+    fn stop(mut self, shutdown: &[&str]) -> Result<()> {
         let shutdown = if self.name == "daisy" {
             &["SHUTDOWN"][..]
         } else {
@@ -898,7 +907,7 @@ impl Server {
         if self.proc.wait_for(Duration::from_secs(10)).is_some() {
             return Ok(());
         }
-        Err(format!(
+        Err(anyhow!(
             "{} did not exit after {} and SIGTERM (killed)",
             self.what(),
             shutdown.join(" ")
@@ -924,7 +933,7 @@ pub struct CsvRow {
 /// Parse redis-benchmark 7's `--csv` output: a header
 /// `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
 /// "p99_latency_ms","max_latency_ms"`, then one row per test (`"MSET (10 keys)"` -> mset).
-pub fn parse_csv(out: &str) -> Result<Vec<CsvRow>, String> {
+pub fn parse_csv(out: &str) -> Result<Vec<CsvRow>> {
     let split = |l: &str| -> Vec<String> {
         l.split(',')
             .map(|f| f.trim().trim_matches('"').to_string())
@@ -940,15 +949,15 @@ pub fn parse_csv(out: &str) -> Result<Vec<CsvRow>, String> {
         }
         let h = header
             .as_ref()
-            .ok_or_else(|| format!("redis-benchmark CSV row before its header: {l}"))?;
-        let col = |name: &str| -> Result<f64, String> {
+            .ok_or_else(|| anyhow!("redis-benchmark CSV row before its header: {l}"))?;
+        let col = |name: &str| -> Result<f64> {
             let i = h
                 .iter()
                 .position(|x| x == name)
-                .ok_or_else(|| format!("redis-benchmark CSV has no {name} column: {h:?}"))?;
+                .ok_or_else(|| anyhow!("redis-benchmark CSV has no {name} column: {h:?}"))?;
             f.get(i)
                 .and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("redis-benchmark CSV: bad {name} in {l}"))
+                .ok_or_else(|| anyhow!("redis-benchmark CSV: bad {name} in {l}"))
         };
         let test = f[0].split_whitespace().next().unwrap_or("").to_lowercase();
         rows.push(CsvRow {
@@ -961,7 +970,7 @@ pub fn parse_csv(out: &str) -> Result<Vec<CsvRow>, String> {
         });
     }
     if rows.is_empty() {
-        return Err(format!(
+        return Err(anyhow!(
             "redis-benchmark printed no results: {}",
             out.lines().rev().take(4).collect::<Vec<_>>().join(" | ")
         ));
@@ -989,7 +998,7 @@ fn redis_benchmark(
     case: Case,
     scratch: &Path,
     timeout: Duration,
-) -> Result<Vec<CsvRow>, String> {
+) -> Result<Vec<CsvRow>> {
     let Case {
         n,
         pipeline,
@@ -998,8 +1007,8 @@ fn redis_benchmark(
     } = case;
     let out_path = scratch.join("redis-benchmark.out");
     let out =
-        std::fs::File::create(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
+        std::fs::File::create(&out_path).map_err(|e| anyhow!("{}: {e}", out_path.display()))?;
+    let err = out.try_clone()?;
     let args: Vec<OsString> = [
         "-h".to_string(),
         "127.0.0.1".into(),
@@ -1030,17 +1039,17 @@ fn redis_benchmark(
             .stderr(err),
         tools.pin.map(|p| p.client),
     )
-    .map_err(|e| format!("{}: {e}", exe.display()))?;
+    .map_err(|e| anyhow!("{}: {e}", exe.display()))?;
     let st = p.wait_for(timeout);
     let text = std::fs::read_to_string(&out_path).unwrap_or_default();
     let _ = std::fs::remove_file(&out_path);
     match st {
-        None => Err(format!(
+        None => Err(anyhow!(
             "redis-benchmark did not finish within {:.0} s (killed); its output: {}",
             timeout.as_secs_f64(),
             text.lines().rev().take(3).collect::<Vec<_>>().join(" | ")
         )),
-        Some(s) if !s.success() => Err(format!(
+        Some(s) if !s.success() => Err(anyhow!(
             "redis-benchmark exited with {s}: {}",
             text.lines().rev().take(3).collect::<Vec<_>>().join(" | ")
         )),
@@ -1107,10 +1116,10 @@ pub fn run(
     cfg: &Config,
     mut note: impl FnMut(&str),
     mut progress: impl FnMut(u64, u64, &str),
-) -> Result<Report, String> {
+) -> Result<Report> {
     validate(cfg)?;
-    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
-    let f = std::fs::File::open(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
+    let f = std::fs::File::open(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
     let fs = daisy::internals::fs_type_name(&f).to_string();
     let tmpfs = daisy::internals::is_tmpfs(&f);
     drop(f);
@@ -1120,6 +1129,7 @@ pub fn run(
         redis_server: find_in_path("redis-server"),
         redis_benchmark: find_in_path("redis-benchmark"),
         daisy: cfg.daisy_exe.clone(),
+        daisy_busy_poll_us: cfg.daisy_busy_poll_us,
         pin: pin.as_ref().map(|p| p.0),
     };
     let dir_s = cfg.dir.display().to_string();
@@ -1230,11 +1240,11 @@ pub fn run(
         ));
     }
     for s in &cfg.servers {
-        note(&format!("  {s}: {}", describe_server(s)));
+        note(&format!("  {s}: {}", describe_server(s, cfg.daisy_busy_poll_us)));
     }
 
     let base = cfg.dir.join(format!("{DIR_PREFIX}{}", std::process::id()));
-    std::fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    std::fs::create_dir_all(&base).map_err(|e| anyhow!("{}: {e}", base.display()))?;
     let _work = Workdir { path: base.clone() };
 
     let per_server = stages_per_server(cfg, tools.redis_benchmark.is_some());
@@ -1246,6 +1256,7 @@ pub fn run(
     let mut rep = Report {
         restart_keys: cfg.restart_keys,
         runs: cfg.runs,
+        daisy_busy_poll_us: cfg.daisy_busy_poll_us,
         ..Report::default()
     };
     let unavailable = |name: &str, reason: String, status: &'static str| Unavailable {
@@ -1394,47 +1405,47 @@ fn join<T: ToString>(v: &[T]) -> String {
         .join(", ")
 }
 
-fn validate(cfg: &Config) -> Result<(), String> {
+fn validate(cfg: &Config) -> Result<()> {
     if cfg.runs == 0 {
-        return Err("--runs must be at least 1".into());
+        return Err(anyhow!("--runs must be at least 1"));
     }
     if !(cfg.max_secs > 0.0 && cfg.max_secs.is_finite()) {
-        return Err("--max-secs must be a positive number of seconds".into());
+        return Err(anyhow!("--max-secs must be a positive number of seconds"));
     }
     if cfg.clients == 0 || cfg.clients > 10_000 {
-        return Err("--clients must be between 1 and 10000".into());
+        return Err(anyhow!("--clients must be between 1 and 10000"));
     }
     if cfg.ns.is_empty() || cfg.ns.contains(&0) {
-        return Err("--n: each N must be at least 1".into());
+        return Err(anyhow!("--n: each N must be at least 1"));
     }
     if cfg.pipelines.is_empty() || cfg.pipelines.iter().any(|&p| p == 0 || p > 10_000) {
-        return Err("--pipeline: each must be between 1 and 10000".into());
+        return Err(anyhow!("--pipeline: each must be between 1 and 10000"));
     }
     if cfg.sizes.is_empty() || cfg.sizes.iter().any(|&s| s == 0 || s > MAX_SIZE) {
-        return Err(format!(
+        return Err(anyhow!(
             "--sizes: each must be between 1 and {MAX_SIZE} bytes"
         ));
     }
     if cfg.tests.is_empty() {
-        return Err("--tests: at least one test".into());
+        return Err(anyhow!("--tests: at least one test"));
     }
     if cfg.keys.is_empty() {
-        return Err("--keys: at least one of mixed, new, update".into());
+        return Err(anyhow!("--keys: at least one of mixed, new, update"));
     }
     if let Some(k) = cfg.keys.iter().find(|k| !KEY_MODES.contains(&k.as_str())) {
-        return Err(format!(
+        return Err(anyhow!(
             "unknown keys {k:?}; known: {}",
             KEY_MODES.join(", ")
         ));
     }
     if let Some(t) = cfg.tests.iter().find(|t| !TESTS.contains(&t.as_str())) {
-        return Err(format!("unknown test {t:?}; known: {}", TESTS.join(", ")));
+        return Err(anyhow!("unknown test {t:?}; known: {}", TESTS.join(", ")));
     }
     if cfg.servers.is_empty() {
-        return Err("--servers: at least one server".into());
+        return Err(anyhow!("--servers: at least one server"));
     }
     if let Some(s) = cfg.servers.iter().find(|s| !SERVERS.contains(&s.as_str())) {
-        return Err(format!(
+        return Err(anyhow!(
             "unknown server {s:?}; known: {}",
             SERVERS.join(", ")
         ));
@@ -1501,10 +1512,10 @@ fn measure_requests(
     fs: &str,
     tick: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>, Partial<Vec<Row>>> {
-    let server =
-        Server::start(tools, name, sub, Duration::from_secs(10)).map_err(|e| (vec![], e, false))?;
+    let server = Server::start(tools, name, sub, Duration::from_secs(10))
+        .map_err(|e| (vec![], format!("{e:#}"), false))?;
     let mut rows = vec![];
-    let res = (|| -> Result<(), String> {
+    let res = (|| -> Result<()> {
         let mut c = server.conn()?;
         for &pipeline in &cfg.pipelines {
             for &size in &cfg.sizes {
@@ -1538,7 +1549,7 @@ fn measure_requests(
                             // No smaller N to project from: a probe of PROBE_N requests (not
                             // reported) estimates the time of this one.
                             let rows = fresh_run(&mut c, PROBE_N, Duration::from_secs(120))
-                                .map_err(|e| format!("probe of {PROBE_N} requests: {e}"))?;
+                                .map_err(|e| anyhow!("probe of {PROBE_N} requests: {e}"))?;
                             let spr: f64 = rows.iter().map(|r| 1.0 / r.rps.max(1e-9)).sum();
                             if spr * n as f64 > cfg.max_secs {
                                 n_run = round2((cfg.max_secs / spr) as usize).clamp(PROBE_N, n);
@@ -1557,7 +1568,7 @@ fn measure_requests(
                         let mut keys_after = 0;
                         for r in 0..cfg.runs {
                             let rows = fresh_run(&mut c, n_run, timeout).map_err(|e| {
-                                format!("N={n} pipeline {pipeline} size {size} keys {keys}: {e}")
+                                anyhow!("N={n} pipeline {pipeline} size {size} keys {keys}: {e}")
                             })?;
                             samples.push(rows);
                             keys_after = c.int(&["DBSIZE"])? as u64;
@@ -1567,7 +1578,7 @@ fn measure_requests(
                                 && cfg.tests.iter().any(|t| t == "set")
                                 && keys_after < n_run as u64 * 9 / 10
                             {
-                                return Err(format!(
+                                return Err(anyhow!(
                                     "keys new, size {size}: {n_run} SETs left only {keys_after} \
                                      keys: the server refused writes"
                                 ));
@@ -1585,7 +1596,7 @@ fn measure_requests(
                                 .filter_map(|s| s.iter().find(|r| &r.test == t))
                                 .collect();
                             if per.len() != samples.len() {
-                                return Err(format!(
+                                return Err(anyhow!(
                                     "redis-benchmark gave no {t} result (N={n}, pipeline \
                                  {pipeline}, size {size})"
                                 ));
@@ -1595,7 +1606,7 @@ fn measure_requests(
                             };
                             let rps = Spread::of(&per.iter().map(|r| r.rps).collect::<Vec<_>>());
                             if rps.median.is_nan() || rps.median <= 0.0 {
-                                return Err(format!(
+                                return Err(anyhow!(
                                     "redis-benchmark reported {t} at 0 requests/s"
                                 ));
                             }
@@ -1641,7 +1652,7 @@ fn measure_requests(
     let stopped = server.stop(&["SHUTDOWN", "NOSAVE"]);
     match res.and(stopped) {
         Ok(()) => Ok(rows),
-        Err(e) => Err((rows, e, true)),
+        Err(e) => Err((rows, format!("{e:#}"), true)),
     }
 }
 
@@ -1657,10 +1668,10 @@ fn memory_and_restart(
     fs: &str,
 ) -> Result<MemoryAndRestart, Partial<Option<Box<MemoryRow>>>> {
     let k = cfg.restart_keys;
-    let server =
-        Server::start(tools, name, sub, Duration::from_secs(10)).map_err(|e| (None, e, false))?;
+    let server = Server::start(tools, name, sub, Duration::from_secs(10))
+        .map_err(|e| (None, format!("{e:#}"), false))?;
     let dir = cfg.dir.display().to_string();
-    let mem = (|| -> Result<MemoryRow, String> {
+    let mem = (|| -> Result<MemoryRow> {
         let mut c = server.conn()?;
         let empty = c.info_field("memory", "used_memory")?;
         let t = Instant::now();
@@ -1669,7 +1680,7 @@ fn memory_and_restart(
         let loaded = c.info_field("memory", "used_memory")?;
         let dbsize = c.int(&["DBSIZE"])?;
         if dbsize as u64 != k {
-            return Err(format!("DBSIZE {dbsize} after loading {k} keys"));
+            return Err(anyhow!("DBSIZE {dbsize} after loading {k} keys"));
         }
         Ok(MemoryRow {
             bench: "kv",
@@ -1694,10 +1705,10 @@ fn memory_and_restart(
     if !RESTART_SERVERS.contains(&name) {
         return match server.stop(&["SHUTDOWN", "NOSAVE"]) {
             Ok(()) => Ok((mem, vec![])),
-            Err(e) => Err((Some(Box::new(mem)), e, true)),
+            Err(e) => Err((Some(Box::new(mem)), format!("{e:#}"), true)),
         };
     }
-    let res = (|| -> Result<RestartRow, String> {
+    let res = (|| -> Result<RestartRow> {
         // The data on the files: SAVE + SHUTDOWN (rdb); the AOF already has every write
         // (always: fsynced before each reply); daisy's writes are durable when answered.
         let first_stop: &[&str] = if name == "redis-rdb" {
@@ -1716,7 +1727,7 @@ fn memory_and_restart(
             let mut s = Server::spawn(tools, name, sub)?;
             let t = s
                 .wait_ready(Duration::from_secs(300))
-                .map_err(|e| format!("restart with {k} keys: {e}"))?;
+                .map_err(|e| anyhow!("restart with {k} keys: {e}"))?;
             times.push(t.as_secs_f64() * 1e3);
             port = s.port;
             let mut c = s.conn()?;
@@ -1740,7 +1751,7 @@ fn memory_and_restart(
     })();
     let clean = match res {
         Ok(r) => r,
-        Err(e) => return Err((Some(Box::new(mem)), e, true)),
+        Err(e) => return Err((Some(Box::new(mem)), format!("{e:#}"), true)),
     };
     if name != "daisy" {
         return Ok((mem, vec![clean]));
@@ -1797,11 +1808,11 @@ const KILL_LOAD_PIPELINE: usize = 100;
 
 /// What a daisy server reported of its last open: (INFO `daisy_recovery_ms`, transactions
 /// replayed).
-fn daisy_recovery(c: &mut Conn) -> Result<(f64, u64), String> {
+fn daisy_recovery(c: &mut Conn) -> Result<(f64, u64)> {
     let text = match c.ok(&["INFO", "persistence"])? {
         Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
         r => {
-            return Err(format!(
+            return Err(anyhow!(
                 "INFO persistence: expected a bulk string, got {r:?}"
             ))
         }
@@ -1810,14 +1821,14 @@ fn daisy_recovery(c: &mut Conn) -> Result<(f64, u64), String> {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{f}:")))
             .map(str::trim)
-            .ok_or_else(|| format!("INFO persistence has no {f}"))
+            .ok_or_else(|| anyhow!("INFO persistence has no {f}"))
     };
     let ms = field("daisy_recovery_ms")?
         .parse::<f64>()
-        .map_err(|e| format!("daisy_recovery_ms: {e}"))?;
+        .map_err(|e| anyhow!("daisy_recovery_ms: {e}"))?;
     let n = field("daisy_recovery_transactions_replayed")?
         .parse::<u64>()
-        .map_err(|e| format!("daisy_recovery_transactions_replayed: {e}"))?;
+        .map_err(|e| anyhow!("daisy_recovery_transactions_replayed: {e}"))?;
     Ok((ms, n))
 }
 
@@ -1825,13 +1836,7 @@ fn daisy_recovery(c: &mut Conn) -> Result<(f64, u64), String> {
 /// [`KILL_LOAD_CLIENTS`] clients pipeline SETs of the loaded keys (the same values, so the
 /// keyspace stays the one loaded) at depth [`KILL_LOAD_PIPELINE`], SIGKILL the server under
 /// that load after 300 ms, and time spawning it again to the first PONG (DBSIZE checked).
-fn crash_restarts(
-    cfg: &Config,
-    tools: &Tools,
-    sub: &Path,
-    k: u64,
-    fs: &str,
-) -> Result<RestartRow, String> {
+fn crash_restarts(cfg: &Config, tools: &Tools, sub: &Path, k: u64, fs: &str) -> Result<RestartRow> {
     let data_bytes = dir_bytes(sub, LOG);
     let mut times = vec![];
     let (mut dbsize, mut port, mut recovery) = (0, 0, None);
@@ -1891,16 +1896,16 @@ fn crash_restarts(
             let _ = h.join();
         }
         if killed.is_none() {
-            return Err("daisy serve did not die from SIGKILL".into());
+            return Err(anyhow!("daisy serve did not die from SIGKILL"));
         }
         if sent.load(std::sync::atomic::Ordering::Relaxed) == 0 {
-            return Err("the write load made no progress before the kill".into());
+            return Err(anyhow!("the write load made no progress before the kill"));
         }
         drop(s);
         let mut s = Server::spawn(tools, "daisy", sub)?;
         let t = s
             .wait_ready(Duration::from_secs(60))
-            .map_err(|e| format!("with {k} keys: {e}"))?;
+            .map_err(|e| anyhow!("with {k} keys: {e}"))?;
         times.push(t.as_secs_f64() * 1e3);
         port = s.port;
         let mut c = s.conn()?;

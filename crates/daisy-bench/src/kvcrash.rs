@@ -9,6 +9,7 @@
 //! kill and the restart, `daisy pool check` must pass.
 
 use crate::kvbench::{encode, Conn, Reply};
+use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ impl Drop for Served {
 }
 
 /// Start `exe serve --port 0 --pool POOL EXTRA...`.
-pub fn serve(exe: &Path, pool: &Path, extra: &[&str]) -> Result<Served, String> {
+pub fn serve(exe: &Path, pool: &Path, extra: &[&str]) -> Result<Served> {
     let mut child = Command::new(exe)
         .args(["serve", "--port", "0", "--pool"])
         .arg(pool)
@@ -64,7 +65,7 @@ pub fn serve(exe: &Path, pool: &Path, extra: &[&str]) -> Result<Served, String> 
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{}: {e}", exe.display()))?;
+        .map_err(|e| anyhow!("{}: {e}", exe.display()))?;
     let mut err = BufReader::new(child.stderr.take().expect("piped"));
     let mut line = String::new();
     let _ = err.read_line(&mut line);
@@ -84,15 +85,13 @@ pub fn serve(exe: &Path, pool: &Path, extra: &[&str]) -> Result<Served, String> 
             served.port = port;
             Ok(served)
         }
-        None => Err(format!("daisy serve did not start: {}", line.trim())),
+        None => Err(anyhow!("daisy serve did not start: {}", line.trim())),
     }
 }
 
 /// One command on a new connection (the benchmark's RESP client); its reply.
-pub fn call(port: u16, args: &[&str]) -> Result<Reply, String> {
-    Conn::connect(port, Duration::from_secs(5))
-        .map_err(|e| e.to_string())?
-        .cmd(args)
+pub fn call(port: u16, args: &[&str]) -> Result<Reply> {
+    Conn::connect(port, Duration::from_secs(5))?.cmd(args)
 }
 
 // ---- the model -----------------------------------------------------------------------------
@@ -198,7 +197,7 @@ fn apply(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
 }
 
 /// A client's keys as the server holds them.
-fn server_state(port: u16, c: usize) -> Result<Model, String> {
+fn server_state(port: u16, c: usize) -> Result<Model> {
     let mut m = Model::new();
     let mut keys: Vec<String> = (0..KEYS).map(|i| format!("c{c}:k{i}")).collect();
     keys.push(format!("c{c}:n"));
@@ -207,7 +206,7 @@ fn server_state(port: u16, c: usize) -> Result<Model, String> {
             let ttl = match call(port, &["PTTL", &k])? {
                 Reply::Int(-1) => false,
                 Reply::Int(t) if t > 0 && t as u64 <= TTL_MS => true,
-                r => return Err(format!("PTTL {k}: {r:?}")),
+                r => return Err(anyhow!("PTTL {k}: {r:?}")),
             };
             m.insert(k.into_bytes(), (v, ttl));
         }
@@ -285,9 +284,9 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
 }
 
 /// Run the torture; `progress` gets the kills done so far.
-pub fn run(cfg: &Config, mut progress: impl FnMut(u64)) -> Result<Summary, String> {
+pub fn run(cfg: &Config, mut progress: impl FnMut(u64)) -> Result<Summary> {
     let t0 = Instant::now();
-    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
     let pool = cfg.dir.join(format!(
         "daisy-kvcrash-{}-{}.pool",
         std::process::id(),
@@ -302,7 +301,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(u64)) -> Result<Summary, Strin
     })
 }
 
-fn torture(cfg: &Config, pool: &Path, progress: &mut impl FnMut(u64)) -> Result<Summary, String> {
+fn torture(cfg: &Config, pool: &Path, progress: &mut impl FnMut(u64)) -> Result<Summary> {
     let mut sum = Summary {
         seed: cfg.seed,
         ..Default::default()
@@ -334,15 +333,14 @@ fn torture(cfg: &Config, pool: &Path, progress: &mut impl FnMut(u64)) -> Result<
         drop(srv);
         let results: Vec<Written> = handles
             .into_iter()
-            .map(|h| h.join().map_err(|_| "a client thread panicked".to_string()))
+            .map(|h| h.join().map_err(|_| anyhow!("a client thread panicked")))
             .collect::<Result<_, _>>()?;
         sum.kills += 1;
 
         let check = Command::new(&cfg.daisy_exe)
             .args(["pool", "check"])
             .arg(pool)
-            .output()
-            .map_err(|e| e.to_string())?;
+            .output()?;
         if !check.status.success() {
             fail(
                 &mut sum,

@@ -4,6 +4,7 @@
 //! and the log slots, never the heap. This fills a pool with N small objects, then times
 //! `Pool::open` after a clean close and after a simulated crash (records left to replay).
 
+use anyhow::Result;
 use daisy::{Error, Pool, PoolOptions};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -27,11 +28,7 @@ pub struct Row {
 const BATCH: u64 = 8000;
 
 /// Fill a pool with `objects` 16-byte objects and time its opening.
-pub fn run(
-    dir: &std::path::Path,
-    objects: u64,
-    mut progress: impl FnMut(u64),
-) -> Result<Row, String> {
+pub fn run(dir: &std::path::Path, objects: u64, mut progress: impl FnMut(u64)) -> Result<Row> {
     let path: PathBuf = dir.join(format!("daisy-bench-open-{}.pool", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let r = run_at(&path, objects, &mut progress);
@@ -39,12 +36,8 @@ pub fn run(
     r
 }
 
-fn run_at(
-    path: &std::path::Path,
-    objects: u64,
-    progress: &mut impl FnMut(u64),
-) -> Result<Row, String> {
-    let e = |e: Error| e.to_string();
+fn run_at(path: &std::path::Path, objects: u64, progress: &mut impl FnMut(u64)) -> Result<Row> {
+    let e = anyhow::Error::from;
     let max = (objects * 32 + (256 << 20)).next_power_of_two();
     let pool = Pool::create(
         path,

@@ -11,6 +11,7 @@
     unsafe_code,
     reason = "the rival, libpmemobj, is called through dlopen"
 )]
+use anyhow::{anyhow, Result};
 
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -57,7 +58,7 @@ pub struct Pmdk {
 
 impl Pmdk {
     /// Load libpmemobj, or explain why not.
-    pub fn load() -> Result<Pmdk, String> {
+    pub fn load() -> Result<Pmdk> {
         // Must be set before the library's constructor runs.
         std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
         std::env::set_var("PMEMOBJ_CONF", "sds.at_create=0");
@@ -70,18 +71,18 @@ impl Pmdk {
                 Err(e) => last = e.to_string(),
             }
         }
-        Err(format!(
+        Err(anyhow!(
             "PMDK's libpmemobj is not installed ({last}); install Debian's libpmemobj-dev to compare"
         ))
     }
 
-    fn bind(lib: Library) -> Result<Pmdk, String> {
+    fn bind(lib: Library) -> Result<Pmdk> {
         macro_rules! sym {
             ($name:literal, $t:ty) => {{
                 // SAFETY: the symbol has this C signature in libpmemobj 1.x and 2.x
                 // (libpmemobj/base.h, pool_base.h, tx_base.h).
                 let s: libloading::Symbol<$t> = unsafe { lib.get($name) }.map_err(|e| {
-                    format!("libpmemobj lacks {}: {e}", String::from_utf8_lossy($name))
+                    anyhow!("libpmemobj lacks {}: {e}", String::from_utf8_lossy($name))
                 })?;
                 *s
             }};
@@ -126,11 +127,12 @@ impl Pmdk {
         Ok(Pmdk { version, ..p })
     }
 
-    fn err(&self) -> String {
+    fn err(&self) -> anyhow::Error {
         // SAFETY: errormsg returns a thread-local NUL-terminated string.
-        unsafe { CStr::from_ptr((self.errormsg)()) }
+        let msg = unsafe { CStr::from_ptr((self.errormsg)()) }
             .to_string_lossy()
-            .into_owned()
+            .into_owned();
+        anyhow!(msg)
     }
 }
 
@@ -143,26 +145,21 @@ pub struct PmdkPool<'a> {
 }
 
 impl<'a> PmdkPool<'a> {
-    pub fn create(
-        lib: &'a Pmdk,
-        path: &Path,
-        size: usize,
-        root_size: usize,
-    ) -> Result<Self, String> {
+    pub fn create(lib: &'a Pmdk, path: &Path, size: usize, root_size: usize) -> Result<Self> {
         let _ = std::fs::remove_file(path);
-        let cpath = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+        let cpath = CString::new(path.as_os_str().as_encoded_bytes())?;
         let layout = CString::new("daisy-bench").unwrap();
         // SAFETY: valid C strings; PMDK creates the file.
         let pop = unsafe { (lib.create)(cpath.as_ptr(), layout.as_ptr(), size, 0o600) };
         if pop.is_null() {
-            return Err(format!("pmemobj_create {}: {}", path.display(), lib.err()));
+            return Err(anyhow!("pmemobj_create {}: {}", path.display(), lib.err()));
         }
         // SAFETY: pop is an open pool.
         let root = unsafe { (lib.root)(pop, root_size) };
         if root.off == 0 {
             // SAFETY: pop is open and closed once.
             unsafe { (lib.close)(pop) };
-            return Err(format!("pmemobj_root: {}", lib.err()));
+            return Err(anyhow!("pmemobj_root: {}", lib.err()));
         }
         Ok(PmdkPool {
             lib,
@@ -202,12 +199,12 @@ impl<'a> PmdkPool<'a> {
 
     /// Run `f` inside a PMDK transaction (TX_BEGIN ... TX_END without setjmp: errors are
     /// returned by the calls, which is how the benchmark uses them).
-    pub fn tx(&self, f: impl FnOnce(&PmdkTx<'_>) -> Result<(), String>) -> Result<(), String> {
+    pub fn tx(&self, f: impl FnOnce(&PmdkTx<'_>) -> Result<()>) -> Result<()> {
         // SAFETY: pop is open; a NULL jmp_buf selects error-return mode; TX_PARAM_NONE ends the
         // variadic parameter list.
         let r = unsafe { (self.lib.tx_begin)(self.pop, std::ptr::null_mut(), 0 as c_int) };
         if r != 0 {
-            return Err(format!("pmemobj_tx_begin: {}", self.lib.err()));
+            return Err(anyhow!("pmemobj_tx_begin: {}", self.lib.err()));
         }
         let t = PmdkTx { pool: self };
         let res = f(&t);
@@ -237,11 +234,11 @@ pub struct PmdkTx<'a> {
 
 impl PmdkTx<'_> {
     /// Snapshot `[off, off+len)` of `oid` into the undo log before modifying it.
-    pub fn add_range(&self, oid: PMEMoid, off: u64, len: usize) -> Result<(), String> {
+    pub fn add_range(&self, oid: PMEMoid, off: u64, len: usize) -> Result<()> {
         // SAFETY: called inside an open transaction on an object of this pool.
         let r = unsafe { (self.pool.lib.tx_add_range)(oid, off, len) };
         if r != 0 {
-            return Err(format!("pmemobj_tx_add_range: {}", self.pool.lib.err()));
+            return Err(anyhow!("pmemobj_tx_add_range: {}", self.pool.lib.err()));
         }
         Ok(())
     }
@@ -259,20 +256,20 @@ impl PmdkTx<'_> {
         unsafe { std::ptr::read_unaligned(p.add(off as usize) as *const u64) }
     }
 
-    pub fn alloc(&self, size: usize) -> Result<PMEMoid, String> {
+    pub fn alloc(&self, size: usize) -> Result<PMEMoid> {
         // SAFETY: inside an open transaction.
         let oid = unsafe { (self.pool.lib.tx_alloc)(size, 1) };
         if oid.off == 0 {
-            return Err(format!("pmemobj_tx_alloc: {}", self.pool.lib.err()));
+            return Err(anyhow!("pmemobj_tx_alloc: {}", self.pool.lib.err()));
         }
         Ok(oid)
     }
 
-    pub fn free(&self, oid: PMEMoid) -> Result<(), String> {
+    pub fn free(&self, oid: PMEMoid) -> Result<()> {
         // SAFETY: inside an open transaction; oid was allocated in this pool.
         let r = unsafe { (self.pool.lib.tx_free)(oid) };
         if r != 0 {
-            return Err(format!("pmemobj_tx_free: {}", self.pool.lib.err()));
+            return Err(anyhow!("pmemobj_tx_free: {}", self.pool.lib.err()));
         }
         Ok(())
     }

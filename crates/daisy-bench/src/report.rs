@@ -8,6 +8,7 @@
 
 use crate::kvbench;
 use crate::{crashtest, hashbench, progress, txbench};
+use anyhow::{anyhow, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,9 @@ pub struct Config {
     pub powerfail: Option<PathBuf>,
     /// The `daisy` binary (its `serve` command is the server of the Redis benchmark).
     pub daisy_exe: PathBuf,
+    /// `daisy serve --busy-poll-us` for the Redis benchmark (the command line passes the
+    /// server's default).
+    pub daisy_busy_poll_us: u32,
     pub seed: u64,
 }
 
@@ -54,6 +58,10 @@ pub struct Verdict {
     pub text: String,
 }
 
+/// A part of the report: what it measured, or why it could not run (the error's text, kept
+/// for the report files).
+pub type Outcome<T> = std::result::Result<T, String>;
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Report {
     pub level: Level,
@@ -61,9 +69,9 @@ pub struct Report {
     pub functional: crashtest::Summary,
     /// Summary printed by the power-failure simulator (crash_points, images, failures, ...),
     /// or why it did not run.
-    pub power_fail: Result<serde_json::Value, String>,
+    pub power_fail: Outcome<serde_json::Value>,
     /// The KV server's kill torture (`daisy crashtest --server`), or why it could not run.
-    pub server_crash: Result<crate::kvcrash::Summary, String>,
+    pub server_crash: Outcome<crate::kvcrash::Summary>,
     pub tx: Vec<txbench::Row>,
     /// Seed 000's hash-map insert benchmark (`daisy bench hashmap`).
     pub hashmap: Vec<hashbench::Row>,
@@ -75,10 +83,10 @@ pub struct Report {
     /// The disk directory used and its file system.
     pub hashmap_disk_dir: Option<(PathBuf, String)>,
     /// Seed 000's Redis benchmark (`daisy bench kv`), or why it could not run.
-    pub kv: Result<kvbench::Report, String>,
+    pub kv: Outcome<kvbench::Report>,
     /// More rounds of the pipeline-1 cases on daisy and redis-none alone, for the target
     /// verdict (at the default level only): see [`P1_TARGET_ROUNDS`].
-    pub kv_p1: Option<Result<kvbench::Report, String>>,
+    pub kv_p1: Option<Outcome<kvbench::Report>>,
     pub verdicts: Vec<Verdict>,
     pub seconds: f64,
 }
@@ -147,10 +155,10 @@ pub fn environment(dir: &Path) -> Environment {
 }
 
 /// Run the report. `note` receives progress lines for the terminal.
-pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
+pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
     let t0 = std::time::Instant::now();
-    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    std::fs::create_dir_all(&cfg.out).map_err(|e| anyhow!("{}: {e}", cfg.out.display()))?;
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
     let env = environment(&cfg.dir);
     note(&format!(
         "environment: {} ({} cores, {:.1} GiB), kernel {}, flush instructions [{}], pools in {} ({})",
@@ -188,7 +196,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
     let functional = crashtest::run(&ct, |s| bar.set_position(s.kills));
     bar.finish_and_clear();
     let _ = std::fs::remove_file(&ct.pool);
-    let functional = functional.map_err(|e| format!("functional test could not run: {e}"))?;
+    let functional = functional.map_err(|e| anyhow!("functional test could not run: {e}"))?;
 
     // 1b. Power-failure simulation.
     // Default: the simulator's own default (every canary is caught within it, about 20 s);
@@ -218,22 +226,24 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
                 ])
                 .arg(&cfg.dir)
                 .output()
-                .map_err(|e| format!("{}: {e}", bin.display()))
+                .map_err(|e| anyhow!("{}: {e}", bin.display()))
                 .and_then(|o| {
                     let out = String::from_utf8_lossy(&o.stdout);
                     out.lines()
                         .rev()
                         .find(|l| l.starts_with('{'))
                         .ok_or_else(|| {
-                            format!(
+                            anyhow!(
                                 "no summary from daisy-powerfail: {}",
                                 String::from_utf8_lossy(&o.stderr)
                             )
                         })
                         .and_then(|l| {
-                            serde_json::from_str::<serde_json::Value>(l).map_err(|e| e.to_string())
+                            serde_json::from_str::<serde_json::Value>(l)
+                                .map_err(anyhow::Error::from)
                         })
                 })
+                .map_err(|e| format!("{e:#}"))
         }
     };
 
@@ -256,7 +266,8 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
             clients: 3,
         },
         |k| bar.set_position(k),
-    );
+    )
+    .map_err(|e| format!("{e:#}"));
     bar.finish_and_clear();
 
     // 2. Persistence performance test: small transactions.
@@ -389,6 +400,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report, String> {
         servers: kvbench::SERVERS.iter().map(|s| s.to_string()).collect(),
         max_secs: kvbench::DEFAULT_MAX_SECS,
         daisy_exe: cfg.daisy_exe.clone(),
+        daisy_busy_poll_us: cfg.daisy_busy_poll_us,
         pin: true,
     };
     let kv = run_kv(&kcfg);
@@ -594,7 +606,7 @@ fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Vec<Verdict> 
 }
 
 /// `daisy bench kv` with a progress bar over its stages.
-fn run_kv(kcfg: &kvbench::Config) -> Result<kvbench::Report, String> {
+fn run_kv(kcfg: &kvbench::Config) -> Outcome<kvbench::Report> {
     let bar = progress::bar(1, "stages");
     let r = kvbench::run(
         kcfg,
@@ -605,7 +617,7 @@ fn run_kv(kcfg: &kvbench::Config) -> Result<kvbench::Report, String> {
         },
     );
     bar.finish_and_clear();
-    r
+    r.map_err(|e| format!("{e:#}"))
 }
 
 /// Extra rounds of the pipeline-1 cases for the target against redis-none (default level).
@@ -652,8 +664,8 @@ fn join_fixed(v: &[f64], prec: usize) -> String {
 /// Seed 000's Redis test: Daisy's server (every write durable) against Redis with RDB and
 /// with AOF, the target against Redis with no persistence, and the restart time.
 fn kv_verdicts(
-    kv: &Result<kvbench::Report, String>,
-    kv_p1: Option<&Result<kvbench::Report, String>>,
+    kv: &Outcome<kvbench::Report>,
+    kv_p1: Option<&Outcome<kvbench::Report>>,
 ) -> Vec<Verdict> {
     let rep = match kv {
         Ok(r) => r,
@@ -1202,11 +1214,15 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    let poll = match &r.kv {
+        Ok(k) => format!("for up to {} us", k.daisy_busy_poll_us),
+        Err(_) => "briefly".to_string(),
+    };
     let _ = writeln!(
         s,
         "\n## 4. Persistence performance test: Redis (seed 000's table)\n\nThe real \
          redis-benchmark against `daisy serve` (every write durable in the pool before its \
-         reply; under load it polls for the next requests for up to {} us before it sleeps) \
+         reply; under load it polls for the next requests {poll} before it sleeps) \
          and against redis-server with no persistence, RDB snapshots, and an AOF \
          (fsync every second, and before every reply), each started by the benchmark on the \
          same file system; then memory per key and the restart time with many keys. The \
@@ -1214,8 +1230,7 @@ pub fn markdown(r: &Report) -> String {
          (runs seconds apart share the machine's fast and slow spells); on a machine with two \
          CPUs or more \
          the servers run pinned to one CPU and redis-benchmark to the others, the same for \
-         every server.\n",
-        daisy_kv::BUSY_POLL_US
+         every server.\n"
     );
     match &r.kv {
         Ok(k) => kv_markdown(&mut s, k),
@@ -1370,10 +1385,10 @@ fn row_fields(row: &txbench::Row) -> RowFields<'_> {
 }
 
 /// An SVG chart inline in the page, or a line saying why it is not there.
-fn embed_chart(h: &mut String, chart: Result<String, String>) {
+fn embed_chart(h: &mut String, chart: Result<String>) {
     let _ = match chart {
         Ok(svg) => writeln!(h, "<div class=\"chart\">{svg}</div>"),
-        Err(e) => writeln!(h, "<p>(chart not drawn: {})</p>", esc(&e)),
+        Err(e) => writeln!(h, "<p>(chart not drawn: {})</p>", esc(&format!("{e:#}"))),
     };
 }
 
@@ -1506,20 +1521,17 @@ pub fn html(r: &Report) -> String {
 }
 
 /// Write report.md, report.html, results.json and the CSV files into `out`.
-pub fn write(r: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn write(r: &Report, out: &Path) -> Result<Vec<PathBuf>> {
     let md = out.join("report.md");
     let json = out.join("results.json");
     let csv = out.join("tx.csv");
     let w = |p: &Path, data: String| {
-        std::fs::write(p, data).map_err(|e| format!("{}: {e}", p.display()))
+        std::fs::write(p, data).map_err(|e| anyhow!("{}: {e}", p.display()))
     };
     w(&md, markdown(r))?;
     let page = out.join("report.html");
     w(&page, html(r))?;
-    w(
-        &json,
-        serde_json::to_string_pretty(r).map_err(|e| e.to_string())?,
-    )?;
+    w(&json, serde_json::to_string_pretty(r)?)?;
     let mut c = String::from("case,mechanism,ns_per_op,ops_per_s,spread_min_ns,spread_max_ns,flushes_per_op,fences_per_op,runs,ops,mode,fs\n");
     for row in &r.tx {
         let f = row_fields(row);
@@ -1705,7 +1717,7 @@ mod tests {
         );
         assert!(!t.passed, "{}", t.text);
         // Extra rounds that did not run leave the main rounds' verdict.
-        let v = kv_verdicts(&Ok(slow), Some(&Err("no redis".into())));
+        let v = kv_verdicts(&Ok(slow), Some(&Err("no redis".to_string())));
         assert!(target(&v)
             .text
             .contains("SET P1 0.95x (faster in 1 of 3 rounds"));

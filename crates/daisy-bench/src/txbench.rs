@@ -15,6 +15,7 @@
 
 use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
 use crate::stats::Spread;
+use anyhow::{anyhow, Result};
 use bytemuck::{Pod, Zeroable};
 use daisy::internals::Persister;
 use daisy::{counters, Error, PPtr, Pool, PoolOptions};
@@ -82,11 +83,11 @@ pub struct Row {
 /// One mechanism's operation, timed in runs of `ops` operations.
 struct Timed<'a> {
     ops: u64,
-    op: Box<dyn FnMut(u64) -> Result<(), String> + 'a>,
+    op: Box<dyn FnMut(u64) -> Result<()> + 'a>,
 }
 
 impl<'a> Timed<'a> {
-    fn new(ops: u64, op: impl FnMut(u64) -> Result<(), String> + 'a) -> Self {
+    fn new(ops: u64, op: impl FnMut(u64) -> Result<()> + 'a) -> Self {
         Timed {
             ops,
             op: Box::new(op),
@@ -103,7 +104,7 @@ impl<'a> Timed<'a> {
 /// the same one (fsync's disk writes, say). Each mechanism is warmed up first (a tenth of a
 /// run, at least 100 operations). Returns each mechanism's spread of nanoseconds per
 /// operation, in the order given.
-fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Spread>, String> {
+fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Spread>> {
     // Operation numbers go on from the warm-up, per mechanism.
     let mut next = vec![0u64; mechs.len()];
     for (m, i) in mechs.iter_mut().zip(next.iter_mut()) {
@@ -132,7 +133,7 @@ fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Spread>, String> 
     Ok(samples.iter().map(|s| Spread::of(s)).collect())
 }
 
-fn count_pass(n: u64, mut op: impl FnMut(u64) -> Result<(), String>) -> Result<(f64, f64), String> {
+fn count_pass(n: u64, mut op: impl FnMut(u64) -> Result<()>) -> Result<(f64, f64)> {
     counters::enable(true);
     let _ = counters::take();
     let r = (0..n).try_for_each(|i| op(1_000_000_000 + i));
@@ -147,8 +148,8 @@ fn daisy_op<'a>(
     pool: &'a Pool,
     root: PPtr<BenchRoot>,
     case: &str,
-) -> Box<dyn FnMut(u64) -> Result<(), String> + 'a> {
-    let err = |e: Error| e.to_string();
+) -> Box<dyn FnMut(u64) -> Result<()> + 'a> {
+    let err = anyhow::Error::from;
     match case {
         "update-1" => Box::new(move |i| {
             pool.transaction(|tx| tx.write(root.cast::<u64>(), &i))
@@ -217,7 +218,7 @@ fn pmdk_op<'a>(
     p: &'a PmdkPool<'a>,
     ring: &'a mut [PMEMoid],
     case: &str,
-) -> impl FnMut(u64) -> Result<(), String> + 'a {
+) -> impl FnMut(u64) -> Result<()> + 'a {
     let case = case.to_string();
     let root = p.root;
     let mut pairs: Vec<PMEMoid> = vec![PMEMoid::default(); PAIRS as usize];
@@ -266,26 +267,25 @@ fn pmdk_op<'a>(
                 Ok(())
             })
         }
-        other => Err(format!("unknown case {other}")),
+        other => Err(anyhow!("unknown case {other}")),
     }
 }
 
 /// The seed's baseline: the same 8-byte update in an mmap'ed file, made durable with msync of
 /// its page (on tmpfs msync writes nothing anywhere: the report says so).
-fn msync_op(map: &daisy::internals::Mapping) -> impl FnMut(u64) -> Result<(), String> + '_ {
+fn msync_op(map: &daisy::internals::Mapping) -> impl FnMut(u64) -> Result<()> + '_ {
     move |i| {
         map.write(8192, &i);
-        daisy::internals::msync(map.at(8192, 8) as usize & !4095, 4096).map_err(|e| e.to_string())
+        daisy::internals::msync(map.at(8192, 8) as usize & !4095, 4096).map_err(anyhow::Error::from)
     }
 }
 
 /// write + fdatasync of the 8 bytes.
-fn fsync_op(file: &std::fs::File) -> impl FnMut(u64) -> Result<(), String> + '_ {
+fn fsync_op(file: &std::fs::File) -> impl FnMut(u64) -> Result<()> + '_ {
     use std::os::unix::fs::FileExt;
     move |i| {
-        file.write_all_at(&i.to_le_bytes(), 12288)
-            .map_err(|e| e.to_string())?;
-        file.sync_data().map_err(|e| e.to_string())
+        file.write_all_at(&i.to_le_bytes(), 12288)?;
+        file.sync_data().map_err(anyhow::Error::from)
     }
 }
 
@@ -293,11 +293,11 @@ fn fsync_op(file: &std::fs::File) -> impl FnMut(u64) -> Result<(), String> + '_ 
 fn store_flush_op(
     map: &daisy::internals::Mapping,
     persist: Persister,
-) -> impl FnMut(u64) -> Result<(), String> + '_ {
+) -> impl FnMut(u64) -> Result<()> + '_ {
     move |i| {
         map.write(4096, &i);
         persist.flush(map.at(4096, 8), 8);
-        persist.fence().map_err(|e| e.to_string())
+        persist.fence().map_err(anyhow::Error::from)
     }
 }
 
@@ -333,8 +333,8 @@ pub fn run(
     cfg: &Config,
     mut note: impl FnMut(&str),
     mut emit: impl FnMut(&Row),
-) -> Result<Vec<Row>, String> {
-    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+) -> Result<Vec<Row>> {
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
     let dpath = cfg
         .dir
         .join(format!("daisy-bench-tx-{}.pool", std::process::id()));
@@ -351,9 +351,8 @@ pub fn run(
         &PoolOptions::new("daisy.bench.tx")
             .size(256 << 20)
             .max_size(1 << 30),
-    )
-    .map_err(|e| e.to_string())?;
-    let root = pool.root::<BenchRoot>().map_err(|e| e.to_string())?;
+    )?;
+    let root = pool.root::<BenchRoot>()?;
     let mode = pool.mode();
     let fs = pool.info().fs_type.to_string();
     note(&describe_env(&pool));
@@ -387,16 +386,12 @@ pub fn run(
         .write(true)
         .create(true)
         .truncate(true)
-        .open(&fpath)
-        .map_err(|e| e.to_string())?;
-    sfile.set_len(1 << 20).map_err(|e| e.to_string())?;
+        .open(&fpath)?;
+    sfile.set_len(1 << 20)?;
     // Touch every page so no mechanism pays for first-touch faults.
     use std::os::unix::fs::FileExt;
-    sfile
-        .write_all_at(&vec![0u8; 1 << 20], 0)
-        .map_err(|e| e.to_string())?;
-    let smap =
-        daisy::internals::Mapping::new(&sfile, 1 << 20, 1 << 20).map_err(|e| e.to_string())?;
+    sfile.write_all_at(&vec![0u8; 1 << 20], 0)?;
+    let smap = daisy::internals::Mapping::new(&sfile, 1 << 20, 1 << 20)?;
     let spersist = Persister::new(mode);
 
     for case in &cfg.cases {
@@ -551,7 +546,7 @@ pub struct ScalingRow {
 /// One-update transactions on 1..=`max_threads` threads, each thread on its own cache line of
 /// one pool (no shared data, so only the commit path itself can serialise them: each thread
 /// has its own log lane, and commits share one `fetch_add`).
-pub fn thread_scaling(dir: &Path, max_threads: usize, ops: u64) -> Result<Vec<ScalingRow>, String> {
+pub fn thread_scaling(dir: &Path, max_threads: usize, ops: u64) -> Result<Vec<ScalingRow>> {
     let path = dir.join(format!("daisy-bench-threads-{}.pool", std::process::id()));
     let _cleanup = Cleanup(vec![path.clone()]);
     let _ = std::fs::remove_file(&path);
@@ -560,11 +555,8 @@ pub fn thread_scaling(dir: &Path, max_threads: usize, ops: u64) -> Result<Vec<Sc
         &PoolOptions::new("daisy.bench.threads")
             .size(64 << 20)
             .max_size(1 << 30),
-    )
-    .map_err(|e| e.to_string())?;
-    let base = pool
-        .transaction(|tx| tx.alloc_zeroed_bytes(64 * 64))
-        .map_err(|e: Error| e.to_string())?;
+    )?;
+    let base = pool.transaction(|tx| tx.alloc_zeroed_bytes(64 * 64))?;
     let mode = pool.mode().describe();
     let mut rows: Vec<ScalingRow> = vec![];
     for threads in 1..=max_threads.max(1) {

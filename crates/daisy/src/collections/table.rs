@@ -39,7 +39,7 @@
 //!   after a transaction that may have touched the map ([`Table::note_tx`]), the handle makes
 //!   every committed transaction durable and covered by the persisted watermark
 //!   ([`Table::in_place_ready`]); a replayed record would otherwise rewrite the slot with what
-//!   it logged, older than the in-place value. (`tests/hashmap.rs` and the power-failure
+//!   it logged, older than the in-place value. (`tests/hashmap/crash.rs` and the power-failure
 //!   simulator's `NoInPlaceBarrier` fault show this happens without the barrier.) The barrier
 //!   covers committed transactions only, so no in-place write happens while the calling
 //!   thread holds an open transaction (`tx::thread_in_tx`): one that wrote the map would

@@ -1,0 +1,38 @@
+//! `daisy bench`: Daisy against its rivals, measured side by side in one run. The
+//! measurements live in the daisy-bench crate; these modules are their command lines.
+
+mod hashmap;
+mod kv;
+mod open;
+mod tx;
+
+use anyhow::Result;
+use clap::Subcommand;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// Recovery time: fill a pool with N small objects, then time opening it after a clean
+    /// close and after a crash. Opening never scans the heap, so this must not grow with N.
+    Open(open::OpenArgs),
+    /// Small transactions: Daisy, PMDK's libpmemobj and the bare store+flush+fence floor.
+    Tx(tx::TxArgs),
+    /// Seed 000's table: random insertion of N (u32, u32) pairs, persisted by each mechanism
+    /// (store+flush+fence, PMDK transactions, msync, fsync) and in a DRAM HashMap, side by side.
+    #[command(long_about = hashmap::ABOUT)]
+    Hashmap(hashmap::HashmapArgs),
+    /// Seed 000's Redis table: the real redis-benchmark against `daisy serve` and against
+    /// redis-server in each persistence mode (none, rdb, aof everysec, aof always), side by
+    /// side in one run; plus memory per key and restart time.
+    #[command(long_about = kv::ABOUT)]
+    Kv(kv::KvArgs),
+}
+
+pub fn run(b: BenchCmd) -> Result<ExitCode> {
+    match b {
+        BenchCmd::Open(a) => open::run(a),
+        BenchCmd::Tx(a) => tx::run(a),
+        BenchCmd::Hashmap(a) => hashmap::run(a),
+        BenchCmd::Kv(a) => kv::run(a),
+    }
+}
