@@ -13,5 +13,6 @@ pub mod pmdk;
 pub mod progress;
 pub mod report;
 pub mod stats;
+pub mod table;
 pub mod ticks;
 pub mod txbench;

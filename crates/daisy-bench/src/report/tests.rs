@@ -1,0 +1,336 @@
+//! A report with every part filled in (and one with every part failed), for the tests of its
+//! renderings.
+
+use super::*;
+use crate::kvbench;
+
+fn tx(case: &str, mechanism: &'static str, ns: f64) -> txbench::Row {
+    txbench::Row {
+        bench: "tx",
+        case: case.into(),
+        mechanism,
+        ns_per_op: ns,
+        ops_per_s: 1e9 / ns,
+        spread_min_ns: ns * 0.9,
+        spread_max_ns: ns * 1.2,
+        pairs_per_s: None,
+        flushes_per_op: (mechanism != "pmdk").then_some(1.5),
+        fences_per_op: (mechanism != "pmdk").then_some(1.0),
+        runs: 5,
+        ops: 200_000,
+        mode: "pmem, clwb".into(),
+        fs: "tmpfs".into(),
+        speedup_vs_pmdk: (mechanism == "daisy").then_some(2.5),
+        speedup_vs_daisy: (mechanism == "msync").then_some(30.0),
+        x_store_flush: (mechanism == "daisy").then_some(1.9),
+    }
+}
+
+fn hm(n: u64, mechanism: &'static str, ms: f64) -> hashbench::Row {
+    hashbench::Row {
+        bench: "hashmap",
+        op: "insert",
+        n,
+        mechanism,
+        ns_per_op: ms * 1e6 / n as f64,
+        ops_per_s: n as f64 / ms * 1e3,
+        total_ms: ms,
+        spread_min_ns: 10.5,
+        spread_max_ns: 12.25,
+        spread_min_ms: ms * 0.9,
+        spread_max_ms: ms * 1.1,
+        p99_ns: 300.0,
+        max_ns: 9000.0,
+        flushes_per_op: (mechanism == "daisy").then_some(1.43),
+        fences_per_op: (mechanism == "daisy").then_some(1.0),
+        syncs_per_op: mechanism.starts_with("msync").then_some(1.0 / 3.0),
+        bytes_per_entry: (mechanism != "msync-op").then_some(16.384),
+        bytes_estimated: mechanism == "dram",
+        runs: 3,
+        mode: "pmem".into(),
+        fs: "tmpfs".into(),
+        extrapolated: mechanism == "msync-op",
+        ops_timed: n / 2,
+        seed: 1,
+        speedup_vs_msync_op: Some(3.25),
+        speedup_vs_msync_end: None,
+    }
+}
+
+fn kv_row(server: &str, test: &str, pipeline: usize, runs: &[f64]) -> kvbench::Row {
+    let spread = crate::stats::Spread::of(runs);
+    kvbench::Row {
+        bench: "kv",
+        kind: "requests",
+        server: server.into(),
+        test: test.into(),
+        pipeline,
+        value_size: 8,
+        keys: "mixed".into(),
+        keyspace: 100_000,
+        requests: 100_000,
+        requests_run: 50_000,
+        sampled: server == "redis-rdb",
+        clients: 50,
+        rps: spread.median,
+        rps_min: spread.min,
+        rps_max: spread.max,
+        rps_runs: runs.to_vec(),
+        elapsed_ms: 812.5,
+        avg_ms: 0.1,
+        p50_ms: 0.199,
+        p99_ms: 0.455,
+        max_ms: 8.94,
+        keys_after: 63_126,
+        runs: runs.len(),
+        vs_redis_none: (server != "redis-none").then_some(1.15),
+        vs_redis_aof_always: None,
+        port: 1,
+        dir: "/dev/shm".into(),
+        fs: "tmpfs".into(),
+    }
+}
+
+fn restart(server: &str, after: &'static str, ms: f64) -> kvbench::RestartRow {
+    kvbench::RestartRow {
+        bench: "kv",
+        kind: "restart",
+        server: server.into(),
+        after,
+        keys: 1_000_000,
+        restart_ms: ms,
+        restart_ms_min: ms,
+        restart_ms_max: ms,
+        runs: 1,
+        dbsize: 1_000_000,
+        dbsize_ok: server != "redis-rdb",
+        data_bytes: 123 << 20,
+        recovery_ms: (server == "daisy").then_some(0.25),
+        replayed: (server == "daisy").then_some(2),
+        vs_daisy: None,
+        port: 1,
+        dir: "/dev/shm".into(),
+        fs: "tmpfs".into(),
+    }
+}
+
+fn memory(server: &str) -> kvbench::MemoryRow {
+    kvbench::MemoryRow {
+        bench: "kv",
+        kind: "memory",
+        server: server.into(),
+        keys: 1_000_000,
+        used_memory_empty: 1000,
+        used_memory_loaded: 80_001_000,
+        bytes_per_key: 80.0,
+        load_ms: 1234.5,
+        dir: "/dev/shm".into(),
+        fs: "tmpfs".into(),
+    }
+}
+
+fn unavailable(server: &str, status: &'static str) -> kvbench::Unavailable {
+    kvbench::Unavailable {
+        bench: "kv",
+        kind: "unavailable",
+        server: server.into(),
+        status,
+        reason: "it <did> not start & said | so".into(),
+        dir: "/dev/shm".into(),
+    }
+}
+
+/// Every part measured.
+fn full() -> Report {
+    let kv = kvbench::Report {
+        rows: ["SET", "GET"]
+            .iter()
+            .flat_map(|t| {
+                [1, 16].into_iter().flat_map(move |p| {
+                    [
+                        kv_row("daisy", t, p, &[120_000.0, 110_000.0, 130_000.0]),
+                        kv_row("redis-none", t, p, &[100_000.0, 105_000.0, 95_000.0]),
+                        kv_row("redis-rdb", t, p, &[90_000.0, 91_000.0, 92_000.0]),
+                    ]
+                })
+            })
+            .collect(),
+        memory: vec![memory("daisy"), memory("redis-none"), memory("redis-rdb")],
+        restarts: vec![
+            restart("daisy", "shutdown", 2.5),
+            restart("redis-rdb", "shutdown", 700.0),
+            restart("daisy", "sigkill", 4.5),
+        ],
+        unavailable: vec![unavailable("redis-aof-always", "failed")],
+        restart_keys: 1_000_000,
+        daisy_busy_poll_us: 50,
+        runs: 3,
+        steal_percent: Some(1.25),
+    };
+    let kv_p1 = kvbench::Report {
+        rows: vec![
+            kv_row("daisy", "set", 1, &[101.0, 99.0]),
+            kv_row("redis-none", "set", 1, &[100.0, 100.0]),
+        ],
+        unavailable: vec![unavailable("redis-none", "failed")],
+        runs: 2,
+        ..Default::default()
+    };
+    let power_fail = serde_json::json!({
+        "crash_points": 1200, "fences_without_point": 0, "images": 60000, "failures": 0,
+        "seconds": 19.54, "seed": 3, "mode": "pmem (clwb)",
+        "workloads": [
+            {"workload": "single", "transactions": 500, "crash_points": 700,
+             "fences_without_point": 0, "images": 30000, "failures": 0},
+            {"workload": "kv", "transactions": 100, "crash_points": 500,
+             "fences_without_point": 0, "images": 30000, "failures": 0}
+        ]
+    });
+    let mut r = Report {
+        level: Level::Default,
+        environment: Environment {
+            cpu: "Some CPU @ 2.0GHz".into(),
+            cores: 2,
+            memory_gib: 23.4,
+            kernel: "6.1.0".into(),
+            flush_instructions: vec!["clwb".into(), "clflushopt".into()],
+            dir: "/dev/shm".into(),
+            fs: "tmpfs".into(),
+            daisy_version: "0.1.0".into(),
+            pmdk: "1.12.1".into(),
+            redis: "Redis server v=7.0.15".into(),
+        },
+        functional: crashtest::Summary {
+            kills: 500,
+            transactions_verified: 123_456,
+            lost: 0,
+            failures: 1,
+            recoveries_replayed: 77,
+            max_open_micros: 950,
+            map_entries: 10,
+            map_segments: 2,
+            map_depth: 1,
+            seed: 3,
+            mode: "pmem".into(),
+            fs: "tmpfs".into(),
+            messages: vec!["kill 3: <lost> & found".into()],
+        },
+        power_fail: Ok(power_fail),
+        server_crash: Ok(crate::kvcrash::Summary {
+            kills: 30,
+            acknowledged_verified: 4567,
+            in_flight_applied: 12,
+            lost: 0,
+            failures: 0,
+            messages: vec!["one".into()],
+            seed: 3,
+            seconds: 12.34,
+        }),
+        tx: vec![
+            tx("update-1", "daisy", 180.0),
+            tx("update-1", "pmdk", 450.0),
+            tx("update-1", "store-flush", 95.0),
+            tx("update-1", "msync", 5400.0),
+        ],
+        hashmap: vec![
+            hm(1000, "daisy", 0.2),
+            hm(1000, "msync-op", 50.0),
+            hm(100_000, "daisy", 20.0),
+            hm(100_000, "dram", 5.0),
+            hm(100_000, "msync-end", 30.0),
+        ],
+        hashmap_notes: vec!["a note <with> markup".into(), "  another  ".into()],
+        hashmap_disk: vec![hm(100_000, "msync-op", 5000.0), hm(100_000, "daisy", 20.0)],
+        hashmap_disk_dir: Some(("/home/x/out/disk-baseline".into(), "ext4".into())),
+        kv: Ok(kv),
+        kv_p1: Some(Ok(kv_p1)),
+        verdicts: vec![],
+        seconds: 95.2,
+    };
+    r.verdicts = vec![
+        Verdict {
+            name: "functional: data survives crashes".into(),
+            passed: true,
+            text: "Persistence functional test: PASS".into(),
+        },
+        Verdict {
+            name: "not run: x".into(),
+            passed: false,
+            text: "X: <NOT RUN>".into(),
+        },
+        Verdict {
+            name: "performance: y".into(),
+            passed: false,
+            text: "Y: FAIL".into(),
+        },
+    ];
+    r
+}
+
+/// Every part that can fail to run failed.
+fn failed() -> Report {
+    Report {
+        power_fail: Err("daisy-powerfail was not built".into()),
+        server_crash: Err("no daisy binary".into()),
+        kv: Err("redis <missing>".into()),
+        kv_p1: Some(Err("no redis".into())),
+        hashmap_disk: vec![],
+        hashmap_disk_dir: None,
+        level: Level::Quick,
+        ..full()
+    }
+}
+
+/// Every table of the report is in both files: report.md and report.html render the same
+/// tables (the HTML page used to scrape them back out of the Markdown).
+#[test]
+fn markdown_and_html_have_the_same_tables() {
+    for r in [full(), failed()] {
+        let t = tables::Tables::of(&r);
+        let (md, page) = (markdown(&r), html(&r));
+        let all: Vec<&crate::table::Table> = [
+            Some(&t.environment),
+            Some(&t.functional),
+            t.power_fail.as_ref(),
+            t.server_crash.as_ref(),
+            Some(&t.tx),
+            Some(&t.hashmap),
+            t.hashmap_disk.as_ref(),
+            t.kv.as_ref(),
+            t.kv_memory.as_ref(),
+            t.kv_p1.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        for table in &all {
+            assert!(md.contains(&table.markdown()), "{md}");
+            assert!(page.contains(&table.html()), "{page}");
+        }
+        assert_eq!(page.matches("<table>").count(), all.len());
+    }
+    let md = markdown(&full());
+    assert!(
+        md.contains("| kills |") && md.contains("| server kills |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("\n| **all** |  | 1200 | 0 | 60000 | 0 |\n\n19.5 s, seed 3"),
+        "{md}"
+    );
+    assert!(md.contains("| daisy after SIGKILL under load | 1000000 | - | - | 4.5 (its open 0.25 ms, 2 transactions replayed) | 1000000 ok | 123.0 MiB |"), "{md}");
+    // What did not run says why, in both.
+    let (md, page) = (markdown(&failed()), html(&failed()));
+    assert!(
+        md.contains("Not run: daisy-powerfail was not built."),
+        "{md}"
+    );
+    assert!(
+        page.contains("<p>Not run: daisy-powerfail was not built.</p>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<p>Pipeline-1 target rounds not run: no redis</p>"),
+        "{page}"
+    );
+}
