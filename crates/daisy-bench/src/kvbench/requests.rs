@@ -23,20 +23,28 @@ pub struct CsvRow {
     pub max_ms: f64,
 }
 
-/// Parse redis-benchmark 7's `--csv` output: a header
+/// Parse redis-benchmark 7's `--csv` output (with the `csv` crate): a header
 /// `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
 /// "p99_latency_ms","max_latency_ms"`, then one row per test (`"MSET (10 keys)"` -> mset).
 pub fn parse_csv(out: &str) -> Result<Vec<CsvRow>> {
-    let split = |l: &str| -> Vec<String> {
-        l.split(',')
-            .map(|f| f.trim().trim_matches('"').to_string())
-            .collect()
-    };
-    let mut header: Option<Vec<String>> = None;
+    // The quoted lines are the CSV; redis-benchmark may print errors and notes around them.
+    let quoted: String = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('"'))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(quoted.as_bytes());
+    let mut header: Option<csv::StringRecord> = None;
     let mut rows = vec![];
-    for l in out.lines().map(str::trim).filter(|l| l.starts_with('"')) {
-        let f = split(l);
-        if f.first().map(String::as_str) == Some("test") {
+    for f in reader.records() {
+        let f = f.map_err(|e| anyhow!("redis-benchmark CSV: {e}"))?;
+        let l = f.iter().collect::<Vec<_>>().join(",");
+        if f.get(0) == Some("test") {
             header = Some(f);
             continue;
         }
@@ -52,7 +60,11 @@ pub fn parse_csv(out: &str) -> Result<Vec<CsvRow>> {
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| anyhow!("redis-benchmark CSV: bad {name} in {l}"))
         };
-        let test = f[0].split_whitespace().next().unwrap_or("").to_lowercase();
+        let test = f
+            .get(0)
+            .and_then(|t| t.split_whitespace().next())
+            .unwrap_or("")
+            .to_lowercase();
         rows.push(CsvRow {
             test,
             rps: col("rps")?,

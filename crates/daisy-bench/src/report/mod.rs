@@ -2,9 +2,10 @@
 //!
 //! It covers what exists: the persistence functional test (kill torture and power-failure
 //! simulation) and the persistence performance tests: small transactions (Daisy against msync,
-//! fsync, PMDK and the store+flush floor) and seed 000's hash-map table (`bench hashmap`). It
-//! writes `report.md`, `results.json`, `tx.csv` and `hashmap.csv`, prints verdicts against the
-//! seed's requirement, and fails when the functional test lost anything.
+//! fsync, PMDK and the store+flush floor), seed 000's hash-map table (`bench hashmap`) and its
+//! Redis table (`bench kv`). It writes `report.md`, `report.html`, `results.json`, `tx.csv`,
+//! `hashmap.csv` and `kv.csv`, prints verdicts against the seed's requirement, and fails when
+//! the functional test lost anything.
 //!
 //! The modules: this one runs the report (its settings, the environment, every measurement);
 //! `verdicts` judges the figures against the requirements; `tables` builds each section's

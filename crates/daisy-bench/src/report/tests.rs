@@ -334,3 +334,54 @@ fn markdown_and_html_have_the_same_tables() {
         "{page}"
     );
 }
+
+/// The CSV files keep their columns and number formats; a field with a comma is quoted; a
+/// file whose rows are all missing still has its header.
+#[test]
+fn csv_files_keep_their_columns() {
+    let d = tempfile::tempdir().unwrap();
+    let mut r = full();
+    write(&r, d.path()).unwrap();
+    let read = |name: &str| std::fs::read_to_string(d.path().join(name)).unwrap();
+    let tx = read("tx.csv");
+    assert_eq!(
+        tx.lines().take(3).collect::<Vec<_>>(),
+        [
+            "case,mechanism,ns_per_op,ops_per_s,spread_min_ns,spread_max_ns,flushes_per_op,\
+             fences_per_op,runs,ops,mode,fs",
+            "update-1,daisy,180.0,5555556,162.0,216.0,1.50,1.00,5,200000,\"pmem, clwb\",tmpfs",
+            "update-1,pmdk,450.0,2222222,405.0,540.0,-,-,5,200000,\"pmem, clwb\",tmpfs",
+        ]
+    );
+    let hashmap = read("hashmap.csv");
+    assert_eq!(
+        hashmap.lines().take(3).collect::<Vec<_>>(),
+        [
+            "n,mechanism,total_ms,ns_per_op,spread_min_ns,spread_max_ns,p99_ns,max_ns,\
+             flushes_per_op,fences_per_op,syncs_per_op,bytes_per_entry,bytes_estimated,\
+             extrapolated,runs,mode,fs",
+            "1000,daisy,0.200,200.0,10.5,12.2,300,9000,1.43,1,,16.384,false,false,3,pmem,tmpfs",
+            "1000,msync-op,50.000,50000.0,10.5,12.2,300,9000,,,0.3333333333333333,,false,true,3,\
+             pmem,tmpfs",
+        ]
+    );
+    let kv = read("kv.csv");
+    assert_eq!(
+        kv.lines().take(2).collect::<Vec<_>>(),
+        [
+            "server,test,pipeline,value_size,requests,rps,p50_ms,p99_ms,max_ms,runs,rps_runs,\
+             sampled,fs",
+            "daisy,SET,1,8,100000,120000,0.199,0.455,8.94,3,120000 110000 130000,false,tmpfs",
+        ]
+    );
+    assert_eq!(kv.lines().count(), 13);
+    // No rows: the header alone.
+    if let Ok(k) = &mut r.kv {
+        k.rows.clear();
+    }
+    write(&r, d.path()).unwrap();
+    assert_eq!(read("kv.csv"), format!("{}\n", kv.lines().next().unwrap()));
+    // kv.csv only when the Redis benchmark ran.
+    let files = write(&failed(), d.path()).unwrap();
+    assert!(!files.iter().any(|f| f.ends_with("kv.csv")), "{files:?}");
+}
