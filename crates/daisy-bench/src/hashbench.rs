@@ -25,6 +25,7 @@ use crate::hashbench_daisy;
 use crate::hashrivals;
 use crate::pmdk::Pmdk;
 use crate::stats::Spread;
+use crate::table::Table;
 use anyhow::{anyhow, Result};
 use daisy::{counters, FlushInstr, Mode};
 use std::path::{Path, PathBuf};
@@ -896,8 +897,7 @@ fn fmt_ms(ms: f64) -> String {
 
 /// Human-readable table of hashmap rows, in seed 000's shape, with its legend.
 pub fn table(rows: &[Row]) -> String {
-    let mut s = format!(
-        "{:>10} {:<12} {:>12} {:>10} {:>17} {:>10} {:>11} {:>9} {:>10} {:>15} {:>9}\n",
+    let mut t = Table::new([
         "N",
         "mechanism",
         "total ms",
@@ -909,7 +909,8 @@ pub fn table(rows: &[Row]) -> String {
         "max ns",
         "flush+fence/op",
         "B/entry",
-    );
+    ])
+    .left(&[1]);
     let opt = |v: Option<f64>, suffix: &str| {
         v.map(|v| format!("{}{suffix}", sig3(v)))
             .unwrap_or_else(|| "-".into())
@@ -920,7 +921,7 @@ pub fn table(rows: &[Row]) -> String {
     let mut notes = vec![];
     for r in rows {
         if last_n.is_some_and(|n| n != r.n) {
-            s.push('\n');
+            t.gap();
         }
         last_n = Some(r.n);
         let persist = match (r.flushes_per_op, r.fences_per_op, r.syncs_per_op) {
@@ -938,10 +939,9 @@ pub fn table(rows: &[Row]) -> String {
             ));
         }
         any_est |= r.bytes_estimated;
-        s.push_str(&format!(
-            "{:>10} {:<12} {:>12} {:>10} {:>17} {:>10} {:>11} {:>9} {:>10} {:>15} {:>9}\n",
-            r.n,
-            r.mechanism,
+        t.row([
+            r.n.to_string(),
+            r.mechanism.to_string(),
             format!("{mark}{}", fmt_ms(r.total_ms)),
             sig3(r.ns_per_op),
             format!("{}..{}", sig3(r.spread_min_ns), sig3(r.spread_max_ns)),
@@ -955,8 +955,9 @@ pub fn table(rows: &[Row]) -> String {
                 Some(b) => sig3(b),
                 None => "-".into(),
             },
-        ));
+        ]);
     }
+    let mut s = t.text();
     s.push_str(
         "\nx msync-op / x msync-end: that mechanism's total time divided by this row's (how many \
          times faster). flush+fence/op: cache lines flushed + fences per operation, counted by \

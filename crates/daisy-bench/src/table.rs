@@ -1,8 +1,19 @@
 //! One typed table model for every table the lab prints or writes: built once from the
 //! measurements, rendered to Markdown (report.md), to HTML (report.html) and to text (the
-//! terminal).
+//! terminal, with comfy-table).
 
+use comfy_table::{presets, CellAlignment};
 use std::fmt::Write as _;
+
+/// How a column's cells line up in text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Align {
+    /// Names.
+    Left,
+    /// Numbers.
+    #[default]
+    Right,
+}
 
 /// A table: a header, rows of cells already formatted, and an optional total row.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -11,6 +22,10 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// A last row that sums the others up (its first cell is its label, set in bold).
     pub total: Option<Vec<String>>,
+    /// Each column's alignment in text ([`Align::Right`] for the columns not given).
+    pub align: Vec<Align>,
+    /// The rows before which text leaves a blank line (groups of rows).
+    pub breaks: Vec<usize>,
 }
 
 impl Table {
@@ -27,9 +42,59 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
+    /// Align these columns to the left in text (the others to the right).
+    pub fn left(mut self, columns: &[usize]) -> Table {
+        self.align = (0..self.header.len())
+            .map(|c| {
+                if columns.contains(&c) {
+                    Align::Left
+                } else {
+                    Align::Right
+                }
+            })
+            .collect();
+        self
+    }
+
+    /// In text, leave a blank line before the next row (when there are rows already).
+    pub fn gap(&mut self) {
+        if !self.rows.is_empty() {
+            self.breaks.push(self.rows.len());
+        }
+    }
+
     /// Set the total row.
     pub fn total<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.total = Some(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// The table as text for the terminal: no borders (greppable lines, the first column at
+    /// the start of its line), columns one space apart, a blank line between groups; every
+    /// line ends with a newline.
+    pub fn text(&self) -> String {
+        let mut t = comfy_table::Table::new();
+        t.load_preset(presets::NOTHING);
+        t.set_header(&self.header);
+        let blank = vec![String::new(); self.header.len()];
+        for (i, r) in self.rows.iter().enumerate() {
+            if self.breaks.contains(&i) {
+                t.add_row(&blank);
+            }
+            t.add_row(r);
+        }
+        if let Some(total) = &self.total {
+            t.add_row(total);
+        }
+        for (i, c) in t.column_iter_mut().enumerate() {
+            c.set_padding((0, 1));
+            c.set_cell_alignment(match self.align.get(i).copied().unwrap_or_default() {
+                Align::Left => CellAlignment::Left,
+                Align::Right => CellAlignment::Right,
+            });
+        }
+        let mut s = t.trim_fmt();
+        s.push('\n');
+        s
     }
 
     /// The table in Markdown: `| a | b |` lines, the header's followed by `|---|---|`; every
@@ -99,12 +164,30 @@ mod tests {
     }
 
     #[test]
+    fn text_aligns_columns_and_separates_groups() {
+        let mut t = Table::new(["test", "N", "server"]).left(&[0, 2]);
+        t.row(["SET", "1000", "daisy"]);
+        t.row(["SET", "1000", "redis-none"]);
+        t.gap();
+        t.row(["GET", "100000", "daisy"]);
+        assert_eq!(
+            t.text(),
+            "test      N server\n\
+             SET    1000 daisy\n\
+             SET    1000 redis-none\n\
+             \n\
+             GET  100000 daisy\n"
+        );
+    }
+
+    #[test]
     fn markdown_and_html_render_the_same_cells() {
         let t = sample();
         assert_eq!(
             t.markdown(),
             "| name | n |\n|---|---|\n| a<b | 1 |\n| c |  |\n| **all** | 1 |\n"
         );
+        assert_eq!(t.clone().left(&[0]).text(), "name n\na<b  1\nc\nall  1\n");
         assert_eq!(
             t.html(),
             "<table>\n<tr><th>name</th><th>n</th></tr>\n<tr><td>a&lt;b</td><td>1</td></tr>\n\

@@ -15,6 +15,7 @@
 
 use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
 use crate::stats::Spread;
+use crate::table::Table;
 use anyhow::{anyhow, Result};
 use bytemuck::{Pod, Zeroable};
 use daisy::internals::Persister;
@@ -496,8 +497,7 @@ impl Drop for Cleanup {
 
 /// Human-readable table of tx bench rows.
 pub fn table(rows: &[Row]) -> String {
-    let mut s = format!(
-        "{:<16} {:<12} {:>10} {:>12} {:>17} {:>8} {:>8} {:>8} {:>8} {:>12}\n",
+    let mut t = Table::new([
         "case",
         "mechanism",
         "ns/op",
@@ -507,28 +507,28 @@ pub fn table(rows: &[Row]) -> String {
         "fence/op",
         "vs pmdk",
         "x floor",
-        "daisy faster"
-    );
+        "daisy faster",
+    ])
+    .left(&[0, 1]);
     let opt = |v: Option<f64>, suffix: &str| {
         v.map(|v| format!("{v:.2}{suffix}"))
             .unwrap_or_else(|| "-".into())
     };
     for r in rows {
-        s.push_str(&format!(
-            "{:<16} {:<12} {:>10.1} {:>12.0} {:>17} {:>8} {:>8} {:>8} {:>8} {:>12}\n",
-            r.case,
-            r.mechanism,
-            r.ns_per_op,
-            r.ops_per_s,
+        t.row([
+            r.case.clone(),
+            r.mechanism.to_string(),
+            format!("{:.1}", r.ns_per_op),
+            format!("{:.0}", r.ops_per_s),
             format!("{:.0}..{:.0}", r.spread_min_ns, r.spread_max_ns),
             opt(r.flushes_per_op, ""),
             opt(r.fences_per_op, ""),
             opt(r.speedup_vs_pmdk, "x"),
             opt(r.x_store_flush, "x"),
             opt(r.speedup_vs_daisy, "x"),
-        ));
+        ]);
     }
-    s
+    t.text()
 }
 
 /// One row of the thread-scaling run.
@@ -591,6 +591,21 @@ pub fn thread_scaling(dir: &Path, max_threads: usize, ops: u64) -> Result<Vec<Sc
         });
     }
     Ok(rows)
+}
+
+/// Human-readable table of the thread-scaling rows.
+pub fn scaling_table(rows: &[ScalingRow]) -> String {
+    let mut t = Table::new(["case", "threads", "transactions/s", "scaling", "mode"]).left(&[0, 4]);
+    for r in rows {
+        t.row([
+            r.case.to_string(),
+            r.threads.to_string(),
+            format!("{:.0}", r.ops_per_s),
+            format!("{:.2}x", r.scaling),
+            r.mode.clone(),
+        ]);
+    }
+    t.text()
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
-//! The human-readable tables of `daisy bench kv`, with their legends.
+//! The human-readable tables of `daisy bench kv`, with their legends (rendered by
+//! [`Table::text`]).
 
 use super::restart::{KILL_LOAD_CLIENTS, KILL_LOAD_PIPELINE};
 use super::{Report, RestartRow, Row, KEY_MODES, SERVERS, TESTS};
+use crate::table::Table;
 
 /// What the CPU steal measured during the request cases says, when there was any (a machine
 /// that is not a virtual machine has none to report).
@@ -50,9 +52,7 @@ pub fn table(rep: &Report) -> String {
         s += "\n";
     }
     if !rep.rows.is_empty() {
-        let w = if rep.runs > 1 { 24 } else { 11 };
-        s += &format!(
-            "{:<6} {:>4} {:>7} {:<6} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
+        let mut t = Table::new([
             "test",
             "P",
             "size B",
@@ -66,8 +66,9 @@ pub fn table(rep: &Report) -> String {
             "max ms",
             "x none",
             "x always",
-            "DBSIZE"
-        );
+            "DBSIZE",
+        ])
+        .left(&[0, 3, 5]);
         let mut rows: Vec<&Row> = rep.rows.iter().collect();
         let order = |r: &Row| {
             (
@@ -90,7 +91,7 @@ pub fn table(rep: &Report) -> String {
                 r.requests,
             );
             if last.as_ref().is_some_and(|g| *g != group) {
-                s += "\n";
+                t.gap();
             }
             last = Some(group);
             let rps = if rep.runs > 1 {
@@ -98,14 +99,13 @@ pub fn table(rep: &Report) -> String {
             } else {
                 format!("{:.0}", r.rps)
             };
-            s += &format!(
-                "{:<6} {:>4} {:>7} {:<6} {:>9} {:<19} {:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>9} {:>7}\n",
+            t.row([
                 r.test.to_uppercase(),
-                r.pipeline,
-                r.value_size,
-                r.keys,
-                r.requests,
-                r.server,
+                r.pipeline.to_string(),
+                r.value_size.to_string(),
+                r.keys.clone(),
+                r.requests.to_string(),
+                r.server.clone(),
                 rps,
                 format!(
                     "{}{}",
@@ -117,9 +117,10 @@ pub fn table(rep: &Report) -> String {
                 fmt_ms(r.max_ms),
                 fmt_ratio(r.vs_redis_none),
                 fmt_ratio(r.vs_redis_aof_always),
-                r.keys_after,
-            );
+                r.keys_after.to_string(),
+            ]);
         }
+        s += &t.text();
         s += "\nrequests/s, p50/p99/max: redis-benchmark's figures (median of the runs); \
               elapsed ms = N / requests/s; ~ = sampled: run on fewer requests (see \
               requests_run in --format json), elapsed projected to N; x none, x always = \
@@ -134,15 +135,21 @@ pub fn table(rep: &Report) -> String {
         }
     }
     if !rep.memory.is_empty() || !rep.restarts.is_empty() {
-        let w = if rep.runs > 1 { 24 } else { 11 };
         s += &format!(
             "\n{} keys key:<i> = 8-byte values, loaded pipelined into a fresh server:\n",
             rep.restart_keys
         );
-        s += &format!(
-            "{:<19} {:>10} {:>12} {:>11} {:>w$} {:>9} {:>11} {:>10}\n",
-            "server", "load ms", "keys/s", "used B/key", "restart ms", "x daisy", "DBSIZE", "files"
-        );
+        let mut t = Table::new([
+            "server",
+            "load ms",
+            "keys/s",
+            "used B/key",
+            "restart ms",
+            "x daisy",
+            "DBSIZE",
+            "files",
+        ])
+        .left(&[0]);
         let killed: Vec<&RestartRow> = rep
             .restarts
             .iter()
@@ -184,9 +191,8 @@ pub fn table(rep: &Report) -> String {
                     }
                 })
                 .unwrap_or_else(|| "-".into());
-            s += &format!(
-                "{:<19} {:>10} {:>12} {:>11} {:>w$} {:>9} {:>11} {:>10}\n",
-                name,
+            t.row([
+                name.to_string(),
                 m.map(|m| fmt_ms(m.load_ms)).unwrap_or_else(|| "-".into()),
                 m.map(|m| format!("{:.0}", m.keys as f64 / (m.load_ms / 1e3)))
                     .unwrap_or_else(|| "-".into()),
@@ -198,8 +204,9 @@ pub fn table(rep: &Report) -> String {
                     .unwrap_or_else(|| "-".into()),
                 r.map(|r| fmt_bytes(r.data_bytes))
                     .unwrap_or_else(|| "-".into()),
-            );
+            ]);
         }
+        s += &t.text();
         s += "\nused B/key = (INFO used_memory after loading - when empty) / keys (daisy: pool \
               bytes in use; Redis: its allocator's bytes); restart ms = spawn until the first \
               +PONG on the same files (redis-rdb: after SAVE + SHUTDOWN; AOF: SHUTDOWN NOSAVE; \

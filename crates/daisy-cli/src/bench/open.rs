@@ -42,14 +42,7 @@ pub fn run(a: OpenArgs) -> Result<ExitCode> {
             r.mode,
             r.fs
         );
-        println!(
-            "open after a clean close: {:.2} ms (median of 5, slowest {:.2} ms)",
-            r.open_ms, r.open_ms_max
-        );
-        println!(
-            "open after a crash: {:.2} ms ({} committed transactions re-applied)",
-            r.crash_open_ms, r.crash_replayed
-        );
+        print!("{}", daisy_bench::openbench::table(&r));
     }
     Ok(ExitCode::SUCCESS)
 }

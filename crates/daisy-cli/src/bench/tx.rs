@@ -47,15 +47,12 @@ pub fn run(a: TxArgs) -> Result<ExitCode> {
             bail!("--threads must be between 1 and 1024");
         }
         let rows = txbench::thread_scaling(&dir, n, ops)?;
-        for r in &rows {
-            if format == Format::Json {
+        if format == Format::Json {
+            for r in &rows {
                 println!("{}", serde_json::to_string(r).unwrap());
-            } else {
-                println!(
-                    "update-1 on {:>3} threads: {:>12.0} transactions/s in all, scaling {:.2}x ({})",
-                    r.threads, r.ops_per_s, r.scaling, r.mode
-                );
             }
+        } else {
+            print!("{}", txbench::scaling_table(&rows));
         }
         return Ok(ExitCode::SUCCESS);
     }
