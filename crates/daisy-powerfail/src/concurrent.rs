@@ -29,6 +29,7 @@
 //! so a failure names the seed but may need a few runs to reproduce.
 
 use crate::{hook, remove_scratch, scratch_files, Ctx, Expect, WorkloadResult};
+use anyhow::{anyhow, bail, Result};
 use bytemuck::{Pod, Zeroable};
 use daisy::sim;
 use daisy::{PHashMap, PPtr, Pool, PoolOptions, Tx};
@@ -349,38 +350,38 @@ impl CcExpect {
 }
 
 /// Read the shared data of a recovered pool.
-fn read_shared(pool: &Pool, r: &CcRoot) -> Result<SharedModel, String> {
+fn read_shared(pool: &Pool, r: &CcRoot) -> Result<SharedModel> {
     let mut m = SharedModel {
         words: r.shared,
         ..Default::default()
     };
     let mut p = r.shared_list;
     while !p.is_null() && m.list.len() <= 2 * MAX_LIST {
-        let n = pool.try_read(p).map_err(|e| e.to_string())?;
+        let n = pool.try_read(p)?;
         m.list.push(n.tag);
         if n != (Node {
             next: n.next,
             ..node(n.tag)
         }) {
-            return Err(format!("shared list node {:#x} is damaged", n.tag));
+            bail!("shared list node {:#x} is damaged", n.tag);
         }
         p = n.next;
     }
     if r.shared_len != m.list.len() as u64 {
-        return Err(format!(
+        bail!(
             "shared list length {} but {} nodes",
             r.shared_len,
             m.list.len()
-        ));
+        );
     }
     Ok(m)
 }
 
 impl Expect for CcExpect {
-    fn check(&self, path: &Path) -> Result<u64, String> {
+    fn check(&self, path: &Path) -> Result<u64> {
         let pool =
-            Pool::open_snapshot(path, Some(LAYOUT)).map_err(|e| format!("recovery failed: {e}"))?;
-        let root = pool.root::<CcRoot>().map_err(|e| e.to_string())?;
+            Pool::open_snapshot(path, Some(LAYOUT)).map_err(|e| anyhow!("recovery failed: {e}"))?;
+        let root = pool.root::<CcRoot>()?;
         let r = pool.read(root);
         let mut reach = vec![root.offset()];
         // Per thread: which operations are done, and its own data.
@@ -390,56 +391,60 @@ impl Expect for CcExpect {
                 x if x == a.done => a,
                 x if x == n.done => n,
                 x => {
-                    return Err(format!(
+                    bail!(
                         "thread {t}: operation {x} is the last done, but {} had returned and at most one more was running",
                         a.done
-                    ))
+                    )
                 }
             };
             if r.own[t] != want.words {
-                return Err(format!(
+                bail!(
                     "thread {t} after operation {}: own words {:?} != model {:?}",
-                    want.done, r.own[t], want.words
-                ));
+                    want.done,
+                    r.own[t],
+                    want.words
+                );
             }
             let mut p = r.list[t];
             let mut tags = vec![];
             while !p.is_null() && tags.len() <= MAX_LIST {
                 reach.push(p.offset());
-                let nd = pool.try_read(p).map_err(|e| e.to_string())?;
+                let nd = pool.try_read(p)?;
                 if nd
                     != (Node {
                         next: nd.next,
                         ..node(nd.tag)
                     })
                 {
-                    return Err(format!("thread {t}: list node {:#x} is damaged", nd.tag));
+                    bail!("thread {t}: list node {:#x} is damaged", nd.tag);
                 }
                 tags.push(nd.tag);
                 p = nd.next;
             }
             if tags != want.list || r.list_len[t] != want.list.len() as u64 {
-                return Err(format!(
+                bail!(
                     "thread {t} after operation {}: list {tags:x?} (len {}) != model {:x?}",
-                    want.done, r.list_len[t], want.list
-                ));
+                    want.done,
+                    r.list_len[t],
+                    want.list
+                );
             }
             match want.blob {
                 None if r.blob[t].is_null() => {}
-                None => return Err(format!("thread {t}: a blob, model has none")),
-                Some(_) if r.blob[t].is_null() => return Err(format!("thread {t}: blob missing")),
+                None => bail!("thread {t}: a blob, model has none"),
+                Some(_) if r.blob[t].is_null() => bail!("thread {t}: blob missing"),
                 Some((len, gen)) => {
                     if (r.blob_len[t], r.blob_gen[t]) != (len, gen) {
-                        return Err(format!(
+                        bail!(
                             "thread {t}: blob {}/{:#x} != model {len}/{gen:#x}",
-                            r.blob_len[t], r.blob_gen[t]
-                        ));
+                            r.blob_len[t],
+                            r.blob_gen[t]
+                        );
                     }
                     let mut data = vec![0u8; len as usize];
-                    pool.try_read_bytes(r.blob[t].offset(), &mut data)
-                        .map_err(|e| e.to_string())?;
+                    pool.try_read_bytes(r.blob[t].offset(), &mut data)?;
                     if let Some(i) = (0..len).find(|&i| data[i as usize] != blob_byte(gen, i)) {
-                        return Err(format!("thread {t}: blob byte {i} differs from the model"));
+                        bail!("thread {t}: blob byte {i} differs from the model");
                     }
                     reach.push(r.blob[t].offset());
                 }
@@ -447,21 +452,18 @@ impl Expect for CcExpect {
             match (want.recycle, r.recycle[t].is_null()) {
                 (0, true) => {}
                 (_, true) | (0, false) => {
-                    return Err(format!(
-                        "thread {t}: recycled object present or missing against the model"
-                    ))
+                    bail!("thread {t}: recycled object present or missing against the model")
                 }
                 (gen, false) => {
                     let mut data = vec![0u8; RECYCLE_SIZE as usize];
-                    pool.try_read_bytes(r.recycle[t].offset(), &mut data)
-                        .map_err(|e| e.to_string())?;
+                    pool.try_read_bytes(r.recycle[t].offset(), &mut data)?;
                     if r.recycle_gen[t] != gen
                         || (0..RECYCLE_SIZE).any(|i| data[i as usize] != blob_byte(gen, i))
                     {
-                        return Err(format!(
+                        bail!(
                             "thread {t}: recycled object of {:#x} differs from the model's {gen:#x}",
                             r.recycle_gen[t]
-                        ));
+                        );
                     }
                     reach.push(r.recycle[t].offset());
                 }
@@ -474,7 +476,7 @@ impl Expect for CcExpect {
         let mut p = r.shared_list;
         while !p.is_null() && reach.len() < 10 * MAX_LIST {
             reach.push(p.offset());
-            p = pool.try_read(p).map_err(|e| e.to_string())?.next;
+            p = pool.try_read(p)?.next;
         }
         let mut candidates = vec![self.shared.clone()];
         for h in self.holders.iter().flatten() {
@@ -495,35 +497,35 @@ impl Expect for CcExpect {
                 candidates.extend(with);
             }
         }
-        let map = PHashMap::<u32, u32>::open(&pool, r.map).map_err(|e| e.to_string())?;
+        let map = PHashMap::<u32, u32>::open(&pool, r.map)?;
         let mut entries = HashMap::new();
-        for e in map.iter().map_err(|e| e.to_string())? {
-            let (k, v) = e.map_err(|e| e.to_string())?;
+        for e in map.iter()? {
+            let (k, v) = e?;
             entries.insert(k, v);
         }
-        if map.len().map_err(|e| e.to_string())? != entries.len() as u64 {
-            return Err("hash map: len differs from its entries".into());
+        if map.len()? != entries.len() as u64 {
+            bail!("hash map: len differs from its entries");
         }
         let mc = map.check();
         if let Some(p) = mc.problems.first() {
-            return Err(format!("hash map check: {p}"));
+            bail!("hash map check: {p}");
         }
         reach.extend(mc.objects);
         let matches =
             |c: &SharedModel| c.words == got.words && c.list == got.list && c.map == entries;
         if !candidates.iter().any(matches) {
             let c = &candidates[0];
-            return Err(format!(
+            bail!(
                 "shared data is not the state after the {} shared operations that returned (plus those in flight): words {}, list {}, map {}",
                 self.shared_ops,
                 if c.words == got.words { "match" } else { "differ" },
                 if c.list == got.list { "matches" } else { "differs" },
                 if c.map == entries { "matches" } else { "differs" },
-            ));
+            );
         }
         let rep = pool.check(Some(&reach));
         if let Some(p) = rep.problems.first() {
-            return Err(format!("pool check: {p}"));
+            bail!("pool check: {p}");
         }
         Ok(0)
     }
@@ -669,7 +671,7 @@ impl Work {
 }
 
 /// Run the workload until `budget` images were checked (or a failure).
-pub fn run(dir: &Path, seed: u64, budget: u64, per_point: usize) -> Result<WorkloadResult, String> {
+pub fn run(dir: &Path, seed: u64, budget: u64, per_point: usize) -> Result<WorkloadResult> {
     let tag_ = format!("concurrent-{}-{seed}", std::process::id());
     let path = dir.join(format!("daisy-powerfail-{tag_}.pool"));
     let scratch = dir.join(format!("daisy-powerfail-{tag_}.image"));
@@ -683,16 +685,14 @@ pub fn run(dir: &Path, seed: u64, budget: u64, per_point: usize) -> Result<Workl
                 .lanes(THREADS as u32 + 2)
                 .log_slot_size(4096)
                 .log_slots_per_lane(4),
-        )
-        .map_err(|e| e.to_string())?;
-        let root = pool.root::<CcRoot>().map_err(|e| e.to_string())?;
+        )?;
+        let root = pool.root::<CcRoot>()?;
         pool.transaction(|tx| {
             let m = PHashMap::<u32, u32>::create_in_with_seed(tx, seed)?;
             tx.write(root.byte_add(std::mem::offset_of!(CcRoot, map) as u64), &m)
-        })
-        .map_err(|e| e.to_string())?;
-        let map = PHashMap::open(&pool, pool.read(root).map).map_err(|e| e.to_string())?;
-        pool.drain().map_err(|e| e.to_string())?;
+        })?;
+        let map = PHashMap::open(&pool, pool.read(root).map)?;
+        pool.drain()?;
         let work = Arc::new(Work {
             pool: pool.clone(),
             root,

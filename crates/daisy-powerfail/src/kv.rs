@@ -7,6 +7,7 @@
 //! expiry count, reachability) and equals the model after the transactions that returned,
 //! or after the one in flight too.
 
+use anyhow::{anyhow, bail, Result};
 use daisy::{Pool, PoolOptions};
 use daisy_kv::cmd::{self, Client, ServerState};
 use daisy_kv::store::{self, Store, LAYOUT};
@@ -118,18 +119,18 @@ impl KvModel {
 /// `next` (and the one in flight); Ok: the transactions the image holds. (When both states
 /// are equal, the one in flight changed nothing the keyspace shows, so running it again from
 /// here gives the same state: either count is right.)
-pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64, String> {
+pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64> {
     let pool =
-        Pool::open_snapshot(path, Some(LAYOUT)).map_err(|e| format!("recovery failed: {e}"))?;
-    let (reach, problems) = store::check(&pool)?;
+        Pool::open_snapshot(path, Some(LAYOUT)).map_err(|e| anyhow!("recovery failed: {e}"))?;
+    let (reach, problems) = store::check(&pool).map_err(|e| anyhow!("{e}"))?;
     if let Some(p) = problems.first() {
-        return Err(format!("keyspace check: {p}"));
+        bail!("keyspace check: {p}");
     }
     let rep = pool.check(Some(&reach));
     if let Some(p) = rep.problems.first() {
-        return Err(format!("pool check: {p}"));
+        bail!("pool check: {p}");
     }
-    let got = store::dump(&pool)?;
+    let got = store::dump(&pool).map_err(|e| anyhow!("{e}"))?;
     if got == model.keys {
         return Ok(model.applied);
     }
@@ -144,7 +145,7 @@ pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64, Strin
         .take(3)
         .map(|k| String::from_utf8_lossy(k).into_owned())
         .collect();
-    Err(format!(
+    Err(anyhow!(
         "keyspace is neither the state after transaction {} nor after {}; keys differing from the first: {diff:?}",
         model.applied, next.applied
     ))
@@ -161,7 +162,7 @@ pub struct KvWork {
 
 impl KvWork {
     /// A new keyspace pool for the workload (small, growing on demand; 8 log slots per lane).
-    pub fn create_pool(path: &Path) -> Result<Pool, String> {
+    pub fn create_pool(path: &Path) -> Result<Pool> {
         Pool::create(
             path,
             &PoolOptions::new(LAYOUT)
@@ -170,13 +171,13 @@ impl KvWork {
                 .lanes(2)
                 .log_slots_per_lane(8),
         )
-        .map_err(|e| e.to_string())
+        .map_err(anyhow::Error::from)
     }
 
     /// The workload on `pool` (a new keyspace is created in it on first use).
-    pub fn open(pool: &Pool) -> Result<KvWork, String> {
+    pub fn open(pool: &Pool) -> Result<KvWork> {
         let pool = pool.clone();
-        let store = Store::open(&pool)?;
+        let store = Store::open(&pool).map_err(|e| anyhow!("{e}"))?;
         let sv = ServerState::new(&pool, 0);
         Ok(KvWork {
             pool,
@@ -188,7 +189,7 @@ impl KvWork {
     }
 
     /// Run transaction `id`: its commands in one transaction, replies checked for errors.
-    pub fn run_tx(&mut self, seed: u64, id: u64) -> Result<(), String> {
+    pub fn run_tx(&mut self, seed: u64, id: u64) -> Result<()> {
         let cmds = commands(seed, id);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -211,13 +212,12 @@ impl KvWork {
                 )?;
             }
             Ok::<_, daisy::Error>(())
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         if out.first() == Some(&b'-') || out.windows(3).any(|w| w == b"\r\n-") {
-            return Err(format!(
+            bail!(
                 "transaction {id}: an error reply: {}",
                 String::from_utf8_lossy(&out)
-            ));
+            );
         }
         Ok(())
     }

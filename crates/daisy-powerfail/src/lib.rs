@@ -35,6 +35,7 @@ pub mod canary;
 pub mod concurrent;
 pub mod kv;
 
+use anyhow::{anyhow, bail, Result};
 use daisy::sim::{self, CrashPoint};
 use daisy::{ModeChoice, Pool, PoolOptions};
 use daisy_bench::crashtest::{self, CtRoot, Model};
@@ -74,7 +75,7 @@ const FIRST_LIFE: (u64, u64) = (1, 2);
 /// deferral of write-backs (`slots - 2` commits) runs at its smallest (single and msync: 4
 /// slots, deferral 2: single, msync, threads, concurrent) and at small pools' default (hash
 /// map, kv: 8).
-fn workload_pool(path: &Path, w: Workload) -> Result<Pool, String> {
+fn workload_pool(path: &Path, w: Workload) -> Result<Pool> {
     let mut opts = PoolOptions::new(crashtest::LAYOUT)
         .size(1 << 20)
         .max_size(32 << 20)
@@ -90,13 +91,13 @@ fn workload_pool(path: &Path, w: Workload) -> Result<Pool, String> {
         Workload::Kv => return kv::KvWork::create_pool(path),
         Workload::Concurrent => unreachable!("concurrent.rs builds its own pool"),
     };
-    Pool::create(path, &opts).map_err(|e| e.to_string())
+    Pool::create(path, &opts).map_err(anyhow::Error::from)
 }
 
 /// The id of the first transaction of the `Maps` mix that takes the fixed-size map from two
 /// segments to three (a split that also doubles the directory), by a dry run without the
 /// simulator. The workload is deterministic in the seed, so the real run splits there too.
-fn first_doubling_split(dir: &Path, seed: u64) -> Result<u64, String> {
+fn first_doubling_split(dir: &Path, seed: u64) -> Result<u64> {
     let path = dir.join(format!(
         "daisy-powerfail-dry-{}-{seed}.pool",
         std::process::id()
@@ -104,15 +105,14 @@ fn first_doubling_split(dir: &Path, seed: u64) -> Result<u64, String> {
     let _ = std::fs::remove_file(&path);
     let r = (|| {
         let pool = workload_pool(&path, Workload::HashMap)?;
-        let ct = crashtest::Ct::open_mix(&pool, seed, crashtest::Mix::Maps)
-            .map_err(|e| e.to_string())?;
+        let ct = crashtest::Ct::open_mix(&pool, seed, crashtest::Mix::Maps)?;
         for id in 1..=50_000 {
-            ct.run_tx(seed, id).map_err(|e| e.to_string())?;
+            ct.run_tx(seed, id)?;
             if ct.map_shape().0 >= 3 {
                 return Ok(id);
             }
         }
-        Err("the hash-map workload never split its map".to_string())
+        Err(anyhow!("the hash-map workload never split its map"))
     })();
     let _ = std::fs::remove_file(&path);
     r
@@ -243,7 +243,7 @@ pub struct Summary {
 pub(crate) trait Expect: Send + Sync {
     /// Recover the image at `path` with the real recovery (copy-on-write) and compare; Ok:
     /// the transactions the image holds (for a second life).
-    fn check(&self, path: &Path) -> Result<u64, String>;
+    fn check(&self, path: &Path) -> Result<u64>;
     /// The transactions that had returned (for messages).
     fn acked(&self) -> String;
 }
@@ -404,7 +404,7 @@ impl<E: Expect> Ctx<E> {
             None
         };
         let expect = &self.expect;
-        let failed: Vec<(usize, String)> = std::thread::scope(|sc| {
+        let failed: Vec<(usize, anyhow::Error)> = std::thread::scope(|sc| {
             let handles: Vec<_> = self
                 .scratch
                 .iter()
@@ -469,11 +469,7 @@ impl<E: Expect> Ctx<E> {
     /// One random image of `p`, recovered and checked: its bytes and the transactions it
     /// holds; None when its recovery would replay nothing (a second life from it would not
     /// exercise a crash inside a replay).
-    fn keep_image(
-        &mut self,
-        p: &CrashPoint,
-        rng: &mut SmallRng,
-    ) -> Result<Option<(Vec<u8>, u64)>, String> {
+    fn keep_image(&mut self, p: &CrashPoint, rng: &mut SmallRng) -> Result<Option<(Vec<u8>, u64)>> {
         let radix: Vec<usize> = p.lines.iter().map(|l| l.versions.len() + 1).collect();
         let picks: Vec<usize> = radix.iter().map(|&r| rng.gen_range(0..r)).collect();
         let torn = tear(&picks, rng);
@@ -483,7 +479,7 @@ impl<E: Expect> Ctx<E> {
         self.scratch_synced = false;
         let replays = Pool::open_snapshot(path, None)
             .map(|pool| pool.recovery_report().records_replayed > 0)
-            .map_err(|e| format!("recovery failed: {e}"))?;
+            .map_err(|e| anyhow!("recovery failed: {e}"))?;
         if !replays {
             return Ok(None);
         }
@@ -494,7 +490,7 @@ impl<E: Expect> Ctx<E> {
 
 /// `expect.check(path)`, with a panic (of the recovery code, or of a verifier that met data it
 /// did not expect) reported as a failure of the image.
-fn checked<E: Expect>(expect: &E, path: &Path) -> Result<u64, String> {
+fn checked<E: Expect>(expect: &E, path: &Path) -> Result<u64> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| expect.check(path))).unwrap_or_else(
         |p| {
             let msg = p
@@ -502,24 +498,23 @@ fn checked<E: Expect>(expect: &E, path: &Path) -> Result<u64, String> {
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            Err(format!("recovery or verification panicked: {msg}"))
+            Err(anyhow!("recovery or verification panicked: {msg}"))
         },
     )
 }
 
-fn write_base(file: &std::fs::File, base: &[u8], delta: Option<&[usize]>) -> Result<(), String> {
+fn write_base(file: &std::fs::File, base: &[u8], delta: Option<&[usize]>) -> Result<()> {
     if let Some(lines) = delta {
         for &off in lines.iter().filter(|&&o| o + 64 <= base.len()) {
-            file.write_all_at(&base[off..off + 64], off as u64)
-                .map_err(|e| e.to_string())?;
+            file.write_all_at(&base[off..off + 64], off as u64)?;
         }
         return Ok(());
     }
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let len = file.metadata()?.len();
     if len != base.len() as u64 {
-        file.set_len(base.len() as u64).map_err(|e| e.to_string())?;
+        file.set_len(base.len() as u64)?;
     }
-    file.write_all_at(base, 0).map_err(|e| e.to_string())
+    file.write_all_at(base, 0).map_err(anyhow::Error::from)
 }
 
 /// Patch the image's lines into the scratch file, run `f`, restore the shadow's lines.
@@ -527,28 +522,26 @@ fn with_lines<R>(
     file: &std::fs::File,
     p: &CrashPoint,
     s: &Spec,
-    f: impl FnOnce() -> Result<R, String>,
-) -> Result<R, String> {
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
     let mut touched = vec![];
     for (i, &pick) in s.picks.iter().enumerate() {
         let torn = s.torn.get(i).copied().unwrap_or(0xff);
         if let Some(bytes) = p.line_image(i, pick, torn) {
             let off = p.lines[i].off;
-            file.write_all_at(&bytes, off as u64)
-                .map_err(|e| e.to_string())?;
+            file.write_all_at(&bytes, off as u64)?;
             touched.push(off);
         }
     }
     let r = f();
     for off in touched {
-        file.write_all_at(&p.shadow[off..off + 64], off as u64)
-            .map_err(|e| e.to_string())?;
+        file.write_all_at(&p.shadow[off..off + 64], off as u64)?;
     }
     r
 }
 
 /// One scratch image file per checking thread.
-fn scratch_files(scratch: &Path) -> Result<Vec<(PathBuf, std::fs::File)>, String> {
+fn scratch_files(scratch: &Path) -> Result<Vec<(PathBuf, std::fs::File)>> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -562,7 +555,7 @@ fn scratch_files(scratch: &Path) -> Result<Vec<(PathBuf, std::fs::File)>, String
             .create(true)
             .truncate(true)
             .open(&p)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+            .map_err(|e| anyhow!("{}: {e}", p.display()))?;
         files.push((p, f));
     }
     Ok(files)
@@ -588,7 +581,7 @@ pub(crate) trait LinearModel: Clone + Send + Sync + 'static {
     fn applied(&self) -> u64;
     /// Recover the image at `path` and compare it with `model` (the transactions that
     /// returned) or `next` (and the one in flight); Ok: the transactions it holds.
-    fn verify(path: &Path, model: &Self, next: &Self) -> Result<u64, String>;
+    fn verify(path: &Path, model: &Self, next: &Self) -> Result<u64>;
 }
 
 impl LinearModel for Model {
@@ -598,7 +591,7 @@ impl LinearModel for Model {
     fn applied(&self) -> u64 {
         self.last_tx
     }
-    fn verify(path: &Path, model: &Self, next: &Self) -> Result<u64, String> {
+    fn verify(path: &Path, model: &Self, next: &Self) -> Result<u64> {
         recover_and_verify(path, model, next)
     }
 }
@@ -610,7 +603,7 @@ impl LinearModel for kv::KvModel {
     fn applied(&self) -> u64 {
         self.applied
     }
-    fn verify(path: &Path, model: &Self, next: &Self) -> Result<u64, String> {
+    fn verify(path: &Path, model: &Self, next: &Self) -> Result<u64> {
         kv::verify(path, model, next)
     }
 }
@@ -651,21 +644,19 @@ impl<M: LinearModel> Linear<M> {
 }
 
 impl<M: LinearModel> Expect for Linear<M> {
-    fn check(&self, path: &Path) -> Result<u64, String> {
+    fn check(&self, path: &Path) -> Result<u64> {
         let found = M::verify(path, &self.model, &self.next)?;
         let acked = self.model.applied();
         if found > acked {
             match &self.in_flight {
                 InFlight::One => {}
                 InFlight::Nothing => {
-                    return Err(format!(
-                        "recovered state holds transaction {found}, but only {acked} had run"
-                    ))
+                    bail!("recovered state holds transaction {found}, but only {acked} had run")
                 }
                 InFlight::Failed(e) => {
-                    return Err(format!(
+                    bail!(
                         "transaction {found} returned an error ({e}) but is present after recovery"
-                    ))
+                    )
                 }
             }
         }
@@ -679,7 +670,7 @@ impl<M: LinearModel> Expect for Linear<M> {
 
 /// Runs one workload's transactions, one at a time.
 trait Runner {
-    fn run_tx(&mut self, seed: u64, id: u64) -> Result<(), String>;
+    fn run_tx(&mut self, seed: u64, id: u64) -> Result<()>;
     /// The fixed-size hash map's (segments, global depth, entries), where there is one.
     fn map_shape(&self) -> (u64, u32, u64) {
         (0, 0, 0)
@@ -689,8 +680,8 @@ trait Runner {
 struct CtRunner(Arc<crashtest::Ct>);
 
 impl Runner for CtRunner {
-    fn run_tx(&mut self, seed: u64, id: u64) -> Result<(), String> {
-        self.0.run_tx(seed, id).map_err(|e| e.to_string())
+    fn run_tx(&mut self, seed: u64, id: u64) -> Result<()> {
+        self.0.run_tx(seed, id).map_err(anyhow::Error::from)
     }
     fn map_shape(&self) -> (u64, u32, u64) {
         self.0.map_shape()
@@ -698,7 +689,7 @@ impl Runner for CtRunner {
 }
 
 impl Runner for kv::KvWork {
-    fn run_tx(&mut self, seed: u64, id: u64) -> Result<(), String> {
+    fn run_tx(&mut self, seed: u64, id: u64) -> Result<()> {
         kv::KvWork::run_tx(self, seed, id)
     }
 }
@@ -710,7 +701,7 @@ impl Runner for kv::KvWork {
 struct ThreadsRunner {
     ct: Arc<crashtest::Ct>,
     senders: Vec<mpsc::Sender<u64>>,
-    done: mpsc::Receiver<Result<(), String>>,
+    done: mpsc::Receiver<Result<()>>,
     handles: Vec<std::thread::JoinHandle<()>>,
     rng: SmallRng,
     current: usize,
@@ -718,7 +709,7 @@ struct ThreadsRunner {
 
 impl ThreadsRunner {
     fn new(ct: Arc<crashtest::Ct>, seed: u64) -> ThreadsRunner {
-        let (done_tx, done) = mpsc::channel::<Result<(), String>>();
+        let (done_tx, done) = mpsc::channel::<Result<()>>();
         let mut senders = vec![];
         let mut handles = vec![];
         for t in 0..3 {
@@ -731,7 +722,7 @@ impl ThreadsRunner {
                     .name(format!("worker{t}"))
                     .spawn(move || {
                         for id in rx {
-                            let r = ct.run_tx(seed, id).map_err(|e| e.to_string());
+                            let r = ct.run_tx(seed, id).map_err(anyhow::Error::from);
                             if d.send(r).is_err() {
                                 break;
                             }
@@ -752,7 +743,7 @@ impl ThreadsRunner {
 }
 
 impl Runner for ThreadsRunner {
-    fn run_tx(&mut self, _seed: u64, id: u64) -> Result<(), String> {
+    fn run_tx(&mut self, _seed: u64, id: u64) -> Result<()> {
         // Bursts start at ids 1, 13, 25, ...: aligned so that a burst's first and last
         // transactions are the ones that write slot 63 (ids 1 and 0 modulo the burst).
         if id % crashtest::THREADS_BURST == 1 {
@@ -760,10 +751,8 @@ impl Runner for ThreadsRunner {
         }
         self.senders[self.current]
             .send(id)
-            .map_err(|_| "a worker stopped".to_string())?;
-        self.done
-            .recv()
-            .map_err(|_| "a worker stopped".to_string())?
+            .map_err(|_| anyhow!("a worker stopped"))?;
+        self.done.recv().map_err(|_| anyhow!("a worker stopped"))?
     }
     fn map_shape(&self) -> (u64, u32, u64) {
         self.ct.map_shape()
@@ -780,11 +769,11 @@ impl Drop for ThreadsRunner {
 }
 
 /// Open the workload's runner on `pool`.
-fn open_runner(w: Workload, pool: &Pool, seed: u64) -> Result<Box<dyn Runner>, String> {
+fn open_runner(w: Workload, pool: &Pool, seed: u64) -> Result<Box<dyn Runner>> {
     if w == Workload::Kv {
         return Ok(Box::new(kv::KvWork::open(pool)?));
     }
-    let ct = Arc::new(crashtest::Ct::open_mix(pool, seed, w.mix()).map_err(|e| e.to_string())?);
+    let ct = Arc::new(crashtest::Ct::open_mix(pool, seed, w.mix())?);
     Ok(if w == Workload::Threads {
         Box::new(ThreadsRunner::new(ct, seed))
     } else {
@@ -814,7 +803,7 @@ fn run_until<M: LinearModel>(
         match runner.run_tx(seed, id) {
             Ok(()) => lock().expect.ack(seed, id),
             Err(e) => {
-                lock().expect.in_flight = InFlight::Failed(e.clone());
+                lock().expect.in_flight = InFlight::Failed(e.to_string());
                 sim::crash_now();
                 lock().fail(format!("transaction {id} returned an error: {e}"));
                 return id;
@@ -830,7 +819,7 @@ pub fn run_workload(
     w: Workload,
     budget: u64,
     per_point: usize,
-) -> Result<WorkloadResult, String> {
+) -> Result<WorkloadResult> {
     match w {
         Workload::Concurrent => concurrent::run(dir, seed, budget, per_point),
         Workload::Kv => run_linear(dir, seed, w, budget, per_point, kv::KvModel::default()),
@@ -845,7 +834,7 @@ fn run_linear<M: LinearModel>(
     budget: u64,
     per_point: usize,
     model0: M,
-) -> Result<WorkloadResult, String> {
+) -> Result<WorkloadResult> {
     let tag = format!("{}-{}-{}", w.name(), std::process::id(), seed);
     let path = dir.join(format!("daisy-powerfail-{tag}.pool"));
     let scratch = dir.join(format!("daisy-powerfail-{tag}.image"));
@@ -868,7 +857,7 @@ fn run_linear<M: LinearModel>(
             }
             model.advance_to(seed, id);
         }
-        pool.drain().map_err(|e| e.to_string())?;
+        pool.drain()?;
         res.map_before = runner.map_shape();
         let ctx = Arc::new(Mutex::new(Ctx::new(
             seed,
@@ -904,7 +893,7 @@ fn run_linear<M: LinearModel>(
         let saved = lock().saved.take();
         if let Some((image, found)) = saved {
             res.second_life_from = Some(found);
-            std::fs::write(&path, &image).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, &image).map_err(|e| anyhow!("{}: {e}", path.display()))?;
             let mut at = model.clone();
             at.advance_to(seed, found);
             lock().expect = Linear::new(seed, at.clone(), InFlight::Nothing);
@@ -963,39 +952,34 @@ fn res_with<E: Expect>(
 /// Recover the crash image in the scratch file with the real open (copy-on-write, so the file
 /// is left as it is) and compare it with the model of the transactions that returned, or of
 /// one more: the one in flight. Ok: the transactions the image holds.
-fn recover_and_verify(path: &Path, model: &Model, next: &Model) -> Result<u64, String> {
+fn recover_and_verify(path: &Path, model: &Model, next: &Model) -> Result<u64> {
     let acked = model.last_tx;
     let pool = Pool::open_snapshot(path, Some(crashtest::LAYOUT))
-        .map_err(|e| format!("recovery failed: {e}"))?;
-    let last = pool
-        .read(pool.root::<CtRoot>().map_err(|e| e.to_string())?)
-        .last_tx;
+        .map_err(|e| anyhow!("recovery failed: {e}"))?;
+    let last = pool.read(pool.root::<CtRoot>()?).last_tx;
     let model = if last == acked {
         model
     } else if last == acked + 1 {
         next
     } else {
-        return Err(format!(
+        bail!(
             "recovered state is after transaction {last}, but {acked} had returned and at most one more was running"
-        ));
+        );
     };
-    let mut diffs = crashtest::verify(&pool, model).map_err(|e| e.to_string())?;
-    if !diffs.is_empty()
-        && last == acked
-        && crashtest::holds_unrecorded_own_op(&pool, next).map_err(|e| e.to_string())?
-    {
+    let mut diffs = crashtest::verify(&pool, model)?;
+    if !diffs.is_empty() && last == acked && crashtest::holds_unrecorded_own_op(&pool, next)? {
         diffs.clear();
     }
     if let Some(d) = diffs.first() {
-        return Err(format!("{d} ({} differences in all)", diffs.len()));
+        bail!("{d} ({} differences in all)", diffs.len());
     }
     Ok(last)
 }
 
 /// Run every configured workload; `progress` gets a line per workload.
-pub fn run(cfg: &Config, mut progress: impl FnMut(&WorkloadResult)) -> Result<Summary, String> {
+pub fn run(cfg: &Config, mut progress: impl FnMut(&WorkloadResult)) -> Result<Summary> {
     let t0 = Instant::now();
-    std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("{}: {e}", cfg.dir.display()))?;
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
     let per = (cfg.budget / cfg.workloads.len().max(1) as u64).max(1);
     let mut sum = Summary {
         seed: cfg.seed,
