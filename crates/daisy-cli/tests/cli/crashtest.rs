@@ -1,0 +1,59 @@
+//! `daisy crashtest`: the kill torture loses nothing, in pmem and in msync mode.
+
+use super::*;
+
+#[test]
+fn crashtest_loses_nothing() {
+    let d = tmpdir();
+    let o = run(daisy()
+        .args([
+            "crashtest",
+            "--kills",
+            "150",
+            "--seed",
+            "20261122",
+            "--format",
+            "json",
+            "--max-delay-ms",
+            "20",
+        ])
+        .arg("--dir")
+        .arg(d.path()));
+    let v = json_lines(&o)
+        .pop()
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(v["kills"], 150, "{v}");
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["failures"], 0, "{v}");
+    assert!(v["transactions_verified"].as_u64().unwrap() > 150, "{v}");
+    assert_eq!(v["seed"], 20261122);
+    // The workload's hash map grew (split) while processes were being killed.
+    assert!(v["map_segments"].as_u64().unwrap() >= 2, "{v}");
+    // The pool is cleaned up.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn crashtest_in_msync_mode() {
+    let d = tmpdir();
+    let o = run(daisy()
+        .args([
+            "crashtest",
+            "--kills",
+            "30",
+            "--seed",
+            "7",
+            "--format",
+            "json",
+        ])
+        .arg("--dir")
+        .arg(d.path())
+        .env("DAISY_MODE", "msync"));
+    let v = json_lines(&o)
+        .pop()
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(v["mode"], "msync", "{v}");
+    assert_eq!(v["lost"], 0, "{v}");
+}
