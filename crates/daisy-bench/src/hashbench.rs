@@ -25,7 +25,7 @@ use crate::hashbench_daisy;
 use crate::hashrivals;
 use crate::pmdk::Pmdk;
 use crate::stats::Spread;
-use crate::table::Table;
+use crate::table::{fmt_ms, Table};
 use anyhow::{anyhow, Result};
 use daisy::{counters, FlushInstr, Mode};
 use std::path::{Path, PathBuf};
@@ -879,19 +879,6 @@ fn sig3(v: f64) -> String {
         format!("{v:.5}")
     } else {
         format!("{v:.1e}")
-    }
-}
-
-/// Milliseconds with at least three significant digits.
-fn fmt_ms(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{ms:.0}")
-    } else if ms >= 100.0 {
-        format!("{ms:.1}")
-    } else if ms >= 1.0 {
-        format!("{ms:.2}")
-    } else {
-        format!("{ms:.3}")
     }
 }
 

@@ -144,6 +144,19 @@ impl Table {
     }
 }
 
+/// Milliseconds with at least three significant digits.
+pub fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{ms:.0}")
+    } else if ms >= 100.0 {
+        format!("{ms:.1}")
+    } else if ms >= 1.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.3}")
+    }
+}
+
 /// Text escaped for HTML.
 pub fn esc(t: &str) -> String {
     t.replace('&', "&amp;")

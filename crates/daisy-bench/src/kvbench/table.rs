@@ -3,7 +3,7 @@
 
 use super::restart::{KILL_LOAD_CLIENTS, KILL_LOAD_PIPELINE};
 use super::{Report, RestartRow, Row, KEY_MODES, SERVERS, TESTS};
-use crate::table::Table;
+use crate::table::{fmt_ms, Table};
 
 /// What the CPU steal measured during the request cases says, when there was any (a machine
 /// that is not a virtual machine has none to report).
@@ -14,18 +14,6 @@ pub fn steal_note(percent: f64) -> Option<String> {
              to other guests of the hypervisor (time the runs lost)"
         )
     })
-}
-
-fn fmt_ms(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{ms:.0}")
-    } else if ms >= 100.0 {
-        format!("{ms:.1}")
-    } else if ms >= 1.0 {
-        format!("{ms:.2}")
-    } else {
-        format!("{ms:.3}")
-    }
 }
 
 fn fmt_ratio(v: Option<f64>) -> String {

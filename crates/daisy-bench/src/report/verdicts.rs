@@ -491,45 +491,12 @@ pub(super) fn verdicts(
     }
     v
 }
+
 #[cfg(test)]
 mod tests {
     use super::{kv_verdicts, per_round_ratios, verdict_ratio};
     use crate::kvbench;
-
-    /// A requests row of `server` with these rounds' requests/s.
-    fn row(server: &str, test: &str, pipeline: usize, runs: &[f64]) -> kvbench::Row {
-        let spread = crate::stats::Spread::of(runs);
-        kvbench::Row {
-            bench: "kv",
-            kind: "requests",
-            server: server.into(),
-            test: test.into(),
-            pipeline,
-            value_size: 8,
-            keys: "mixed".into(),
-            keyspace: 100_000,
-            requests: 100_000,
-            requests_run: 100_000,
-            sampled: false,
-            clients: 50,
-            rps: spread.median,
-            rps_min: spread.min,
-            rps_max: spread.max,
-            rps_runs: runs.to_vec(),
-            elapsed_ms: 1.0,
-            avg_ms: 0.1,
-            p50_ms: 0.1,
-            p99_ms: 0.2,
-            max_ms: 1.0,
-            keys_after: 1,
-            runs: runs.len(),
-            vs_redis_none: None,
-            vs_redis_aof_always: None,
-            port: 1,
-            dir: "/dev/shm".into(),
-            fs: "tmpfs".into(),
-        }
-    }
+    use crate::report::tests::kv_row as row;
 
     fn target(v: &[super::Verdict]) -> &super::Verdict {
         v.iter()
