@@ -409,7 +409,13 @@ impl Store {
     }
 
     pub fn random_key(&self, tx: &Tx, r: u64) -> daisy::Result<Option<Vec<u8>>> {
-        self.map.random_key_tx(tx, r)
+        let mut x = r | 1;
+        self.map.random_key_tx(tx, &mut || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        })
     }
 
     /// Remove every key (FLUSHALL): runs its own transactions, so no other may be open.

@@ -88,11 +88,16 @@ pub enum Fault {
     GrowWithoutSync = 13,
     /// Recovery writes its watermark before the data it replayed is durable.
     EarlyRecoveryWatermark = 14,
+    /// Freeing a hash map's detached entries (a `clear`, or a map being destroyed) frees an
+    /// entry object without emptying its slot: a crash after that step leaves a slot that
+    /// names a free block, and the next step frees it again (collections/table.rs,
+    /// `garbage_step`).
+    GarbageSlotKept = 15,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 15] = [
+    pub const ALL: [Fault; 16] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -108,6 +113,7 @@ impl Fault {
         Fault::SharedMsyncPending,
         Fault::GrowWithoutSync,
         Fault::EarlyRecoveryWatermark,
+        Fault::GarbageSlotKept,
     ];
 
     fn bit(self) -> u32 {

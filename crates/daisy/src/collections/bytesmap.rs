@@ -486,26 +486,147 @@ impl PBytesMap {
         Ok(if end >= 1u128 << 64 { 0 } else { end as u64 })
     }
 
-    /// A key chosen at random (uniformly over hash space, so about uniformly over keys) from
-    /// the map as `tx` sees it; `None` when the map is empty. `r` is the caller's random word.
-    pub fn random_key_tx(&self, tx: &Tx, r: u64) -> Result<Option<Vec<u8>>> {
+    /// A key chosen uniformly at random from the map as `tx` sees it (with its entry);
+    /// `None` when the map is empty. `rng` gives the caller's random words.
+    ///
+    /// Every key is equally likely: a directory word is drawn, its segment kept with
+    /// probability 2^(local depth - global depth) (so each segment is equally likely, whatever
+    /// its share of the directory), then one of the segment's slots is drawn and kept when it
+    /// holds an entry (so each entry is equally likely). A table with one segment picks among
+    /// its entries directly. In a sparse table (after many removals) the draws may keep
+    /// failing; after a bounded number the pick falls back to the entry after a random point
+    /// of hash space, which favours keys after wide gaps.
+    pub fn random_entry_tx(
+        &self,
+        tx: &Tx,
+        rng: &mut dyn FnMut() -> u64,
+    ) -> Result<Option<(Vec<u8>, EntryRef)>> {
+        /// Slot draws before the fallback (each reads one directory word and one slot).
+        const DRAWS: usize = 256;
         self.t.same_pool(tx)?;
         let src = Src::Tx(tx);
-        if self.t.locate(&src, 0)?.3.len == 0 {
+        let (_, seg0, _, hd) = self.t.locate(&src, 0)?;
+        if hd.len == 0 {
             return Ok(None);
         }
-        let mut cursor = r;
+        const SLOTS: u64 = (SEG_BYTES / BytesSlot::SLOT) as u64;
+        if hd.depth == 0 {
+            // One segment: pick among its entries.
+            let mut img = vec![0u8; SEG_BYTES];
+            src.read(seg0, &mut img)?;
+            let full: Vec<u64> = img
+                .chunks_exact(BytesSlot::SLOT)
+                .map(slot_ptr)
+                .filter(|&p| p != 0)
+                .collect();
+            if !full.is_empty() {
+                let obj = full[(rng() % full.len() as u64) as usize];
+                return read_entry_key(&src, obj).map(Some);
+            }
+        } else {
+            let g = hd.depth as u32;
+            for _ in 0..DRAWS {
+                let idx = rng() >> (64 - g);
+                let at = hd.dir + idx * 8;
+                let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
+                if ld < g && rng() & ((1u64 << (g - ld)) - 1) != 0 {
+                    continue;
+                }
+                let slot = seg + (rng() % SLOTS) * BytesSlot::SLOT as u64;
+                let obj = src.read_u64(slot + 8)?;
+                if obj != 0 {
+                    return read_entry_key(&src, obj).map(Some);
+                }
+            }
+        }
+        let mut cursor = rng();
         let mut found = Vec::new();
         // Each call covers at least 1/len of the hash space (or a whole segment), so this
         // ends; the bound only guards a damaged `len`.
         for _ in 0..(1 << 20) {
             let next = self.scan_in(&src, cursor, 4, &mut found)?;
-            if let Some((k, _)) = found.pop() {
-                return Ok(Some(k));
+            if let Some(ke) = found.pop() {
+                return Ok(Some(ke));
             }
             cursor = next;
         }
         Ok(None)
+    }
+
+    /// A key chosen uniformly at random (see [`random_entry_tx`](Self::random_entry_tx)).
+    pub fn random_key_tx(&self, tx: &Tx, rng: &mut dyn FnMut() -> u64) -> Result<Option<Vec<u8>>> {
+        Ok(self.random_entry_tx(tx, rng)?.map(|(k, _)| k))
+    }
+
+    /// A transaction-scoped view of the map at `id`: every operation runs in the caller's
+    /// transaction `tx` (of `pool`) and sees its earlier writes, and the map may be one that
+    /// `tx` itself created. Opening a view is cheap (the header is validated, nothing is
+    /// counted or repaired), so a program that keeps many maps, one per record, opens a view
+    /// where it needs one instead of keeping a handle per map.
+    ///
+    /// While the view lives the map is claimed, as by [`open`](Self::open): an exclusive
+    /// handle cannot be opened on it, nor a second view (a view refuses a map that has a
+    /// handle). A map whose `clear` a crash interrupted is usable through a view; opening
+    /// it with [`open`](Self::open) finishes the clear.
+    pub fn view(pool: &Pool, tx: &Tx, id: PPtr<PBytesMap>) -> Result<BytesMapView> {
+        Ok(BytesMapView(PBytesMap {
+            t: Table::view(pool, tx, id.offset(), WHAT)?,
+            scratch: Vec::new(),
+        }))
+    }
+
+    /// Free the map at `id`, a bounded amount of work per call, inside the caller's
+    /// transaction: true once the map is gone (its header included). Frees at most about
+    /// `budget` objects per call and stops early when `tx`'s redo record runs low, so a map of
+    /// any size is freed by repeating calls in successive transactions. Nothing may use the
+    /// map any more (the caller has unlinked it; a map with a handle or a view is refused).
+    /// `on_entry(tx, entry)` runs before each entry object is freed (values that own further
+    /// objects queue them there; it may log a few hundred bytes).
+    ///
+    /// Crash safety: each call's changes commit with `tx`; the map's header records how far
+    /// freeing got (docs/FORMAT.md, "Freeing a map"), so calls after a crash resume there.
+    pub fn free_step(
+        pool: &Pool,
+        tx: &mut Tx,
+        id: PPtr<PBytesMap>,
+        budget: u32,
+        mut on_entry: impl FnMut(&mut Tx, EntryRef) -> Result<()>,
+    ) -> Result<bool> {
+        let hdr = id.offset();
+        if !std::ptr::eq(tx.pool_inner(), &*pool.inner) {
+            return Err(Error::InvalidPointer {
+                offset: hdr,
+                why: "the transaction belongs to another pool than the map",
+            });
+        }
+        let h = Src::Tx(tx).header(hdr)?;
+        if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() || h.kind != KIND_BYTES {
+            return Err(Error::NotACollection {
+                offset: hdr,
+                what: WHAT,
+                why: "no byte-string map header there".into(),
+            });
+        }
+        if !pool.inner.claim_object(hdr) {
+            return Err(Error::CollectionInUse {
+                offset: hdr,
+                what: WHAT,
+            });
+        }
+        let mut budget = budget.max(1);
+        let r = destroy_step::<BytesSlot>(tx, hdr, &mut budget, &mut |tx, obj| {
+            let (kl, vl) = entry_lens(&Src::Tx(tx), obj)?;
+            on_entry(
+                tx,
+                EntryRef {
+                    obj,
+                    key_len: kl as u32,
+                    value_len: vl as u32,
+                },
+            )
+        });
+        pool.inner.release_object(hdr);
+        r
     }
 
     /// Every (key, value), in no particular order, from the committed map.
@@ -534,6 +655,80 @@ impl PBytesMap {
     /// Verify the map's invariants (read-only).
     pub fn check(&self) -> MapCheck {
         check_bytes(&self.t.pool.inner, self.t.hdr)
+    }
+}
+
+/// A transaction-scoped view of a [`PBytesMap`], from [`PBytesMap::view`]: the map's
+/// operations that take the caller's transaction, and nothing that runs a transaction of its
+/// own. Drop it before the map is freed.
+#[derive(Debug)]
+pub struct BytesMapView(PBytesMap);
+
+impl BytesMapView {
+    /// The map's header pointer.
+    pub fn id(&self) -> PPtr<PBytesMap> {
+        self.0.id()
+    }
+    /// Number of entries as `tx` sees it.
+    pub fn len(&self, tx: &Tx) -> Result<u64> {
+        self.0.len_tx(tx)
+    }
+    /// Whether the map has no entry, as `tx` sees it.
+    pub fn is_empty(&self, tx: &Tx) -> Result<bool> {
+        Ok(self.0.len_tx(tx)? == 0)
+    }
+    /// The value of `key` (see [`PBytesMap::get_tx`]).
+    pub fn get(&self, tx: &Tx, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.0.get_tx(tx, key)
+    }
+    /// Where `key`'s entry is (see [`PBytesMap::entry_tx`]).
+    pub fn entry(&self, tx: &Tx, key: &[u8]) -> Result<Option<EntryRef>> {
+        self.0.entry_tx(tx, key)
+    }
+    /// Insert or replace; true when a value was replaced.
+    pub fn insert(&mut self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.0.insert_tx(tx, key, value)
+    }
+    /// Insert or replace with the value `parts` concatenated.
+    pub fn insert_parts(&mut self, tx: &mut Tx, key: &[u8], parts: &[&[u8]]) -> Result<bool> {
+        self.0.insert_parts_tx(tx, key, parts)
+    }
+    /// Read, then insert, replace, remove or keep `key` in one probe (see
+    /// [`PBytesMap::upsert_tx`]).
+    pub fn upsert(
+        &mut self,
+        tx: &mut Tx,
+        key: &[u8],
+        decide: impl FnOnce(&Tx, Option<EntryRef>, &mut Vec<u8>) -> Result<Upsert>,
+    ) -> Result<Upsert> {
+        self.0.upsert_tx(tx, key, decide)
+    }
+    /// Remove; true when the key was present.
+    pub fn remove(&mut self, tx: &mut Tx, key: &[u8]) -> Result<bool> {
+        self.0.remove_tx(tx, key)
+    }
+    /// Copy part of an entry's value (see [`PBytesMap::read_value_tx`]).
+    pub fn read_value(&self, tx: &Tx, e: &EntryRef, from: usize, out: &mut [u8]) -> Result<()> {
+        self.0.read_value_tx(tx, e, from, out)
+    }
+    /// One cursor step (see [`PBytesMap::scan`]).
+    pub fn scan(
+        &self,
+        tx: &Tx,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<(Vec<u8>, EntryRef)>,
+    ) -> Result<u64> {
+        self.0.scan_tx(tx, cursor, count, out)
+    }
+    /// A key chosen uniformly at random, with its entry (see
+    /// [`PBytesMap::random_entry_tx`]).
+    pub fn random_entry(
+        &self,
+        tx: &Tx,
+        rng: &mut dyn FnMut() -> u64,
+    ) -> Result<Option<(Vec<u8>, EntryRef)>> {
+        self.0.random_entry_tx(tx, rng)
     }
 }
 

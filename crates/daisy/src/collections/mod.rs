@@ -9,7 +9,7 @@ pub mod bytesmap;
 pub mod hashmap;
 pub(crate) mod table;
 
-pub use bytesmap::PBytesMap;
+pub use bytesmap::{BytesMapView, PBytesMap};
 pub use hashmap::{Batch, PHashMap};
 pub use table::MapCheck;
 
@@ -22,9 +22,11 @@ pub fn map_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
     let inner: &PoolInner = &pool.inner;
     let src = Src::Pool(inner);
     let h = src.header(hdr)?;
+    // dir 0 and depth 0: a map being destroyed (table.rs, `destroy_step`).
+    let destroying = h.dir == 0 && h.depth == 0;
     if h.magic != MAP_MAGIC
         || h.crc != h.immutable_crc()
-        || !dir_fits(inner, h.dir, h.depth)
+        || (!destroying && !dir_fits(inner, h.dir, h.depth))
         || (h.garbage_dir != 0 && !dir_fits(inner, h.garbage_dir, h.garbage_depth as u64))
     {
         return Err(crate::Error::NotACollection {
@@ -34,8 +36,11 @@ pub fn map_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
         });
     }
     let entries = h.kind == KIND_BYTES;
-    let mut out = vec![hdr, h.dir];
-    owned_by_dir(&src, h.dir, h.depth as u32, 0, entries, &mut out)?;
+    let mut out = vec![hdr];
+    if !destroying {
+        out.push(h.dir);
+        owned_by_dir(&src, h.dir, h.depth as u32, 0, entries, &mut out)?;
+    }
     if h.garbage_dir != 0 {
         // An interrupted clear: the detached directory and what it still owns.
         out.push(h.garbage_dir);

@@ -532,6 +532,63 @@ pub fn remove_slot<S: SlotKind>(
 }
 
 /// A map's identity: its header offset and hash seed, plus the pool it lives in.
+/// The header at `hdr` if it is a map of kind `S` that fits the pool (what opening a map
+/// checks before it trusts anything sized from the media).
+fn valid_header<S: SlotKind>(
+    src: &Src,
+    pool: &PoolInner,
+    hdr: u64,
+    what: &'static str,
+) -> Result<MapHeader> {
+    let not = |why: String| Error::NotACollection {
+        offset: hdr,
+        what,
+        why,
+    };
+    let h = src
+        .header(hdr)
+        .map_err(|_| not("offset outside the heap".into()))?;
+    if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() {
+        return Err(not(
+            "no hash map header there (bad magic or checksum)".into()
+        ));
+    }
+    if h.format != MAP_FORMAT && h.format != MAP_FORMAT_OLD {
+        return Err(not(format!(
+            "map format version {} (this build reads {MAP_FORMAT_OLD} and {MAP_FORMAT})",
+            h.format
+        )));
+    }
+    if h.kind != S::KIND || h.key_size != S::key_size() || h.val_size != S::val_size() {
+        return Err(not(format!(
+            "it holds kind {} with {}-byte keys and {}-byte values, the type asks for kind {} \
+             with {}-byte keys and {}-byte values",
+            h.kind,
+            h.key_size,
+            h.val_size,
+            S::KIND,
+            S::key_size(),
+            S::val_size()
+        )));
+    }
+    if h.dir == 0 && h.depth == 0 {
+        return Err(not("the map is being freed".into()));
+    }
+    if !dir_fits(pool, h.dir, h.depth) {
+        return Err(not(format!(
+            "directory at {:#x} of depth {} does not fit the pool",
+            h.dir, h.depth
+        )));
+    }
+    if h.garbage_dir != 0 && !dir_fits(pool, h.garbage_dir, h.garbage_depth as u64) {
+        return Err(not("the detached directory does not fit the pool".into()));
+    }
+    if !flags_valid(h.flags, h.kind, S::SLOT) {
+        return Err(not(format!("invalid header flags {:#x}", h.flags)));
+    }
+    Ok(h)
+}
+
 pub struct Table<S: SlotKind> {
     pub pool: Pool,
     pub hdr: u64,
@@ -600,55 +657,42 @@ impl<S: SlotKind> Table<S> {
 
     /// Validate the header at `hdr` and claim the map for this handle.
     pub fn open(pool: &Pool, hdr: u64, what: &'static str) -> Result<Table<S>> {
-        let src = Src::Pool(&pool.inner);
-        let not = |why: String| Error::NotACollection {
-            offset: hdr,
-            what,
-            why,
-        };
-        let h = src
-            .header(hdr)
-            .map_err(|_| not("offset outside the heap".into()))?;
-        if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() {
-            return Err(not(
-                "no hash map header there (bad magic or checksum)".into()
-            ));
+        let h = valid_header::<S>(&Src::Pool(&pool.inner), &pool.inner, hdr, what)?;
+        let t = Self::claim(pool, hdr, &h, what)?;
+        if h.format == MAP_FORMAT_OLD {
+            t.upgrade_format()?;
         }
-        if h.format != MAP_FORMAT && h.format != MAP_FORMAT_OLD {
-            return Err(not(format!(
-                "map format version {} (this build reads {MAP_FORMAT_OLD} and {MAP_FORMAT})",
-                h.format
-            )));
+        Ok(t)
+    }
+
+    /// A transaction-scoped handle (see `PBytesMap::view`): the header validated as `tx`
+    /// sees it (the map may have been created in `tx`), and the map claimed like [`open`]'s,
+    /// so that no exclusive handle can use it at the same time. A format-1 map is refused
+    /// (its upgrade needs a transaction of its own; the maps a view reaches are newer).
+    pub fn view(pool: &Pool, tx: &Tx, hdr: u64, what: &'static str) -> Result<Table<S>> {
+        if !std::ptr::eq(tx.pool_inner(), &*pool.inner) {
+            return Err(Error::InvalidPointer {
+                offset: hdr,
+                why: "the transaction belongs to another pool than the map",
+            });
         }
-        if h.kind != S::KIND || h.key_size != S::key_size() || h.val_size != S::val_size() {
-            return Err(not(format!(
-                "it holds kind {} with {}-byte keys and {}-byte values, the type asks for kind {} \
-                 with {}-byte keys and {}-byte values",
-                h.kind,
-                h.key_size,
-                h.val_size,
-                S::KIND,
-                S::key_size(),
-                S::val_size()
-            )));
+        let h = valid_header::<S>(&Src::Tx(tx), &pool.inner, hdr, what)?;
+        if h.format != MAP_FORMAT {
+            return Err(Error::NotACollection {
+                offset: hdr,
+                what,
+                why: format!("map format version {} must be upgraded first (open it)", h.format),
+            });
         }
-        if !dir_fits(&pool.inner, h.dir, h.depth) {
-            return Err(not(format!(
-                "directory at {:#x} of depth {} does not fit the pool",
-                h.dir, h.depth
-            )));
-        }
-        if h.garbage_dir != 0 && !dir_fits(&pool.inner, h.garbage_dir, h.garbage_depth as u64) {
-            return Err(not("the detached directory does not fit the pool".into()));
-        }
-        if !flags_valid(h.flags, h.kind, S::SLOT) {
-            return Err(not(format!("invalid header flags {:#x}", h.flags)));
-        }
+        Self::claim(pool, hdr, &h, what)
+    }
+
+    fn claim(pool: &Pool, hdr: u64, h: &MapHeader, what: &'static str) -> Result<Table<S>> {
         if !pool.inner.claim_object(hdr) {
             return Err(Error::CollectionInUse { offset: hdr, what });
         }
         let stale = h.flags & FLAG_LEN_STALE != 0;
-        let t = Table {
+        Ok(Table {
             pool: pool.clone(),
             hdr,
             seed: h.seed,
@@ -659,11 +703,7 @@ impl<S: SlotKind> Table<S> {
                 delta: AtomicI64::new(if stale { DELTA_UNKNOWN } else { 0 }),
             },
             _kind: std::marker::PhantomData,
-        };
-        if h.format == MAP_FORMAT_OLD {
-            t.upgrade_format()?;
-        }
-        Ok(t)
+        })
     }
 
     /// Rewrite a format-1 header as format 2 (see [`MAP_FORMAT_OLD`]).
@@ -973,88 +1013,154 @@ impl<S: SlotKind> Table<S> {
     }
 
     /// Free what a `clear` detached (see [`Table::clear`]): a bounded amount per
-    /// transaction, so each redo record fits a log slot. Entries' own objects (byte-string
-    /// maps) are freed first and their slots emptied, which records the progress within a
-    /// segment; `garbage_pos` records it across segments.
+    /// transaction, so each redo record fits a log slot (see [`garbage_step`]).
     pub fn finish_garbage(&self) -> Result<()> {
-        /// Frees per transaction: their bitmap entries must fit one log record.
-        const BUDGET: u32 = 128;
         self.note_tx();
         loop {
             let done = self.pool.transaction(|tx| {
-                let hd = Src::Tx(tx).header(self.hdr)?;
-                if hd.garbage_dir == 0 {
-                    return Ok::<_, Error>(true);
-                }
-                let g = hd.garbage_depth;
-                if !dir_fits(tx.pool_inner(), hd.garbage_dir, g as u64) {
-                    return Err(Error::InvalidPointer {
-                        offset: self.hdr,
-                        why: "detached directory depth out of range",
-                    });
-                }
-                let mut i = hd.garbage_pos as u64;
-                let mut budget = BUDGET;
-                // The room checks below keep a reserve for the steps that end the
-                // transaction; they apply only once something was freed, so every transaction
-                // makes progress even with the smallest log slots (256 bytes, where the reserve
-                // alone would exceed what is left). One free, its slot write and the progress
-                // word need about 112 bytes of record.
-                let mut progressed = false;
-                'segments: while i < (1u64 << g) && budget > 0 {
-                    let at = hd.garbage_dir + i * 8;
-                    let (seg, ld) = decode_dir(Src::Tx(tx).read_u64(at)?, g, at)?;
-                    if S::OWNS_OBJECTS {
-                        let mut img = vec![0u8; SEG_BYTES];
-                        tx.read_bytes(seg, &mut img)?;
-                        let empty = [S::EMPTY_FILL; BUCKET];
-                        for b in 0..SEG_BUCKETS {
-                            for s in 0..S::PER_BUCKET {
-                                let at = b * BUCKET + s * S::SLOT;
-                                let slot = &img[at..at + S::SLOT];
-                                let Some(o) = (!S::is_empty(slot))
-                                    .then(|| S::owned_object(slot))
-                                    .flatten()
-                                else {
-                                    continue;
-                                };
-                                // Two entries per freed object; leave room for the progress
-                                // word and the segment's own free.
-                                if progressed
-                                    && (budget == 0 || tx.log_used() + 256 > tx.log_capacity())
-                                {
-                                    break 'segments;
-                                }
-                                tx.free(crate::PPtr::<u8>::from_offset(o))?;
-                                tx.write_bytes(seg + at as u64, &empty[..S::SLOT])?;
-                                budget = budget.saturating_sub(1);
-                                progressed = true;
-                            }
-                        }
-                    }
-                    if progressed && tx.log_used() + 128 > tx.log_capacity() {
-                        break 'segments;
-                    }
-                    tx.free(crate::PPtr::<u8>::from_offset(seg))?;
-                    budget = budget.saturating_sub(1);
-                    progressed = true;
-                    i += 1u64 << (g - ld);
-                }
-                if i >= (1u64 << g) {
-                    tx.free(crate::PPtr::<u8>::from_offset(hd.garbage_dir))?;
-                    let w = [0u8; 16];
-                    tx.write_bytes(self.hdr + H_GARBAGE_DIR, &w)?;
-                    Ok(true)
-                } else {
-                    tx.write_bytes(self.hdr + H_GARBAGE_POS, &(i as u32).to_le_bytes())?;
-                    Ok(false)
-                }
+                let mut budget = GARBAGE_BUDGET;
+                garbage_step::<S>(tx, self.hdr, &mut budget, &mut |_, _| Ok(()))
             })?;
             if done {
                 return Ok(());
             }
         }
     }
+}
+
+/// Frees per garbage transaction: their bitmap entries must fit one log record.
+pub const GARBAGE_BUDGET: u32 = 128;
+
+/// Log bytes kept free before each entry a garbage step frees: the free, its slot write, the
+/// progress word, the segment's own free, and what the caller's `on_entry` logs (at most a
+/// small allocation and a few words: see [`destroy_step`]).
+const GARBAGE_ENTRY_RESERVE: usize = 512;
+
+/// One bounded step of freeing what the detached directory of the map at `hdr` owns (a
+/// `clear`'s, or a map being destroyed), inside `tx`; true when nothing is left detached.
+///
+/// Entries' own objects (byte-string maps) are freed first and their slots emptied, which
+/// records the progress within a segment; `garbage_pos` records it across segments; the
+/// detached directory goes last. `on_entry(tx, entry_object)` runs before an entry object is
+/// freed (a caller whose values own further objects queues them there). Each free lowers
+/// `budget`; the room checks keep a reserve for the steps that end the transaction and apply
+/// only once something was freed, so every call makes progress even with the smallest log
+/// slots (256 bytes).
+pub(crate) fn garbage_step<S: SlotKind>(
+    tx: &mut Tx,
+    hdr: u64,
+    budget: &mut u32,
+    on_entry: &mut dyn FnMut(&mut Tx, u64) -> Result<()>,
+) -> Result<bool> {
+    let hd = Src::Tx(tx).header(hdr)?;
+    if hd.garbage_dir == 0 {
+        return Ok(true);
+    }
+    let g = hd.garbage_depth;
+    if !dir_fits(tx.pool_inner(), hd.garbage_dir, g as u64) {
+        return Err(Error::InvalidPointer {
+            offset: hdr,
+            why: "detached directory depth out of range",
+        });
+    }
+    let mut i = hd.garbage_pos as u64;
+    let mut progressed = false;
+    'segments: while i < (1u64 << g) && *budget > 0 {
+        let at = hd.garbage_dir + i * 8;
+        let (seg, ld) = decode_dir(Src::Tx(tx).read_u64(at)?, g, at)?;
+        if S::OWNS_OBJECTS {
+            let mut img = vec![0u8; SEG_BYTES];
+            tx.read_bytes(seg, &mut img)?;
+            let empty = [S::EMPTY_FILL; BUCKET];
+            for b in 0..SEG_BUCKETS {
+                for s in 0..S::PER_BUCKET {
+                    let at = b * BUCKET + s * S::SLOT;
+                    let slot = &img[at..at + S::SLOT];
+                    let Some(o) = (!S::is_empty(slot))
+                        .then(|| S::owned_object(slot))
+                        .flatten()
+                    else {
+                        continue;
+                    };
+                    if progressed
+                        && (*budget == 0
+                            || tx.log_used() + GARBAGE_ENTRY_RESERVE > tx.log_capacity())
+                    {
+                        break 'segments;
+                    }
+                    on_entry(tx, o)?;
+                    tx.free(crate::PPtr::<u8>::from_offset(o))?;
+                    if !sim_fault!(GarbageSlotKept) {
+                        tx.write_bytes(seg + at as u64, &empty[..S::SLOT])?;
+                    }
+                    *budget = budget.saturating_sub(1);
+                    progressed = true;
+                }
+            }
+        }
+        if progressed && tx.log_used() + 128 > tx.log_capacity() {
+            break 'segments;
+        }
+        tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+        *budget = budget.saturating_sub(1);
+        progressed = true;
+        i += 1u64 << (g - ld);
+    }
+    if i >= (1u64 << g) {
+        tx.free(crate::PPtr::<u8>::from_offset(hd.garbage_dir))?;
+        let w = [0u8; 16];
+        tx.write_bytes(hdr + H_GARBAGE_DIR, &w)?;
+        Ok(true)
+    } else {
+        tx.write_bytes(hdr + H_GARBAGE_POS, &(i as u32).to_le_bytes())?;
+        Ok(false)
+    }
+}
+
+/// One bounded step of destroying the map at `hdr` inside `tx` (nothing else may use the
+/// map: the caller unlinked it); true when the map is gone, header included.
+///
+/// States, each left by a committed step (so a crash between steps resumes where it was):
+/// 1. a live map, perhaps with a `clear`'s detached directory: that garbage is freed first;
+/// 2. the live directory is detached like a `clear`'s, with no new table in its place: the
+///    header then says `dir = 0, depth = 0, len = 0` ("being destroyed": `open` refuses such
+///    a map, `check` and the reachability walk count only the header and what is detached);
+/// 3. the detached directory is freed by [`garbage_step`]s;
+/// 4. the header is freed.
+pub(crate) fn destroy_step<S: SlotKind>(
+    tx: &mut Tx,
+    hdr: u64,
+    budget: &mut u32,
+    on_entry: &mut dyn FnMut(&mut Tx, u64) -> Result<()>,
+) -> Result<bool> {
+    while *budget > 0 {
+        let hd = Src::Tx(tx).header(hdr)?;
+        if hd.garbage_dir != 0 {
+            if !garbage_step::<S>(tx, hdr, budget, on_entry)? {
+                return Ok(false);
+            }
+            continue;
+        }
+        if hd.dir != 0 {
+            if hd.depth > 32 {
+                return Err(Error::Aborted(
+                    "hash map too large to free (directory deeper than 32 bits)".into(),
+                ));
+            }
+            if !dir_fits(tx.pool_inner(), hd.dir, hd.depth) {
+                return Err(bad_dir(hdr));
+            }
+            // Detach the live directory: [len, dir, depth, garbage_dir, garbage_depth|pos].
+            let mut w = [0u8; 40];
+            w[24..32].copy_from_slice(&hd.dir.to_le_bytes());
+            w[32..36].copy_from_slice(&(hd.depth as u32).to_le_bytes());
+            tx.write_bytes(hdr + H_LEN, &w)?;
+            continue;
+        }
+        tx.free(crate::PPtr::<u8>::from_offset(hdr))?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 impl<S: SlotKind> Drop for Table<S> {
@@ -1395,6 +1501,15 @@ pub fn check_table(
             return r;
         }
     };
+    if hd.dir == 0 && hd.depth == 0 {
+        // Being destroyed (`destroy_step`): no live table, only what is still detached.
+        if hd.len != 0 {
+            r.problems
+                .push(format!("map being freed has len {} (want 0)", hd.len));
+        }
+        detached_objects(pool, &hd, d, &mut r);
+        return r;
+    }
     if !dir_fits(pool, hd.dir, hd.depth) {
         r.problems.push(format!(
             "directory at {:#x} of depth {} does not fit the pool",
@@ -1537,24 +1652,29 @@ pub fn check_table(
             hd.len
         ));
     }
-    if hd.garbage_dir != 0 {
-        // A clear() a crash interrupted (opening the map finishes it): what the detached
-        // directory still owns is the map's too.
-        r.objects.push(hd.garbage_dir);
-        let g = hd.garbage_depth;
-        if !dir_fits(pool, hd.garbage_dir, g as u64) {
-            r.problems
-                .push("the detached directory does not fit the pool".to_string());
-        } else if let Err(e) = owned_by_dir(
-            &src,
-            hd.garbage_dir,
-            g,
-            hd.garbage_pos as u64,
-            d.stored_hash,
-            &mut r.objects,
-        ) {
-            r.problems.push(format!("detached directory: {e}"));
-        }
-    }
+    detached_objects(pool, &hd, d, &mut r);
     r
+}
+
+/// A clear() a crash interrupted (opening the map finishes it), or a map being destroyed:
+/// what the detached directory still owns is the map's too.
+fn detached_objects(pool: &PoolInner, hd: &MapHeader, d: SlotDesc, r: &mut MapCheck) {
+    if hd.garbage_dir == 0 {
+        return;
+    }
+    r.objects.push(hd.garbage_dir);
+    let g = hd.garbage_depth;
+    if !dir_fits(pool, hd.garbage_dir, g as u64) {
+        r.problems
+            .push("the detached directory does not fit the pool".to_string());
+    } else if let Err(e) = owned_by_dir(
+        &Src::Pool(pool),
+        hd.garbage_dir,
+        g,
+        hd.garbage_pos as u64,
+        d.stored_hash,
+        &mut r.objects,
+    ) {
+        r.problems.push(format!("detached directory: {e}"));
+    }
 }

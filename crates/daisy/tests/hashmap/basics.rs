@@ -264,8 +264,15 @@ fn bytes_map_entries_scan_random_and_clear_with() {
     // Random keys are keys of the map, and not always the same one.
     let picks: std::collections::HashSet<Vec<u8>> = pool
         .transaction(|tx| {
+            let mut x = 0x9E37_79B9_7F4A_7C15u64;
+            let mut rng = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
             (0..50u64)
-                .map(|r| m.random_key_tx(tx, r.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+                .map(|_| m.random_key_tx(tx, &mut rng))
                 .collect::<Result<Vec<_>, _>>()
         })
         .unwrap()
@@ -287,7 +294,7 @@ fn bytes_map_entries_scan_random_and_clear_with() {
     assert_eq!(m.scan(0, 10, &mut out).unwrap(), 0);
     assert!(out.is_empty());
     assert!(pool
-        .transaction(|tx| m.random_key_tx(tx, 5))
+        .transaction(|tx| m.random_key_tx(tx, &mut || 5))
         .unwrap()
         .is_none());
 }

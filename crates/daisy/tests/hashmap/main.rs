@@ -13,6 +13,7 @@
 //!   inside an open transaction.
 //! - `damage`: the map checker finds damage; damaged maps give errors, not panics.
 //! - `props`: property tests against std's HashMap (fixed-size and byte maps).
+//! - `views`: transaction-scoped views, freeing a map in bounded steps, uniform random picks.
 //!
 //! Shared helpers (pools, maps, `assert_ok`, `contents`) live here.
 
@@ -26,6 +27,7 @@ mod clear;
 mod crash;
 mod damage;
 mod props;
+mod views;
 
 type U32Map = PHashMap<u32, u32>;
 
