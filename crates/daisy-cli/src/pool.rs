@@ -174,9 +174,9 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
             let mut layout_problems = Vec::new();
             let reach = match layout.as_str() {
                 crashtest::LAYOUT => Some(crashtest::reachable(&pool)?),
-                daisy_kv::store::LAYOUT => {
+                daisy_kv::keyspace::LAYOUT => {
                     let (reach, problems) =
-                        daisy_kv::store::check(&pool).map_err(|e| anyhow!(e))?;
+                        daisy_kv::keyspace::check(&pool).map_err(|e| anyhow!(e))?;
                     layout_problems = problems;
                     Some(reach)
                 }

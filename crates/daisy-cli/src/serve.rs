@@ -32,6 +32,10 @@ pub struct ServeArgs {
     /// spends nothing, and with one CPU it never polls.
     #[arg(long, default_value_t = daisy_kv::BUSY_POLL_US, value_name = "US")]
     busy_poll_us: u32,
+    /// Number of databases (SELECT 0 to N-1), as Redis's `databases`. A pool keeps the
+    /// databases it was given; starting with fewer than one that holds keys is refused.
+    #[arg(long, default_value_t = 16)]
+    databases: usize,
     /// Initial size of a new pool.
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     size: u64,
@@ -59,6 +63,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         max_size: a.max_size,
         mode: a.mode.into(),
         quiet: a.quiet,
+        databases: a.databases,
         ..Default::default()
     };
     daisy_kv::serve(&o, |_| {}).map_err(|e| anyhow!(e))

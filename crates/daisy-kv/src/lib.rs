@@ -6,15 +6,31 @@
 //! so one durability point: group commit. A restart opens the pool (recovery does not grow
 //! with the data) and serves at once: there is no snapshot or log to load.
 //!
-//! Modules: `resp` (framing), `cmd` (commands), `store` (the keyspace in the pool),
-//! `server` (the event loop and group commit), `glob` (patterns).
+//! Modules, top to bottom (each uses only those below it):
+//! - `server`: the event loop and group commit;
+//! - `commands`: the command table, the checks before a command runs, MULTI queueing, and
+//!   the context handlers get; the handlers live with what they work on:
+//!   - `types::{string, hash, set}`: each type's persistent layout, invariants and commands,
+//!     behind the `types::DataType` trait (with `types::packed` and `types::intset`, the
+//!     compact encodings);
+//!   - `keys`: key and database commands; `multi`: MULTI/EXEC/WATCH; `admin`: connection and
+//!     server commands; `config`: CONFIG's parameters; `rdb`: DUMP/RESTORE's format;
+//! - `keyspace`: databases in the pool, value records, lookup with lazy expiry, lazyfree,
+//!   WATCH's registry (Redis's db.c);
+//! - `resp` (framing and replies), `glob` (patterns), `longdouble` (INCRBYFLOAT's arithmetic).
 
-pub mod cmd;
+pub mod admin;
+pub mod commands;
+pub mod config;
 pub mod glob;
+pub mod keys;
+pub mod keyspace;
 pub mod longdouble;
+pub mod multi;
+pub mod rdb;
 pub mod resp;
 pub mod server;
-pub mod store;
+pub mod types;
 
 pub use server::{serve, Options, BUSY_POLL_US};
 

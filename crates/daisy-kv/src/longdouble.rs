@@ -22,12 +22,11 @@ pub fn parse(s: &[u8]) -> Option<F80> {
     if s.is_empty() || s.len() > MAX_CHARS || is_c_space(s[0]) {
         return None;
     }
-    // Redis hands `strtold` a C string: it ends at the first NUL byte, and text after one is
-    // never looked at ("1\0x" reads as 1; "\0x", where nothing converts and the end pointer
-    // stays at that NUL, reads as 0).
-    let s = &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())];
-    if s.is_empty() {
-        return Some(F80::ZERO);
+    // Redis hands `strtold` a copy ended by a NUL and then requires the number to span the
+    // whole string: a NUL byte inside (SETRANGE can put one there) ends the number early, so
+    // the value is refused.
+    if s.contains(&0) {
+        return None;
     }
     let t = std::str::from_utf8(s).ok()?;
     let (neg, body) = match t.as_bytes()[0] {
@@ -312,12 +311,10 @@ mod tests {
         assert_eq!(incr("inf", "1"), None);
         assert_eq!(incr("1.1e4932", "1.1e4932"), None, "overflow to infinity");
         assert_eq!(parse(&vec![b'1'; MAX_CHARS + 1]), None);
-        // Text after a NUL byte is not read (vectors from the C library: "1\0x" is 1,
-        // "\0abc" is 0, "-\0" and "1e\0" are refused).
-        assert_eq!(incr("1\0x", "0").as_deref(), Some("1"));
-        assert_eq!(incr("2.5\0", "0").as_deref(), Some("2.5"));
-        assert_eq!(incr("\0abc", "1").as_deref(), Some("1"));
-        assert!(parse(b"-\0").is_none());
-        assert!(parse(b"1e\0").is_none());
+        // A NUL byte inside ends strtold's number before the end of the string: refused, as
+        // Redis's string2ld does (`set foo 1; setrange foo 2 2; incrbyfloat foo 1`).
+        for bad in [&b"1\0x"[..], b"2.5\0", b"\0abc", b"-\0", b"1e\0", b"1\x002"] {
+            assert!(parse(bad).is_none(), "{bad:?}");
+        }
     }
 }

@@ -306,6 +306,24 @@ pub fn map(out: &mut Vec<u8>, n: usize, resp3: bool) {
     }
 }
 
+/// A set of `n` elements: `~n` in RESP3, an array in RESP2.
+pub fn set_header(out: &mut Vec<u8>, n: usize, resp3: bool) {
+    if resp3 {
+        let _ = write!(out, "~{n}\r\n");
+    } else {
+        array(out, n);
+    }
+}
+
+/// A double: `,d` in RESP3, a bulk string in RESP2 (`text` is its Redis formatting).
+pub fn double(out: &mut Vec<u8>, text: &str, resp3: bool) {
+    if resp3 {
+        let _ = write!(out, ",{text}\r\n");
+    } else {
+        bulk(out, text.as_bytes());
+    }
+}
+
 pub fn crlf(out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }

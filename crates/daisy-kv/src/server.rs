@@ -14,12 +14,12 @@
 
 #![expect(
     unsafe_code,
-    reason = "system calls libc only offers: online CPUs, TCP keepalive options, the file-descriptor limit"
+    reason = "system calls libc only offers: online CPUs, TCP keepalive options, the file-descriptor limit, CPU times"
 )]
 
-use crate::cmd::{self, Action, Client, Kind, ServerState};
+use crate::commands::{self as cmd, Action, Client, ServerState};
+use crate::keyspace::{Keyspace, LAYOUT};
 use crate::resp::{self, Limits, Parsed};
-use crate::store::{Store, LAYOUT};
 use daisy::{ModeChoice, Pool, PoolOptions};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -54,6 +54,8 @@ pub struct Options {
     pub tcp_keepalive: u32,
     /// Busy-poll window in microseconds, 0 for none (see [`BUSY_POLL_US`]).
     pub busy_poll_us: u32,
+    /// Number of databases (SELECT 0 to n-1), as Redis's `databases` (16).
+    pub databases: usize,
 }
 
 impl Default for Options {
@@ -71,6 +73,7 @@ impl Default for Options {
             read_round_cap: READ_ROUND_CAP,
             tcp_keepalive: 300,
             busy_poll_us: BUSY_POLL_US,
+            databases: 16,
         }
     }
 }
@@ -114,6 +117,10 @@ const LISTENER: Token = Token(usize::MAX);
 /// Active expiry runs every this often, for at most `EXPIRE_BUDGET`.
 const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
 const EXPIRE_BUDGET: Duration = Duration::from_millis(2);
+/// Lazyfree runs at most this long per event-loop round while collections wait to be freed.
+const LAZYFREE_BUDGET: Duration = Duration::from_millis(1);
+/// Objects one lazyfree transaction frees at most.
+const LAZYFREE_STEP: u32 = 128;
 
 struct Conn {
     stream: TcpStream,
@@ -176,6 +183,7 @@ impl Conn {
                         ranges.extend(one.iter().map(|r| r.start + pos..r.end + pos));
                         work.push(Work {
                             conn: i,
+                            start: pos,
                             args: start..ranges.len(),
                             proto_error: None,
                         });
@@ -189,6 +197,7 @@ impl Conn {
                 Parsed::Error(e) => {
                     work.push(Work {
                         conn: i,
+                        start: pos,
                         args: 0..0,
                         proto_error: Some(e),
                     });
@@ -206,6 +215,8 @@ impl Conn {
 /// input buffer, stored in the round's shared `args` vector).
 struct Work {
     conn: usize,
+    /// Where the request starts in the connection's input buffer.
+    start: usize,
     args: Range<usize>,
     /// A protocol error instead of a request.
     proto_error: Option<String>,
@@ -287,7 +298,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
     // new pool file behind; connections wait in the backlog until the loop runs.
     let t0 = Instant::now();
     let pool = open_pool(o)?;
-    let store = Store::open(&pool)?;
+    let store = Keyspace::open(&pool, o.databases)?;
     let recovery_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
     poll.registry()
@@ -300,7 +311,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?;
     }
 
-    let keys = store.len().map_err(|e| e.to_string())?;
+    let keys = store.total_keys().map_err(|e| e.to_string())?;
     if !o.quiet {
         let rep = pool.recovery_report();
         eprintln!(
@@ -324,7 +335,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
             },
         );
     }
-    let sv = ServerState {
+    let mut sv = ServerState {
         bind: o.bind.clone(),
         port: addr.port(),
         requirepass: o.requirepass.clone().map(String::into_bytes),
@@ -332,6 +343,21 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         recovery_ms,
         ..ServerState::new(&pool, now_ms())
     };
+    for (k, v) in [
+        ("bind", o.bind.clone()),
+        ("port", addr.port().to_string()),
+        ("databases", o.databases.to_string()),
+        ("maxclients", o.max_clients.to_string()),
+        ("maxmemory", pool.max_size().to_string()),
+        ("tcp-keepalive", o.tcp_keepalive.to_string()),
+        ("requirepass", o.requirepass.clone().unwrap_or_default()),
+        ("dir", o.pool.parent().map(|p| p.display().to_string()).unwrap_or_default()),
+        ("dbfilename", o.pool.file_name().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()),
+        ("save", String::new()),
+        ("appendonly", "no".into()),
+    ] {
+        sv.config.set_internal(k, &v);
+    }
     let mut s = Server {
         pool,
         store,
@@ -343,6 +369,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         limits: Limits::default(),
         shutdown: false,
         expire_cursor: 0,
+        expire_db: 0,
         accept_pending: false,
         work_buf: Vec::new(),
         ranges_buf: Vec::new(),
@@ -356,13 +383,16 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         saved_mark: Vec::new(),
         group_no: 0,
         busy_poll: busy_poll_window(o.busy_poll_us),
+        lazy_work: false,
+        lazy_error_at: None,
     };
+    s.lazy_work = s.store.lazy_pending() > 0;
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
     if !o.quiet {
         eprintln!(
             "daisy serve: shutting down ({} keys)",
-            s.store.len().unwrap_or(0)
+            s.store.total_keys().unwrap_or(0)
         );
     }
     r
@@ -370,7 +400,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
 
 struct Server {
     pool: Pool,
-    store: Store,
+    store: Keyspace,
     sv: ServerState,
     table: cmd::Table,
     conns: Vec<Option<Conn>>,
@@ -379,6 +409,8 @@ struct Server {
     limits: Limits,
     shutdown: bool,
     expire_cursor: u64,
+    /// The database active expiry looks at next.
+    expire_db: usize,
     /// An accept failed (out of file descriptors): connections may wait in the backlog.
     accept_pending: bool,
     /// Buffers of a round, kept between rounds so that a round allocates nothing.
@@ -398,6 +430,10 @@ struct Server {
     group_no: u64,
     /// Busy-poll window (zero: never poll without sleeping).
     busy_poll: Duration,
+    /// Collections wait in the lazyfree queue.
+    lazy_work: bool,
+    /// When a lazyfree step last failed (its message is rate-limited).
+    lazy_error_at: Option<Instant>,
 }
 
 impl Server {
@@ -420,7 +456,7 @@ impl Server {
             let waited = Instant::now();
             let mut deadline = next_expire.max(waited);
             std::mem::swap(&mut carry, &mut self.carry);
-            if !carry.is_empty() {
+            if !carry.is_empty() || self.lazy_work {
                 deadline = waited;
             }
             if self.accept_pending {
@@ -482,6 +518,9 @@ impl Server {
             if Instant::now() >= next_expire {
                 self.active_expire();
                 next_expire = Instant::now() + EXPIRE_PERIOD;
+            }
+            if self.lazy_work || (!ready.is_empty() && self.store.lazy_pending() > 0) {
+                self.lazy_work = self.lazyfree();
             }
         }
         // Flush what is pending (a SHUTDOWN's round may hold replies of other clients).
@@ -693,6 +732,7 @@ impl Server {
             if close {
                 let mut c = self.conns[i].take().unwrap();
                 let _ = poll.registry().deregister(&mut c.stream);
+                self.store.watches.unwatch_all(c.cl.id);
                 self.free.push(i);
                 self.sv.connected_clients -= 1;
             }
@@ -748,8 +788,9 @@ impl Server {
     /// Run a round's requests in order, grouped into transactions.
     ///
     /// When a group's transaction fails at command f, nothing of it is applied: what its
-    /// commands changed in DRAM (reply buffers, close flags, client state such as AUTH or
-    /// the protocol, counters) is restored, commands start..f run again as a group (they fit
+    /// commands changed in DRAM (reply buffers, close flags, client state such as AUTH, the
+    /// protocol, the selected database or a MULTI queue, counters, the keyspace's handles
+    /// and WATCH marks) is restored, commands start..f run again as a group (they fit
     /// before), and f runs alone, answering with the error if it fails again. So each command
     /// runs at most three times, whatever the failure.
     fn run_work(&mut self, work: &[Work], ranges: &[Range<usize>]) {
@@ -762,11 +803,6 @@ impl Server {
             if stop_at.is_some_and(|f| f < i) {
                 stop_at = None;
             }
-            if self.is_barrier(&work[i], ranges) {
-                self.run_barrier(&work[i], ranges, now);
-                i += 1;
-                continue;
-            }
             let alone = stop_at == Some(i);
             let end = if alone {
                 i + 1
@@ -778,12 +814,7 @@ impl Server {
             saved.clear();
             self.group_no += 1;
             let group = self.group_no;
-            let counters = (
-                self.sv.total_commands,
-                self.sv.keyspace_hits,
-                self.sv.keyspace_misses,
-                self.store.expired_keys,
-            );
+            let counters = (self.sv.counters, self.store.expired_keys);
             let pool = self.pool.clone();
             let start = i;
             let failed_at = std::cell::Cell::new(start);
@@ -792,11 +823,7 @@ impl Server {
                 let room0 = tx.log_room();
                 while j < end && !self.shutdown {
                     let room = tx.log_room();
-                    if j > start
-                        && (room < LOG_RESERVE
-                            || room0 - room > GROUP_LOG_BYTES
-                            || self.is_barrier(&work[j], ranges))
-                    {
+                    if j > start && (room < LOG_RESERVE || room0 - room > GROUP_LOG_BYTES) {
                         break;
                     }
                     // Overlap the cache misses of the commands ahead with this one's work:
@@ -821,17 +848,14 @@ impl Server {
             });
             match res {
                 Ok(j) => {
+                    self.store.committed();
                     self.sv.group_commits += 1;
                     i = j;
                 }
                 Err(e) => {
                     self.shutdown = false;
-                    (
-                        self.sv.total_commands,
-                        self.sv.keyspace_hits,
-                        self.sv.keyspace_misses,
-                        self.store.expired_keys,
-                    ) = counters;
+                    (self.sv.counters, self.store.expired_keys) = counters;
+                    self.store.resync();
                     for (ci, len, close, cl) in saved.drain(..) {
                         if let Some(Some(c)) = self.conns.get_mut(ci) {
                             c.wbuf.truncate(len);
@@ -840,9 +864,19 @@ impl Server {
                         }
                     }
                     if alone {
-                        // Failed on its own: its error is its reply.
+                        // Failed on its own: its error is its reply. A failed EXEC ends the
+                        // client's transaction, as any EXEC does.
+                        let is_exec = self
+                            .spec_of(&work[i], ranges)
+                            .is_some_and(|s| s.name == "exec");
                         if let Some(Some(c)) = self.conns.get_mut(work[i].conn) {
-                            resp::error(&mut c.wbuf, &error_reply(&e));
+                            let msg = error_reply(&e);
+                            resp::error(&mut c.wbuf, &msg);
+                            self.sv.count_error(&msg);
+                            if is_exec {
+                                c.cl.multi = None;
+                                self.store.watches.unwatch_all(c.cl.id);
+                            }
                         }
                         i += 1;
                         stop_at = None;
@@ -875,51 +909,7 @@ impl Server {
             return;
         };
         let key = &c.rbuf[ranges[w.args.start + 1].clone()];
-        self.store.prefetch(key, stage);
-    }
-
-    fn is_barrier(&self, w: &Work, ranges: &[Range<usize>]) -> bool {
-        self.spec_of(w, ranges)
-            .is_some_and(|s| s.kind == Kind::Barrier)
-    }
-
-    /// FLUSHALL/FLUSHDB: its own transactions, after everything before it committed.
-    fn run_barrier(&mut self, w: &Work, ranges: &[Range<usize>], now: i64) {
-        let Some(Some(c)) = self.conns.get_mut(w.conn) else {
-            return;
-        };
-        if c.close_after {
-            return;
-        }
-        let args: Vec<&[u8]> = ranges[w.args.clone()]
-            .iter()
-            .map(|r| &c.rbuf[r.clone()])
-            .collect();
-        let spec = self.table.find(args[0]);
-        self.sv.total_commands += 1;
-        if let Some(e) = cmd::precheck(spec, &args, &c.cl, &self.sv) {
-            resp::error(&mut c.wbuf, &e);
-            return;
-        }
-        if !cmd::flushall_valid(&args) {
-            resp::error(&mut c.wbuf, cmd::E_SYNTAX);
-            return;
-        }
-        let _ = now;
-        match self.store.flush_all() {
-            Ok(()) => resp::ok(&mut c.wbuf),
-            // The empty keyspace was committed, then freeing the old keys' objects failed: the
-            // flush happened (the detached table stays recorded in the pool and is freed by
-            // the next FLUSHALL or restart), so the client hears OK, and the log the rest.
-            Err(e) if self.store.is_empty().unwrap_or(false) => {
-                eprintln!(
-                    "daisy serve: FLUSHALL emptied the keyspace, but freeing the old keys failed \
-                     ({e}); it resumes at the next FLUSHALL or restart"
-                );
-                resp::ok(&mut c.wbuf)
-            }
-            Err(e) => resp::error(&mut c.wbuf, &error_reply(&e)),
-        }
+        self.store.prefetch(c.cl.db, key, stage);
     }
 
     /// Run one request inside `tx`, appending its reply.
@@ -941,6 +931,9 @@ impl Server {
             c.close_after = true;
             return Ok(());
         }
+        c.cl.qbuf = c.rlen.saturating_sub(w.start);
+        c.cl.rbs = c.rbuf.len();
+        c.cl.last_ms = now;
         // Arguments as slices of the input buffer: on the stack for the usual few.
         let mut small: [&[u8]; 8] = [&[]; 8];
         let big: Vec<&[u8]>;
@@ -974,7 +967,7 @@ impl Server {
             Action::ClientList => {
                 let mut list = String::new();
                 for x in self.conns.iter().flatten() {
-                    list += &cmd::client_line(&x.cl, now);
+                    list += &crate::admin::client_line(&x.cl, now);
                 }
                 if let Some(Some(c)) = self.conns.get_mut(w.conn) {
                     resp::bulk(&mut c.wbuf, list.as_bytes());
@@ -988,21 +981,55 @@ impl Server {
     /// expiry): continue while a quarter or more of the keys looked at were expired.
     fn active_expire(&mut self) {
         let pool = self.pool.clone();
-        let has = pool.transaction(|tx| self.store.expires(tx)).unwrap_or(0);
-        if has == 0 {
-            return;
-        }
         let t0 = Instant::now();
         let now = now_ms();
+        for _ in 0..self.store.databases() {
+            let db = self.expire_db;
+            let has = pool.transaction(|tx| self.store.expires(tx, db)).unwrap_or(0);
+            if has > 0 {
+                loop {
+                    let cursor = self.expire_cursor;
+                    let r = pool.transaction(|tx| self.store.expire_step(tx, db, cursor, 200, now));
+                    let Ok((next, seen, removed)) = r else {
+                        self.store.resync();
+                        return;
+                    };
+                    self.store.committed();
+                    self.expire_cursor = next;
+                    if t0.elapsed() > EXPIRE_BUDGET {
+                        return;
+                    }
+                    if removed * 4 < seen.max(1) || next == 0 {
+                        break;
+                    }
+                }
+            }
+            // Next database, from the start of its hash space.
+            self.expire_db = (self.expire_db + 1) % self.store.databases();
+            self.expire_cursor = 0;
+        }
+    }
+
+    /// Free queued collections for up to [`LAZYFREE_BUDGET`] (Redis's lazyfree thread, in
+    /// bounded steps of the event loop). False when the queue is empty.
+    fn lazyfree(&mut self) -> bool {
+        let t0 = Instant::now();
         loop {
-            let cursor = self.expire_cursor;
-            let r = pool.transaction(|tx| self.store.expire_step(tx, cursor, 200, now));
-            let Ok((next, seen, removed)) = r else {
-                return;
-            };
-            self.expire_cursor = next;
-            if removed * 4 < seen.max(1) || t0.elapsed() > EXPIRE_BUDGET {
-                return;
+            match self.store.lazyfree_step(LAZYFREE_STEP) {
+                Ok(true) => return false,
+                Ok(false) => {}
+                Err(e) => {
+                    // A step that cannot run (a damaged queue entry): say so once a second at
+                    // most, and try again later; the data is not at risk.
+                    if self.lazy_error_at.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
+                        eprintln!("daisy serve: freeing a deleted collection failed: {e}");
+                        self.lazy_error_at = Some(Instant::now());
+                    }
+                    return true;
+                }
+            }
+            if t0.elapsed() > LAZYFREE_BUDGET {
+                return true;
             }
         }
     }
@@ -1033,6 +1060,18 @@ fn set_keepalive(stream: &TcpStream, secs: u32) {
             );
         }
     }
+}
+
+/// CPU time used by this process so far: (system, user) seconds (INFO cpu).
+pub fn cpu_times() -> (f64, f64) {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct passed by pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(u.ru_stime), secs(u.ru_utime))
 }
 
 /// Raise the soft limit on open files toward the hard limit, so that --max-clients

@@ -46,7 +46,13 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
         ],
         HashMap => &[EarlyBlockReuse, EarlyRecoveryWatermark],
-        Kv => &[EarlyBlockReuse, GrowWithoutSync, EarlyRecoveryWatermark],
+        Kv => &[
+            EarlyBlockReuse,
+            GrowWithoutSync,
+            EarlyRecoveryWatermark,
+            GarbageSlotKept,
+            LazyQueueLate,
+        ],
         Msync => &[
             EarlyBlockReuse,
             NoRunBitmapZero,

@@ -1,23 +1,31 @@
 //! The KV server's workload under the simulator: numbered transactions, each a group of one
-//! to six real server commands (SET, SET PX, DEL, INCR, APPEND, MSET, EXPIRE, PERSIST run by
-//! `daisy_kv::cmd::execute`, as the event loop's group commit runs them), on a keyspace pool.
+//! to six real server commands run by `daisy_kv::commands::execute`, as the event loop's
+//! group commit runs them, on a keyspace pool: strings (SET, SET PX, INCR, APPEND, MSET),
+//! hashes (HSET, HDEL, HINCRBY) and sets (SADD, SREM) that cross every encoding threshold
+//! both ways a hash or set can (packed -> table by size and by length, intset -> packed ->
+//! table; the thresholds are set low, as CONFIG SET would), keys of any type (DEL, EXPIRE,
+//! PERSIST, RENAME), a second database (SELECT, FLUSHDB), MULTI/EXEC blocks, and collections
+//! big enough to be freed lazily: after each transaction one bounded lazyfree step runs in a
+//! transaction of its own, so the simulator crashes inside it too.
 //!
 //! The model replays the same commands (a function of the seed and the transaction id) on a
 //! `BTreeMap`; a crash image must recover to a keyspace that passes `pool check` (records,
-//! expiry count, reachability) and equals the model after the transactions that returned,
-//! or after the one in flight too.
+//! types, expiry counts, the lazyfree queue, reachability) and equals the model after the
+//! transactions that returned, or after the one in flight too (so an EXEC is whole or
+//! absent).
 
 use anyhow::{anyhow, bail, Result};
 use daisy::{Pool, PoolOptions};
-use daisy_kv::cmd::{self, Client, ServerState};
-use daisy_kv::store::{self, Store, LAYOUT};
+use daisy_kv::commands::{self as cmd, Client, ServerState};
+use daisy_kv::keyspace::{self, Keyspace, LAYOUT};
+use daisy_kv::types::Value;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Payload and whether an expiry time is set, per key.
-type Keys = BTreeMap<Vec<u8>, (Vec<u8>, bool)>;
+/// (database, key) -> value and whether an expiry time is set.
+type Keys = BTreeMap<(u32, Vec<u8>), (Value, bool)>;
 
 /// The keyspace after `applied` transactions.
 #[derive(Clone, Debug, Default)]
@@ -26,10 +34,27 @@ pub struct KvModel {
     pub keys: Keys,
 }
 
+/// Encoding thresholds of the workload's server (low, so conversions happen often).
+pub const CONFIG: &[(&str, &str)] = &[
+    ("hash-max-listpack-entries", "6"),
+    ("hash-max-listpack-value", "24"),
+    ("set-max-intset-entries", "6"),
+    ("set-max-listpack-entries", "8"),
+    ("set-max-listpack-value", "24"),
+];
+
 /// The commands of transaction `id`.
 pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
     let mut rng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xA076_1D64_78BD_642F));
-    let key = |rng: &mut SmallRng| format!("k{}", rng.gen_range(0..12)).into_bytes();
+    let v = |s: &str| s.as_bytes().to_vec();
+    let skey = |rng: &mut SmallRng| format!("k{}", rng.gen_range(0..10)).into_bytes();
+    let hkey = |rng: &mut SmallRng| format!("h{}", rng.gen_range(0..4)).into_bytes();
+    let setkey = |rng: &mut SmallRng| format!("s{}", rng.gen_range(0..4)).into_bytes();
+    let any_key = |rng: &mut SmallRng| match rng.gen_range(0..3) {
+        0 => skey(rng),
+        1 => hkey(rng),
+        _ => setkey(rng),
+    };
     let value = |rng: &mut SmallRng| {
         // Mostly small; now and then a few KB (a new, larger block).
         let n = if rng.gen_range(0..10) == 0 {
@@ -39,80 +64,273 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         };
         vec![b'a' + rng.gen_range(0..26u8); n]
     };
-    let v = |s: &str| s.as_bytes().to_vec();
-    (0..rng.gen_range(1..=6))
-        .map(|_| match rng.gen_range(0..9) {
-            0 | 1 => vec![v("SET"), key(&mut rng), value(&mut rng)],
-            2 => vec![
-                v("SET"),
-                key(&mut rng),
-                value(&mut rng),
-                v("PX"),
-                v("3600000"),
-            ],
-            3 => vec![v("DEL"), key(&mut rng)],
-            4 => vec![v("INCR"), v("counter")],
-            5 => vec![v("APPEND"), key(&mut rng), value(&mut rng)],
-            6 => vec![
-                v("MSET"),
-                key(&mut rng),
-                value(&mut rng),
-                key(&mut rng),
-                value(&mut rng),
-            ],
-            7 => vec![v("EXPIRE"), key(&mut rng), v("3600")],
-            _ => vec![v("PERSIST"), key(&mut rng)],
-        })
-        .collect()
+    let field = |rng: &mut SmallRng| format!("f{}", rng.gen_range(0..12)).into_bytes();
+    let member = |rng: &mut SmallRng| {
+        if rng.gen_range(0..3) == 0 {
+            format!("m{}", rng.gen_range(0..12)).into_bytes()
+        } else {
+            rng.gen_range(-20i32..20).to_string().into_bytes()
+        }
+    };
+    let one = |rng: &mut SmallRng| -> Vec<Vec<Vec<u8>>> {
+        match rng.gen_range(0..20) {
+            0 | 1 => vec![vec![v("SET"), skey(rng), value(rng)]],
+            2 => vec![vec![v("SET"), skey(rng), value(rng), v("PX"), v("3600000")]],
+            3 => vec![vec![v("DEL"), any_key(rng)]],
+            4 => vec![vec![v("INCR"), v("counter")]],
+            5 => vec![vec![v("APPEND"), skey(rng), value(rng)]],
+            6 => vec![vec![v("MSET"), skey(rng), value(rng), skey(rng), value(rng)]],
+            7 => vec![vec![v("EXPIRE"), any_key(rng), v("3600")]],
+            8 => vec![vec![v("PERSIST"), any_key(rng)]],
+            9 | 10 => {
+                // A long value now and then converts a packed hash by length.
+                let mut c = vec![v("HSET"), hkey(rng)];
+                for _ in 0..rng.gen_range(1..4) {
+                    c.push(field(rng));
+                    let n = if rng.gen_range(0..8) == 0 { 40 } else { 5 };
+                    c.push(vec![b'a' + rng.gen_range(0..26u8); n]);
+                }
+                vec![c]
+            }
+            11 => vec![vec![v("HDEL"), hkey(rng), field(rng), field(rng)]],
+            12 => vec![vec![v("HINCRBY"), hkey(rng), v("n"), v("3")]],
+            13 | 14 => {
+                let mut c = vec![v("SADD"), setkey(rng)];
+                for _ in 0..rng.gen_range(1..4) {
+                    c.push(member(rng));
+                }
+                vec![c]
+            }
+            15 => vec![vec![v("SREM"), setkey(rng), member(rng), member(rng)]],
+            16 => {
+                // A collection big enough to be freed lazily when it goes.
+                let big = format!("big{}", rng.gen_range(0..2)).into_bytes();
+                let mut c = vec![v("SADD"), big];
+                for i in 0..80 {
+                    c.push(format!("x{}-{i}", rng.gen_range(0..1000)).into_bytes());
+                }
+                vec![c]
+            }
+            17 => vec![vec![v("RENAME"), any_key(rng), any_key(rng)]],
+            18 => {
+                // The second database: write there, and now and then empty it.
+                let mut c = vec![vec![v("SELECT"), v("1")]];
+                if rng.gen_range(0..6) == 0 {
+                    c.push(vec![v("FLUSHDB")]);
+                } else {
+                    c.push(vec![v("HSET"), hkey(rng), field(rng), value(rng)]);
+                    c.push(vec![v("SADD"), setkey(rng), member(rng)]);
+                }
+                c.push(vec![v("SELECT"), v("0")]);
+                c
+            }
+            _ => {
+                // The big sets go whole.
+                vec![vec![v("DEL"), v("big0"), v("big1")]]
+            }
+        }
+    };
+    let mut out = Vec::new();
+    for _ in 0..rng.gen_range(1..=6) {
+        if rng.gen_range(0..8) == 0 {
+            // A MULTI/EXEC block.
+            out.push(vec![v("MULTI")]);
+            for _ in 0..rng.gen_range(1..4) {
+                let mut c = one(&mut rng);
+                c.retain(|x| x[0] != b"SELECT"); // SELECT inside MULTI is queued: keep it simple
+                out.extend(c.into_iter().filter(|x| x[0] != b"FLUSHDB"));
+            }
+            out.push(vec![v("EXEC")]);
+        } else {
+            out.extend(one(&mut rng));
+        }
+    }
+    out
 }
 
-fn apply(m: &mut Keys, cmd: &[Vec<u8>]) {
-    match &cmd[0][..] {
-        b"SET" => {
-            m.insert(cmd[1].clone(), (cmd[2].clone(), cmd.len() > 3));
-        }
-        b"DEL" => {
-            m.remove(&cmd[1]);
-        }
-        b"INCR" => {
-            let e = m.entry(cmd[1].clone()).or_insert((b"0".to_vec(), false));
-            let n: i64 = String::from_utf8_lossy(&e.0).parse().unwrap_or(0);
-            e.0 = (n + 1).to_string().into_bytes();
-        }
-        b"APPEND" => {
-            m.entry(cmd[1].clone())
-                .or_insert((Vec::new(), false))
-                .0
-                .extend_from_slice(&cmd[2]);
-        }
-        b"MSET" => {
-            for kv in cmd[1..].chunks(2) {
-                m.insert(kv[0].clone(), (kv[1].clone(), false));
-            }
-        }
-        b"EXPIRE" => {
-            if let Some(e) = m.get_mut(&cmd[1]) {
-                e.1 = true;
-            }
-        }
-        b"PERSIST" => {
-            if let Some(e) = m.get_mut(&cmd[1]) {
-                e.1 = false;
-            }
-        }
-        other => unreachable!("{other:?}"),
+/// The model's state, and the client's current database within a transaction.
+struct Apply<'a> {
+    m: &'a mut Keys,
+    db: u32,
+}
+
+impl Apply<'_> {
+    fn key(&self, k: &[u8]) -> (u32, Vec<u8>) {
+        (self.db, k.to_vec())
     }
+
+    fn apply(&mut self, cmd: &[Vec<u8>]) {
+        let k = |i: usize| cmd[i].clone();
+        match &cmd[0][..] {
+            b"SET" => {
+                self.m.insert(self.key(&cmd[1]), (Value::String(k(2)), cmd.len() > 3));
+            }
+            b"DEL" => {
+                for key in &cmd[1..] {
+                    self.m.remove(&self.key(key));
+                }
+            }
+            b"INCR" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::String(b"0".to_vec()), false));
+                let Value::String(s) = &mut e.0 else {
+                    unreachable!()
+                };
+                let n: i64 = String::from_utf8_lossy(s).parse().unwrap_or(0);
+                *s = (n + 1).to_string().into_bytes();
+            }
+            b"APPEND" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::String(Vec::new()), false));
+                if let Value::String(s) = &mut e.0 {
+                    s.extend_from_slice(&cmd[2]);
+                }
+            }
+            b"MSET" => {
+                for kv in cmd[1..].chunks(2) {
+                    self.m.insert(self.key(&kv[0]), (Value::String(kv[1].clone()), false));
+                }
+            }
+            b"EXPIRE" => {
+                if let Some(e) = self.m.get_mut(&self.key(&cmd[1])) {
+                    e.1 = true;
+                }
+            }
+            b"PERSIST" => {
+                if let Some(e) = self.m.get_mut(&self.key(&cmd[1])) {
+                    e.1 = false;
+                }
+            }
+            b"HSET" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::Hash(BTreeMap::new()), false));
+                if let Value::Hash(h) = &mut e.0 {
+                    for fv in cmd[2..].chunks(2) {
+                        h.insert(fv[0].clone(), fv[1].clone());
+                    }
+                }
+            }
+            b"HDEL" => {
+                let key = self.key(&cmd[1]);
+                if let Some((Value::Hash(h), _)) = self.m.get_mut(&key) {
+                    for f in &cmd[2..] {
+                        h.remove(f);
+                    }
+                    if h.is_empty() {
+                        self.m.remove(&key);
+                    }
+                }
+            }
+            b"HINCRBY" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::Hash(BTreeMap::new()), false));
+                if let Value::Hash(h) = &mut e.0 {
+                    let cur: i64 = h
+                        .get(&cmd[2])
+                        .map(|v| String::from_utf8_lossy(v).parse().unwrap())
+                        .unwrap_or(0);
+                    let by: i64 = String::from_utf8_lossy(&cmd[3]).parse().unwrap();
+                    h.insert(cmd[2].clone(), (cur + by).to_string().into_bytes());
+                }
+            }
+            b"SADD" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::Set(BTreeSet::new()), false));
+                if let Value::Set(s) = &mut e.0 {
+                    for x in &cmd[2..] {
+                        s.insert(x.clone());
+                    }
+                }
+            }
+            b"SREM" => {
+                let key = self.key(&cmd[1]);
+                if let Some((Value::Set(s), _)) = self.m.get_mut(&key) {
+                    for x in &cmd[2..] {
+                        s.remove(x);
+                    }
+                    if s.is_empty() {
+                        self.m.remove(&key);
+                    }
+                }
+            }
+            b"RENAME" => {
+                let (src, dst) = (self.key(&cmd[1]), self.key(&cmd[2]));
+                if let Some(v) = self.m.remove(&src) {
+                    self.m.insert(dst, v);
+                }
+            }
+            b"SELECT" => self.db = String::from_utf8_lossy(&cmd[1]).parse().unwrap(),
+            b"FLUSHDB" => {
+                let db = self.db;
+                self.m.retain(|(d, _), _| *d != db);
+            }
+            b"MULTI" | b"EXEC" => {}
+            other => unreachable!("{other:?}"),
+        }
+    }
+}
+
+/// Whether `cmd` would fail on `m` (a type clash, RENAME of a missing key): such commands are
+/// left out, so that every command the workload sends succeeds. Both the model and the
+/// workload filter with this on the model's state, so they agree.
+fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
+    let ty = |k: &[u8]| {
+        m.get(&(db, k.to_vec())).map(|v| match v.0 {
+            Value::String(_) => 0,
+            Value::Hash(_) => 1,
+            Value::Set(_) => 2,
+        })
+    };
+    let is = |k: &[u8], t: i32| ty(k).is_none_or(|x| x == t);
+    match &cmd[0][..] {
+        b"INCR" => match m.get(&(db, cmd[1].clone())) {
+            None => true,
+            Some((Value::String(s), _)) => String::from_utf8_lossy(s).parse::<i64>().is_ok(),
+            _ => false,
+        },
+        b"APPEND" => is(&cmd[1], 0),
+        b"HSET" | b"HDEL" | b"HINCRBY" => is(&cmd[1], 1),
+        b"SADD" | b"SREM" => is(&cmd[1], 2),
+        b"RENAME" => ty(&cmd[1]).is_some(),
+        _ => true,
+    }
+}
+
+/// The commands of transaction `id` that apply to `m` (see [`applicable`]), and the state
+/// after them.
+fn run_model(m: &mut Keys, seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
+    let mut a = Apply { m, db: 0 };
+    let mut sent = Vec::new();
+    for c in commands(seed, id) {
+        if applicable(a.m, a.db, &c) {
+            a.apply(&c);
+            sent.push(c);
+        }
+    }
+    sent
 }
 
 impl KvModel {
     pub fn advance_to(&mut self, seed: u64, id: u64) {
         while self.applied < id {
             self.applied += 1;
-            for c in commands(seed, self.applied) {
-                apply(&mut self.keys, &c);
-            }
+            run_model(&mut self.keys, seed, self.applied);
         }
     }
+}
+
+fn to_model(d: keyspace::Dump) -> Keys {
+    d.into_iter().collect()
 }
 
 /// Recover the image at `path` and compare it with `model` (transactions that returned) or
@@ -122,7 +340,7 @@ impl KvModel {
 pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64> {
     let pool =
         Pool::open_snapshot(path, Some(LAYOUT)).map_err(|e| anyhow!("recovery failed: {e}"))?;
-    let (reach, problems) = store::check(&pool).map_err(|e| anyhow!("{e}"))?;
+    let (reach, problems) = keyspace::check(&pool).map_err(|e| anyhow!("{e}"))?;
     if let Some(p) = problems.first() {
         bail!("keyspace check: {p}");
     }
@@ -130,7 +348,7 @@ pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64> {
     if let Some(p) = rep.problems.first() {
         bail!("pool check: {p}");
     }
-    let got = store::dump(&pool).map_err(|e| anyhow!("{e}"))?;
+    let got = to_model(keyspace::dump(&pool).map_err(|e| anyhow!("{e}"))?);
     if got == model.keys {
         return Ok(model.applied);
     }
@@ -143,7 +361,7 @@ pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64> {
         .chain(got.keys())
         .filter(|k| got.get(*k) != model.keys.get(*k))
         .take(3)
-        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .map(|(d, k)| format!("db{d}:{}", String::from_utf8_lossy(k)))
         .collect();
     Err(anyhow!(
         "keyspace is neither the state after transaction {} nor after {}; keys differing from the first: {diff:?}",
@@ -151,13 +369,15 @@ pub fn verify(path: &Path, model: &KvModel, next: &KvModel) -> Result<u64> {
     ))
 }
 
-/// The workload's pool, keyspace and server state.
+/// The workload's pool, keyspace and server state, and its model (to know which commands
+/// apply: see [`applicable`]).
 pub struct KvWork {
     pub pool: Pool,
-    store: Store,
+    ks: Keyspace,
     sv: ServerState,
     cl: Client,
     table: cmd::Table,
+    model: KvModel,
 }
 
 impl KvWork {
@@ -174,35 +394,52 @@ impl KvWork {
         .map_err(anyhow::Error::from)
     }
 
-    /// The workload on `pool` (a new keyspace is created in it on first use).
-    pub fn open(pool: &Pool) -> Result<KvWork> {
+    /// The workload on `pool` (a new keyspace is created in it on first use), whose keyspace
+    /// holds the transactions up to `applied`.
+    pub fn open(pool: &Pool, seed: u64, applied: u64) -> Result<KvWork> {
         let pool = pool.clone();
-        let store = Store::open(&pool).map_err(|e| anyhow!("{e}"))?;
-        let sv = ServerState::new(&pool, 0);
+        let ks = Keyspace::open(&pool, 2).map_err(|e| anyhow!("{e}"))?;
+        let mut sv = ServerState::new(&pool, 0);
+        for (k, v) in CONFIG {
+            sv.config.set_internal(k, v);
+        }
+        let mut model = KvModel::default();
+        model.advance_to(seed, applied);
         Ok(KvWork {
             pool,
-            store,
+            ks,
             sv,
             cl: Client::default(),
             table: cmd::Table::new(),
+            model,
         })
     }
 
-    /// Run transaction `id`: its commands in one transaction, replies checked for errors.
+    /// Run transaction `id`: its commands in one transaction, replies checked for errors;
+    /// then one bounded lazyfree step in a transaction of its own.
     pub fn run_tx(&mut self, seed: u64, id: u64) -> Result<()> {
-        let cmds = commands(seed, id);
+        let mut next = self.model.clone();
+        next.applied = id - 1;
+        next.keys = self.model.keys.clone();
+        if self.model.applied + 1 != id {
+            bail!("kv workload: transaction {id} after {}", self.model.applied);
+        }
+        let cmds = run_model(&mut next.keys, seed, id);
+        next.applied = id;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
         let pool = self.pool.clone();
         let mut out = Vec::new();
-        pool.transaction(|tx| {
+        self.cl.db = 0;
+        self.cl.multi = None;
+        let r = pool.transaction(|tx| {
             for c in &cmds {
                 let args: Vec<&[u8]> = c.iter().map(|a| &a[..]).collect();
                 cmd::execute(
                     &self.table,
-                    &mut self.store,
+                    &mut self.ks,
                     tx,
                     &mut self.cl,
                     &mut self.sv,
@@ -212,12 +449,22 @@ impl KvWork {
                 )?;
             }
             Ok::<_, daisy::Error>(())
-        })?;
+        });
+        if let Err(e) = r {
+            self.ks.resync();
+            return Err(e.into());
+        }
+        self.ks.committed();
         if out.first() == Some(&b'-') || out.windows(3).any(|w| w == b"\r\n-") {
             bail!(
                 "transaction {id}: an error reply: {}",
-                String::from_utf8_lossy(&out)
+                String::from_utf8_lossy(&out[..out.len().min(2000)])
             );
+        }
+        self.model = next;
+        // Lazyfree, a few objects at a time (so a table takes several steps).
+        if self.ks.lazyfree_step(16).is_err() {
+            self.ks.resync();
         }
         Ok(())
     }

@@ -769,9 +769,10 @@ impl Drop for ThreadsRunner {
 }
 
 /// Open the workload's runner on `pool`.
-fn open_runner(w: Workload, pool: &Pool, seed: u64) -> Result<Box<dyn Runner>> {
+/// `applied`: the transactions the pool already holds (the kv workload's model needs it).
+fn open_runner(w: Workload, pool: &Pool, seed: u64, applied: u64) -> Result<Box<dyn Runner>> {
     if w == Workload::Kv {
-        return Ok(Box::new(kv::KvWork::open(pool)?));
+        return Ok(Box::new(kv::KvWork::open(pool, seed, applied)?));
     }
     let ct = Arc::new(crashtest::Ct::open_mix(pool, seed, w.mix())?);
     Ok(if w == Workload::Threads {
@@ -846,7 +847,7 @@ fn run_linear<M: LinearModel>(
         };
         // ---- First life ----
         let pool = workload_pool(&path, w)?;
-        let mut runner = open_runner(w, &pool, seed)?;
+        let mut runner = open_runner(w, &pool, seed, 0)?;
         let mut model = model0;
         let mut id = 0u64;
         if w == Workload::HashMap {
@@ -902,7 +903,7 @@ fn run_linear<M: LinearModel>(
             let opened = Pool::open(
                 &path,
                 if w == Workload::Kv {
-                    daisy_kv::store::LAYOUT
+                    daisy_kv::keyspace::LAYOUT
                 } else {
                     crashtest::LAYOUT
                 },
@@ -918,7 +919,7 @@ fn run_linear<M: LinearModel>(
                     return Ok(res_with(res, &ctx, id));
                 }
             };
-            let mut runner = open_runner(w, &pool, seed)?;
+            let mut runner = open_runner(w, &pool, seed, found)?;
             lock().expect = Linear::new(seed, at, InFlight::One);
             id = run_until(&mut *runner, &ctx, seed, found, |c, _| c.images >= budget);
             res.add_stats(&sim::stop(), "life2/");

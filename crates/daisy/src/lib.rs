@@ -115,7 +115,7 @@ pub use bytemuck::{Pod, Zeroable};
 pub use check::CheckReport;
 pub use collections::{
     bytesmap::{EntryRef, Upsert},
-    check_all, map_objects, Batch, BytesMapView, MapCheck, PBytesMap, PHashMap,
+    bytes_map_entries, check_all, map_objects, Batch, BytesMapView, MapCheck, PBytesMap, PHashMap,
 };
 pub use error::{Error, Result};
 pub use layout::{DEFAULT_LANES, DEFAULT_SLOT_SIZE};

@@ -93,11 +93,15 @@ pub enum Fault {
     /// names a free block, and the next step frees it again (collections/table.rs,
     /// `garbage_step`).
     GarbageSlotKept = 15,
+    /// `daisy serve`'s lazyfree: the queue slot of a collection whose last object was freed
+    /// is cleared by a transaction of its own after that, instead of in the same one: a
+    /// crash in between leaves the queue naming freed memory (daisy-kv, keyspace.rs).
+    LazyQueueLate = 16,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 16] = [
+    pub const ALL: [Fault; 17] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -114,6 +118,7 @@ impl Fault {
         Fault::GrowWithoutSync,
         Fault::EarlyRecoveryWatermark,
         Fault::GarbageSlotKept,
+        Fault::LazyQueueLate,
     ];
 
     fn bit(self) -> u32 {

@@ -23,8 +23,10 @@ fn connection_and_server_commands() {
             .unwrap(),
         "x y"
     );
+    // Redis's 16 databases.
+    let _: () = redis::cmd("SELECT").arg(15).query(&mut c).unwrap();
     let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
-    assert!(err_text(redis::cmd("SELECT").arg(1).query::<()>(&mut c))
+    assert!(err_text(redis::cmd("SELECT").arg(16).query::<()>(&mut c))
         .contains("DB index is out of range"));
     let _: () = redis::cmd("CLIENT")
         .arg("SETNAME")

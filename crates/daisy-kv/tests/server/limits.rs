@@ -33,12 +33,13 @@ fn a_full_pool_answers_oom_and_keeps_what_it_has() {
     let _: () = c.set("small", "fits").unwrap();
     drop(c);
     srv.stop();
-    let p = daisy::Pool::open(&pool, daisy_kv::store::LAYOUT).unwrap();
+    let p = daisy::Pool::open(&pool, daisy_kv::keyspace::LAYOUT).unwrap();
     let report = p.check(None);
     assert!(report.ok(), "{:?}", report.problems);
-    let store = daisy_kv::store::Store::open(&p).unwrap();
-    assert!(store.check().problems.is_empty());
-    assert_eq!(store.len().unwrap(), stored as u64);
+    let (_, problems) = daisy_kv::keyspace::check(&p).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    let ks = daisy_kv::keyspace::Keyspace::open(&p, 16).unwrap();
+    assert_eq!(ks.total_keys().unwrap(), stored as u64);
 }
 
 /// Commands that touch more keys than one redo record can change: reads over many expired
@@ -118,7 +119,7 @@ fn flushall_empties_a_completely_full_pool() {
     assert_eq!(c.get::<_, String>("after").unwrap(), "yes");
     drop(c);
     srv.stop();
-    let p = daisy::Pool::open(&pool, daisy_kv::store::LAYOUT).unwrap();
+    let p = daisy::Pool::open(&pool, daisy_kv::keyspace::LAYOUT).unwrap();
     let report = p.check(None);
     assert!(report.ok(), "{:?}", report.problems);
 }

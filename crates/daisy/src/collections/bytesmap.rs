@@ -802,7 +802,7 @@ fn read_entry_key(src: &Src, obj: u64) -> Result<(Vec<u8>, EntryRef)> {
     Ok((k, e))
 }
 
-fn read_entry(src: &Src, obj: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn read_entry(src: &Src, obj: u64) -> Result<(Vec<u8>, Vec<u8>)> {
     let (kl, vl) = entry_lens(src, obj)?;
     let mut k = vec![0u8; kl];
     let mut v = vec![0u8; vl];

@@ -50,6 +50,52 @@ pub fn map_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
     Ok(out)
 }
 
+/// Every (key, value) of the byte-string map at `hdr`, the entries a detached directory still
+/// holds included (a `clear` or a [`PBytesMap::free_step`] in progress): for checkers that
+/// follow what values own. Read-only.
+pub fn bytes_map_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let inner: &PoolInner = &pool.inner;
+    let src = Src::Pool(inner);
+    let h = src.header(hdr)?;
+    let bad = |why: &str| crate::Error::NotACollection {
+        offset: hdr,
+        what: "byte-string hash map",
+        why: why.into(),
+    };
+    if h.magic != MAP_MAGIC || h.crc != h.immutable_crc() || h.kind != KIND_BYTES {
+        return Err(bad("no byte-string map header there"));
+    }
+    let mut dirs = Vec::new();
+    if !(h.dir == 0 && h.depth == 0) {
+        if !dir_fits(inner, h.dir, h.depth) {
+            return Err(bad("directory does not fit the pool"));
+        }
+        dirs.push((h.dir, h.depth as u32, 0));
+    }
+    if h.garbage_dir != 0 {
+        if !dir_fits(inner, h.garbage_dir, h.garbage_depth as u64) {
+            return Err(bad("detached directory does not fit the pool"));
+        }
+        dirs.push((h.garbage_dir, h.garbage_depth, h.garbage_pos as u64));
+    }
+    let mut out = Vec::new();
+    let mut img = vec![0u8; SEG_BYTES];
+    for (dir, depth, from) in dirs {
+        let words = read_dir(&src, dir, depth)?;
+        let spans = dir_spans(&words, depth, dir).map_err(|_| bad("inconsistent directory"))?;
+        for (_, seg, _) in spans.into_iter().filter(|s| s.0 >= from) {
+            src.read(seg, &mut img)?;
+            for slot in img.chunks_exact(16) {
+                let obj = u64::from_le_bytes(slot[8..16].try_into().unwrap());
+                if obj != 0 {
+                    out.push(bytesmap::read_entry(&src, obj)?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Find every hash map in the pool (objects that start with a valid map header) and check
 /// each one's invariants. Read-only; used by `daisy pool check`.
 pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {

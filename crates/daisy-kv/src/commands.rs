@@ -1,0 +1,668 @@
+//! Running a command: the command table (Redis's names, arities, flags), the checks before a
+//! command runs (unknown, arity, authentication, MULTI queueing), and the context a handler
+//! gets ([`Ctx`]). The handlers live with what they work on: `types::string`, `types::hash`,
+//! `types::set` (the types' commands), `keys` (key and database commands), `multi`
+//! (MULTI/EXEC/WATCH) and `admin` (connection and server commands).
+//!
+//! Every handler runs inside the caller's transaction (the event loop's group commit); a
+//! handler that returns `Err` aborts that transaction, and the loop replays the group's
+//! commands so that only the failing command answers with an error. Replies for the client
+//! are appended to `out`; a Redis error reply is a reply, not an `Err`.
+
+use crate::config::Config;
+use crate::keyspace::{Keyspace, Val};
+use crate::resp;
+use crate::types::Type;
+use daisy::Tx;
+use std::collections::HashMap;
+
+pub const E_INT: &str = "ERR value is not an integer or out of range";
+pub const E_SYNTAX: &str = "ERR syntax error";
+pub const E_NOAUTH: &str = "NOAUTH Authentication required.";
+pub const E_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const E_FLOAT: &str = "ERR value is not a valid float";
+/// Largest string value (proto-max-bulk-len).
+pub const MAX_STRING: usize = 512 << 20;
+
+/// Commands queued by MULTI.
+#[derive(Clone, Debug, Default)]
+pub struct Multi {
+    pub queued: Vec<Vec<Vec<u8>>>,
+    /// A command was refused while queuing: EXEC answers EXECABORT.
+    pub error: bool,
+}
+
+/// Per-connection state.
+#[derive(Clone, Debug, Default)]
+pub struct Client {
+    pub id: u64,
+    pub name: Vec<u8>,
+    pub authed: bool,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i32,
+    pub created_ms: i64,
+    pub last_ms: i64,
+    pub lib_name: Vec<u8>,
+    pub lib_ver: Vec<u8>,
+    /// Full name of the last command (`client|list` for a subcommand), as CLIENT LIST shows.
+    pub last_cmd: String,
+    /// RESP3 after `HELLO 3` (nulls and maps have their own types); RESP2 otherwise.
+    pub resp3: bool,
+    /// The selected database.
+    pub db: usize,
+    /// Inside MULTI: the queued commands.
+    pub multi: Option<Multi>,
+    /// Bytes of unparsed input and of the input buffer (CLIENT LIST's qbuf, rbs), set by the
+    /// event loop.
+    pub qbuf: usize,
+    pub rbs: usize,
+}
+
+/// Counters of one command (INFO commandstats).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CmdStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+/// Server-wide counters that a failed group restores (see `server::run_work`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counters {
+    pub total_commands: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub rejected_calls: u64,
+    pub failed_calls: u64,
+}
+
+/// Server-wide settings and counters the commands report.
+pub struct ServerState {
+    /// The keyspace's pool (INFO memory scans its allocator for `used_memory`).
+    pub pool: daisy::Pool,
+    pub bind: String,
+    pub port: u16,
+    pub requirepass: Option<Vec<u8>>,
+    pub max_clients: usize,
+    pub pool_path: String,
+    pub pool_mode: String,
+    pub started_ms: i64,
+    pub connected_clients: usize,
+    pub total_connections: u64,
+    pub rejected_connections: u64,
+    pub counters: Counters,
+    /// Per command (index into [`COMMANDS`]): not restored by a failed group (a rare
+    /// double count on that path).
+    pub cmdstats: Vec<CmdStat>,
+    /// Error replies by their first word (INFO errorstats).
+    pub errorstats: HashMap<String, u64>,
+    pub group_commits: u64,
+    pub pool_size: u64,
+    pub pool_max_size: u64,
+    pub recovery_ms: f64,
+    pub rng: u64,
+    pub config: Config,
+}
+
+impl ServerState {
+    /// Defaults for a server (or a test driver) on `pool`: loopback, port 6379, no password.
+    pub fn new(pool: &daisy::Pool, now_ms: i64) -> ServerState {
+        ServerState {
+            pool: pool.clone(),
+            bind: "127.0.0.1".into(),
+            port: 6379,
+            requirepass: None,
+            max_clients: 10_000,
+            pool_path: pool.path().display().to_string(),
+            pool_mode: pool.mode().describe(),
+            started_ms: now_ms,
+            connected_clients: 0,
+            total_connections: 0,
+            rejected_connections: 0,
+            counters: Counters::default(),
+            cmdstats: vec![CmdStat::default(); COMMANDS.len()],
+            errorstats: HashMap::new(),
+            group_commits: 0,
+            pool_size: pool.size(),
+            pool_max_size: pool.max_size(),
+            recovery_ms: 0.0,
+            rng: (now_ms as u64 ^ 0x9E37_79B9_7F4A_7C15) | 1,
+            config: Config::default(),
+        }
+    }
+
+    /// A random word (xorshift64*: random keys and members need a spread, not a secret).
+    pub fn next_random(&mut self) -> u64 {
+        let mut x = self.rng | 1;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Count an error reply (INFO errorstats: by its first word).
+    pub fn count_error(&mut self, msg: &str) {
+        let code = msg.split(' ').next().unwrap_or("ERR");
+        *self.errorstats.entry(code.to_string()).or_default() += 1;
+    }
+}
+
+/// What the event loop must do after a command's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    /// Close the connection once its replies are written (QUIT).
+    Close,
+    /// Stop the server (SHUTDOWN).
+    Shutdown,
+    /// The loop fills in the reply (CLIENT LIST needs every connection).
+    ClientList,
+}
+
+pub type Handler = fn(&mut Ctx, &[&[u8]]) -> daisy::Result<()>;
+
+/// A command's table entry (also what COMMAND reports).
+pub struct Spec {
+    pub name: &'static str,
+    /// Redis arity: n = exactly n arguments with the name, -n = at least n.
+    pub arity: i32,
+    pub flags: &'static [&'static str],
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+    pub handler: Handler,
+}
+
+impl Spec {
+    pub fn has(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    /// Position in [`COMMANDS`].
+    pub fn index(&'static self) -> usize {
+        let base = COMMANDS.as_ptr() as usize;
+        (self as *const Spec as usize - base) / std::mem::size_of::<Spec>()
+    }
+}
+
+/// Everything a handler sees.
+pub struct Ctx<'a, 'p> {
+    pub table: &'a Table,
+    pub ks: &'a mut Keyspace,
+    pub tx: &'a mut Tx<'p>,
+    pub cl: &'a mut Client,
+    pub sv: &'a mut ServerState,
+    pub out: &'a mut Vec<u8>,
+    pub now_ms: i64,
+    pub action: Action,
+}
+
+/// A key's value of the wanted type, or the key holds another type.
+pub type Typed = Result<Option<Val>, WrongType>;
+
+/// The key holds a value of another type (the caller replies WRONGTYPE).
+#[derive(Debug, Clone, Copy)]
+pub struct WrongType;
+
+impl Ctx<'_, '_> {
+    /// Reply with an error (counted for INFO errorstats).
+    pub fn err(&mut self, msg: &str) -> daisy::Result<()> {
+        resp::error(self.out, msg);
+        self.sv.count_error(msg);
+        Ok(())
+    }
+
+    /// The selected database.
+    #[inline]
+    pub fn db(&self) -> usize {
+        self.cl.db
+    }
+
+    /// The key's live value, for a command that may write it.
+    pub fn lookup(&mut self, key: &[u8]) -> daisy::Result<Option<Val>> {
+        let db = self.cl.db;
+        self.ks.lookup(self.tx, db, key, self.now_ms, false)
+    }
+
+    /// [`Self::lookup`] for commands that only read many keys (MGET, EXISTS): see
+    /// `Keyspace::lookup` on why lazy expiry may step aside for them.
+    pub fn lookup_read(&mut self, key: &[u8]) -> daisy::Result<Option<Val>> {
+        let db = self.cl.db;
+        self.ks.lookup(self.tx, db, key, self.now_ms, true)
+    }
+
+    /// The key's live value if it has type `ty` (Redis's `lookupKey` + `checkType`).
+    pub fn lookup_typed(&mut self, key: &[u8], ty: Type) -> daisy::Result<Typed> {
+        Ok(match self.lookup(key)? {
+            Some(v) if v.ty != ty => Err(WrongType),
+            v => Ok(v),
+        })
+    }
+
+    /// Like [`Self::lookup_typed`], counting a hit or a miss (read commands).
+    pub fn lookup_typed_read(&mut self, key: &[u8], ty: Type) -> daisy::Result<Typed> {
+        let r = self.lookup_typed(key, ty)?;
+        match &r {
+            Ok(Some(_)) | Err(_) => self.sv.counters.keyspace_hits += 1,
+            Ok(None) => self.sv.counters.keyspace_misses += 1,
+        }
+        Ok(r)
+    }
+
+    pub fn payload(&self, v: &Val) -> daisy::Result<Vec<u8>> {
+        self.ks.payload(self.tx, v)
+    }
+
+    /// Signal that `key` (in the selected database) changed: WATCH.
+    pub fn touch(&mut self, key: &[u8]) {
+        let db = self.cl.db;
+        self.ks.touch(self.tx, db, key);
+    }
+
+    /// Reply with `v`'s payload as a bulk string, copied from the pool straight into the
+    /// output buffer.
+    pub fn bulk_val(&mut self, v: &Val) -> daisy::Result<()> {
+        resp::bulk_header(self.out, v.len);
+        self.ks.read_into(self.tx, v, 0, v.len, self.out)?;
+        resp::crlf(self.out);
+        Ok(())
+    }
+
+    /// The null reply of the client's protocol.
+    pub fn nil(&mut self) {
+        resp::null(self.out, self.cl.resp3);
+    }
+
+    /// An empty array, or the null array for a missing key where Redis gives one.
+    pub fn null_array(&mut self) {
+        resp::null_array(self.out, self.cl.resp3);
+    }
+
+    /// A map of `n` pairs (a flat array of 2n elements in RESP2).
+    pub fn map(&mut self, n: usize) {
+        resp::map(self.out, n, self.cl.resp3);
+    }
+
+    /// A set reply of `n` elements (an array in RESP2).
+    pub fn set_header(&mut self, n: usize) {
+        resp::set_header(self.out, n, self.cl.resp3);
+    }
+
+    /// Add `amount` units to `base`, or None when it would overflow.
+    pub fn abs_time(&self, base: i64, amount: i64, unit_ms: i64) -> Option<i64> {
+        amount.checked_mul(unit_ms)?.checked_add(base)
+    }
+
+    /// A random word.
+    pub fn random(&mut self) -> u64 {
+        self.sv.next_random()
+    }
+}
+
+/// Uppercase copy of an option argument.
+pub fn upper(a: &[u8]) -> Vec<u8> {
+    a.to_ascii_uppercase()
+}
+
+/// A client's bytes for an error text or a listing: at most 128 of them, as Redis shows them
+/// (an unknown 512 MB command name must not become gigabytes of reply).
+pub fn lossy(a: &[u8]) -> String {
+    String::from_utf8_lossy(&a[..a.len().min(128)]).into_owned()
+}
+
+pub use crate::resp::parse_i64;
+
+/// Reply WRONGTYPE and return from the handler when a lookup found another type; else the
+/// `Option<Val>`.
+#[macro_export]
+macro_rules! typed {
+    ($c:expr, $r:expr) => {
+        match $r {
+            Ok(v) => v,
+            Err($crate::commands::WrongType) => {
+                return $c.err($crate::commands::E_WRONGTYPE);
+            }
+        }
+    };
+}
+
+// ---- the table -------------------------------------------------------------------------
+
+macro_rules! spec {
+    ($name:literal, $arity:expr, [$($f:literal),*], $fk:expr, $lk:expr, $st:expr, $h:expr) => {
+        Spec { name: $name, arity: $arity, flags: &[$($f),*], first_key: $fk, last_key: $lk,
+               step: $st, handler: $h }
+    };
+}
+
+use crate::types::{hash as h, set as st, string as s};
+use crate::{admin as a, keys as k, multi as m};
+
+#[rustfmt::skip]
+pub static COMMANDS: &[Spec] = &[
+    // strings (types::string)
+    spec!("get", 2, ["readonly", "fast"], 1, 1, 1, s::get),
+    spec!("set", -3, ["write", "denyoom"], 1, 1, 1, s::set),
+    spec!("setnx", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::setnx),
+    spec!("setex", 4, ["write", "denyoom"], 1, 1, 1, s::setex),
+    spec!("psetex", 4, ["write", "denyoom"], 1, 1, 1, s::psetex),
+    spec!("getset", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::getset),
+    spec!("getdel", 2, ["write", "fast"], 1, 1, 1, s::getdel),
+    spec!("getex", -2, ["write", "fast"], 1, 1, 1, s::getex),
+    spec!("mget", -2, ["readonly", "fast"], 1, -1, 1, s::mget),
+    spec!("mset", -3, ["write", "denyoom"], 1, -1, 2, s::mset),
+    spec!("msetnx", -3, ["write", "denyoom"], 1, -1, 2, s::msetnx),
+    spec!("append", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::append),
+    spec!("strlen", 2, ["readonly", "fast"], 1, 1, 1, s::strlen),
+    spec!("getrange", 4, ["readonly"], 1, 1, 1, s::getrange),
+    spec!("substr", 4, ["readonly"], 1, 1, 1, s::getrange),
+    spec!("setrange", 4, ["write", "denyoom"], 1, 1, 1, s::setrange),
+    spec!("incr", 2, ["write", "denyoom", "fast"], 1, 1, 1, s::incr),
+    spec!("decr", 2, ["write", "denyoom", "fast"], 1, 1, 1, s::decr),
+    spec!("incrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::incrby),
+    spec!("decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::decrby),
+    spec!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::incrbyfloat),
+    spec!("lcs", -3, ["readonly"], 1, 2, 1, s::lcs),
+    // hashes (types::hash)
+    spec!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hset),
+    spec!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hmset),
+    spec!("hsetnx", 4, ["write", "denyoom", "fast"], 1, 1, 1, h::hsetnx),
+    spec!("hget", 3, ["readonly", "fast"], 1, 1, 1, h::hget),
+    spec!("hmget", -3, ["readonly", "fast"], 1, 1, 1, h::hmget),
+    spec!("hdel", -3, ["write", "fast"], 1, 1, 1, h::hdel),
+    spec!("hlen", 2, ["readonly", "fast"], 1, 1, 1, h::hlen),
+    spec!("hstrlen", 3, ["readonly", "fast"], 1, 1, 1, h::hstrlen),
+    spec!("hexists", 3, ["readonly", "fast"], 1, 1, 1, h::hexists),
+    spec!("hkeys", 2, ["readonly"], 1, 1, 1, h::hkeys),
+    spec!("hvals", 2, ["readonly"], 1, 1, 1, h::hvals),
+    spec!("hgetall", 2, ["readonly"], 1, 1, 1, h::hgetall),
+    spec!("hincrby", 4, ["write", "denyoom", "fast"], 1, 1, 1, h::hincrby),
+    spec!("hincrbyfloat", 4, ["write", "denyoom", "fast"], 1, 1, 1, h::hincrbyfloat),
+    spec!("hrandfield", -2, ["readonly"], 1, 1, 1, h::hrandfield),
+    spec!("hscan", -3, ["readonly"], 1, 1, 1, h::hscan),
+    // sets (types::set)
+    spec!("sadd", -3, ["write", "denyoom", "fast"], 1, 1, 1, st::sadd),
+    spec!("srem", -3, ["write", "fast"], 1, 1, 1, st::srem),
+    spec!("scard", 2, ["readonly", "fast"], 1, 1, 1, st::scard),
+    spec!("sismember", 3, ["readonly", "fast"], 1, 1, 1, st::sismember),
+    spec!("smismember", -3, ["readonly", "fast"], 1, 1, 1, st::smismember),
+    spec!("smembers", 2, ["readonly"], 1, 1, 1, st::smembers),
+    spec!("srandmember", -2, ["readonly"], 1, 1, 1, st::srandmember),
+    spec!("spop", -2, ["write", "fast"], 1, 1, 1, st::spop),
+    spec!("smove", 4, ["write", "fast"], 1, 2, 1, st::smove),
+    spec!("sinter", -2, ["readonly"], 1, -1, 1, st::sinter),
+    spec!("sintercard", -3, ["readonly", "movablekeys"], 0, 0, 0, st::sintercard),
+    spec!("sinterstore", -3, ["write", "denyoom"], 1, -1, 1, st::sinterstore),
+    spec!("sunion", -2, ["readonly"], 1, -1, 1, st::sunion),
+    spec!("sunionstore", -3, ["write", "denyoom"], 1, -1, 1, st::sunionstore),
+    spec!("sdiff", -2, ["readonly"], 1, -1, 1, st::sdiff),
+    spec!("sdiffstore", -3, ["write", "denyoom"], 1, -1, 1, st::sdiffstore),
+    spec!("sscan", -3, ["readonly"], 1, 1, 1, st::sscan),
+    // keys and databases (keys)
+    spec!("del", -2, ["write"], 1, -1, 1, k::del),
+    spec!("unlink", -2, ["write", "fast"], 1, -1, 1, k::del),
+    spec!("exists", -2, ["readonly", "fast"], 1, -1, 1, k::exists),
+    spec!("touch", -2, ["readonly", "fast"], 1, -1, 1, k::touch),
+    spec!("type", 2, ["readonly", "fast"], 1, 1, 1, k::type_),
+    spec!("keys", 2, ["readonly"], 0, 0, 0, k::keys),
+    spec!("scan", -2, ["readonly"], 0, 0, 0, k::scan),
+    spec!("rename", 3, ["write"], 1, 2, 1, k::rename),
+    spec!("renamenx", 3, ["write", "fast"], 1, 2, 1, k::renamenx),
+    spec!("copy", -3, ["write", "denyoom"], 1, 2, 1, k::copy),
+    spec!("move", 3, ["write", "fast"], 1, 1, 1, k::move_),
+    spec!("object", -2, ["readonly"], 2, 2, 1, k::object),
+    spec!("dump", 2, ["readonly"], 1, 1, 1, k::dump),
+    spec!("restore", -4, ["write", "denyoom"], 1, 1, 1, k::restore),
+    spec!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, k::dbsize),
+    spec!("randomkey", 1, ["readonly"], 0, 0, 0, k::randomkey),
+    spec!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, k::select),
+    spec!("swapdb", 3, ["write", "fast"], 0, 0, 0, k::swapdb),
+    spec!("flushdb", -1, ["write"], 0, 0, 0, k::flushdb),
+    spec!("flushall", -1, ["write"], 0, 0, 0, k::flushall),
+    spec!("expire", -3, ["write", "fast"], 1, 1, 1, k::expire),
+    spec!("pexpire", -3, ["write", "fast"], 1, 1, 1, k::pexpire),
+    spec!("expireat", -3, ["write", "fast"], 1, 1, 1, k::expireat),
+    spec!("pexpireat", -3, ["write", "fast"], 1, 1, 1, k::pexpireat),
+    spec!("ttl", 2, ["readonly", "fast"], 1, 1, 1, k::ttl),
+    spec!("pttl", 2, ["readonly", "fast"], 1, 1, 1, k::pttl),
+    spec!("expiretime", 2, ["readonly", "fast"], 1, 1, 1, k::expiretime),
+    spec!("pexpiretime", 2, ["readonly", "fast"], 1, 1, 1, k::pexpiretime),
+    spec!("persist", 2, ["write", "fast"], 1, 1, 1, k::persist),
+    // transactions (multi)
+    spec!("multi", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, m::multi),
+    spec!("exec", 1, ["noscript", "loading", "stale", "skip_slowlog"], 0, 0, 0, m::exec),
+    spec!("discard", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, m::discard),
+    spec!("watch", -2, ["noscript", "loading", "stale", "fast", "allow_busy"], 1, -1, 1, m::watch),
+    spec!("unwatch", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, m::unwatch),
+    // connection and server (admin)
+    spec!("ping", -1, ["fast", "stale"], 0, 0, 0, a::ping),
+    spec!("echo", 2, ["fast"], 0, 0, 0, a::echo),
+    spec!("auth", -2, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, a::auth),
+    spec!("hello", -1, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, a::hello),
+    spec!("quit", -1, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, a::quit),
+    spec!("reset", 1, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, a::reset),
+    spec!("client", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::client),
+    spec!("command", -1, ["loading", "stale"], 0, 0, 0, a::command),
+    spec!("config", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::config),
+    spec!("info", -1, ["loading", "stale"], 0, 0, 0, a::info),
+    spec!("time", 1, ["loading", "stale", "fast"], 0, 0, 0, a::time),
+    spec!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, a::lastsave),
+    spec!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, a::save),
+    spec!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, a::save),
+    spec!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, a::shutdown),
+    spec!("memory", -2, ["readonly"], 0, 0, 0, a::memory),
+];
+
+/// Name (lowercase) to table index. Command names are few and short and not secret, so a
+/// cheap hash serves (SipHash showed in profiles of pipelined rounds).
+pub struct Table {
+    by_name: HashMap<Vec<u8>, usize, std::hash::BuildHasherDefault<NameHasher>>,
+    /// The last name looked up, exactly as sent (zero-padded, with its length), and its
+    /// command: a pipeline repeats one command, and a round looks each one up more than once.
+    last: std::cell::Cell<([u8; 16], usize, Option<&'static Spec>)>,
+}
+
+#[derive(Default)]
+pub struct NameHasher(u64);
+
+impl std::hash::Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+}
+
+impl Table {
+    pub fn new() -> Table {
+        Table {
+            by_name: COMMANDS
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.name.as_bytes().to_vec(), i))
+                .collect(),
+            last: std::cell::Cell::new(([0; 16], usize::MAX, None)),
+        }
+    }
+
+    /// The command named by `name` (any case).
+    pub fn find(&self, name: &[u8]) -> Option<&'static Spec> {
+        let mut buf = [0u8; 16];
+        if name.len() > buf.len() {
+            return None;
+        }
+        buf[..name.len()].copy_from_slice(name);
+        let (last, last_len, last_spec) = self.last.get();
+        if last_len == name.len() && last == buf {
+            return last_spec;
+        }
+        let key = buf;
+        let lower = &mut buf[..name.len()];
+        lower.make_ascii_lowercase();
+        let spec = self.by_name.get(&lower[..]).map(|&i| &COMMANDS[i]);
+        self.last.set((key, name.len(), spec));
+        spec
+    }
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The checks before a command runs (unknown, arity, authentication): an error reply, or
+/// `None` to go ahead.
+pub fn precheck(
+    spec: Option<&Spec>,
+    args: &[&[u8]],
+    cl: &Client,
+    sv: &ServerState,
+) -> Option<String> {
+    let Some(spec) = spec else {
+        // Redis 7's text: the name, then up to the first arguments, each quoted.
+        let mut m = format!(
+            "ERR unknown command '{}', with args beginning with: ",
+            lossy(args[0])
+        );
+        for a in args[1..].iter().take(8) {
+            m.push_str(&format!("'{}' ", lossy(a)));
+        }
+        return Some(m);
+    };
+    // Redis 7 checks the argument count before authentication.
+    let n = args.len() as i32;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return Some(format!(
+            "ERR wrong number of arguments for '{}' command",
+            crate::admin::full_name(spec, args)
+        ));
+    }
+    if sv.requirepass.is_some() && !cl.authed && !spec.has("no_auth") {
+        return Some(E_NOAUTH.into());
+    }
+    if cl.multi.is_some() && spec.has("no_multi") {
+        return Some("ERR Command not allowed inside a transaction".into());
+    }
+    None
+}
+
+/// Whether a command runs at once inside MULTI instead of being queued.
+fn runs_inside_multi(spec: &Spec) -> bool {
+    matches!(
+        spec.name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+/// Run one request inside `tx`: the checks (unknown, arity, authentication), MULTI's
+/// queueing, then its handler; the reply is appended to `out`. What the event loop (and the
+/// power-failure workload) calls for every command.
+#[allow(clippy::too_many_arguments)]
+pub fn execute(
+    table: &Table,
+    ks: &mut Keyspace,
+    tx: &mut Tx,
+    cl: &mut Client,
+    sv: &mut ServerState,
+    args: &[&[u8]],
+    now_ms: i64,
+    out: &mut Vec<u8>,
+) -> daisy::Result<Action> {
+    let spec = table.find(args[0]);
+    if let Some(e) = precheck(spec, args, cl, sv) {
+        if let Some(m) = cl.multi.as_mut() {
+            m.error = true;
+        }
+        sv.counters.rejected_calls += 1;
+        if let Some(s) = spec {
+            sv.cmdstats[s.index()].rejected += 1;
+        }
+        sv.count_error(&e);
+        resp::error(out, &e);
+        return Ok(Action::Continue);
+    }
+    let spec = spec.expect("precheck passed");
+    cl.last_cmd = crate::admin::full_name(spec, args);
+    if let Some(m) = cl.multi.as_mut() {
+        if !runs_inside_multi(spec) {
+            m.queued.push(args.iter().map(|a| a.to_vec()).collect());
+            resp::simple(out, "QUEUED");
+            return Ok(Action::Continue);
+        }
+    }
+    call(table, spec, ks, tx, cl, sv, args, now_ms, out)
+}
+
+/// Run a command that passed the checks (Redis's `call`): its handler, and its counters.
+#[allow(clippy::too_many_arguments)]
+pub fn call(
+    table: &Table,
+    spec: &'static Spec,
+    ks: &mut Keyspace,
+    tx: &mut Tx,
+    cl: &mut Client,
+    sv: &mut ServerState,
+    args: &[&[u8]],
+    now_ms: i64,
+    out: &mut Vec<u8>,
+) -> daisy::Result<Action> {
+    let t0 = std::time::Instant::now();
+    let errors_before = out.len();
+    let mut ctx = Ctx {
+        table,
+        ks,
+        tx,
+        cl,
+        sv,
+        out,
+        now_ms,
+        action: Action::Continue,
+    };
+    (spec.handler)(&mut ctx, args)?;
+    let action = ctx.action;
+    sv.counters.total_commands += 1;
+    let st = &mut sv.cmdstats[spec.index()];
+    st.calls += 1;
+    st.usec += t0.elapsed().as_micros() as u64;
+    // A reply that starts with an error (not EXEC's array of them) failed the call.
+    if out.get(errors_before) == Some(&b'-') {
+        st.failed += 1;
+        sv.counters.failed_calls += 1;
+    }
+    Ok(action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        let t = Table::new();
+        assert_eq!(t.by_name.len(), COMMANDS.len(), "a name appears twice");
+        assert!(t.find(b"GeT").is_some());
+        assert!(t.find(b"nosuchcommand").is_none());
+        assert!(t.find(&[b'g'; 100]).is_none());
+        // The one-entry cache answers repeats, and never across different names or cases
+        // that name different commands (a shorter name must not match a longer one's prefix).
+        for _ in 0..2 {
+            assert_eq!(t.find(b"get").unwrap().name, "get");
+            assert_eq!(t.find(b"GET").unwrap().name, "get");
+            assert_eq!(t.find(b"getset").unwrap().name, "getset");
+            assert_eq!(t.find(b"ge").map(|s| s.name), None);
+            assert_eq!(t.find(b"set").unwrap().name, "set");
+            assert_eq!(t.find(b"set\0").map(|s| s.name), None);
+        }
+        for (i, s) in COMMANDS.iter().enumerate() {
+            assert!(s.arity != 0 && s.name.len() <= 16, "{}", s.name);
+            assert_eq!(s.index(), i);
+        }
+    }
+}

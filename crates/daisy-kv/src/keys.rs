@@ -1,0 +1,673 @@
+//! Key and database commands (Redis's db.c, expire.c, object.c and DUMP/RESTORE from
+//! cluster.c): they work on keys whatever their type, through the keyspace.
+
+use crate::commands::{lossy, parse_i64, upper, Ctx, E_INT, E_SYNTAX};
+use crate::keyspace::{Enc, Header, Val};
+use crate::rdb;
+use crate::types::{self, hash, set, string, Type};
+use crate::resp;
+
+pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let mut n = 0;
+    let db = c.db();
+    for k in &a[1..] {
+        if let Some(v) = c.lookup(k)? {
+            c.ks.delete(c.tx, db, k, &v)?;
+            n += 1;
+        }
+    }
+    resp::int(c.out, n);
+    Ok(())
+}
+
+pub fn exists(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let mut n = 0;
+    for k in &a[1..] {
+        n += c.lookup_read(k)?.is_some() as i64;
+    }
+    resp::int(c.out, n);
+    Ok(())
+}
+
+/// TOUCH: Redis updates access times; Daisy keeps none, so it only counts the keys.
+pub fn touch(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    exists(c, a)
+}
+
+pub fn type_(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let t = match c.lookup_read(a[1])? {
+        Some(v) => v.ty.name(),
+        None => "none",
+    };
+    resp::simple(c.out, t);
+    Ok(())
+}
+
+/// Live keys of one scan step of the selected database that match `opts`.
+fn scan_step(
+    c: &mut Ctx,
+    cursor: u64,
+    count: usize,
+    opts: &types::ScanOpts,
+    keys: &mut Vec<Vec<u8>>,
+) -> daisy::Result<u64> {
+    let mut found = Vec::new();
+    let db = c.db();
+    let next = c.ks.scan(c.tx, db, cursor, count, &mut found)?;
+    for (k, e) in found {
+        if !opts.matches(&k) {
+            continue;
+        }
+        let v = c.ks.val_of(c.tx, e)?;
+        if v.expire_ms.is_some_and(|t| t < c.now_ms) {
+            continue;
+        }
+        if opts
+            .ty
+            .as_ref()
+            .is_some_and(|t| !t.eq_ignore_ascii_case(v.ty.name().as_bytes()))
+        {
+            continue;
+        }
+        keys.push(k);
+    }
+    Ok(next)
+}
+
+pub fn keys(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let opts = types::ScanOpts {
+        pattern: (a[1] != b"*").then(|| a[1].to_vec()),
+        count: 4096,
+        ty: None,
+    };
+    let mut keys = Vec::new();
+    let mut cursor = 0;
+    loop {
+        cursor = scan_step(c, cursor, 4096, &opts, &mut keys)?;
+        if cursor == 0 {
+            break;
+        }
+    }
+    resp::array(c.out, keys.len());
+    for k in keys {
+        resp::bulk(c.out, &k);
+    }
+    Ok(())
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type].
+pub fn scan(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let Some(cursor) = types::parse_cursor(c, a[1])? else {
+        return Ok(());
+    };
+    let Some(opts) = types::ScanOpts::parse(c, a, 2)? else {
+        return Ok(());
+    };
+    let mut keys = Vec::new();
+    let next = scan_step(c, cursor, opts.count, &opts, &mut keys)?;
+    resp::array(c.out, 2);
+    resp::bulk(c.out, next.to_string().as_bytes());
+    resp::array(c.out, keys.len());
+    for k in keys {
+        resp::bulk(c.out, &k);
+    }
+    Ok(())
+}
+
+fn rename_generic(c: &mut Ctx, a: &[&[u8]], nx: bool) -> daisy::Result<()> {
+    let Some(v) = c.lookup(a[1])? else {
+        return c.err("ERR no such key");
+    };
+    if a[1] == a[2] {
+        if nx {
+            resp::int(c.out, 0);
+        } else {
+            resp::ok(c.out);
+        }
+        return Ok(());
+    }
+    let dst = c.lookup(a[2])?;
+    if nx && dst.is_some() {
+        resp::int(c.out, 0);
+        return Ok(());
+    }
+    // The record moves as it is (a collection's table goes with it); the old destination's
+    // value is freed.
+    let payload = c.payload(&v)?;
+    let db = c.db();
+    c.ks.unlink(c.tx, db, a[1], &v)?;
+    c.ks.put(c.tx, db, a[2], v.header(), &[&payload], dst.as_ref(), false)?;
+    c.touch(a[1]);
+    c.touch(a[2]);
+    if nx {
+        resp::int(c.out, 1);
+    } else {
+        resp::ok(c.out);
+    }
+    Ok(())
+}
+
+pub fn rename(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    rename_generic(c, a, false)
+}
+
+pub fn renamenx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    rename_generic(c, a, true)
+}
+
+/// A database index argument: Ok(index), or the error reply was sent.
+fn db_index(c: &mut Ctx, arg: &[u8], bad_int: &str) -> daisy::Result<Result<usize, ()>> {
+    match parse_i64(arg).filter(|n| i32::try_from(*n).is_ok()) {
+        None => {
+            c.err(bad_int)?;
+            Ok(Err(()))
+        }
+        Some(n) if n < 0 || n as usize >= c.ks.databases() => {
+            c.err("ERR DB index is out of range")?;
+            Ok(Err(()))
+        }
+        Some(n) => Ok(Ok(n as usize)),
+    }
+}
+
+macro_rules! or_return {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(()) => return Ok(()),
+        }
+    };
+}
+
+/// COPY source destination [DB destination-db] [REPLACE].
+pub fn copy(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let src_db = c.db();
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut j = 3;
+    while j < a.len() {
+        let more = a.len() - j - 1;
+        match &upper(a[j])[..] {
+            b"REPLACE" => replace = true,
+            b"DB" if more >= 1 => {
+                dst_db = or_return!(db_index(c, a[j + 1], E_INT)?);
+                j += 1;
+            }
+            _ => return c.err(E_SYNTAX),
+        }
+        j += 1;
+    }
+    if src_db == dst_db && a[1] == a[2] {
+        return c.err("ERR source and destination objects are the same");
+    }
+    let Some(v) = c.lookup_read(a[1])? else {
+        resp::int(c.out, 0);
+        return Ok(());
+    };
+    let dst = c.ks.lookup(c.tx, dst_db, a[2], c.now_ms, false)?;
+    if dst.is_some() && !replace {
+        resp::int(c.out, 0);
+        return Ok(());
+    }
+    let p = c.payload(&v)?;
+    let copied = types::copy_payload(c, v.enc, &p)?;
+    c.ks.put(c.tx, dst_db, a[2], v.header(), &[&copied], dst.as_ref(), false)?;
+    c.ks.touch(c.tx, dst_db, a[2]);
+    resp::int(c.out, 1);
+    Ok(())
+}
+
+/// MOVE key db.
+pub fn move_(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let src_db = c.db();
+    let dst_db = or_return!(db_index(c, a[2], E_INT)?);
+    if src_db == dst_db {
+        return c.err("ERR source and destination objects are the same");
+    }
+    let Some(v) = c.lookup(a[1])? else {
+        resp::int(c.out, 0);
+        return Ok(());
+    };
+    if c.ks.lookup(c.tx, dst_db, a[1], c.now_ms, false)?.is_some() {
+        resp::int(c.out, 0);
+        return Ok(());
+    }
+    let p = c.payload(&v)?;
+    c.ks.unlink(c.tx, src_db, a[1], &v)?;
+    c.ks.put(c.tx, dst_db, a[1], v.header(), &[&p], None, false)?;
+    c.touch(a[1]);
+    c.ks.touch(c.tx, dst_db, a[1]);
+    resp::int(c.out, 1);
+    Ok(())
+}
+
+/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP.
+pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let sub = upper(a[1]);
+    if a.len() == 2 && sub == b"HELP" {
+        let help = [
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+            "HELP",
+            "    Print this help.",
+        ];
+        resp::array(c.out, help.len());
+        for l in help {
+            resp::simple(c.out, l);
+        }
+        return Ok(());
+    }
+    if a.len() != 3 || !matches!(&sub[..], b"ENCODING" | b"REFCOUNT" | b"IDLETIME" | b"FREQ") {
+        return c.err(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try OBJECT HELP.",
+            lossy(a[1])
+        ));
+    }
+    let Some(v) = c.lookup_read(a[2])? else {
+        c.nil();
+        return Ok(());
+    };
+    let lfu = c
+        .sv
+        .config
+        .get("maxmemory-policy")
+        .is_some_and(|p| p.ends_with("lfu"));
+    match &sub[..] {
+        b"ENCODING" => {
+            let name = match (v.ty, v.enc) {
+                (Type::String, enc) => {
+                    let p = c.payload(&v)?;
+                    string::encoding_name(enc, &p)
+                }
+                (_, Enc::Table) => "hashtable",
+                (_, Enc::IntSet) => "intset",
+                _ => "listpack",
+            };
+            resp::bulk(c.out, name.as_bytes());
+        }
+        b"REFCOUNT" => {
+            // Redis shares the integers 0..9999 (reported as INT_MAX); values are otherwise
+            // referenced once.
+            let shared = v.ty == Type::String && v.enc == Enc::Auto && {
+                let p = c.payload(&v)?;
+                crate::types::intset::as_int(&p).is_some_and(|n| (0..10_000).contains(&n))
+            };
+            resp::int(c.out, if shared { i32::MAX as i64 } else { 1 });
+        }
+        b"IDLETIME" => {
+            if lfu {
+                return c.err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+            }
+            // Daisy keeps no access times in the pool (a write per read would be the price).
+            resp::int(c.out, 0);
+        }
+        _ => {
+            if !lfu {
+                return c.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+            }
+            resp::int(c.out, 0);
+        }
+    }
+    Ok(())
+}
+
+/// The value of `v` as DUMP serializes it, and the RDB encoding Redis would use.
+fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)> {
+    let compact = if v.enc == Enc::Table {
+        rdb::Encoding::Plain
+    } else {
+        rdb::Encoding::Compact
+    };
+    let value = match v.ty {
+        Type::String => rdb::Value::String(c.payload(v)?),
+        Type::Hash => rdb::Value::Hash(hash::HashVal::open(c, v)?.all(c)?),
+        Type::Set => rdb::Value::Set(set::SetVal::open(c, v)?.all(c)?),
+        Type::List | Type::ZSet => {
+            return Err(daisy::Error::Unsupported("type not supported by this build".into()))
+        }
+    };
+    Ok((value, compact))
+}
+
+pub fn dump(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let Some(v) = c.lookup_read(a[1])? else {
+        c.nil();
+        return Ok(());
+    };
+    let (value, enc) = rdb_value(c, &v)?;
+    resp::bulk(c.out, &rdb::dump(&value, enc));
+    Ok(())
+}
+
+/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
+pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let (mut replace, mut absttl) = (false, false);
+    let mut j = 4;
+    while j < a.len() {
+        let more = a.len() - j - 1;
+        match &upper(a[j])[..] {
+            b"REPLACE" => replace = true,
+            b"ABSTTL" => absttl = true,
+            b"IDLETIME" if more >= 1 => {
+                match parse_i64(a[j + 1]) {
+                    Some(n) if n >= 0 => {}
+                    Some(_) => return c.err("ERR Invalid IDLETIME value, must be >= 0"),
+                    None => return c.err(E_INT),
+                }
+                j += 1;
+            }
+            b"FREQ" if more >= 1 => {
+                match parse_i64(a[j + 1]) {
+                    Some(n) if (0..=255).contains(&n) => {}
+                    Some(_) => return c.err("ERR Invalid FREQ value, must be >= 0 and <= 255"),
+                    None => return c.err(E_INT),
+                }
+                j += 1;
+            }
+            _ => return c.err(E_SYNTAX),
+        }
+        j += 1;
+    }
+    let ttl = match parse_i64(a[2]) {
+        Some(n) if n >= 0 => n,
+        Some(_) => return c.err("ERR Invalid TTL value, must be >= 0"),
+        None => return c.err(E_INT),
+    };
+    let old = c.lookup(a[1])?;
+    if old.is_some() && !replace {
+        return c.err("BUSYKEY Target key name already exists.");
+    }
+    let value = match rdb::restore(a[3]) {
+        Ok(v) => v,
+        Err(e) => return c.err(e),
+    };
+    let expire = if ttl == 0 {
+        None
+    } else if absttl {
+        Some(ttl)
+    } else {
+        c.now_ms.checked_add(ttl)
+    };
+    let db = c.db();
+    if let Some(o) = &old {
+        c.ks.delete(c.tx, db, a[1], o)?;
+    }
+    if expire.is_some_and(|t| t <= c.now_ms) {
+        // Already expired: nothing is stored (Redis deletes it at once), the reply is OK.
+        resp::ok(c.out);
+        return Ok(());
+    }
+    let (ty, enc, payload) = match value {
+        rdb::Value::String(s) => (Type::String, Enc::Auto, s),
+        rdb::Value::Hash(pairs) if !pairs.is_empty() => {
+            let (enc, p) = hash::create(c, pairs)?;
+            (Type::Hash, enc, p)
+        }
+        rdb::Value::Set(members) if !members.is_empty() => {
+            let s = set::create(c, &members)?;
+            s.store(c, a[1], None)?;
+            if let Some(t) = expire {
+                if let Some(v) = c.lookup(a[1])? {
+                    c.ks.set_expire(c.tx, db, a[1], &v, Some(t))?;
+                }
+            }
+            resp::ok(c.out);
+            return Ok(());
+        }
+        rdb::Value::List(_) | rdb::Value::ZSet(_) => {
+            return c.err("ERR Bad data format (lists and sorted sets are not in this build yet)")
+        }
+        _ => return c.err("ERR Bad data format"),
+    };
+    let hdr = Header::new(ty, enc).with_expire(expire);
+    c.ks.put(c.tx, db, a[1], hdr, &[&payload], None, false)?;
+    c.touch(a[1]);
+    resp::ok(c.out);
+    Ok(())
+}
+
+pub fn dbsize(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
+    let db = c.db();
+    let n = c.ks.len(c.tx, db)?;
+    resp::int(c.out, n as i64);
+    Ok(())
+}
+
+pub fn randomkey(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
+    // As Redis does on a master: an expired key that is picked is removed, and picking goes
+    // on until a live key turns up or the keyspace is empty. Each removal takes redo log, so
+    // this ends: once the group's record runs low, picks go on without removing for a while,
+    // and then a scan finds a live key if there is one. Nil only for a keyspace whose keys
+    // have all expired.
+    let db = c.db();
+    loop {
+        let k = {
+            let sv = &mut *c.sv;
+            c.ks.random_key(c.tx, db, &mut || sv.next_random())?
+        };
+        let Some(k) = k else {
+            c.nil();
+            return Ok(());
+        };
+        if c.tx.log_room() < crate::keyspace::LAZY_EXPIRY_MIN_ROOM {
+            break;
+        }
+        if c.lookup(&k)?.is_some() {
+            resp::bulk(c.out, &k);
+            return Ok(());
+        }
+    }
+    for _ in 0..100 {
+        let k = {
+            let sv = &mut *c.sv;
+            c.ks.random_key(c.tx, db, &mut || sv.next_random())?
+        };
+        let Some(k) = k else {
+            break;
+        };
+        if c.lookup_read(&k)?.is_some() {
+            resp::bulk(c.out, &k);
+            return Ok(());
+        }
+    }
+    let opts = types::ScanOpts {
+        pattern: None,
+        count: 1024,
+        ty: None,
+    };
+    let mut cursor = 0;
+    loop {
+        let mut live = Vec::new();
+        cursor = scan_step(c, cursor, 1024, &opts, &mut live)?;
+        if let Some(k) = live.first() {
+            resp::bulk(c.out, k);
+            return Ok(());
+        }
+        if cursor == 0 {
+            break;
+        }
+    }
+    c.nil();
+    Ok(())
+}
+
+pub fn select(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let db = or_return!(db_index(c, a[1], E_INT)?);
+    c.cl.db = db;
+    resp::ok(c.out);
+    Ok(())
+}
+
+pub fn swapdb(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let x = or_return!(db_index(c, a[1], "ERR invalid first DB index")?);
+    let y = or_return!(db_index(c, a[2], "ERR invalid second DB index")?);
+    c.ks.swap_db(c.tx, x, y, c.now_ms)?;
+    resp::ok(c.out);
+    Ok(())
+}
+
+fn flush_args(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<bool> {
+    if a.len() > 2 || (a.len() == 2 && !matches!(&upper(a[1])[..], b"ASYNC" | b"SYNC")) {
+        c.err(E_SYNTAX)?;
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// FLUSHDB [ASYNC|SYNC]: the database's map is queued for freeing (in bounded steps, so
+/// either form answers at once), in the command's transaction.
+pub fn flushdb(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    if !flush_args(c, a)? {
+        return Ok(());
+    }
+    let db = c.db();
+    c.ks.flush_db(c.tx, db, c.now_ms)?;
+    resp::ok(c.out);
+    Ok(())
+}
+
+pub fn flushall(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    if !flush_args(c, a)? {
+        return Ok(());
+    }
+    for db in 0..c.ks.databases() {
+        c.ks.flush_db(c.tx, db, c.now_ms)?;
+    }
+    resp::ok(c.out);
+    Ok(())
+}
+
+// ---- expiry ----------------------------------------------------------------------------
+
+fn expire_generic(c: &mut Ctx, a: &[&[u8]], base: i64, unit: i64, name: &str) -> daisy::Result<()> {
+    // Redis checks the options before the time argument.
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for opt in &a[3..] {
+        match &upper(opt)[..] {
+            b"NX" => nx = true,
+            b"XX" => xx = true,
+            b"GT" => gt = true,
+            b"LT" => lt = true,
+            _ => return c.err(&format!("ERR Unsupported option {}", lossy(opt))),
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return c.err("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if gt && lt {
+        return c.err("ERR GT and LT options at the same time are not compatible");
+    }
+    let Some(n) = parse_i64(a[2]) else {
+        return c.err(E_INT);
+    };
+    let Some(when) = c.abs_time(base, n, unit) else {
+        return c.err(&format!("ERR invalid expire time in '{name}' command"));
+    };
+    let Some(v) = c.lookup(a[1])? else {
+        resp::int(c.out, 0);
+        return Ok(());
+    };
+    let cur = v.expire_ms;
+    let refuse = (nx && cur.is_some())
+        || (xx && cur.is_none())
+        || (gt && cur.is_none_or(|t| when <= t))
+        || (lt && cur.is_some_and(|t| when >= t));
+    if refuse {
+        resp::int(c.out, 0);
+        return Ok(());
+    }
+    let db = c.db();
+    if when <= c.now_ms {
+        c.ks.delete(c.tx, db, a[1], &v)?;
+    } else {
+        c.ks.set_expire(c.tx, db, a[1], &v, Some(when))?;
+        c.touch(a[1]);
+    }
+    resp::int(c.out, 1);
+    Ok(())
+}
+
+pub fn expire(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    expire_generic(c, a, c.now_ms, 1000, "expire")
+}
+
+pub fn pexpire(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    expire_generic(c, a, c.now_ms, 1, "pexpire")
+}
+
+pub fn expireat(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    expire_generic(c, a, 0, 1000, "expireat")
+}
+
+pub fn pexpireat(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    expire_generic(c, a, 0, 1, "pexpireat")
+}
+
+fn ttl_generic(c: &mut Ctx, a: &[&[u8]], ms: bool, absolute: bool) -> daisy::Result<()> {
+    let r = match c.lookup_read(a[1])? {
+        None => -2,
+        Some(Val {
+            expire_ms: None, ..
+        }) => -1,
+        Some(Val {
+            expire_ms: Some(t), ..
+        }) => {
+            if absolute {
+                if ms {
+                    t
+                } else {
+                    t / 1000
+                }
+            } else {
+                let left = (t - c.now_ms).max(0);
+                if ms {
+                    left
+                } else {
+                    (left + 500) / 1000
+                }
+            }
+        }
+    };
+    resp::int(c.out, r);
+    Ok(())
+}
+
+pub fn ttl(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    ttl_generic(c, a, false, false)
+}
+
+pub fn pttl(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    ttl_generic(c, a, true, false)
+}
+
+pub fn expiretime(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    ttl_generic(c, a, false, true)
+}
+
+pub fn pexpiretime(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    ttl_generic(c, a, true, true)
+}
+
+pub fn persist(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    match c.lookup(a[1])? {
+        Some(v) if v.expire_ms.is_some() => {
+            let db = c.db();
+            c.ks.set_expire(c.tx, db, a[1], &v, None)?;
+            c.touch(a[1]);
+            resp::int(c.out, 1);
+        }
+        _ => resp::int(c.out, 0),
+    }
+    Ok(())
+}
