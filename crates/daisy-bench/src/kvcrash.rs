@@ -2,15 +2,19 @@
 //! SIGKILL at random moments while clients write, restarted, and checked.
 //!
 //! The clients speak RESP over raw sockets so they know exactly which replies arrived before
-//! the kill. Each owns its keys, pipelines 1-8 random commands (SET, SET PX, DEL, INCR,
-//! APPEND, MSET, EXPIRE, PERSIST; values up to 120 KB) and checks every reply against a
-//! model. Replies come in order, so after a restart each client's keys must be its
-//! acknowledged writes plus some prefix of the commands it still had in flight; between the
-//! kill and the restart, `daisy pool check` must pass.
+//! the kill. Each owns its keys, pipelines 1-8 random requests and checks every reply against
+//! a model. A request is a command (SET, SET PX, DEL, INCR, APPEND, MSET, EXPIRE, PERSIST on
+//! strings with values up to 120 KB; HSET, HDEL, HINCRBY on hashes that grow past 128 fields
+//! and become tables; SADD, SREM on sets of integers and strings that go intset -> listpack ->
+//! table; DEL of any of them, big ones freed lazily) or a MULTI/EXEC block of up to four.
+//! Replies come in order, so after a restart each client's keys must be its acknowledged
+//! requests plus some prefix of the requests it still had in flight: an EXEC is whole or
+//! absent. Between the kill and the restart, `daisy pool check` must pass (records, types,
+//! expiry counts, the lazyfree queue, reachability).
 
 use crate::kvbench::{encode, Conn, Reply};
 use anyhow::{anyhow, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -96,8 +100,16 @@ pub fn call(port: u16, args: &[&str]) -> Result<Reply> {
 
 // ---- the model -----------------------------------------------------------------------------
 
+/// A value as the model keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Val {
+    Str(Vec<u8>),
+    Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    Set(BTreeSet<Vec<u8>>),
+}
+
 /// A key's value and whether it has an expiry time.
-pub type Model = BTreeMap<Vec<u8>, (Vec<u8>, bool)>;
+pub type Model = BTreeMap<Vec<u8>, (Val, bool)>;
 
 struct Rng(u64);
 
@@ -114,11 +126,16 @@ impl Rng {
 }
 
 const TTL_MS: u64 = 3_600_000;
+/// String keys per client (`c<c>:k<i>`); hashes and sets have `COLL_KEYS` each.
 const KEYS: u64 = 24;
+const COLL_KEYS: u64 = 6;
 
-/// A random command on client `c`'s keys.
-fn random_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
+/// One random command on client `c`'s keys (strings, hashes that outgrow their packed
+/// encoding, sets of integers and strings, big sets freed lazily when deleted).
+fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
     let key = |rng: &mut Rng| format!("c{c}:k{}", rng.below(KEYS)).into_bytes();
+    let hkey = |rng: &mut Rng| format!("c{c}:h{}", rng.below(COLL_KEYS)).into_bytes();
+    let skey = |rng: &mut Rng| format!("c{c}:s{}", rng.below(COLL_KEYS)).into_bytes();
     let value = |rng: &mut Rng| {
         let n = match rng.below(50) {
             0 => 60_000 + rng.below(60_000),
@@ -126,8 +143,12 @@ fn random_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
         } as usize;
         vec![b'a' + rng.below(26) as u8; n]
     };
+    let member = |rng: &mut Rng| match rng.below(3) {
+        0 => format!("m{}", rng.below(300)).into_bytes(),
+        _ => rng.below(1000).to_string().into_bytes(),
+    };
     let v = |s: &str| s.as_bytes().to_vec();
-    match rng.below(9) {
+    match rng.below(16) {
         0 | 1 => vec![v("SET"), key(rng), value(rng)],
         2 => vec![
             v("SET"),
@@ -136,7 +157,14 @@ fn random_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             v("PX"),
             v(&TTL_MS.to_string()),
         ],
-        3 => vec![v("DEL"), key(rng)],
+        3 => {
+            let k = match rng.below(3) {
+                0 => key(rng),
+                1 => hkey(rng),
+                _ => skey(rng),
+            };
+            vec![v("DEL"), k]
+        }
         4 => vec![v("INCR"), format!("c{c}:n").into_bytes()],
         5 => vec![v("APPEND"), key(rng), value(rng)],
         6 => vec![
@@ -149,32 +177,85 @@ fn random_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             value(rng),
         ],
         7 => vec![v("EXPIRE"), key(rng), v("3600")],
-        _ => vec![v("PERSIST"), key(rng)],
+        8 => vec![v("PERSIST"), key(rng)],
+        9 | 10 => {
+            // Up to 30 fields a call: hashes cross 128 fields and become tables.
+            let mut cmd = vec![v("HSET"), hkey(rng)];
+            for _ in 0..1 + rng.below(30) {
+                cmd.push(format!("f{}", rng.below(400)).into_bytes());
+                let n = if rng.below(20) == 0 { 100 } else { 8 };
+                cmd.push(vec![b'a' + rng.below(26) as u8; n]);
+            }
+            cmd
+        }
+        11 => vec![
+            v("HDEL"),
+            hkey(rng),
+            format!("f{}", rng.below(400)).into_bytes(),
+        ],
+        12 => vec![v("HINCRBY"), hkey(rng), v("count"), v("7")],
+        13 => {
+            let mut cmd = vec![v("SADD"), skey(rng)];
+            for _ in 0..1 + rng.below(40) {
+                cmd.push(member(rng));
+            }
+            cmd
+        }
+        14 => vec![v("SREM"), skey(rng), member(rng), member(rng)],
+        _ => vec![v("EXPIRE"), hkey(rng), v("3600")],
     }
 }
 
+/// A random request on client `c`'s keys: one command, or a MULTI/EXEC block of a few.
+fn random_request(rng: &mut Rng, c: usize) -> Vec<Vec<Vec<u8>>> {
+    if rng.below(6) == 0 {
+        let mut block = vec![vec![b"MULTI".to_vec()]];
+        for _ in 0..1 + rng.below(4) {
+            block.push(one_command(rng, c));
+        }
+        block.push(vec![b"EXEC".to_vec()]);
+        block
+    } else {
+        vec![one_command(rng, c)]
+    }
+}
+
+fn int_ok(n: usize) -> Reply {
+    Reply::Int(n as i64)
+}
+
 /// Apply `cmd` to the model; the reply the server must give.
-fn apply(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
+fn apply_one(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
     match &cmd[0][..] {
         b"SET" => {
-            m.insert(cmd[1].clone(), (cmd[2].clone(), cmd.len() > 3));
+            m.insert(cmd[1].clone(), (Val::Str(cmd[2].clone()), cmd.len() > 3));
             Reply::Simple("OK".into())
         }
-        b"DEL" => Reply::Int(m.remove(&cmd[1]).is_some() as i64),
+        b"DEL" => int_ok(m.remove(&cmd[1]).is_some() as usize),
         b"INCR" => {
-            let e = m.entry(cmd[1].clone()).or_insert((b"0".to_vec(), false));
-            let n = String::from_utf8_lossy(&e.0).parse::<i64>().unwrap_or(0) + 1;
-            e.0 = n.to_string().into_bytes();
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::Str(b"0".to_vec()), false));
+            let Val::Str(s) = &mut e.0 else {
+                unreachable!("counters are strings")
+            };
+            let n = String::from_utf8_lossy(s).parse::<i64>().unwrap_or(0) + 1;
+            *s = n.to_string().into_bytes();
             Reply::Int(n)
         }
         b"APPEND" => {
-            let e = m.entry(cmd[1].clone()).or_insert((Vec::new(), false));
-            e.0.extend_from_slice(&cmd[2]);
-            Reply::Int(e.0.len() as i64)
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::Str(Vec::new()), false));
+            let Val::Str(s) = &mut e.0 else {
+                unreachable!("string keys hold strings")
+            };
+            s.extend_from_slice(&cmd[2]);
+            int_ok(s.len())
         }
         b"MSET" => {
             for kv in cmd[1..].chunks(2) {
-                m.insert(kv[0].clone(), (kv[1].clone(), false));
+                m.insert(kv[0].clone(), (Val::Str(kv[1].clone()), false));
             }
             Reply::Simple("OK".into())
         }
@@ -185,15 +266,87 @@ fn apply(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
             }
             None => Reply::Int(0),
         },
-        _ => match m.get_mut(&cmd[1]) {
-            // PERSIST
+        b"PERSIST" => match m.get_mut(&cmd[1]) {
             Some(e) if e.1 => {
                 e.1 = false;
                 Reply::Int(1)
             }
             _ => Reply::Int(0),
         },
+        b"HSET" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::Hash(BTreeMap::new()), false));
+            let Val::Hash(h) = &mut e.0 else {
+                unreachable!("hash keys hold hashes")
+            };
+            let mut new = 0;
+            for fv in cmd[2..].chunks(2) {
+                new += h.insert(fv[0].clone(), fv[1].clone()).is_none() as usize;
+            }
+            int_ok(new)
+        }
+        b"HDEL" => {
+            let mut n = 0;
+            if let Some((Val::Hash(h), _)) = m.get_mut(&cmd[1]) {
+                n = h.remove(&cmd[2]).is_some() as usize;
+                if h.is_empty() {
+                    m.remove(&cmd[1]);
+                }
+            }
+            int_ok(n)
+        }
+        b"HINCRBY" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::Hash(BTreeMap::new()), false));
+            let Val::Hash(h) = &mut e.0 else {
+                unreachable!("hash keys hold hashes")
+            };
+            let cur: i64 = h
+                .get(&cmd[2])
+                .map_or(0, |v| String::from_utf8_lossy(v).parse().unwrap_or(0));
+            let n = cur + 7;
+            h.insert(cmd[2].clone(), n.to_string().into_bytes());
+            Reply::Int(n)
+        }
+        b"SADD" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::Set(BTreeSet::new()), false));
+            let Val::Set(s) = &mut e.0 else {
+                unreachable!("set keys hold sets")
+            };
+            int_ok(cmd[2..].iter().filter(|x| s.insert(x.to_vec())).count())
+        }
+        b"SREM" => {
+            let mut n = 0;
+            if let Some((Val::Set(s), _)) = m.get_mut(&cmd[1]) {
+                n = cmd[2..].iter().filter(|x| s.remove(*x)).count();
+                if s.is_empty() {
+                    m.remove(&cmd[1]);
+                }
+            }
+            int_ok(n)
+        }
+        other => unreachable!("{}", String::from_utf8_lossy(other)),
     }
+}
+
+/// Apply a request (a command, or a MULTI/EXEC block) to the model; the replies the server
+/// must give, one per command sent.
+fn apply(m: &mut Model, req: &[Vec<Vec<u8>>]) -> Vec<Reply> {
+    if req.len() == 1 {
+        return vec![apply_one(m, &req[0])];
+    }
+    let mut out = vec![Reply::Simple("OK".into())];
+    out.extend(req[1..req.len() - 1].iter().map(|_| Reply::Simple("QUEUED".into())));
+    let exec: Vec<Reply> = req[1..req.len() - 1]
+        .iter()
+        .map(|c| apply_one(m, c))
+        .collect();
+    out.push(Reply::Array(Some(exec)));
+    out
 }
 
 /// A client's keys as the server holds them.
@@ -201,15 +354,38 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
     let mut m = Model::new();
     let mut keys: Vec<String> = (0..KEYS).map(|i| format!("c{c}:k{i}")).collect();
     keys.push(format!("c{c}:n"));
+    for i in 0..COLL_KEYS {
+        keys.push(format!("c{c}:h{i}"));
+        keys.push(format!("c{c}:s{i}"));
+    }
+    let bulk = |r: &Reply| match r {
+        Reply::Bulk(Some(b)) => Ok(b.clone()),
+        r => Err(anyhow!("expected a bulk string, got {r:?}")),
+    };
     for k in keys {
-        if let Reply::Bulk(Some(v)) = call(port, &["GET", &k])? {
-            let ttl = match call(port, &["PTTL", &k])? {
-                Reply::Int(-1) => false,
-                Reply::Int(t) if t > 0 && t as u64 <= TTL_MS => true,
-                r => return Err(anyhow!("PTTL {k}: {r:?}")),
-            };
-            m.insert(k.into_bytes(), (v, ttl));
-        }
+        let val = match call(port, &["TYPE", &k])? {
+            Reply::Simple(t) if t == "none" => continue,
+            Reply::Simple(t) if t == "string" => Val::Str(bulk(&call(port, &["GET", &k])?)?),
+            Reply::Simple(t) if t == "hash" => match call(port, &["HGETALL", &k])? {
+                Reply::Array(Some(a)) => Val::Hash(
+                    a.chunks(2)
+                        .map(|p| Ok((bulk(&p[0])?, bulk(&p[1])?)))
+                        .collect::<Result<_>>()?,
+                ),
+                r => return Err(anyhow!("HGETALL {k}: {r:?}")),
+            },
+            Reply::Simple(t) if t == "set" => match call(port, &["SMEMBERS", &k])? {
+                Reply::Array(Some(a)) => Val::Set(a.iter().map(bulk).collect::<Result<_>>()?),
+                r => return Err(anyhow!("SMEMBERS {k}: {r:?}")),
+            },
+            r => return Err(anyhow!("TYPE {k}: {r:?}")),
+        };
+        let ttl = match call(port, &["PTTL", &k])? {
+            Reply::Int(-1) => false,
+            Reply::Int(t) if t > 0 && t as u64 <= TTL_MS => true,
+            r => return Err(anyhow!("PTTL {k}: {r:?}")),
+        };
+        m.insert(k.into_bytes(), (val, ttl));
     }
     Ok(m)
 }
@@ -218,7 +394,8 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
 /// when the connection broke, how many replies it checked, and a wrong reply if any.
 struct Written {
     model: Model,
-    in_flight: Vec<Vec<Vec<u8>>>,
+    /// Requests (commands, or MULTI/EXEC blocks) whose replies had not all arrived.
+    in_flight: Vec<Vec<Vec<Vec<u8>>>>,
     acked: u64,
     wrong: Option<String>,
 }
@@ -236,11 +413,11 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
     conn.set_read_timeout(Duration::from_secs(20));
     let mut acked = 0;
     loop {
-        let batch: Vec<Vec<Vec<u8>>> = (0..1 + rng.below(8))
-            .map(|_| random_command(&mut rng, c))
+        let batch: Vec<Vec<Vec<Vec<u8>>>> = (0..1 + rng.below(8))
+            .map(|_| random_request(&mut rng, c))
             .collect();
         let mut wire = Vec::new();
-        for cmd in &batch {
+        for cmd in batch.iter().flatten() {
             let args: Vec<&[u8]> = cmd.iter().map(|a| &a[..]).collect();
             encode(&mut wire, &args);
         }
@@ -252,32 +429,35 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
                 wrong: None,
             };
         }
-        for (i, cmd) in batch.iter().enumerate() {
-            match conn.read_reply() {
-                Ok(got) => {
-                    let want = apply(&mut m, cmd);
-                    acked += 1;
-                    if got != want {
-                        let wrong = format!(
-                            "client {c}: {} answered {got:?}, expected {want:?}",
-                            String::from_utf8_lossy(&cmd[0])
-                        );
+        for (i, req) in batch.iter().enumerate() {
+            // A request counts as acknowledged when all its replies (EXEC's included) came.
+            let mut got = Vec::with_capacity(req.len());
+            for _ in req {
+                match conn.read_reply() {
+                    Ok(r) => got.push(r),
+                    Err(_) => {
                         return Written {
                             model: m,
-                            in_flight: vec![],
+                            in_flight: batch[i..].to_vec(),
                             acked,
-                            wrong: Some(wrong),
-                        };
+                            wrong: None,
+                        }
                     }
                 }
-                Err(_) => {
-                    return Written {
-                        model: m,
-                        in_flight: batch[i..].to_vec(),
-                        acked,
-                        wrong: None,
-                    }
-                }
+            }
+            let want = apply(&mut m, req);
+            acked += 1;
+            if got != want {
+                let wrong = format!(
+                    "client {c}: {} answered {got:?}, expected {want:?}",
+                    String::from_utf8_lossy(&req[0][0])
+                );
+                return Written {
+                    model: m,
+                    in_flight: vec![],
+                    acked,
+                    wrong: Some(wrong),
+                };
             }
         }
     }
