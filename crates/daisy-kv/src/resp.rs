@@ -2,7 +2,8 @@
 //! without copying them, and writing replies.
 //!
 //! The parser never allocates from a length it read: a bulk or multibulk count over the
-//! limit is refused by its header alone, and argument ranges point into the input buffer.
+//! limit is refused by its header alone, and argument ranges point into the input buffer
+//! (an inline request's quoted arguments are unescaped there, in place).
 
 use std::io::Write as _;
 use std::ops::Range;
@@ -113,8 +114,9 @@ impl Resume {
     }
 }
 
-/// Parse one request at the start of `buf`, pushing argument ranges into `args`.
-pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
+/// Parse one request at the start of `buf`, pushing argument ranges into `args`. An inline
+/// request's quoted arguments are unescaped in place (see `parse_inline`).
+pub fn parse(buf: &mut [u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
     parse_resume(buf, args, lim, &mut Resume::default())
 }
 
@@ -122,7 +124,7 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
 /// `Incomplete`, `st` and `args` hold the progress; call again with the same `args` and
 /// `st` and the same request at the start of a longer `buf`. Any other outcome resets `st`.
 pub fn parse_resume(
-    buf: &[u8],
+    buf: &mut [u8],
     args: &mut Vec<Range<usize>>,
     lim: &Limits,
     st: &mut Resume,
@@ -212,10 +214,16 @@ fn parse_args(
     Parsed::Request { consumed: pos }
 }
 
-/// An inline request: one line, arguments split on spaces and tabs (no quoting: send
-/// arguments with spaces as multibulk, as every client library does).
-fn parse_inline(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
-    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+/// An inline request: one line, split into arguments as Redis's `sdssplitargs` does:
+/// blanks separate arguments; `"..."` may hold `\n \r \t \b \a \\ \"` and `\xHH`
+/// escapes, `'...'` only `\'`; a closing quote must be followed by a blank or the line's end.
+/// Unescaped arguments are written back into `buf` over the bytes they came from (an
+/// argument is never longer than its text), so the ranges still point into the buffer.
+///
+/// As Redis (which looks for the newline with `strchr`), a NUL byte before the newline hides
+/// it: the line is incomplete until it is too big.
+fn parse_inline(buf: &mut [u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| buf[i] == b'\n') else {
         if buf.len() > lim.max_inline_len {
             return Parsed::Error("Protocol error: too big inline request".into());
         }
@@ -229,20 +237,100 @@ fn parse_inline(buf: &[u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parse
     } else {
         nl
     };
-    let mut i = 0;
-    while i < line_end {
-        while i < line_end && (buf[i] == b' ' || buf[i] == b'\t') {
-            i += 1;
-        }
-        let s = i;
-        while i < line_end && buf[i] != b' ' && buf[i] != b'\t' {
-            i += 1;
-        }
-        if i > s {
-            args.push(s..i);
-        }
+    if split_args(&mut buf[..line_end], args).is_none() {
+        args.clear();
+        return Parsed::Error("Protocol error: unbalanced quotes in request".into());
     }
     Parsed::Request { consumed: nl + 1 }
+}
+
+/// C's `isspace`.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Redis's `sdssplitargs` over `line`, in place: the arguments' ranges, or None for
+/// unbalanced quotes (or a closing quote followed by something other than a blank).
+fn split_args(line: &mut [u8], args: &mut Vec<Range<usize>>) -> Option<()> {
+    let n = line.len();
+    let (mut r, mut w) = (0, 0);
+    loop {
+        while r < n && is_space(line[r]) {
+            r += 1;
+        }
+        if r == n {
+            return Some(());
+        }
+        let start = w;
+        // 0: unquoted, 1: in "double quotes", 2: in 'single quotes'.
+        let mut quote = 0u8;
+        loop {
+            let c = line.get(r).copied();
+            match (quote, c) {
+                (1 | 2, None) => return None, // unterminated quotes
+                (1, Some(b'\\')) if line.get(r + 1) == Some(&b'x')
+                    && line.get(r + 2).and_then(|&h| hex_val(h)).is_some()
+                    && line.get(r + 3).and_then(|&h| hex_val(h)).is_some() =>
+                {
+                    let v = hex_val(line[r + 2]).unwrap_or(0) * 16 + hex_val(line[r + 3]).unwrap_or(0);
+                    push(line, &mut w, v);
+                    r += 4;
+                }
+                (1, Some(b'\\')) if r + 1 < n => {
+                    let v = match line[r + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    };
+                    push(line, &mut w, v);
+                    r += 2;
+                }
+                (2, Some(b'\\')) if line.get(r + 1) == Some(&b'\'') => {
+                    push(line, &mut w, b'\'');
+                    r += 2;
+                }
+                (1, Some(b'"')) | (2, Some(b'\'')) => {
+                    // The closing quote: a blank or the end must follow.
+                    if line.get(r + 1).is_some_and(|&b| !is_space(b)) {
+                        return None;
+                    }
+                    r += 1;
+                    break;
+                }
+                (1 | 2, Some(b)) => {
+                    push(line, &mut w, b);
+                    r += 1;
+                }
+                (_, None | Some(b' ' | b'\n' | b'\r' | b'\t')) => break,
+                (_, Some(b'"')) => {
+                    quote = 1;
+                    r += 1;
+                }
+                (_, Some(b'\'')) => {
+                    quote = 2;
+                    r += 1;
+                }
+                (_, Some(b)) => {
+                    push(line, &mut w, b);
+                    r += 1;
+                }
+            }
+        }
+        args.push(start..w);
+    }
+}
+
+/// Append `b` to the argument being unescaped in place at `*w`.
+fn push(line: &mut [u8], w: &mut usize, b: u8) {
+    line[*w] = b;
+    *w += 1;
 }
 
 // ---- replies ---------------------------------------------------------------------------
@@ -334,7 +422,8 @@ mod tests {
 
     fn args_of(buf: &[u8]) -> (Parsed, Vec<Vec<u8>>) {
         let mut a = Vec::new();
-        let p = parse(buf, &mut a, &Limits::default());
+        let mut buf = buf.to_vec();
+        let p = parse(&mut buf, &mut a, &Limits::default());
         (p, a.into_iter().map(|r| buf[r].to_vec()).collect())
     }
 
@@ -361,6 +450,43 @@ mod tests {
     }
 
     #[test]
+    fn inline_quoting_as_sdssplitargs() {
+        let ok = |line: &[u8], want: &[&[u8]]| {
+            let (p, a) = args_of(line);
+            assert_eq!(
+                p,
+                Parsed::Request { consumed: line.len() },
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
+            assert_eq!(a, want, "{:?}", String::from_utf8_lossy(line));
+        };
+        ok(b"set \"hello world\" x\r\n", &[b"set", b"hello world", b"x"]);
+        ok(b"a \"\\n\\r\\t\\b\\a\\\\\\\"\\q\"\n", &[b"a", b"\n\r\t\x08\x07\\\"q"]);
+        ok(b"\"\\x41\\x7a\\xzz\\x4\"\n", &[b"Azxzzx4"]);
+        ok(b"'it\\'s' '\\n'\n", &[b"it's", b"\\n"]);
+        ok(b"ab\"c d\"\t''  \"\"\n", &[b"abc d", b"", b""]);
+        ok(b"\x0bx\x0c\n", &[b"x\x0c"]);
+        // A NUL hides the newline (Redis looks for it with strchr).
+        assert_eq!(args_of(b"ping\0\r\nping\r\n").0, Parsed::Incomplete);
+        for bad in [
+            &b"set \"\"\"test-key\"\"\" v\r\n"[..],
+            b"\"abc\n",
+            b"'abc\r\n",
+            b"\"a\"b\n",
+            b"'a'b\n",
+            b"\"a\\\"\n",
+        ] {
+            assert_eq!(
+                args_of(bad).0,
+                Parsed::Error("Protocol error: unbalanced quotes in request".into()),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
     fn unauthenticated_limits() {
         let lim = Limits {
             unauthenticated: true,
@@ -369,12 +495,12 @@ mod tests {
         let mut a = Vec::new();
         let ten = format!("*10\r\n{}", "$1\r\nx\r\n".repeat(10));
         assert_eq!(
-            parse(ten.as_bytes(), &mut a, &lim),
+            parse(&mut ten.clone().into_bytes(), &mut a, &lim),
             Parsed::Request {
                 consumed: ten.len()
             }
         );
-        let err = |b: &[u8]| match parse(b, &mut a.clone(), &lim) {
+        let err = |b: &[u8]| match parse(&mut b.to_vec(), &mut a.clone(), &lim) {
             Parsed::Error(e) => e,
             p => panic!("parsed as {p:?}"),
         };
@@ -388,7 +514,7 @@ mod tests {
         );
         let ok = format!("*1\r\n$16384\r\n{}\r\n", "y".repeat(16384));
         assert!(matches!(
-            parse(ok.as_bytes(), &mut a, &lim),
+            parse(&mut ok.into_bytes(), &mut a, &lim),
             Parsed::Request { .. }
         ));
     }
@@ -425,9 +551,10 @@ mod tests {
     /// Parse a whole stream as the server does (requests one after another).
     fn parse_stream(buf: &[u8]) -> (Vec<Vec<Vec<u8>>>, Option<String>, usize) {
         let lim = Limits::default();
+        let mut buf = buf.to_vec();
         let (mut out, mut pos, mut args) = (Vec::new(), 0, Vec::new());
         loop {
-            match parse(&buf[pos..], &mut args, &lim) {
+            match parse(&mut buf[pos..], &mut args, &lim) {
                 Parsed::Incomplete => return (out, None, pos),
                 Parsed::Request { consumed } => {
                     assert!(
@@ -450,10 +577,11 @@ mod tests {
     /// `cut`: the request the cut splits is resumed, not parsed again from its start.
     fn parse_stream_resuming(wire: &[u8], cut: usize) -> Vec<Vec<Vec<u8>>> {
         let lim = Limits::default();
+        let mut wire = wire.to_vec();
         let (mut out, mut pos, mut args, mut st) = (Vec::new(), 0, Vec::new(), Resume::default());
         for avail in [cut, wire.len()] {
             loop {
-                match parse_resume(&wire[pos..avail.max(pos)], &mut args, &lim, &mut st) {
+                match parse_resume(&mut wire[pos..avail.max(pos)], &mut args, &lim, &mut st) {
                     Parsed::Incomplete => break,
                     Parsed::Request { consumed } => {
                         assert!(!st.in_progress());
@@ -474,11 +602,11 @@ mod tests {
     #[test]
     fn a_request_resumes_where_it_stopped() {
         let lim = Limits::default();
-        let wire = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n";
+        let wire = &mut b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n".to_vec();
         let (mut args, mut st) = (Vec::new(), Resume::default());
         // Two whole arguments and part of the third.
         assert_eq!(
-            parse_resume(&wire[..22], &mut args, &lim, &mut st),
+            parse_resume(&mut wire[..22], &mut args, &lim, &mut st),
             Parsed::Incomplete
         );
         assert!(st.in_progress());

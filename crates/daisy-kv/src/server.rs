@@ -170,7 +170,7 @@ impl Conn {
             if self.resume.in_progress() {
                 std::mem::swap(one, &mut self.partial);
             }
-            match resp::parse_resume(&self.rbuf[pos..self.rlen], one, lim, &mut self.resume) {
+            match resp::parse_resume(&mut self.rbuf[pos..self.rlen], one, lim, &mut self.resume) {
                 Parsed::Incomplete => {
                     if self.resume.in_progress() {
                         std::mem::swap(one, &mut self.partial);

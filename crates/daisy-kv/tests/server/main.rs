@@ -10,6 +10,7 @@
 //! - `protocol`: malformed requests close only that client; RESP3 through HELLO 3; a long
 //!   request arriving in pieces.
 //! - `connection`: connection and server commands, max-clients; `requirepass` and AUTH.
+//! - `inline`: inline commands quoted as Redis reads them; unbalanced quotes.
 //! - `pipelining`: pipelines share transactions; a slow reader and a flooding client.
 //! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over too many keys
 //!   for one redo record.
@@ -24,6 +25,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod connection;
+mod inline;
 mod keyspace;
 mod limits;
 mod pipelining;
