@@ -149,6 +149,9 @@ pub enum Enc {
     IntSet = 3,
     /// A byte-string map of its own; the payload is its header offset (Redis's hashtable).
     Table = 4,
+    /// Strings created as they are, never integer-encoded (INCRBYFLOAT's result, Redis's
+    /// `createStringObject`): OBJECT ENCODING `embstr` up to 44 bytes, else `raw`.
+    Embstr = 5,
 }
 
 impl Enc {
@@ -159,6 +162,7 @@ impl Enc {
             2 => Enc::Packed,
             3 => Enc::IntSet,
             4 => Enc::Table,
+            5 => Enc::Embstr,
             _ => return None,
         })
     }
@@ -408,6 +412,8 @@ pub struct Keyspace {
     pub lazyfreed_objects: u64,
     /// Clients' WATCHed keys.
     pub watches: Watches,
+    /// The last key [`Keyspace::prefetch_member`] looked up: (database, key, its table or 0).
+    member_memo: std::cell::RefCell<(usize, Vec<u8>, u64)>,
 }
 
 fn map_of(id: u64) -> PPtr<PBytesMap> {
@@ -519,6 +525,7 @@ impl Keyspace {
             expired_keys: 0,
             lazyfreed_objects: 0,
             watches: Watches::default(),
+            member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
         })
     }
 
@@ -573,6 +580,8 @@ impl Keyspace {
     /// The transaction of the commands so far committed (their WATCH touches stand).
     pub fn committed(&mut self) {
         self.watches.commit();
+        // Records may name other tables now: look the next key up afresh.
+        self.member_memo.get_mut().0 = usize::MAX;
     }
 
     /// Number of keys of `db` as `tx` sees them (expired ones not yet removed included, as
@@ -617,6 +626,31 @@ impl Keyspace {
     pub fn prefetch(&self, db: usize, key: &[u8], stage: u8) {
         if let Some(Some(m)) = self.maps.get(db) {
             m.prefetch(key, stage)
+        }
+    }
+
+    /// Prefetch hint for the entry `member` of the collection at `key` (a table only): the
+    /// stage as [`PBytesMap::prefetch`]'s. The key's table is remembered between calls (one
+    /// key usually takes many such commands in a row); a stale memo only wastes a hint.
+    pub fn prefetch_member(&self, db: usize, key: &[u8], member: &[u8], stage: u8) {
+        let mut memo = self.member_memo.borrow_mut();
+        if memo.0 != db || memo.1 != key {
+            let table = (|| {
+                let m = self.maps.get(db)?.as_ref()?;
+                let e = m.entry(key).ok()??;
+                let mut h = [0u8; 17];
+                let n = e.value_len().min(17);
+                m.read_value(&e, 0, &mut h[..n]).ok()?;
+                let (hd, at) = Header::decode(&h[..n]).ok()?;
+                if hd.enc != Enc::Table || n < at + 8 {
+                    return None;
+                }
+                Some(u64::from_le_bytes(h[at..at + 8].try_into().ok()?))
+            })();
+            *memo = (db, key.to_vec(), table.unwrap_or(0));
+        }
+        if memo.2 != 0 {
+            PBytesMap::prefetch_at(&self.pool, map_of(memo.2), member, stage);
         }
     }
 
@@ -731,8 +765,9 @@ impl Keyspace {
     }
 
     fn remove_expired(&mut self, tx: &mut Tx, db: usize, key: &[u8], v: &Val) -> daisy::Result<()> {
+        let owned = self.owned_table(tx, v)?;
         self.unlink(tx, db, key, v)?;
-        self.release(tx, v)?;
+        self.free_owned(tx, owned)?;
         self.expired_keys += 1;
         self.touch(tx, db, key);
         Ok(())
@@ -797,15 +832,16 @@ impl Keyspace {
             joined = [&[hb][..], payload].concat();
             &joined
         };
+        // What the old record owns is read before the new one is written: a record of the same
+        // length is rewritten in place, and the old payload is then gone.
+        let owned = match old {
+            Some(o) if !keep_owned => self.owned_table(tx, o)?,
+            _ => None,
+        };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
         let old_exp = old.is_some_and(|o| o.expire_ms.is_some());
         self.adjust_expires(tx, db, hdr.expire_ms.is_some() as i64 - old_exp as i64)?;
-        if let Some(o) = old {
-            if !keep_owned {
-                self.release(tx, o)?;
-            }
-        }
-        Ok(())
+        self.free_owned(tx, owned)
     }
 
     /// Change only the expiry time of `key`, whose record is `v` (the payload is copied; for
@@ -931,14 +967,16 @@ impl Keyspace {
         now_ms: i64,
         decide: impl FnOnce(&Tx, Option<Val>) -> daisy::Result<Option<(Header, Cow<'v, [u8]>)>>,
     ) -> daisy::Result<Upsert> {
-        // The entry there (live or expired) and the new record's expiry.
-        let (mut old, mut new_exp, mut expired) = (None, false, false);
+        // The entry there (live or expired), the table it owns (read before the entry may be
+        // rewritten in place), and the new record's expiry.
+        let (mut old, mut owned, mut new_exp, mut expired) = (None, None, false, false);
         let op = self.map_mut(tx, db)?.upsert_tx(tx, key, |tx, e, buf| {
             let live = match e {
                 None => None,
                 Some(e) => {
                     let v = decode_val(tx, e)?;
                     old = Some(v);
+                    owned = owned_table_of(tx, &v)?;
                     expired = v.expire_ms.is_some_and(|t| t < now_ms);
                     (!expired).then_some(v)
                 }
@@ -963,9 +1001,7 @@ impl Keyspace {
         };
         self.adjust_expires(tx, db, delta)?;
         if op != Upsert::Keep {
-            if let Some(o) = &old {
-                self.release(tx, o)?;
-            }
+            self.free_owned(tx, owned)?;
         }
         if expired {
             self.expired_keys += 1;
@@ -978,8 +1014,9 @@ impl Keyspace {
 
     /// Remove `key`, whose record is `v`, and free what it owns (DEL).
     pub fn delete(&mut self, tx: &mut Tx, db: usize, key: &[u8], v: &Val) -> daisy::Result<()> {
+        let owned = self.owned_table(tx, v)?;
         self.unlink(tx, db, key, v)?;
-        self.release(tx, v)?;
+        self.free_owned(tx, owned)?;
         self.touch(tx, db, key);
         Ok(())
     }
@@ -993,16 +1030,19 @@ impl Keyspace {
         self.adjust_expires(tx, db, -(v.expire_ms.is_some() as i64))
     }
 
-    /// Free what the record `v` owns (its record is gone or replaced in this transaction): a
-    /// small collection at once, a large one queued for [`Keyspace::lazyfree_step`].
-    fn release(&mut self, tx: &mut Tx, v: &Val) -> daisy::Result<()> {
-        if v.enc != Enc::Table {
-            return Ok(());
+    /// The table the record `v` owns, if any. Read it before the record is removed or
+    /// rewritten (a same-length record is rewritten in place).
+    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Option<PPtr<PBytesMap>>> {
+        owned_table_of(tx, v)
+    }
+
+    /// Free a table whose record is gone or replaced in this transaction: a small one at once,
+    /// a large one queued for [`Keyspace::lazyfree_step`].
+    fn free_owned(&mut self, tx: &mut Tx, owned: Option<PPtr<PBytesMap>>) -> daisy::Result<()> {
+        match owned {
+            Some(id) => self.free_table(tx, id),
+            None => Ok(()),
         }
-        let mut p = [0u8; 8];
-        v.entry.read_tx(tx, v.off, &mut p)?;
-        let id = map_of(u64::from_le_bytes(p));
-        self.free_table(tx, id)
     }
 
     fn free_table(&mut self, tx: &mut Tx, id: PPtr<PBytesMap>) -> daisy::Result<()> {
@@ -1169,6 +1209,16 @@ impl Header {
             ..self
         }
     }
+}
+
+/// The table a record owns (encoding `Table`: its payload is the map's offset).
+fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<PPtr<PBytesMap>>> {
+    if v.enc != Enc::Table {
+        return Ok(None);
+    }
+    let mut p = [0u8; 8];
+    v.entry.read_tx(tx, v.off, &mut p)?;
+    Ok(Some(map_of(u64::from_le_bytes(p))))
 }
 
 fn read_dbs(pool: &Pool, m: &KvMeta) -> daisy::Result<Vec<DbEntry>> {

@@ -33,8 +33,10 @@ pub(crate) struct PoolInner {
     pub fs_type: &'static str,
     /// Set once recovery finished (before the pool is handed out).
     pub recovered: std::sync::OnceLock<RecoveryReport>,
-    /// Header offsets of collections open through a handle (handles are exclusive).
-    pub open_objects: Mutex<std::collections::HashSet<u64>>,
+    /// Header offsets of collections open through a handle (handles are exclusive). A view is
+    /// opened per command by a server, so claiming must be cheap: offsets are distinct
+    /// 16-aligned numbers, not attacker-chosen, and a multiplicative hash serves.
+    pub open_objects: Mutex<std::collections::HashSet<u64, OffsetHashBuilder>>,
 }
 
 impl std::ops::Deref for PoolInner {
@@ -286,3 +288,24 @@ impl Drop for PoolInner {
         }
     }
 }
+
+/// Hasher of [`PoolInner::open_objects`]: one multiply (Fibonacci hashing) of the offset.
+#[derive(Default, Clone, Copy)]
+pub struct OffsetHasher(u64);
+
+impl std::hash::Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (n >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Builds [`OffsetHasher`]s.
+pub type OffsetHashBuilder = std::hash::BuildHasherDefault<OffsetHasher>;

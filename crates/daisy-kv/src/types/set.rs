@@ -19,7 +19,7 @@
 //! type (module `types`).
 
 use super::{intset, packed, table_entries, table_id, table_owned, DataType, Type, Value};
-use crate::commands::{parse_i64, Ctx, E_SYNTAX, E_WRONGTYPE};
+use crate::commands::{parse_i64, range_arg, Ctx, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
 use crate::{resp, typed};
 use daisy::{BytesMapView, PBytesMap, Pool};
@@ -182,7 +182,14 @@ impl SetVal {
                 v.push(m.to_vec());
                 Ok(true)
             }
-            SetVal::Table { view, .. } => Ok(!view.insert(c.tx, m, b"")?),
+            // A member already there is left as it is (no rewrite of its entry).
+            SetVal::Table { view, .. } => Ok(view.upsert(c.tx, m, |_, old, _| {
+                Ok(if old.is_some() {
+                    daisy::Upsert::Keep
+                } else {
+                    daisy::Upsert::Put
+                })
+            })? == daisy::Upsert::Put),
         }
     }
 
@@ -391,8 +398,8 @@ pub fn srandmember(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         return Ok(());
     }
-    let Some(l) = parse_i64(a[2]).filter(|&l| l != i64::MIN) else {
-        return c.err("ERR value is out of range");
+    let Some(l) = range_arg(c, a[2], -i64::MAX, i64::MAX, None)? else {
+        return Ok(());
     };
     let s = match c.lookup_typed_read(a[1], Type::Set)? {
         Err(_) => return c.err(E_WRONGTYPE),
@@ -453,10 +460,9 @@ pub fn spop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return c.err(E_SYNTAX);
     }
     let count = if a.len() == 3 {
-        match parse_i64(a[2]) {
-            Some(n) if n >= 0 => Some(n as u64),
-            Some(_) => return c.err("ERR value is out of range, must be positive"),
-            None => return c.err(crate::commands::E_INT),
+        match range_arg(c, a[2], 0, i64::MAX, Some("value is out of range, must be positive"))? {
+            Some(n) => Some(n as u64),
+            None => return Ok(()),
         }
     } else {
         None
@@ -691,20 +697,22 @@ pub fn sintercard(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count].
 pub fn sscan(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    // Redis's order: the cursor, the key (missing: an empty reply; WRONGTYPE), the options.
     let Some(cursor) = super::parse_cursor(c, a[2])? else {
         return Ok(());
+    };
+    let Some(s) = or_return!(open_read(c, a[1])?) else {
+        return super::empty_scan(c);
     };
     let Some(opts) = super::ScanOpts::parse(c, a, 3)? else {
         return Ok(());
     };
-    let s = or_return!(open_read(c, a[1])?);
     let (next, items) = match &s {
-        None => (0, Vec::new()),
-        Some(SetVal::Table { view, .. }) => {
+        SetVal::Table { view, .. } => {
             let (n, e) = super::table_scan(c, view, cursor, opts.count)?;
             (n, e.into_iter().map(|e| e.0).collect())
         }
-        Some(s) => (0, s.all(c)?),
+        s => (0, s.all(c)?),
     };
     resp::array(c.out, 2);
     resp::bulk(c.out, next.to_string().as_bytes());

@@ -4,7 +4,9 @@
 //! `[key_len u32][value_len u32][key][value]` (offset 0: empty). The stored hash lets splits
 //! and removals move slots without reading the entries, and lookups compare hashes before
 //! keys. Replacing a value allocates a new entry and frees the old one in the same
-//! transaction, so a value is never seen half-written.
+//! transaction, so a value is never seen half-written; a value of at most 256 bytes replaced by
+//! one of the same length is instead rewritten in place through the redo log (as atomic, and
+//! without allocator work).
 
 use super::table::*;
 use crate::error::{Error, Result};
@@ -43,6 +45,10 @@ impl SlotKind for BytesSlot {
 fn slot_ptr(slot: &[u8]) -> u64 {
     u64::from_le_bytes(slot[8..16].try_into().unwrap())
 }
+
+/// Values up to this many bytes replace a value of the same length in place (logged) instead
+/// of through a new entry object.
+const REPLACE_IN_PLACE_MAX: usize = 256;
 
 /// Largest key or value (the entry header stores 32-bit lengths).
 pub const MAX_ITEM_LEN: usize = u32::MAX as usize;
@@ -122,6 +128,39 @@ fn check_len(what: &str, n: usize) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The prefetch hints of [`PBytesMap::prefetch`] for the map whose header is at `hdr`.
+fn prefetch_key(pool: &crate::shared::PoolInner, hdr: u64, seed: u64, key: &[u8], stage: u8) {
+    let src = Src::Pool(pool);
+    let h = hash_bytes(seed, key);
+    let Ok(hd) = src.read_pod::<Hot>(hdr + H_LEN) else {
+        return;
+    };
+    if hd.depth > MAX_DEPTH as u64 {
+        return;
+    }
+    let depth = hd.depth as u32;
+    let Some(at) = hd.dir.checked_add(dir_index(h, depth) * 8) else {
+        return;
+    };
+    let Ok(Ok((seg, _))) = src.read_pod::<u64>(at).map(|w| decode_dir(w, depth, at)) else {
+        return;
+    };
+    let bucket = seg + (home_bucket(h) * BUCKET) as u64;
+    if stage == 1 {
+        pool.map.prefetch(bucket);
+        return;
+    }
+    let Ok(line) = src.read_pod::<[u8; BUCKET]>(bucket) else {
+        return;
+    };
+    for slot in line.chunks_exact(BytesSlot::SLOT) {
+        if !BytesSlot::is_empty(slot) && BytesSlot::entry_hash(0, slot) == h {
+            pool.map.prefetch(slot_ptr(slot));
+            return;
+        }
+    }
 }
 
 impl PBytesMap {
@@ -247,26 +286,22 @@ impl PBytesMap {
     /// whose stored hash matches. Reads the committed table only and never fails: a stale or
     /// damaged word only makes the hint useless.
     pub fn prefetch(&self, key: &[u8], stage: u8) {
-        let pool = &self.t.pool.inner;
-        let src = Src::Pool(pool);
-        let h = hash_bytes(self.t.seed, key);
-        let Ok((_, seg, _, _)) = self.t.locate(&src, h) else {
+        prefetch_key(&self.t.pool.inner, self.t.hdr, self.t.seed, key, stage)
+    }
+
+    /// [`prefetch`](Self::prefetch) on the map at `id`, with no handle (a server's per-key
+    /// collections). Reads the committed header for the hash seed; a stale or freed `id`
+    /// only makes the hint useless (every read is bounds-checked).
+    pub fn prefetch_at(pool: &Pool, id: PPtr<PBytesMap>, key: &[u8], stage: u8) {
+        let src = Src::Pool(&pool.inner);
+        let Ok(h) = src.read_pod::<[u64; 4]>(id.offset()) else {
             return;
         };
-        let bucket = seg + (home_bucket(h) * BUCKET) as u64;
-        if stage == 1 {
-            pool.map.prefetch(bucket);
+        if h[0] != MAP_MAGIC {
             return;
         }
-        let Ok(line) = src.read_pod::<[u8; BUCKET]>(bucket) else {
-            return;
-        };
-        for slot in line.chunks_exact(BytesSlot::SLOT) {
-            if !BytesSlot::is_empty(slot) && BytesSlot::entry_hash(0, slot) == h {
-                pool.map.prefetch(slot_ptr(slot));
-                return;
-            }
-        }
+        // The seed is the fourth word of the header (after magic, kind|format, sizes).
+        prefetch_key(&pool.inner, id.offset(), h[3], key, stage)
     }
 
     /// Read, then insert, replace, remove or keep `key` in one probe of the table (what a
@@ -322,6 +357,18 @@ impl PBytesMap {
                 entry[4..8].copy_from_slice(&(vlen as u32).to_le_bytes());
                 loop {
                     match found {
+                        Probe::Found(_)
+                            if old.is_some_and(|o| {
+                                o.value_len as usize == vlen && vlen <= REPLACE_IN_PLACE_MAX
+                            }) =>
+                        {
+                            // A small value of the same length: rewritten where it is, through
+                            // the log (atomic with the transaction, like the new entry would
+                            // be), with no allocation or free.
+                            let o = old.expect("found");
+                            tx.write_bytes(obj_value(&o), &entry[8 + key.len()..])?;
+                            break;
+                        }
                         Probe::Found(off) => {
                             let obj = tx.alloc_bytes(&entry)?.offset();
                             tx.write_bytes(off + 8, &obj.to_le_bytes())?;

@@ -121,6 +121,8 @@ pub struct MapHeader {
 
 const _: () = {
     assert!(std::mem::size_of::<MapHeader>() == H_SPECIAL_VAL as usize);
+    // `PBytesMap::prefetch_at` reads the seed as the header's fourth word.
+    assert!(std::mem::offset_of!(MapHeader, seed) == 24);
     assert!(std::mem::offset_of!(MapHeader, flags) == H_FLAGS as usize);
     assert!(std::mem::offset_of!(MapHeader, len) == H_LEN as usize);
     assert!(std::mem::offset_of!(MapHeader, dir) == H_DIR as usize);
