@@ -212,3 +212,145 @@ pub fn preload_keys(c: &mut Conn, k: usize, size: usize) -> Result<()> {
         |_| {},
     )
 }
+
+/// What [`multi_exec_load`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct TxLoad {
+    /// Transactions (EXECs) per second.
+    pub tps: f64,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// The MULTI/EXEC case (redis-benchmark has none): `clients` connections, each sending
+/// `pipeline` transactions at a time and reading all their replies before its next batch, `n`
+/// transactions in all. A transaction is `MULTI; SET key:<r> <value>; INCR counter:<r % 1000>;
+/// HSET hash:<r % 1000> f<r> <value>; EXEC` with r drawn from `keyspace` (a read-modify-write
+/// of a counter and two writes that must happen together). Each reply is checked (+OK,
+/// +QUEUED, and EXEC's array of three). Latency is measured per batch and counted for each
+/// transaction in it, as redis-benchmark counts pipelined requests.
+///
+/// Like redis-benchmark, few threads drive many connections (two threads at most, each
+/// writing a batch on every one of its connections, then reading their replies in turn), so
+/// the load generator does not take the server's CPU with dozens of threads.
+pub fn multi_exec_load(
+    port: u16,
+    clients: usize,
+    n: usize,
+    pipeline: usize,
+    keyspace: usize,
+    size: usize,
+    seed: u64,
+) -> Result<TxLoad> {
+    let clients = clients.clamp(1, n.max(1));
+    let threads = clients.min(2);
+    let value = vec![b'x'; size.max(1)];
+    let t0 = std::time::Instant::now();
+    let results: Vec<Result<hdrhistogram::Histogram<u64>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let value = &value;
+                // This thread's connections, and an even share of the transactions for each.
+                let conns: Vec<usize> = (0..clients).filter(|c| c % threads == t).collect();
+                s.spawn(move || -> Result<hdrhistogram::Histogram<u64>> {
+                    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
+                        .map_err(|e| anyhow!("histogram: {e}"))?;
+                    let mut left: Vec<usize> = conns
+                        .iter()
+                        .map(|&c| n / clients + usize::from(c < n % clients))
+                        .collect();
+                    let mut cs = conns
+                        .iter()
+                        .map(|_| Conn::connect(port, Duration::from_secs(10)))
+                        .collect::<std::io::Result<Vec<Conn>>>()?;
+                    let mut x = (seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
+                    let mut buf = Vec::new();
+                    let mut key = Vec::new();
+                    let mut field = Vec::new();
+                    let mut counter = Vec::new();
+                    let mut hash = Vec::new();
+                    let mut batches = vec![0usize; cs.len()];
+                    let mut sent = vec![std::time::Instant::now(); cs.len()];
+                    while left.iter().any(|&l| l > 0) {
+                        for (i, conn) in cs.iter_mut().enumerate() {
+                            let batch = pipeline.max(1).min(left[i]);
+                            batches[i] = batch;
+                            if batch == 0 {
+                                continue;
+                            }
+                            buf.clear();
+                            for _ in 0..batch {
+                                x ^= x << 13;
+                                x ^= x >> 7;
+                                x ^= x << 17;
+                                let r = x % keyspace.max(1) as u64;
+                                use std::io::Write as _;
+                                key.clear();
+                                let _ = write!(key, "key:{r:012}");
+                                counter.clear();
+                                let _ = write!(counter, "counter:{}", r % 1000);
+                                hash.clear();
+                                let _ = write!(hash, "hash:{}", r % 1000);
+                                field.clear();
+                                let _ = write!(field, "f{r}");
+                                encode(&mut buf, &[b"MULTI"]);
+                                encode(&mut buf, &[b"SET", &key, value]);
+                                encode(&mut buf, &[b"INCR", &counter]);
+                                encode(&mut buf, &[b"HSET", &hash, &field, value]);
+                                encode(&mut buf, &[b"EXEC"]);
+                            }
+                            sent[i] = std::time::Instant::now();
+                            conn.send(&buf)?;
+                        }
+                        for (i, conn) in cs.iter_mut().enumerate() {
+                            let batch = batches[i];
+                            for _ in 0..batch {
+                                for w in ["OK", "QUEUED", "QUEUED", "QUEUED"] {
+                                    match conn.read_reply()? {
+                                        Reply::Simple(s) if s == w => {}
+                                        r => {
+                                            return Err(anyhow!(
+                                                "MULTI/EXEC: expected +{w}, got {r:?}"
+                                            ))
+                                        }
+                                    }
+                                }
+                                match conn.read_reply()? {
+                                    Reply::Array(Some(a)) if a.len() == 3 => {}
+                                    r => return Err(anyhow!("EXEC: expected 3 replies, got {r:?}")),
+                                }
+                            }
+                            if batch > 0 {
+                                let us = sent[i].elapsed().as_micros().max(1) as u64;
+                                hist.record_n(us, batch as u64)
+                                    .map_err(|e| anyhow!("histogram: {e}"))?;
+                                left[i] -= batch;
+                            }
+                        }
+                    }
+                    Ok(hist)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a load thread panicked"))))
+            .collect()
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
+        .map_err(|e| anyhow!("histogram: {e}"))?;
+    for h in results {
+        all.add(h?).map_err(|e| anyhow!("histogram: {e}"))?;
+    }
+    let ms = |us: u64| us as f64 / 1e3;
+    Ok(TxLoad {
+        tps: n as f64 / secs.max(1e-9),
+        avg_ms: all.mean() / 1e3,
+        p50_ms: ms(all.value_at_quantile(0.5)),
+        p99_ms: ms(all.value_at_quantile(0.99)),
+        max_ms: ms(all.max()),
+    })
+}

@@ -66,8 +66,10 @@ pub const SERVERS: &[&str] = &[
 ];
 /// Servers whose restart time is measured (the others only their memory).
 pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"];
-/// redis-benchmark tests `--tests` accepts.
-pub const TESTS: &[&str] = &["set", "get", "incr", "mset"];
+/// Tests `--tests` accepts: redis-benchmark's (`hset` and `sadd` write one big hash and set,
+/// `spop` pops from the set `sadd` filled), and `multi`, the bench's own MULTI/EXEC loader
+/// (transactions per second; see `client::multi_exec_load`).
+pub const TESTS: &[&str] = &["set", "get", "incr", "mset", "hset", "sadd", "spop", "multi"];
 /// Requests per case by default (seed 000's Redis table without its largest).
 pub const DEFAULT_NS: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
 /// The N `--full` adds.

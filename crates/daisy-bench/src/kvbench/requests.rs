@@ -1,7 +1,7 @@
 //! The request cases: redis-benchmark against one server, case by case, its `--csv` output
 //! parsed, and the rounds of a case merged into one row.
 
-use super::client::{preload_keys, Conn};
+use super::client::{multi_exec_load, preload_keys, Conn};
 use super::server::{Proc, Server, Tools};
 use super::{keyspace_of, Config, Partial, Row, NEW_BYTES_BUDGET, PROBE_N};
 use crate::stats::Spread;
@@ -110,6 +110,50 @@ fn redis_benchmark(
         size,
         keyspace,
     } = case;
+    // redis-benchmark runs its own tests; the MULTI/EXEC case is the bench's loader.
+    let rb_tests: Vec<&str> = cfg
+        .tests
+        .iter()
+        .map(String::as_str)
+        .filter(|t| *t != "multi")
+        .collect();
+    let mut rows = if rb_tests.is_empty() {
+        vec![]
+    } else {
+        run_redis_benchmark(tools, exe, port, cfg, case, &rb_tests, scratch, timeout)?
+    };
+    if cfg.tests.iter().any(|t| t == "multi") {
+        let t = multi_exec_load(port, cfg.clients, n, pipeline, keyspace, size, n as u64)?;
+        rows.push(CsvRow {
+            test: "multi".into(),
+            rps: t.tps,
+            avg_ms: t.avg_ms,
+            p50_ms: t.p50_ms,
+            p99_ms: t.p99_ms,
+            max_ms: t.max_ms,
+        });
+    }
+    Ok(rows)
+}
+
+/// One redis-benchmark invocation of `tests`.
+#[allow(clippy::too_many_arguments)]
+fn run_redis_benchmark(
+    tools: &Tools,
+    exe: &Path,
+    port: u16,
+    cfg: &Config,
+    case: Case,
+    tests: &[&str],
+    scratch: &Path,
+    timeout: Duration,
+) -> Result<Vec<CsvRow>> {
+    let Case {
+        n,
+        pipeline,
+        size,
+        keyspace,
+    } = case;
     let out_path = scratch.join("redis-benchmark.out");
     let out =
         std::fs::File::create(&out_path).map_err(|e| anyhow!("{}: {e}", out_path.display()))?;
@@ -130,7 +174,7 @@ fn redis_benchmark(
         "-d".into(),
         size.to_string(),
         "-t".into(),
-        cfg.tests.join(","),
+        tests.join(","),
         "--csv".into(),
     ]
     .into_iter()

@@ -136,6 +136,21 @@ pub fn html(r: &Report) -> String {
         }
         _ => {}
     }
+    match (&r.kv_types, &t.kv_types) {
+        (Some(Ok(k)), Some(types)) => {
+            let _ = writeln!(
+                h,
+                "<p>Redis's data types and transactions: HSET, SADD, SPOP (redis-benchmark) and \
+                 MULTI/EXEC (MULTI, SET, INCR, HSET, EXEC; transactions per second):</p>\n{}",
+                types.html()
+            );
+            unavailable(&mut h, &k.unavailable);
+        }
+        (Some(Err(e)), _) => {
+            let _ = writeln!(h, "<p>Data types and MULTI/EXEC not run: {}</p>", esc(e));
+        }
+        _ => {}
+    }
     let _ = writeln!(h, "</body></html>");
     h
 }

@@ -165,6 +165,25 @@ pub fn markdown(r: &Report) -> String {
         }
         _ => {}
     }
+    match (&r.kv_types, &t.kv_types) {
+        (Some(Ok(k)), Some(table)) => {
+            let _ = writeln!(
+                s,
+                "\nRedis's data types and transactions: redis-benchmark's HSET, SADD and SPOP \
+                 (one big hash and one big set), and MULTI/EXEC (MULTI, SET, INCR, HSET, EXEC; \
+                 the bench's own loader, in transactions per second), against redis-none and \
+                 redis-aof-always:\n"
+            );
+            s += &table.markdown();
+            for u in &k.unavailable {
+                let _ = writeln!(s, "\n- {} {}: {}", u.server, u.status, u.reason);
+            }
+        }
+        (Some(Err(e)), _) => {
+            let _ = writeln!(s, "\nData types and MULTI/EXEC not run: {e}");
+        }
+        _ => {}
+    }
     s
 }
 

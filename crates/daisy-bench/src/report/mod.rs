@@ -31,7 +31,7 @@ use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 use verdicts::{
     disk_verdicts, hashmap_verdicts, kv_verdicts, power_fail_verdict, server_crash_verdict,
-    verdicts,
+    types_verdicts, verdicts,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -102,6 +102,9 @@ pub struct Report {
     /// More rounds of the pipeline-1 cases on daisy and redis-none alone, for the target
     /// verdict (at the default level only): see [`P1_TARGET_ROUNDS`].
     pub kv_p1: Option<Outcome<kvbench::Report>>,
+    /// Redis's data types and MULTI/EXEC (issue 18's targets): hset, sadd, spop and the
+    /// bench's MULTI/EXEC loader against redis-none and redis-aof-always.
+    pub kv_types: Option<Outcome<kvbench::Report>>,
     pub verdicts: Vec<Verdict>,
     pub seconds: f64,
 }
@@ -440,9 +443,35 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         run_kv(&pcfg)
     });
 
+    // 4c. Data types and transactions: hset, sadd, spop (redis-benchmark) and MULTI/EXEC (the
+    // bench's loader), against Redis with no persistence and with an fsynced AOF.
+    let kv_types = {
+        let (ns, runs) = match cfg.level {
+            Level::Quick => (vec![10_000], 1),
+            Level::Default | Level::Full => (vec![100_000], TYPES_ROUNDS),
+        };
+        note(&format!(
+            "performance test: data types and MULTI/EXEC: hset, sadd, spop and MULTI/EXEC              against redis-none and redis-aof-always, N = {ns:?}, {runs} rounds"
+        ));
+        let tcfg = kvbench::Config {
+            ns,
+            tests: TYPES_TESTS.iter().map(|t| t.to_string()).collect(),
+            runs,
+            restart_keys: 0,
+            servers: vec![
+                "daisy".into(),
+                "redis-none".into(),
+                "redis-aof-always".into(),
+            ],
+            ..kcfg.clone()
+        };
+        Some(run_kv(&tcfg))
+    };
+
     let mut verdicts = verdicts(&functional, &tx, &env);
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
     verdicts.extend(kv_verdicts(&kv, kv_p1.as_ref()));
+    verdicts.extend(types_verdicts(kv_types.as_ref()));
     verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.insert(1, power_fail_verdict(&power_fail));
     verdicts.insert(2, server_crash_verdict(&server_crash, server_kills));
@@ -459,6 +488,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         hashmap_disk_dir,
         kv,
         kv_p1,
+        kv_types,
         verdicts,
         seconds: t0.elapsed().as_secs_f64(),
     })
@@ -490,6 +520,10 @@ fn run_kv(kcfg: &kvbench::Config) -> Outcome<kvbench::Report> {
 /// run's 5 rounds and about 1 in 30 with 15; at p = 0.6 still in about 1 in 3 with 15. This
 /// stage takes 1-2 minutes.
 pub const P1_TARGET_ROUNDS: usize = 10;
+/// The data-type and MULTI/EXEC tests of the report (issue 18's targets).
+pub const TYPES_TESTS: &[&str] = &["hset", "sadd", "spop", "multi"];
+/// Rounds of the data-type stage (paired, as the Redis benchmark's).
+pub const TYPES_ROUNDS: usize = 5;
 /// Numbers joined by spaces, with `prec` decimals.
 fn join_fixed(v: &[f64], prec: usize) -> String {
     v.iter()

@@ -24,6 +24,8 @@ pub(super) struct Tables {
     pub kv_memory: Option<Table>,
     /// The extra pipeline-1 rounds of daisy and redis-none.
     pub kv_p1: Option<Table>,
+    /// The data types and MULTI/EXEC.
+    pub kv_types: Option<Table>,
 }
 
 impl Tables {
@@ -40,6 +42,10 @@ impl Tables {
             kv_memory: r.kv.as_ref().ok().and_then(kv_memory),
             kv_p1: match &r.kv_p1 {
                 Some(Ok(k)) => Some(kv_p1(k)),
+                _ => None,
+            },
+            kv_types: match &r.kv_types {
+                Some(Ok(k)) => Some(kv(k)),
                 _ => None,
             },
         }

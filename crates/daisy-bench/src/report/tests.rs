@@ -260,6 +260,16 @@ fn full() -> Report {
         hashmap_disk_dir: Some(("/home/x/out/disk-baseline".into(), "ext4".into())),
         kv: Ok(kv),
         kv_p1: Some(Ok(kv_p1)),
+        kv_types: Some(Ok(kvbench::Report {
+            rows: vec![
+                measured_row("daisy", "hset", 16, &[105.0, 98.0, 110.0]),
+                measured_row("redis-none", "hset", 16, &[100.0, 100.0, 100.0]),
+                measured_row("daisy", "multi", 1, &[90.0, 95.0, 80.0]),
+                measured_row("redis-aof-always", "multi", 1, &[100.0, 100.0, 100.0]),
+            ],
+            runs: 3,
+            ..Default::default()
+        })),
         verdicts: vec![],
         seconds: 95.2,
     };
@@ -290,6 +300,7 @@ fn failed() -> Report {
         server_crash: Err("no daisy binary".into()),
         kv: Err("redis <missing>".into()),
         kv_p1: Some(Err("no redis".into())),
+        kv_types: Some(Err("no redis either".into())),
         hashmap_disk: vec![],
         hashmap_disk_dir: None,
         level: Level::Quick,
@@ -315,6 +326,7 @@ fn markdown_and_html_have_the_same_tables() {
             t.kv.as_ref(),
             t.kv_memory.as_ref(),
             t.kv_p1.as_ref(),
+            t.kv_types.as_ref(),
         ]
         .into_iter()
         .flatten()

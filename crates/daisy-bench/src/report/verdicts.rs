@@ -195,6 +195,75 @@ fn paired_ratio(d: &kvbench::Row, r: &kvbench::Row, more: &[f64]) -> f64 {
 }
 /// Seed 000's Redis test: Daisy's server (every write durable) against Redis with RDB and
 /// with AOF, the target against Redis with no persistence, and the restart time.
+/// Issue 18's targets for Redis's data types and MULTI/EXEC: each test at pipeline 16 at
+/// least as fast as redis-none, and at pipeline 1 at least as fast as redis-aof-always (the
+/// rival that, like daisy, makes every write durable before its reply), judged on the median
+/// of the paired rounds' ratios.
+pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec<Verdict> {
+    let rep = match kv_types {
+        None => return vec![],
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            return vec![Verdict {
+                name: "not run: data types and MULTI/EXEC".into(),
+                passed: false,
+                text: format!("Data types and MULTI/EXEC: {e}: NOT RUN"),
+            }]
+        }
+    };
+    let mut v: Vec<Verdict> = rep
+        .unavailable
+        .iter()
+        .map(|u| Verdict {
+            name: format!("not run: data types and MULTI/EXEC, {}", u.server),
+            passed: u.status != "failed",
+            text: format!("Data types and MULTI/EXEC: {} {}: {}", u.server, u.status, u.reason),
+        })
+        .collect();
+    let Some(n) = rep.rows.iter().map(|r| r.requests).max() else {
+        return v;
+    };
+    let at = |server: &str, test: &str, p: usize| {
+        rep.rows.iter().find(|r| {
+            r.requests == n && r.server == server && r.test.eq_ignore_ascii_case(test) && r.pipeline == p
+        })
+    };
+    let mut parts = vec![];
+    let mut all = true;
+    for test in super::TYPES_TESTS {
+        for (p, rival) in [(16, "redis-none"), (1, "redis-aof-always")] {
+            if let (Some(d), Some(r)) = (at("daisy", test, p), at(rival, test, p)) {
+                let ratios = per_round_ratios(&d.rps_runs, &r.rps_runs);
+                let ratio = paired_ratio(d, r, &[]);
+                all &= ratio >= 1.0;
+                parts.push(format!(
+                    "{} P{p} vs {rival}: {}x (faster in {} of {} rounds)",
+                    test.to_ascii_uppercase(),
+                    verdict_ratio(ratio),
+                    ratios.iter().filter(|&&x| x >= 1.0).count(),
+                    ratios.len()
+                ));
+            }
+        }
+    }
+    if !parts.is_empty() {
+        v.push(Verdict {
+            name: "target: data types and MULTI/EXEC vs Redis".into(),
+            passed: all,
+            text: format!(
+                "Data types and MULTI/EXEC, N = {n}, 50 clients, 8-byte values (HSET, SADD and \
+                 SPOP on one big hash and set; MULTI/EXEC = MULTI, SET, INCR, HSET, EXEC, in \
+                 transactions per second): {} (target: at least 1.00x against redis-none at \
+                 pipeline 16 and against redis-aof-always at pipeline 1; each figure is the \
+                 median of the rounds' ratios): {}",
+                parts.join("; "),
+                if all { "PASS" } else { "FAIL" }
+            ),
+        });
+    }
+    v
+}
+
 pub(super) fn kv_verdicts(
     kv: &Outcome<kvbench::Report>,
     kv_p1: Option<&Outcome<kvbench::Report>>,
@@ -494,7 +563,7 @@ pub(super) fn verdicts(
 
 #[cfg(test)]
 mod tests {
-    use super::{kv_verdicts, per_round_ratios, verdict_ratio};
+    use super::{kv_verdicts, per_round_ratios, types_verdicts, verdict_ratio};
     use crate::kvbench;
     use crate::report::tests::kv_row as row;
 
@@ -582,6 +651,36 @@ mod tests {
         assert_eq!(per_round_ratios(&[3.0], &[2.0]), vec![1.5]);
         // A server that failed after its first round: the rounds both ran are paired.
         assert_eq!(per_round_ratios(&[1.0, 2.0], &[2.0]), vec![0.5]);
+    }
+
+    /// Each data-type test is judged against its rival at its pipeline, on paired rounds; one
+    /// slow test fails the verdict, and a stage that did not run is a failing verdict.
+    #[test]
+    fn data_type_targets_pair_rounds_per_test_and_rival() {
+        let rep = |daisy_multi: &[f64]| kvbench::Report {
+            rows: vec![
+                row("daisy", "hset", 16, &[105.0, 98.0, 110.0]),
+                row("redis-none", "hset", 16, &[100.0, 100.0, 100.0]),
+                row("redis-aof-always", "hset", 16, &[50.0, 50.0, 50.0]),
+                row("daisy", "multi", 1, daisy_multi),
+                row("redis-aof-always", "multi", 1, &[100.0, 100.0, 100.0]),
+                row("redis-none", "multi", 1, &[200.0, 200.0, 200.0]),
+            ],
+            runs: 3,
+            ..Default::default()
+        };
+        let ok = Ok(rep(&[101.0, 120.0, 99.0]));
+        let v = types_verdicts(Some(&ok));
+        let t = v.last().unwrap();
+        assert!(t.passed, "{}", t.text);
+        assert!(t.text.contains("HSET P16 vs redis-none: 1.05x (faster in 2 of 3"), "{}", t.text);
+        assert!(t.text.contains("MULTI P1 vs redis-aof-always: 1.01x"), "{}", t.text);
+        let slow = Ok(rep(&[90.0, 120.0, 95.0]));
+        let v = types_verdicts(Some(&slow));
+        assert!(!v.last().unwrap().passed, "{}", v.last().unwrap().text);
+        let v = types_verdicts(Some(&Err("no redis".into())));
+        assert!(!v[0].passed && v[0].text.contains("NOT RUN"));
+        assert!(types_verdicts(None).is_empty());
     }
 
     #[test]

@@ -49,7 +49,9 @@ pub struct KvArgs {
     /// The default N plus 10,000,000 (seed 000's largest; sampled past --max-secs).
     #[arg(long)]
     full: bool,
-    /// redis-benchmark tests, comma-separated.
+    /// Tests, comma-separated: redis-benchmark's set, get, incr, mset, hset and sadd (one big
+    /// hash and set), spop (pops what sadd added), and multi, the bench's own MULTI/EXEC
+    /// loader (MULTI, SET, INCR, HSET, EXEC; transactions per second).
     #[arg(long, value_delimiter = ',', default_value = "set,get", value_parser = clap::builder::PossibleValuesParser::new(kvbench::TESTS))]
     tests: Vec<String>,
     /// Which keys the requests touch, comma-separated: mixed (-r 100000 on an empty keyspace,
