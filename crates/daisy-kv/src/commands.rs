@@ -633,9 +633,16 @@ pub fn execute(
     out: &mut Vec<u8>,
 ) -> daisy::Result<Action> {
     let spec = table.find(args[0]);
-    if let Some(e) = precheck(spec, args, cl, sv) {
+    if let Some(mut e) = precheck(spec, args, cl, sv) {
         if let Some(m) = cl.multi.as_mut() {
             m.error = true;
+        }
+        // A refused EXEC discards the transaction, MULTI or not (Redis's `execCommandAbort`).
+        if spec.is_some_and(|s| s.name == "exec") {
+            cl.multi = None;
+            ks.watches.unwatch_all(cl.id);
+            let why = e.strip_prefix("ERR ").unwrap_or(&e);
+            e = format!("EXECABORT Transaction discarded because of: {why}");
         }
         sv.counters.rejected_calls += 1;
         if let Some(s) = spec {
@@ -675,7 +682,7 @@ pub fn call(
 ) -> daisy::Result<Action> {
     // Time one call in TIMING_SAMPLE (two clock reads per command cost ~4% of a pipelined
     // round); INFO commandstats' usec scales the sampled time up.
-    let timed = sv.cmdstats[spec.index()].calls % TIMING_SAMPLE == 0;
+    let timed = sv.cmdstats[spec.index()].calls.is_multiple_of(TIMING_SAMPLE);
     let t0 = timed.then(std::time::Instant::now);
     let errors_before = out.len();
     let mut ctx = Ctx {

@@ -75,7 +75,9 @@ fn class(pat: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
         if pat[j] == b'\\' && j + 1 < pat.len() {
             hit |= pat[j + 1] == c;
             j += 2;
-        } else if j + 2 < pat.len() && pat[j + 1] == b'-' && pat[j + 2] != b']' {
+        } else if j + 2 < pat.len() && pat[j + 1] == b'-' {
+            // As Redis: a range whenever two bytes follow the '-', even when the second is
+            // the ']' (so `[1-]` is the range '1'..=']' and the class is left unterminated).
             let (lo, hi) = (pat[j].min(pat[j + 2]), pat[j].max(pat[j + 2]));
             hit |= lo <= c && c <= hi;
             j += 3;
@@ -106,6 +108,9 @@ mod tests {
             ("*:1*", "key:123"),
             ("a\\*b", "a*b"),
             ("*a*b*", "xxaxxbxx"),
+            ("k[1-]", "k5"),
+            ("k[1-]", "k]"),
+            ("k[1", "k1"),
         ];
         let no = [
             ("h?llo", "hllo"),
@@ -115,6 +120,8 @@ mod tests {
             ("a\\*b", "axb"),
             ("", "a"),
             ("*a*b", "xxaxxbx"),
+            ("k[1-]", "k0"),
+            ("k[1-]", "k1]"),
         ];
         for (p, s) in yes {
             assert!(matches(p.as_bytes(), s.as_bytes()), "{p} should match {s}");

@@ -1,7 +1,7 @@
 //! Key and database commands (Redis's db.c, expire.c, object.c and DUMP/RESTORE from
 //! cluster.c): they work on keys whatever their type, through the keyspace.
 
-use crate::commands::{lossy, parse_i64, upper, Ctx, E_INT, E_SYNTAX};
+use crate::commands::{lossy, parse_i64, range_arg, upper, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::rdb;
 use crate::types::{self, hash, set, string, Type};
@@ -155,19 +155,17 @@ pub fn renamenx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     rename_generic(c, a, true)
 }
 
-/// A database index argument: Ok(index), or the error reply was sent.
-fn db_index(c: &mut Ctx, arg: &[u8], bad_int: &str) -> daisy::Result<Result<usize, ()>> {
-    match parse_i64(arg).filter(|n| i32::try_from(*n).is_ok()) {
-        None => {
-            c.err(bad_int)?;
-            Ok(Err(()))
-        }
-        Some(n) if n < 0 || n as usize >= c.ks.databases() => {
-            c.err("ERR DB index is out of range")?;
-            Ok(Err(()))
-        }
-        Some(n) => Ok(Ok(n as usize)),
+/// A database index argument (Redis's `getIntFromObjectOrReply` with `msg`, then
+/// `selectDb`): Ok(index), or the error reply was sent.
+fn db_index(c: &mut Ctx, arg: &[u8], msg: Option<&str>) -> daisy::Result<Result<usize, ()>> {
+    let Some(n) = range_arg(c, arg, i32::MIN as i64, i32::MAX as i64, msg)? else {
+        return Ok(Err(()));
+    };
+    if n < 0 || n as usize >= c.ks.databases() {
+        c.err("ERR DB index is out of range")?;
+        return Ok(Err(()));
     }
+    Ok(Ok(n as usize))
 }
 
 macro_rules! or_return {
@@ -190,7 +188,7 @@ pub fn copy(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         match &upper(a[j])[..] {
             b"REPLACE" => replace = true,
             b"DB" if more >= 1 => {
-                dst_db = or_return!(db_index(c, a[j + 1], E_INT)?);
+                dst_db = or_return!(db_index(c, a[j + 1], None)?);
                 j += 1;
             }
             _ => return c.err(E_SYNTAX),
@@ -211,7 +209,12 @@ pub fn copy(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     let p = c.payload(&v)?;
     let copied = types::copy_payload(c, v.enc, &p)?;
-    c.ks.put(c.tx, dst_db, a[2], v.header(), &[&copied], dst.as_ref(), false)?;
+    let mut hdr = v.header();
+    // Redis's copy of an integer string keeps the encoding, not the sharing.
+    if v.ty == Type::String && string::encoding_name(v.enc, &p) == "int" {
+        hdr.enc = Enc::Int;
+    }
+    c.ks.put(c.tx, dst_db, a[2], hdr, &[&copied], dst.as_ref(), false)?;
     c.ks.touch(c.tx, dst_db, a[2]);
     resp::int(c.out, 1);
     Ok(())
@@ -220,7 +223,7 @@ pub fn copy(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 /// MOVE key db.
 pub fn move_(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let src_db = c.db();
-    let dst_db = or_return!(db_index(c, a[2], E_INT)?);
+    let dst_db = or_return!(db_index(c, a[2], None)?);
     if src_db == dst_db {
         return c.err("ERR source and destination objects are the same");
     }
@@ -241,10 +244,11 @@ pub fn move_(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     Ok(())
 }
 
-/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP.
+/// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ|HELP (the subcommand and its arity were checked
+/// with the command table's, `commands::precheck`).
 pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let sub = upper(a[1]);
-    if a.len() == 2 && sub == b"HELP" {
+    if sub == b"HELP" {
         let help = [
             "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "ENCODING <key>",
@@ -260,19 +264,13 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             "    Return the number of references of the value associated with the specified",
             "    <key>.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ];
         resp::array(c.out, help.len());
         for l in help {
             resp::simple(c.out, l);
         }
         return Ok(());
-    }
-    if a.len() != 3 || !matches!(&sub[..], b"ENCODING" | b"REFCOUNT" | b"IDLETIME" | b"FREQ") {
-        return c.err(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try OBJECT HELP.",
-            lossy(a[1])
-        ));
     }
     let Some(v) = c.lookup_read(a[2])? else {
         c.nil();
@@ -345,31 +343,42 @@ pub fn dump(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         c.nil();
         return Ok(());
     };
+    if v.ty == Type::Set && v.enc == Enc::IntSet {
+        if let set::SetVal::Ints(values, width) = set::SetVal::open(c, &v)? {
+            // An intset is serialized as it is held, at its width.
+            resp::bulk(c.out, &rdb::dump_intset(&values, width));
+            return Ok(());
+        }
+    }
     let (value, enc) = rdb_value(c, &v)?;
     resp::bulk(c.out, &rdb::dump(&value, enc));
     Ok(())
 }
 
-/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency].
+/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+/// (Redis 7.0's `restoreCommand`: options, BUSYKEY, the TTL, the payload, in that order; the
+/// old key goes only once the payload decoded).
 pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let (mut replace, mut absttl) = (false, false);
+    // IDLETIME and FREQ exclude each other (the second one is a syntax error).
+    let (mut idle, mut freq) = (false, false);
     let mut j = 4;
     while j < a.len() {
         let more = a.len() - j - 1;
         match &upper(a[j])[..] {
             b"REPLACE" => replace = true,
             b"ABSTTL" => absttl = true,
-            b"IDLETIME" if more >= 1 => {
+            b"IDLETIME" if more >= 1 && !freq => {
                 match parse_i64(a[j + 1]) {
-                    Some(n) if n >= 0 => {}
+                    Some(n) if n >= 0 => idle = true,
                     Some(_) => return c.err("ERR Invalid IDLETIME value, must be >= 0"),
                     None => return c.err(E_INT),
                 }
                 j += 1;
             }
-            b"FREQ" if more >= 1 => {
+            b"FREQ" if more >= 1 && !idle => {
                 match parse_i64(a[j + 1]) {
-                    Some(n) if (0..=255).contains(&n) => {}
+                    Some(n) if (0..=255).contains(&n) => freq = true,
                     Some(_) => return c.err("ERR Invalid FREQ value, must be >= 0 and <= 255"),
                     None => return c.err(E_INT),
                 }
@@ -379,25 +388,33 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         j += 1;
     }
+    let old = c.lookup(a[1])?;
+    if old.is_some() && !replace {
+        return c.err("BUSYKEY Target key name already exists.");
+    }
     let ttl = match parse_i64(a[2]) {
         Some(n) if n >= 0 => n,
         Some(_) => return c.err("ERR Invalid TTL value, must be >= 0"),
         None => return c.err(E_INT),
     };
-    let old = c.lookup(a[1])?;
-    if old.is_some() && !replace {
-        return c.err("BUSYKEY Target key name already exists.");
-    }
     let value = match rdb::restore(a[3]) {
         Ok(v) => v,
         Err(e) => return c.err(e),
     };
-    let expire = if ttl == 0 {
-        None
-    } else if absttl {
-        Some(ttl)
-    } else {
-        c.now_ms.checked_add(ttl)
+    match &value {
+        rdb::Value::List(_) | rdb::Value::ZSet(_) => {
+            return c.err("ERR Bad data format (lists and sorted sets are not in this build yet)")
+        }
+        rdb::Value::Hash(x) if x.is_empty() => return c.err("ERR Bad data format"),
+        rdb::Value::Set(x) if x.is_empty() => return c.err("ERR Bad data format"),
+        _ => {}
+    }
+    // A relative TTL that overflows wraps in Redis (`ttl += mstime()`), and so reads as
+    // already expired.
+    let expire = match ttl {
+        0 => None,
+        t if absttl => Some(t),
+        t => Some(c.now_ms.wrapping_add(t)),
     };
     let db = c.db();
     if let Some(o) = &old {
@@ -409,13 +426,16 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     let (ty, enc, payload) = match value {
-        rdb::Value::String(s) => (Type::String, Enc::Auto, s),
-        rdb::Value::Hash(pairs) if !pairs.is_empty() => {
+        rdb::Value::Hash(pairs) => {
             let (enc, p) = hash::create(c, pairs)?;
             (Type::Hash, enc, p)
         }
-        rdb::Value::Set(members) if !members.is_empty() => {
-            let s = set::create(c, &members)?;
+        rdb::Value::Set(members) => {
+            let mut s = set::create(c, &members)?;
+            // An intset payload is loaded as it is, at its width.
+            if let (set::SetVal::Ints(_, w), Some(pw)) = (&mut s, rdb::intset_width(a[3])) {
+                *w = (*w).max(pw);
+            }
             s.store(c, a[1], None)?;
             if let Some(t) = expire {
                 if let Some(v) = c.lookup(a[1])? {
@@ -425,10 +445,9 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             resp::ok(c.out);
             return Ok(());
         }
-        rdb::Value::List(_) | rdb::Value::ZSet(_) => {
-            return c.err("ERR Bad data format (lists and sorted sets are not in this build yet)")
-        }
-        _ => return c.err("ERR Bad data format"),
+        // A string is stored as SET would (Redis: `tryObjectEncoding`).
+        rdb::Value::String(s) => (Type::String, Enc::Auto, s),
+        rdb::Value::List(_) | rdb::Value::ZSet(_) => unreachable!("refused above"),
     };
     let hdr = Header::new(ty, enc).with_expire(expire);
     c.ks.put(c.tx, db, a[1], hdr, &[&payload], None, false)?;
@@ -503,16 +522,26 @@ pub fn randomkey(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 pub fn select(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let db = or_return!(db_index(c, a[1], E_INT)?);
+    let db = or_return!(db_index(c, a[1], None)?);
     c.cl.db = db;
     resp::ok(c.out);
     Ok(())
 }
 
 pub fn swapdb(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let x = or_return!(db_index(c, a[1], "ERR invalid first DB index")?);
-    let y = or_return!(db_index(c, a[2], "ERR invalid second DB index")?);
-    c.ks.swap_db(c.tx, x, y, c.now_ms)?;
+    // Both indexes are read before either is checked against the databases.
+    let (lo, hi) = (i32::MIN as i64, i32::MAX as i64);
+    let Some(x) = range_arg(c, a[1], lo, hi, Some("invalid first DB index"))? else {
+        return Ok(());
+    };
+    let Some(y) = range_arg(c, a[2], lo, hi, Some("invalid second DB index"))? else {
+        return Ok(());
+    };
+    let n = c.ks.databases() as i64;
+    if !(0..n).contains(&x) || !(0..n).contains(&y) {
+        return c.err("ERR DB index is out of range");
+    }
+    c.ks.swap_db(c.tx, x as usize, y as usize, c.now_ms)?;
     resp::ok(c.out);
     Ok(())
 }

@@ -152,6 +152,9 @@ pub enum Enc {
     /// Strings created as they are, never integer-encoded (INCRBYFLOAT's result, Redis's
     /// `createStringObject`): OBJECT ENCODING `embstr` up to 44 bytes, else `raw`.
     Embstr = 5,
+    /// Integer strings that are not shared (COPY's copy of an integer, Redis's
+    /// `dupStringObject`): OBJECT ENCODING `int`, REFCOUNT 1.
+    Int = 6,
 }
 
 impl Enc {
@@ -163,6 +166,7 @@ impl Enc {
             3 => Enc::IntSet,
             4 => Enc::Table,
             5 => Enc::Embstr,
+            6 => Enc::Int,
             _ => return None,
         })
     }

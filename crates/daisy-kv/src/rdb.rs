@@ -141,7 +141,7 @@ pub fn dump(v: &Value, enc: Encoding) -> Vec<u8> {
             };
             if let Some(ints) = ints {
                 w.out.push(RDB_TYPE_SET_INTSET);
-                w.string(&intset_blob(ints));
+                w.string(&intset_blob(ints, 2));
             } else {
                 w.out.push(RDB_TYPE_SET);
                 w.len(members.len() as u64);
@@ -198,11 +198,40 @@ pub fn dump(v: &Value, enc: Encoding) -> Vec<u8> {
             }
         }
     }
-    let mut out = w.out;
+    seal(w.out)
+}
+
+/// The footer after an object: RDB version 10, CRC64 of everything before.
+fn seal(mut out: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// DUMP's payload for an intset of `values` held `width` bytes wide (or wider if a value
+/// needs it): Redis never narrows an intset, so one that once held a wider integer is
+/// serialized at that width, and so is its DUMP.
+pub fn dump_intset(values: &[i64], width: u8) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.out.push(RDB_TYPE_SET_INTSET);
+    w.string(&intset_blob(values.to_vec(), width as usize));
+    seal(w.out)
+}
+
+/// The width of the intset in a valid payload of `RDB_TYPE_SET_INTSET` (None for any other
+/// payload): RESTORE keeps it, as Redis keeps the intset it loads.
+pub fn intset_width(payload: &[u8]) -> Option<u8> {
+    let body = payload.get(..payload.len().checked_sub(10)?)?;
+    let mut r = Reader { buf: body, pos: 0 };
+    if r.byte().ok()? != RDB_TYPE_SET_INTSET {
+        return None;
+    }
+    let blob = r.string().ok()?;
+    match u32::from_le_bytes(blob.get(..4)?.try_into().ok()?) {
+        w @ (2 | 4 | 8) => Some(w as u8),
+        _ => None,
+    }
 }
 
 /// RESTORE's parse: checks the footer (version <= 10 and the CRC64) and decodes. Errors are
@@ -526,17 +555,19 @@ fn quicklist_nodes(items: &[Vec<u8>]) -> Vec<Node> {
     nodes
 }
 
-/// An intset blob: the narrowest width that holds every value, sorted, no duplicates.
-fn intset_blob(mut values: Vec<i64>) -> Vec<u8> {
+/// An intset blob: at least `min_width` wide, and as wide as the values need; sorted, no
+/// duplicates.
+fn intset_blob(mut values: Vec<i64>, min_width: usize) -> Vec<u8> {
     values.sort_unstable();
     values.dedup();
-    let width: usize = if values.iter().all(|&v| i16::try_from(v).is_ok()) {
+    let need: usize = if values.iter().all(|&v| i16::try_from(v).is_ok()) {
         2
     } else if values.iter().all(|&v| i32::try_from(v).is_ok()) {
         4
     } else {
         8
     };
+    let width = need.max(min_width);
     let mut out = Vec::with_capacity(8 + width * values.len());
     out.extend_from_slice(&(width as u32).to_le_bytes());
     out.extend_from_slice(&(values.len() as u32).to_le_bytes());

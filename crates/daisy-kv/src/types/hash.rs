@@ -20,7 +20,7 @@
 //! that same transaction).
 
 use super::{packed, table_entries, table_id, table_owned, DataType, Type, Value};
-use crate::commands::{parse_i64, Ctx, E_INT, E_SYNTAX};
+use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::{longdouble, resp, typed};
 use daisy::{BytesMapView, PBytesMap, Pool};
@@ -140,8 +140,22 @@ impl HashVal {
         }
     }
 
-    /// Set `field`; true when it is new.
+    /// Set `field`; true when it is new. As Redis's `hashTypeSet`, a packed hash becomes a
+    /// table before the change when the field or the value is longer than
+    /// `hash-max-listpack-value`, and after it when it holds more than
+    /// `hash-max-listpack-entries` fields (so HDEL never converts, even past a threshold
+    /// lowered since).
     pub fn set(&mut self, c: &mut Ctx, field: &[u8], value: &[u8]) -> daisy::Result<bool> {
+        self.convert_for_items(c, &[field, value])?;
+        let new = self.set_here(c, field, value)?;
+        if matches!(self, HashVal::Packed(p) if p.len() > c.sv.config.hash_max_listpack_entries) {
+            self.convert_to_table(c)?;
+        }
+        Ok(new)
+    }
+
+    /// Set `field` in the present encoding.
+    fn set_here(&mut self, c: &mut Ctx, field: &[u8], value: &[u8]) -> daisy::Result<bool> {
         match self {
             HashVal::Packed(p) => match p.iter_mut().find(|(f, _)| f == field) {
                 Some(e) => {
@@ -198,15 +212,10 @@ impl HashVal {
         Ok(())
     }
 
-    /// Write the hash back under `key` after a change: a packed hash rewrites its record
-    /// (becoming a table first when it outgrew `hash-max-listpack-entries`), a new table gets
-    /// its record, an empty hash is deleted. `old` is the key's record before the command.
-    pub fn store(mut self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
-        if let HashVal::Packed(p) = &self {
-            if p.len() > c.sv.config.hash_max_listpack_entries {
-                self.convert_to_table(c)?;
-            }
-        }
+    /// Write the hash back under `key` after a change: a packed hash rewrites its record, a
+    /// new table gets its record, an empty hash is deleted. `old` is the key's record before
+    /// the command.
+    pub fn store(self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
         let db = c.db();
         let exp = old.and_then(|v| v.expire_ms);
         if self.len(c)? == 0 {
@@ -482,8 +491,8 @@ pub fn hrandfield(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         resp::bulk(c.out, &f);
         return Ok(());
     }
-    let Some(l) = parse_i64(a[2]).filter(|&l| l != i64::MIN) else {
-        return c.err("ERR value is out of range");
+    let Some(l) = range_arg(c, a[2], -i64::MAX, i64::MAX, None)? else {
+        return Ok(());
     };
     let withvalues = match a.len() {
         3 => false,
@@ -577,17 +586,19 @@ fn random_pair(c: &mut Ctx, h: &HashVal) -> daisy::Result<(Vec<u8>, Vec<u8>)> {
 /// HSCAN key cursor [MATCH pattern] [COUNT count]: a packed hash answers whole with cursor 0
 /// (as Redis's listpack); a table by the map's cursor.
 pub fn hscan(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    // Redis's order: the cursor, the key (missing: an empty reply; WRONGTYPE), the options.
     let Some(cursor) = super::parse_cursor(c, a[2])? else {
         return Ok(());
+    };
+    let Some(h) = or_return!(open_read(c, a[1])?) else {
+        return super::empty_scan(c);
     };
     let Some(opts) = super::ScanOpts::parse(c, a, 3)? else {
         return Ok(());
     };
-    let h = or_return!(open_read(c, a[1])?);
     let (next, items) = match &h {
-        None => (0, Vec::new()),
-        Some(HashVal::Packed(p)) => (0, p.clone()),
-        Some(HashVal::Table { view, .. }) => super::table_scan(c, view, cursor, opts.count)?,
+        HashVal::Packed(p) => (0, p.clone()),
+        HashVal::Table { view, .. } => super::table_scan(c, view, cursor, opts.count)?,
     };
     resp::array(c.out, 2);
     resp::bulk(c.out, next.to_string().as_bytes());

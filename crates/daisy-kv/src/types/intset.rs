@@ -1,10 +1,11 @@
 //! The integer-set encoding (Redis's intset): a set whose members are all integers, stored
 //! sorted as fixed-width little-endian numbers: one byte giving the width (2, 4 or 8), then
-//! the values. The width is the smallest that holds every member (as Redis upgrades its
-//! intset), so small numbers cost two bytes each.
+//! the values. A new set starts 2 bytes wide and widens when a member needs it (as Redis
+//! upgrades its intset); like Redis's, it never narrows again when that member goes, which
+//! DUMP shows (the payload carries the intset as it is).
 //!
 //! Invariants (checked by [`decode`]): a known width, a length that is a multiple of it,
-//! values strictly ascending (sorted, no duplicates), and no narrower width would do.
+//! values strictly ascending (sorted, no duplicates), and a width that holds every value.
 //!
 //! Members are integers in Redis's sense: the canonical decimal form of an i64 (no sign on
 //! zero, no leading zeros or plus sign), so "007" or "+1" are strings, not integers, and a
@@ -20,7 +21,8 @@ pub fn as_int(m: &[u8]) -> Option<i64> {
     (n.to_string().as_bytes() == m).then_some(n)
 }
 
-fn width_of(v: i64) -> u8 {
+/// The narrowest width that holds `v`.
+pub fn width_of(v: i64) -> u8 {
     if i16::try_from(v).is_ok() {
         2
     } else if i32::try_from(v).is_ok() {
@@ -30,10 +32,10 @@ fn width_of(v: i64) -> u8 {
     }
 }
 
-/// The encoded set of `sorted` (ascending, no duplicates).
-pub fn encode(sorted: &[i64]) -> Vec<u8> {
+/// The encoded set of `sorted` (ascending, no duplicates), at least `width` bytes wide.
+pub fn encode(sorted: &[i64], width: u8) -> Vec<u8> {
     debug_assert!(sorted.windows(2).all(|w| w[0] < w[1]));
-    let w = sorted.iter().map(|&v| width_of(v)).max().unwrap_or(2);
+    let w = sorted.iter().map(|&v| width_of(v)).fold(width.max(2), u8::max);
     let mut out = Vec::with_capacity(1 + w as usize * sorted.len());
     out.push(w);
     for &v in sorted {
@@ -42,8 +44,8 @@ pub fn encode(sorted: &[i64]) -> Vec<u8> {
     out
 }
 
-/// The members, ascending, or what is wrong with the blob.
-pub fn decode(b: &[u8]) -> Result<Vec<i64>, String> {
+/// The members, ascending, and the width, or what is wrong with the blob.
+pub fn decode(b: &[u8]) -> Result<(Vec<i64>, u8), String> {
     let (&w, rest) = b.split_first().ok_or("intset: empty")?;
     if !matches!(w, 2 | 4 | 8) || rest.len() % w as usize != 0 {
         return Err(format!("intset: width {w} with {} bytes", rest.len()));
@@ -59,10 +61,8 @@ pub fn decode(b: &[u8]) -> Result<Vec<i64>, String> {
     if vals.windows(2).any(|p| p[0] >= p[1]) {
         return Err("intset: values not strictly ascending".into());
     }
-    if !vals.is_empty() && vals.iter().map(|&v| width_of(v)).max() != Some(w) {
-        return Err(format!("intset: width {w} wider than its values need"));
-    }
-    Ok(vals)
+    // Values decoded from a width always fit it: no further check.
+    Ok((vals, w))
 }
 
 /// Number of members without decoding.
@@ -91,15 +91,18 @@ mod tests {
     #[test]
     fn widths_and_order() {
         for set in [vec![], vec![1, 2, 3], vec![-70000, 5], vec![i64::MIN, 0, i64::MAX]] {
-            let b = encode(&set);
-            assert_eq!(decode(&b).unwrap(), set);
+            let b = encode(&set, 2);
+            let w = set.iter().map(|&v| width_of(v)).max().unwrap_or(2);
+            assert_eq!(decode(&b).unwrap(), (set.clone(), w));
             assert_eq!(count(&b), set.len());
         }
-        assert_eq!(encode(&[1, 2])[0], 2);
-        assert_eq!(encode(&[1, 40000])[0], 4);
-        assert_eq!(encode(&[1, 1 << 40])[0], 8);
+        assert_eq!(encode(&[1, 2], 2)[0], 2);
+        assert_eq!(encode(&[1, 40000], 2)[0], 4);
+        assert_eq!(encode(&[1, 1 << 40], 2)[0], 8);
+        // Wider than the values need (a wide member was removed): kept, as Redis keeps it.
+        assert_eq!(encode(&[1, 2], 8), [8, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(decode(&[4, 1, 0, 0, 0]).unwrap(), (vec![1], 4));
         assert!(decode(&[2, 2, 0, 1, 0]).is_err(), "descending");
-        assert!(decode(&[4, 1, 0, 0, 0]).is_err(), "too wide");
         assert!(decode(&[3, 1, 0, 0]).is_err());
         assert!(decode(&[]).is_err());
     }

@@ -78,7 +78,7 @@ impl Type {
 pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
     matches!(
         (ty, enc),
-        (Type::String, Enc::Auto | Enc::Raw)
+        (Type::String, Enc::Auto | Enc::Raw | Enc::Embstr | Enc::Int)
             | (Type::Hash, Enc::Packed | Enc::Table)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
     )
@@ -218,6 +218,14 @@ pub fn parse_cursor(c: &mut crate::commands::Ctx, arg: &[u8]) -> daisy::Result<O
             Ok(None)
         }
     }
+}
+
+/// The reply of HSCAN/SSCAN for a missing key (Redis's `shared.emptyscan`).
+pub fn empty_scan(c: &mut crate::commands::Ctx) -> daisy::Result<()> {
+    crate::resp::array(c.out, 2);
+    crate::resp::bulk(c.out, b"0");
+    crate::resp::array(c.out, 0);
+    Ok(())
 }
 
 /// MATCH, COUNT (and, for SCAN, TYPE) options of the SCAN family.

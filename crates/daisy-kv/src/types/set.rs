@@ -19,7 +19,7 @@
 //! type (module `types`).
 
 use super::{intset, packed, table_entries, table_id, table_owned, DataType, Type, Value};
-use crate::commands::{parse_i64, range_arg, Ctx, E_SYNTAX, E_WRONGTYPE};
+use crate::commands::{range_arg, Ctx, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
 use crate::{resp, typed};
 use daisy::{BytesMapView, PBytesMap, Pool};
@@ -49,7 +49,7 @@ impl DataType for Sets {
                 Err(e) => vec![e],
             },
             Enc::IntSet => match intset::decode(payload) {
-                Ok(v) if v.is_empty() => vec!["intset with no member".into()],
+                Ok((v, _)) if v.is_empty() => vec!["intset with no member".into()],
                 Ok(_) => Vec::new(),
                 Err(e) => vec![e],
             },
@@ -72,6 +72,7 @@ impl DataType for Sets {
         let members: Vec<Vec<u8>> = match enc {
             Enc::Table => table_entries(pool, payload)?.0.into_iter().map(|e| e.0).collect(),
             Enc::IntSet => intset::decode(payload)?
+                .0
                 .into_iter()
                 .map(|n| n.to_string().into_bytes())
                 .collect(),
@@ -87,7 +88,8 @@ fn damaged(why: String) -> daisy::Error {
 
 /// A set opened for a command.
 pub enum SetVal {
-    Ints(Vec<i64>),
+    /// The members, ascending, and the intset's width (it never narrows, as Redis's).
+    Ints(Vec<i64>, u8),
     Packed(Vec<Vec<u8>>),
     /// `fresh`: created by this command (the record must be written).
     Table { view: BytesMapView, fresh: bool },
@@ -101,7 +103,10 @@ impl SetVal {
                 view: PBytesMap::view(c.ks.pool(), c.tx, table_id(&p).map_err(damaged)?)?,
                 fresh: false,
             },
-            Enc::IntSet => SetVal::Ints(intset::decode(&p).map_err(damaged)?),
+            Enc::IntSet => {
+                let (v, width) = intset::decode(&p).map_err(damaged)?;
+                SetVal::Ints(v, width)
+            }
             _ => SetVal::Packed(
                 packed::decode(&p)
                     .map_err(damaged)?
@@ -117,7 +122,7 @@ impl SetVal {
     pub fn new_for(c: &mut Ctx, first: &[u8], hint: usize) -> daisy::Result<SetVal> {
         let cfg = &c.sv.config;
         if intset::as_int(first).is_some() && hint <= cfg.set_max_intset_entries {
-            Ok(SetVal::Ints(Vec::new()))
+            Ok(SetVal::Ints(Vec::new(), 2))
         } else if hint <= cfg.set_max_listpack_entries && first.len() <= cfg.set_max_listpack_value {
             Ok(SetVal::Packed(Vec::new()))
         } else {
@@ -128,7 +133,7 @@ impl SetVal {
 
     pub fn len(&self, c: &Ctx) -> daisy::Result<u64> {
         Ok(match self {
-            SetVal::Ints(v) => v.len() as u64,
+            SetVal::Ints(v, _) => v.len() as u64,
             SetVal::Packed(v) => v.len() as u64,
             SetVal::Table { view, .. } => view.len(c.tx)?,
         })
@@ -136,7 +141,7 @@ impl SetVal {
 
     pub fn contains(&self, c: &Ctx, m: &[u8]) -> daisy::Result<bool> {
         Ok(match self {
-            SetVal::Ints(v) => intset::as_int(m).is_some_and(|n| v.binary_search(&n).is_ok()),
+            SetVal::Ints(v, _) => intset::as_int(m).is_some_and(|n| v.binary_search(&n).is_ok()),
             SetVal::Packed(v) => v.iter().any(|x| x == m),
             SetVal::Table { view, .. } => view.entry(c.tx, m)?.is_some(),
         })
@@ -149,12 +154,13 @@ impl SetVal {
             (cfg.set_max_intset_entries, cfg.set_max_listpack_entries, cfg.set_max_listpack_value)
         };
         match self {
-            SetVal::Ints(v) => {
+            SetVal::Ints(v, width) => {
                 if let Some(n) = intset::as_int(m) {
                     let Err(at) = v.binary_search(&n) else {
                         return Ok(false);
                     };
                     v.insert(at, n);
+                    *width = (*width).max(intset::width_of(n));
                     if v.len() > max_ints {
                         self.convert_to_table(c)?;
                     }
@@ -196,7 +202,7 @@ impl SetVal {
     /// Remove `m`; true when it was there.
     pub fn remove(&mut self, c: &mut Ctx, m: &[u8]) -> daisy::Result<bool> {
         Ok(match self {
-            SetVal::Ints(v) => match intset::as_int(m).map(|n| v.binary_search(&n)) {
+            SetVal::Ints(v, _) => match intset::as_int(m).map(|n| v.binary_search(&n)) {
                 Some(Ok(i)) => {
                     v.remove(i);
                     true
@@ -217,7 +223,7 @@ impl SetVal {
     /// Every member, in the set's order (intsets ascending, packed in insertion order).
     pub fn all(&self, c: &Ctx) -> daisy::Result<Vec<Vec<u8>>> {
         Ok(match self {
-            SetVal::Ints(v) => v.iter().map(|n| n.to_string().into_bytes()).collect(),
+            SetVal::Ints(v, _) => v.iter().map(|n| n.to_string().into_bytes()).collect(),
             SetVal::Packed(v) => v.clone(),
             SetVal::Table { view, .. } => super::table_all(c, view)?.into_iter().map(|e| e.0).collect(),
         })
@@ -226,7 +232,7 @@ impl SetVal {
     /// A member chosen uniformly at random from a non-empty set.
     pub fn random(&self, c: &mut Ctx) -> daisy::Result<Vec<u8>> {
         Ok(match self {
-            SetVal::Ints(v) => v[(c.random() % v.len() as u64) as usize].to_string().into_bytes(),
+            SetVal::Ints(v, _) => v[(c.random() % v.len() as u64) as usize].to_string().into_bytes(),
             SetVal::Packed(v) => v[(c.random() % v.len() as u64) as usize].clone(),
             SetVal::Table { view, .. } => {
                 let sv = &mut *c.sv;
@@ -261,7 +267,7 @@ impl SetVal {
             return Ok(());
         }
         let (enc, payload) = match self {
-            SetVal::Ints(v) => (Enc::IntSet, intset::encode(&v)),
+            SetVal::Ints(v, width) => (Enc::IntSet, intset::encode(&v, width)),
             SetVal::Packed(v) => (Enc::Packed, packed::encode(v.iter().map(|m| &m[..]).collect::<Vec<_>>().into_iter())),
             SetVal::Table { view, fresh: true } => (Enc::Table, view.id().offset().to_le_bytes().to_vec()),
             SetVal::Table { fresh: false, .. } => {
@@ -490,9 +496,23 @@ pub fn spop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         c.set_header(0);
         return Ok(());
     }
+    let size = s.len(c)?;
     let picked = distinct_random(c, &s, count)?;
     for m in &picked {
         s.remove(c, m)?;
+    }
+    // Redis's third strategy (few members left: count >= 5 x remaining) builds a new set of
+    // the remaining members, which is an intset exactly when they fit one (and a new intset
+    // is as narrow as its members allow). A set that stays out of the intset encoding is
+    // kept as it is: a hash table either way, to Redis 7.0 (and no table is copied).
+    let remaining = size - picked.len() as u64;
+    if remaining > 0 && remaining * 5 <= count {
+        let rest = s.all(c)?;
+        let intset = intset_fits(c, &rest);
+        if intset || matches!(s, SetVal::Ints(..)) {
+            drop(s);
+            s = create_encoded(c, &rest, intset)?;
+        }
     }
     s.store(c, a[1], Some(&v))?;
     reply_set(c, &picked);
@@ -567,13 +587,31 @@ enum Op {
     Diff,
 }
 
-fn compute(sets: &[Option<Vec<Vec<u8>>>], op: &Op, limit: usize) -> Vec<Vec<u8>> {
+/// Whether Redis keeps `members` in an intset when it builds a set of them from an empty
+/// intset, one member at a time (its `dstset`: SUNION, SDIFF, the STORE commands, SPOP's
+/// rebuilt remainder): every member an integer, and no more than `set-max-intset-entries`.
+fn intset_fits(c: &Ctx, members: &[Vec<u8>]) -> bool {
+    members.len() <= c.sv.config.set_max_intset_entries
+        && members.iter().all(|m| intset::as_int(m).is_some())
+}
+
+/// A set operation's result, and whether Redis's `dstset` for it ends an intset (its members
+/// are then replied in ascending order, and a STORE command stores an intset).
+struct Computed {
+    members: Vec<Vec<u8>>,
+    intset: bool,
+}
+
+/// Redis 7.0's `sinterGenericCommand` and `sunionDiffGenericCommand` over the members of
+/// `keys` (None: a missing key). `limit` stops an intersection early (SINTERCARD; 0: none).
+fn compute(c: &Ctx, keys: &[&[u8]], sets: &[Option<Vec<Vec<u8>>>], op: &Op, limit: usize) -> Computed {
     use std::collections::HashSet;
-    match op {
+    let members = match op {
         Op::Inter => {
             if sets.iter().any(|s| s.is_none()) {
-                return Vec::new();
+                return Computed { members: Vec::new(), intset: true };
             }
+            // The smallest set is iterated (its order is the reply's).
             let mut order: Vec<&Vec<Vec<u8>>> = sets.iter().flatten().collect();
             order.sort_by_key(|s| s.len());
             let others: Vec<HashSet<&[u8]>> =
@@ -601,41 +639,55 @@ fn compute(sets: &[Option<Vec<Vec<u8>>>], op: &Op, limit: usize) -> Vec<Vec<u8>>
         }
         Op::Diff => {
             let Some(first) = &sets[0] else {
-                return Vec::new();
+                return Computed { members: Vec::new(), intset: true };
             };
+            // The first key given again: nothing is left (Redis's `sameset`).
+            if keys[1..].iter().zip(&sets[1..]).any(|(k, s)| *k == keys[0] && s.is_some()) {
+                return Computed { members: Vec::new(), intset: true };
+            }
             let rest: HashSet<&[u8]> = sets[1..].iter().flatten().flatten().map(|m| &m[..]).collect();
-            let mut seen = HashSet::new();
-            first
-                .iter()
-                .filter(|m| !rest.contains(&m[..]) && seen.insert(&m[..]))
-                .cloned()
-                .collect()
+            let out: Vec<Vec<u8>> = first.iter().filter(|m| !rest.contains(&m[..])).cloned().collect();
+            // Redis's second algorithm copies the whole first set into its dstset before
+            // removing the others' members: the dstset's encoding is then the first set's.
+            let one: usize = sets.iter().flatten().map(|_| first.len()).sum::<usize>() / 2;
+            let two: usize = sets.iter().flatten().map(|s| s.len()).sum();
+            if one > two {
+                let intset = intset_fits(c, first);
+                return Computed { members: out, intset };
+            }
+            out
         }
-    }
+    };
+    let intset = intset_fits(c, &members);
+    Computed { members, intset }
 }
 
 fn set_op(c: &mut Ctx, keys: &[&[u8]], op: Op) -> daisy::Result<()> {
     let sets = or_return!(open_all(c, keys)?);
-    let r = compute(&sets, &op, 0);
-    reply_set(c, &r);
+    let mut r = compute(c, keys, &sets, &op, 0);
+    // A union or difference is replied from Redis's dstset: ascending while an intset. (An
+    // intersection is replied as its smallest set is iterated.)
+    if r.intset && !matches!(op, Op::Inter) {
+        r.members.sort_by_key(|m| intset::as_int(m));
+    }
+    reply_set(c, &r.members);
     Ok(())
 }
 
 fn set_op_store(c: &mut Ctx, dst: &[u8], keys: &[&[u8]], op: Op) -> daisy::Result<()> {
     let sets = or_return!(open_all(c, keys)?);
-    let r = compute(&sets, &op, 0);
-    // The destination is replaced whatever it held (its type and expiry go).
+    let r = compute(c, keys, &sets, &op, 0);
+    // The destination is replaced whatever it held (its type and expiry go); an empty result
+    // deletes it, and touches it (WATCH) only if it was there.
     if let Some(old) = c.lookup(dst)? {
         let db = c.db();
         c.ks.delete(c.tx, db, dst, &old)?;
     }
-    if !r.is_empty() {
-        let s = create(c, &r)?;
+    if !r.members.is_empty() {
+        let s = create_encoded(c, &r.members, r.intset)?;
         s.store(c, dst, None)?;
-    } else {
-        c.touch(dst);
     }
-    resp::int(c.out, r.len() as i64);
+    resp::int(c.out, r.members.len() as i64);
     Ok(())
 }
 
@@ -665,11 +717,10 @@ pub fn sdiffstore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit].
 pub fn sintercard(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let numkeys = match parse_i64(a[1]) {
-        Some(n) if n >= 1 => n as usize,
-        Some(_) => return c.err("ERR numkeys should be greater than 0"),
-        None => return c.err(crate::commands::E_INT),
+    let Some(numkeys) = range_arg(c, a[1], 1, i64::MAX, Some("numkeys should be greater than 0"))? else {
+        return Ok(());
     };
+    let numkeys = numkeys as usize;
     if numkeys > a.len() - 2 {
         return c.err("ERR Number of keys can't be greater than number of args");
     }
@@ -679,19 +730,19 @@ pub fn sintercard(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         let more = a.len() - 1 - j;
         if a[j].eq_ignore_ascii_case(b"LIMIT") && more > 0 {
             j += 1;
-            match parse_i64(a[j]) {
-                Some(n) if n >= 0 => limit = n as usize,
-                Some(_) => return c.err("ERR LIMIT can't be negative"),
-                None => return c.err(crate::commands::E_INT),
+            match range_arg(c, a[j], 0, i64::MAX, Some("LIMIT can't be negative"))? {
+                Some(n) => limit = n as usize,
+                None => return Ok(()),
             }
         } else {
             return c.err(E_SYNTAX);
         }
         j += 1;
     }
-    let sets = or_return!(open_all(c, &a[2..2 + numkeys])?);
-    let r = compute(&sets, &Op::Inter, limit);
-    resp::int(c.out, r.len() as i64);
+    let keys = &a[2..2 + numkeys];
+    let sets = or_return!(open_all(c, keys)?);
+    let r = compute(c, keys, &sets, &Op::Inter, limit);
+    resp::int(c.out, r.members.len() as i64);
     Ok(())
 }
 
@@ -722,6 +773,23 @@ pub fn sscan(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         resp::bulk(c.out, m);
     }
     Ok(())
+}
+
+/// A new set of `members` (distinct, at least one): an intset when `intset` (they fit one),
+/// else what Redis 7.0 keeps in a hash table even when every member is an integer (a packed
+/// set or a table, by Daisy's listpack thresholds).
+fn create_encoded(c: &mut Ctx, members: &[Vec<u8>], intset: bool) -> daisy::Result<SetVal> {
+    if intset {
+        return create(c, members);
+    }
+    let cfg = &c.sv.config;
+    if members.len() <= cfg.set_max_listpack_entries
+        && members.iter().all(|m| m.len() <= cfg.set_max_listpack_value)
+    {
+        return Ok(SetVal::Packed(members.to_vec()));
+    }
+    let view = super::create_table(c, members.iter().map(|m| (&m[..], &b""[..])))?;
+    Ok(SetVal::Table { view, fresh: true })
 }
 
 /// A new set of `members` (distinct) in the encoding Redis would give it.

@@ -2,9 +2,12 @@
 //!
 //! Layout: the record's payload is the string's bytes. Encoding `Auto` is a value set whole
 //! (SET, INCR, ...): OBJECT ENCODING reports what Redis's `tryObjectEncoding` would pick for
-//! it (`int`, `embstr` up to 44 bytes, `raw`); `Raw` is a value changed in place (APPEND,
-//! SETRANGE), which Redis reports `raw`. Invariant: none beyond the record's. Crash
-//! reasoning: every change writes a new record in the command's transaction.
+//! it (`int`, `embstr` up to 44 bytes, `raw`); `Raw` is a value changed in place (APPEND to
+//! an existing key, SETRANGE), which Redis reports `raw`; `Embstr` is a value Redis creates
+//! without trying the integer encoding (INCRBYFLOAT's result: `embstr` up to 44 bytes, else
+//! `raw`); `Int` is a copy of an integer (COPY: `int`, but not one of Redis's shared integers,
+//! so OBJECT REFCOUNT 1). Invariant: none beyond the record's. Crash reasoning: every change writes a new
+//! record in the command's transaction.
 
 use super::{DataType, Type, Value};
 use crate::commands::{parse_i64, upper, Ctx, E_FLOAT, E_INT, E_SYNTAX, MAX_STRING};
@@ -28,14 +31,13 @@ impl DataType for Strings {
 
 /// OBJECT ENCODING of a string value.
 pub fn encoding_name(enc: Enc, value: &[u8]) -> &'static str {
-    if enc == Enc::Raw {
-        "raw"
-    } else if value.len() <= 20 && super::intset::as_int(value).is_some() {
-        "int"
-    } else if value.len() <= 44 {
-        "embstr"
-    } else {
-        "raw"
+    let int = || value.len() <= 20 && super::intset::as_int(value).is_some();
+    match enc {
+        Enc::Raw => "raw",
+        Enc::Int => "int",
+        Enc::Auto if int() => "int",
+        _ if value.len() <= 44 => "embstr",
+        _ => "raw",
     }
 }
 
@@ -330,15 +332,20 @@ fn put_raw(c: &mut Ctx, key: &[u8], val: &[u8], old: Option<&crate::keyspace::Va
 
 pub fn append(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let old = typed!(c, c.lookup_typed(a[1], Type::String)?);
-    let mut val = match &old {
-        Some(v) => c.payload(v)?,
-        None => Vec::new(),
+    let Some(old) = old else {
+        // A new key holds the argument as SET would store it (Redis: `tryObjectEncoding`).
+        let db = c.db();
+        c.ks.put(c.tx, db, a[1], Header::new(Type::String, Enc::Auto), &[a[2]], None, false)?;
+        c.touch(a[1]);
+        resp::int(c.out, a[2].len() as i64);
+        return Ok(());
     };
+    let mut val = c.payload(&old)?;
     if val.len() + a[2].len() > MAX_STRING {
         return too_big(c);
     }
     val.extend_from_slice(a[2]);
-    put_raw(c, a[1], &val, old.as_ref())?;
+    put_raw(c, a[1], &val, Some(&old))?;
     resp::int(c.out, val.len() as i64);
     Ok(())
 }
@@ -478,7 +485,7 @@ pub fn incrbyfloat(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     let s = longdouble::format(n);
     let db = c.db();
-    let hdr = Header::new(Type::String, Enc::Auto).with_expire(exp);
+    let hdr = Header::new(Type::String, Enc::Embstr).with_expire(exp);
     c.ks.put(c.tx, db, a[1], hdr, &[s.as_bytes()], old.as_ref(), false)?;
     c.touch(a[1]);
     resp::bulk(c.out, s.as_bytes());

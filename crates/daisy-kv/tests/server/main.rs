@@ -14,6 +14,7 @@
 //! - `pipelining`: pipelines share transactions; a slow reader and a flooding client.
 //! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over too many keys
 //!   for one redo record.
+//! - `redis_py`: Debian's python3-redis runs tests/python/redis_py_check.py against the server.
 //!
 //! The server harness (`Server`) and the raw-socket helpers live here.
 
@@ -30,6 +31,7 @@ mod keyspace;
 mod limits;
 mod pipelining;
 mod protocol;
+mod redis_py;
 mod strings;
 
 struct Server {

@@ -1,0 +1,845 @@
+//! Differential test: the same seeded random command sequences go to a real `redis-server`
+//! (7.0, the specification) started by the test and to `daisy serve` in this process, over
+//! raw RESP, and the replies must be the same bytes; except where Redis itself is random
+//! (SPOP, SRANDMEMBER, HRANDFIELD, RANDOMKEY, SCAN cursors) or answers in a hash table's
+//! order, where they are compared by property (see `gen::Cmp` and the checks below).
+//!
+//! * `resp2`: RESP2, half of the run with Redis's default encoding thresholds, half with
+//!   tiny ones (CONFIG SET on both) so that conversions happen all the time;
+//! * `resp3`: the same after `HELLO 3` on every connection (nulls, maps, sets, doubles).
+//!
+//! Each run prints its seed. Environment:
+//! * `DAISY_DIFF_SEED=<n>` replays a seed (decimal or 0x-hex); `random` draws one from the
+//!   clock. Unset: a fixed seed, so CI runs one known sequence.
+//! * `DAISY_DIFF_OPS=<n>`: operations per test (default 10000; a longer hunt:
+//!   `DAISY_DIFF_OPS=200000 DAISY_DIFF_SEED=random cargo test --release -p daisy-kv --test
+//!   differential -- --nocapture`).
+//! * `DAISY_DIFF_TRACE=<path>`: write every command sent to `<path>.resp2` / `.resp3`.
+//! * `DAISY_DIFF_KEEP_GOING=1`: report every mismatch instead of stopping at the first
+//!   (both servers are flushed after each, to carry on from the same state).
+//!
+//! Without `redis-server` (on PATH or `$REDIS_SERVER`) the tests say so and pass without
+//! running.
+
+#[path = "differential/gen.rs"]
+mod gen;
+#[path = "differential/resp.rs"]
+mod resp;
+#[path = "differential/servers.rs"]
+mod servers;
+
+use gen::{Args, Cmp, Gen, Op, ScanKind, Who};
+use resp::{show, show_cmd, Conn, Reply, V};
+use servers::{redis_binary, Daisy, Redis};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Instant;
+
+const DEFAULT_SEED: u64 = 0x0018_D1FF;
+const DEFAULT_OPS: usize = 10_000;
+/// Databases the generator uses (SELECT 0..3) and the state checks read.
+const DBS: usize = 4;
+/// Operations between two whole-state comparisons.
+const CHECK_EVERY: usize = 100;
+/// Tiny encoding thresholds for the second half of a run.
+const TINY: &[(&str, &str)] = &[
+    ("hash-max-listpack-entries", "4"),
+    ("hash-max-listpack-value", "8"),
+    ("set-max-intset-entries", "5"),
+];
+
+#[test]
+fn resp2() {
+    run("resp2", false, 0);
+}
+
+#[test]
+fn resp3() {
+    run("resp3", true, 0x3333_3333);
+}
+
+fn env_seed() -> u64 {
+    match std::env::var("DAISY_DIFF_SEED") {
+        Err(_) => DEFAULT_SEED,
+        Ok(s) if s == "random" => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+        Ok(s) => {
+            let s = s.trim();
+            let n = match s.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => s.parse(),
+            };
+            n.unwrap_or_else(|_| panic!("DAISY_DIFF_SEED={s}: not a number"))
+        }
+    }
+}
+
+fn run(name: &'static str, resp3: bool, salt: u64) {
+    let Some(bin) = redis_binary() else {
+        eprintln!(
+            "SKIPPED differential::{name}: redis-server is not installed (apt-get install \
+             redis-server, or set REDIS_SERVER); Daisy was not compared with Redis"
+        );
+        return;
+    };
+    let seed = env_seed();
+    let ops: usize = std::env::var("DAISY_DIFF_OPS")
+        .ok()
+        .map(|s| s.parse().expect("DAISY_DIFF_OPS: a number"))
+        .unwrap_or(DEFAULT_OPS);
+    eprintln!("differential::{name}: seed {seed} ({seed:#x}), {ops} operations");
+    let t0 = Instant::now();
+    let redis = Redis::start(&bin);
+    let daisy = Daisy::start();
+    let base_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let mut gen = Gen::new(seed ^ salt, base_s);
+    let mut run = Run {
+        name,
+        seed,
+        ops,
+        r: Side::connect(&redis, "redis"),
+        d: Side::connect_daisy(&daisy),
+        history: VecDeque::new(),
+        intset_max: 512,
+        keep_going: std::env::var_os("DAISY_DIFF_KEEP_GOING").is_some(),
+        failures: Vec::new(),
+        counts: BTreeMap::new(),
+        outcomes: BTreeMap::new(),
+        resp3,
+        trace: std::env::var_os("DAISY_DIFF_TRACE").map(|p| {
+            let p = std::path::PathBuf::from(p).with_extension(name);
+            std::io::BufWriter::new(std::fs::File::create(p).expect("DAISY_DIFF_TRACE: a file"))
+        }),
+    };
+    run.hello();
+    for i in 0..ops {
+        if i == ops / 2 {
+            run.tiny_thresholds();
+        }
+        let op = gen.op();
+        run.exec(op);
+        if (i + 1) % CHECK_EVERY == 0 {
+            run.exec(Op::Check);
+        }
+    }
+    run.exec(Op::Check);
+    let took = t0.elapsed();
+    let mut counts: Vec<_> = run.counts.iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(a.1));
+    let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let outcomes: Vec<String> = run.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    eprintln!(
+        "differential::{name}: seed {seed}: {ops} operations, {} commands to each server in {:.1} s\n  \
+         commands: {}\n  answers: {}",
+        run.counts.values().sum::<usize>(),
+        took.as_secs_f64(),
+        summary.join(", "),
+        outcomes.join(", ")
+    );
+    assert!(
+        run.failures.is_empty(),
+        "differential::{name}: {} mismatches (seed {seed}):\n{}",
+        run.failures.len(),
+        run.failures.join("\n")
+    );
+    drop(run);
+    drop(daisy);
+    drop(redis);
+}
+
+/// One server's connections: A (the main one), B (the other client of the transaction
+/// scenarios), C (whole-state checks; always RESP2).
+struct Side {
+    a: Conn,
+    b: Conn,
+    c: Conn,
+}
+
+impl Side {
+    fn connect(r: &Redis, who: &'static str) -> Side {
+        Side {
+            a: Conn::connect(r.addr, who),
+            b: Conn::connect(r.addr, who),
+            c: Conn::connect(r.addr, who),
+        }
+    }
+
+    fn connect_daisy(d: &Daisy) -> Side {
+        Side {
+            a: Conn::connect(d.addr, "daisy"),
+            b: Conn::connect(d.addr, "daisy"),
+            c: Conn::connect(d.addr, "daisy"),
+        }
+    }
+
+    fn conn(&mut self, id: Id) -> &mut Conn {
+        match id {
+            Id::A => &mut self.a,
+            Id::B => &mut self.b,
+            Id::C => &mut self.c,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Id {
+    A,
+    B,
+    C,
+}
+
+struct Run {
+    name: &'static str,
+    seed: u64,
+    ops: usize,
+    r: Side,
+    d: Side,
+    /// The last commands sent (for the failure message).
+    history: VecDeque<String>,
+    /// Redis's set-max-intset-entries now.
+    intset_max: usize,
+    keep_going: bool,
+    failures: Vec<String>,
+    /// Commands sent, by name.
+    counts: BTreeMap<String, usize>,
+    /// Redis's answers by kind (errors by code, EXEC outcomes, encodings).
+    outcomes: BTreeMap<String, usize>,
+    resp3: bool,
+    /// Every command sent, when DAISY_DIFF_TRACE names a file (`.resp2`/`.resp3` appended).
+    trace: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+/// Members of a reply as a sorted list (for set comparisons).
+fn sorted(v: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let mut v = v;
+    v.sort();
+    v
+}
+
+/// An aggregate reply's elements (pairs when `pairs`: RESP2's flat field, value list or a
+/// RESP3 map) as a sorted list of their bytes, with the header; None for a scalar.
+fn multiset(r: &Reply, pairs: bool) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+    let items = r.items()?;
+    let mut elems: Vec<Vec<u8>> = if pairs {
+        items.chunks(2).map(|p| p.iter().flat_map(|x| x.raw.clone()).collect()).collect()
+    } else {
+        items.iter().map(|x| x.raw.clone()).collect()
+    };
+    elems.sort();
+    Some((r.header().to_vec(), elems))
+}
+
+fn int_of(b: &[u8]) -> Option<i64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+impl Run {
+    fn note(&mut self, who: Id, args: &[Vec<u8>]) {
+        let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+        *self.counts.entry(name).or_default() += 1;
+        self.history.push_back(format!("[{who:?}] {}", show_cmd(args)));
+        if let Some(t) = &mut self.trace {
+            use std::io::Write;
+            let _ = writeln!(t, "{}", self.history.back().unwrap());
+        }
+        if self.history.len() > 30 {
+            self.history.pop_front();
+        }
+    }
+
+    /// Send `args` on connection `id` of both servers; the replies (Redis's, Daisy's).
+    fn both(&mut self, id: Id, args: &[Vec<u8>]) -> (Reply, Reply) {
+        self.note(id, args);
+        let r = self.r.conn(id).call(args);
+        let d = self.d.conn(id).call(args);
+        self.tally(args, &r);
+        (r, d)
+    }
+
+    /// Count what Redis answered that shows the run reached the interesting paths.
+    fn tally(&mut self, args: &[Vec<u8>], r: &Reply) {
+        let name = args[0].to_ascii_uppercase();
+        let what = match (&name[..], &r.v) {
+            (_, V::Error(e)) => {
+                let code = e.split(|&b| b == b' ').next().unwrap_or(b"");
+                format!("error {}", String::from_utf8_lossy(code))
+            }
+            (b"EXEC", V::NilArray | V::Null) => "EXEC failed by WATCH".into(),
+            (b"EXEC", V::Array(_)) => "EXEC ran".into(),
+            (b"OBJECT", V::Bulk(enc)) if args.len() == 3 => {
+                format!("encoding {}", String::from_utf8_lossy(enc))
+            }
+            _ => return,
+        };
+        *self.outcomes.entry(what).or_default() += 1;
+    }
+
+    /// A mismatch: stop with the seed, the command, both replies and what came before (or,
+    /// with DAISY_DIFF_KEEP_GOING, note it and carry on from an emptied keyspace).
+    fn fail(&mut self, what: &str, args: &[Vec<u8>], r: &Reply, d: &Reply) {
+        let msg = format!(
+            "MISMATCH ({what}) at {}\n  redis: {}\n  daisy: {}",
+            show_cmd(args),
+            show(&r.raw),
+            show(&d.raw)
+        );
+        if self.keep_going {
+            eprintln!("{msg}");
+            self.failures.push(msg);
+            self.resync();
+            return;
+        }
+        let hist: Vec<String> = self.history.iter().cloned().collect();
+        panic!(
+            "differential::{}: {msg}\nlast commands:\n  {}\nreplay: DAISY_DIFF_SEED={} DAISY_DIFF_OPS={} \
+             cargo test -p daisy-kv --test differential {} -- --nocapture",
+            self.name,
+            hist.join("\n  "),
+            self.seed,
+            self.ops,
+            self.name
+        );
+    }
+
+    /// After a mismatch (keep-going mode): the same empty state on both.
+    fn resync(&mut self) {
+        for side in [&mut self.r, &mut self.d] {
+            for id in [Id::A, Id::B] {
+                let c = side.conn(id);
+                c.call(&[b"DISCARD".to_vec()]);
+                c.call(&[b"UNWATCH".to_vec()]);
+                c.call(&[b"SELECT".to_vec(), b"0".to_vec()]);
+            }
+            side.c.call(&[b"FLUSHALL".to_vec()]);
+        }
+    }
+
+    fn hello(&mut self) {
+        if !self.resp3 {
+            return;
+        }
+        for id in [Id::A, Id::B] {
+            // HELLO's reply names the server: not compared, only its type.
+            let (r, d) = self.both(id, &[b"HELLO".to_vec(), b"3".to_vec()]);
+            assert!(r.raw.starts_with(b"%"), "redis HELLO 3: {}", show(&r.raw));
+            assert!(d.raw.starts_with(b"%"), "daisy HELLO 3: {}", show(&d.raw));
+        }
+    }
+
+    fn tiny_thresholds(&mut self) {
+        for (p, v) in TINY {
+            let args = vec![b"CONFIG".to_vec(), b"SET".to_vec(), p.as_bytes().to_vec(), v.as_bytes().to_vec()];
+            let (r, d) = self.both(Id::C, &args);
+            assert_eq!(r.raw, b"+OK\r\n", "redis: CONFIG SET {p} {v}");
+            assert_eq!(d.raw, b"+OK\r\n", "daisy: CONFIG SET {p} {v}");
+            if *p == "set-max-intset-entries" {
+                self.intset_max = v.parse().unwrap();
+            }
+        }
+    }
+
+    fn exec(&mut self, op: Op) {
+        match op {
+            Op::Cmd(args, cmp) => {
+                let (r, d) = self.both(Id::A, &args);
+                self.compare(Id::A, &args, &cmp, &r, &d);
+            }
+            Op::Pipeline(cmds) => {
+                for c in &cmds {
+                    self.note(Id::A, c);
+                }
+                self.r.a.send_many(&cmds);
+                let rs: Vec<Reply> = cmds.iter().map(|_| self.r.a.read()).collect();
+                self.d.a.send_many(&cmds);
+                let ds: Vec<Reply> = cmds.iter().map(|_| self.d.a.read()).collect();
+                for ((c, r), d) in cmds.iter().zip(&rs).zip(&ds) {
+                    if r.raw != d.raw {
+                        self.fail("in a pipeline", c, r, d);
+                        return;
+                    }
+                }
+            }
+            Op::SrandMember(args) => self.srandmember(&args),
+            Op::HrandField(args) => self.hrandfield(&args),
+            Op::Spop(args) => self.spop(&args),
+            Op::RandomKey => self.randomkey(),
+            Op::Scan {
+                args,
+                cursor_at,
+                kind,
+            } => self.scan(args, cursor_at, kind),
+            Op::DumpRestore {
+                src,
+                dst,
+                opts,
+                corrupt,
+            } => self.dump_restore(&src, &dst, &opts, corrupt),
+            Op::Multi(steps) => {
+                for (who, args) in steps {
+                    let id = if who == Who::A { Id::A } else { Id::B };
+                    let (r, d) = self.both(id, &args);
+                    if r.raw != d.raw {
+                        self.fail("in a transaction scenario", &args, &r, &d);
+                        return;
+                    }
+                }
+            }
+            Op::Check => self.check_all(),
+        }
+    }
+
+    /// Compare two replies to `args` (sent on `id`) as `cmp` says.
+    fn compare(&mut self, id: Id, args: &[Vec<u8>], cmp: &Cmp, r: &Reply, d: &Reply) {
+        if r.raw == d.raw {
+            return;
+        }
+        let ok = match cmp {
+            Cmp::Exact => false,
+            Cmp::Sorted => multiset(r, false).is_some() && multiset(r, false) == multiset(d, false),
+            Cmp::SortedPairs => multiset(r, true).is_some() && multiset(r, true) == multiset(d, true),
+            Cmp::HashOrder { key, pairs } => {
+                if multiset(r, *pairs).is_none() || multiset(r, *pairs) != multiset(d, *pairs) {
+                    false
+                } else if self.redis_encoding(id, key) == "listpack" {
+                    self.fail("order differs from Redis's listpack order", args, r, d);
+                    return;
+                } else {
+                    true
+                }
+            }
+            Cmp::SetOrder { keys } => {
+                if multiset(r, false).is_none() || multiset(r, false) != multiset(d, false) {
+                    false
+                } else if self.intset_ordered(id, keys, r) {
+                    self.fail("order differs from Redis's intset order", args, r, d);
+                    return;
+                } else {
+                    true
+                }
+            }
+            Cmp::Encoding { key } => {
+                d.bytes() == Some(b"listpack")
+                    && r.bytes() == Some(b"hashtable")
+                    && self.redis_type(id, key) == "set"
+            }
+            Cmp::Ttl { tol } => match (r.int(), d.int()) {
+                (Some(x), Some(y)) => x >= 0 && y >= 0 && (x - y).abs() <= *tol,
+                _ => false,
+            },
+        };
+        if !ok {
+            self.fail("replies differ", args, r, d);
+        }
+    }
+
+    fn redis_query(&mut self, id: Id, args: &[&[u8]]) -> Reply {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        self.r.conn(id).call(&args)
+    }
+
+    fn redis_encoding(&mut self, id: Id, key: &[u8]) -> String {
+        let r = self.redis_query(id, &[b"OBJECT", b"ENCODING", key]);
+        String::from_utf8_lossy(r.bytes().unwrap_or(b"")).into_owned()
+    }
+
+    fn redis_type(&mut self, id: Id, key: &[u8]) -> String {
+        let r = self.redis_query(id, &[b"TYPE", key]);
+        String::from_utf8_lossy(r.bytes().unwrap_or(b"")).into_owned()
+    }
+
+    /// Whether Redis's reply over `keys` is in ascending integer order by design: every one of
+    /// them that exists is an intset within `set-max-intset-entries` (one left larger by a
+    /// lowered threshold makes SDIFF's copy of it a hash table), and the result is small
+    /// enough to be one.
+    fn intset_ordered(&mut self, id: Id, keys: &[Vec<u8>], r: &Reply) -> bool {
+        if r.items().is_none_or(|x| x.len() > self.intset_max) {
+            return false;
+        }
+        let mut any = false;
+        for k in keys {
+            match &self.redis_encoding(id, k)[..] {
+                "" => {}
+                "intset" => {
+                    let n = self.redis_query(id, &[b"SCARD", k]).int().unwrap_or(0);
+                    if n as usize > self.intset_max {
+                        return false;
+                    }
+                    any = true
+                }
+                _ => return false,
+            }
+        }
+        any
+    }
+
+    /// Both servers' members of the set at `key` (connection A), checked equal; None if
+    /// they differ (after the failure).
+    fn members(&mut self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let args = vec![b"SMEMBERS".to_vec(), key.to_vec()];
+        let (r, d) = self.both(Id::A, &args);
+        let (rs, ds) = (r.strings().map(sorted), d.strings().map(sorted));
+        if rs.is_none() || rs != ds {
+            self.fail("set contents differ", &args, &r, &d);
+            return None;
+        }
+        rs
+    }
+
+    /// SRANDMEMBER: both replies are members of the set (distinct for a positive count), as
+    /// many as Redis's rules say.
+    fn srandmember(&mut self, args: &Args) {
+        let (r, d) = self.both(Id::A, args);
+        if r.is_error() || d.is_error() || r.is_null() || d.is_null() || r.shape() != d.shape() {
+            return self.compare(Id::A, args, &Cmp::Exact, &r, &d);
+        }
+        let Some(members) = self.members(&args[1]) else {
+            return;
+        };
+        let set: BTreeSet<&[u8]> = members.iter().map(|m| &m[..]).collect();
+        let count = args.get(2).and_then(|c| int_of(c));
+        for reply in [&r, &d] {
+            let got: Vec<Vec<u8>> = match count {
+                None => reply.bytes().map(|b| vec![b.to_vec()]).unwrap_or_default(),
+                Some(_) => reply.strings().unwrap_or_default(),
+            };
+            let want = match count {
+                _ if set.is_empty() => 0,
+                None => 1,
+                Some(n) if n < 0 => n.unsigned_abs() as usize,
+                Some(n) => (n as usize).min(set.len()),
+            };
+            let distinct: BTreeSet<&Vec<u8>> = got.iter().collect();
+            let bad = got.len() != want
+                || got.iter().any(|m| !set.contains(&m[..]))
+                || (count.is_some_and(|n| n > 0) && distinct.len() != got.len());
+            if bad {
+                return self.fail("not a valid SRANDMEMBER answer", args, &r, &d);
+            }
+        }
+    }
+
+    /// Both servers' fields and values of the hash at `key`, checked equal.
+    fn hash(&mut self, key: &[u8]) -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
+        let args = vec![b"HGETALL".to_vec(), key.to_vec()];
+        let (r, d) = self.both(Id::A, &args);
+        let to_map = |x: &Reply| -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
+            let s = x.strings()?;
+            Some(s.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect())
+        };
+        let (rm, dm) = (to_map(&r), to_map(&d));
+        if rm.is_none() || rm != dm {
+            self.fail("hash contents differ", &args, &r, &d);
+            return None;
+        }
+        rm
+    }
+
+    /// HRANDFIELD: fields of the hash with their values (distinct for a positive count).
+    fn hrandfield(&mut self, args: &Args) {
+        let (r, d) = self.both(Id::A, args);
+        if r.is_error() || d.is_error() || r.is_null() || d.is_null() || r.shape() != d.shape() {
+            return self.compare(Id::A, args, &Cmp::Exact, &r, &d);
+        }
+        let Some(hash) = self.hash(&args[1]) else {
+            return;
+        };
+        let count = args.get(2).and_then(|c| int_of(c));
+        let withvalues = args.len() == 4;
+        for reply in [&r, &d] {
+            // (field, value if given)
+            let mut got: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+            let mut shape_ok = true;
+            match (count, reply.items()) {
+                (None, _) => got.extend(reply.bytes().map(|f| (f.to_vec(), None))),
+                (Some(_), Some(items)) if withvalues && self.resp3 => {
+                    for it in items {
+                        match it.strings() {
+                            Some(p) if p.len() == 2 => got.push((p[0].clone(), Some(p[1].clone()))),
+                            _ => shape_ok = false,
+                        }
+                    }
+                }
+                (Some(_), Some(items)) if withvalues => {
+                    if items.len() % 2 != 0 {
+                        shape_ok = false;
+                    }
+                    for p in items.chunks(2) {
+                        match (p[0].bytes(), p.get(1).and_then(|x| x.bytes())) {
+                            (Some(f), Some(v)) => got.push((f.to_vec(), Some(v.to_vec()))),
+                            _ => shape_ok = false,
+                        }
+                    }
+                }
+                (Some(_), Some(items)) => {
+                    for it in items {
+                        match it.bytes() {
+                            Some(f) => got.push((f.to_vec(), None)),
+                            None => shape_ok = false,
+                        }
+                    }
+                }
+                (Some(_), None) => shape_ok = false,
+            }
+            let want = match count {
+                _ if hash.is_empty() => 0,
+                None => 1,
+                Some(n) if n < 0 => n.unsigned_abs() as usize,
+                Some(n) => (n as usize).min(hash.len()),
+            };
+            let distinct: BTreeSet<&Vec<u8>> = got.iter().map(|g| &g.0).collect();
+            let bad = !shape_ok
+                || got.len() != want
+                || got.iter().any(|(f, v)| match hash.get(f) {
+                    None => true,
+                    Some(hv) => v.as_ref().is_some_and(|v| v != hv),
+                })
+                || (count.is_some_and(|n| n > 0) && distinct.len() != got.len());
+            if bad {
+                return self.fail("not a valid HRANDFIELD answer", args, &r, &d);
+            }
+        }
+    }
+
+    /// SPOP: the popped members were in the set, are distinct and as many as asked (at most
+    /// the set), and what each server has left is the set without them; then each server
+    /// gets its popped members back, so both hold the same set again.
+    fn spop(&mut self, args: &Args) {
+        let is_set = self.redis_type(Id::A, &args[1]) == "set";
+        let pre = if is_set && args.len() <= 3 {
+            match self.members(&args[1]) {
+                Some(m) => Some(m),
+                None => return,
+            }
+        } else {
+            None
+        };
+        let (r, d) = self.both(Id::A, args);
+        let Some(pre) = pre else {
+            return self.compare(Id::A, args, &Cmp::Exact, &r, &d);
+        };
+        if r.is_error() || d.is_error() || r.is_null() || d.is_null() || r.shape() != d.shape() {
+            return self.compare(Id::A, args, &Cmp::Exact, &r, &d);
+        }
+        let count = args.get(2).and_then(|c| int_of(c));
+        let want = count.map_or(1, |n| (n as usize).min(pre.len()));
+        let mut popped = Vec::new();
+        for reply in [&r, &d] {
+            let got: Vec<Vec<u8>> = match count {
+                None => reply.bytes().map(|b| vec![b.to_vec()]).unwrap_or_default(),
+                Some(_) => reply.strings().unwrap_or_default(),
+            };
+            let distinct: BTreeSet<&Vec<u8>> = got.iter().collect();
+            if got.len() != want
+                || distinct.len() != got.len()
+                || got.iter().any(|m| pre.binary_search(m).is_err())
+            {
+                return self.fail("not a valid SPOP answer", args, &r, &d);
+            }
+            popped.push(got);
+        }
+        // What is left on each server.
+        let sm = vec![b"SMEMBERS".to_vec(), args[1].clone()];
+        let (rl, dl) = self.both(Id::A, &sm);
+        for (left, got, reply) in [(&rl, &popped[0], &r), (&dl, &popped[1], &d)] {
+            let expect: Vec<Vec<u8>> = pre.iter().filter(|m| !got.contains(m)).cloned().collect();
+            if left.strings().map(sorted) != Some(expect) {
+                let what = format!("after SPOP's {}, the set left is wrong", show(&reply.raw));
+                return self.fail(&what, &sm, &rl, &dl);
+            }
+        }
+        if want < pre.len() && want > 0 {
+            for (side, got) in [(&mut self.r, &popped[0]), (&mut self.d, &popped[1])] {
+                let mut add = vec![b"SADD".to_vec(), args[1].clone()];
+                add.extend(got.iter().cloned());
+                let n = side.a.call(&add);
+                assert_eq!(n.int(), Some(got.len() as i64), "{}: re-adding popped members", side.a.who);
+            }
+        }
+    }
+
+    /// RANDOMKEY: nil exactly when the database is empty, else a key that exists.
+    fn randomkey(&mut self) {
+        let dbsize = vec![b"DBSIZE".to_vec()];
+        let (r, d) = self.both(Id::A, &dbsize);
+        if r.raw != d.raw {
+            return self.fail("replies differ", &dbsize, &r, &d);
+        }
+        let args = vec![b"RANDOMKEY".to_vec()];
+        let (r, d) = self.both(Id::A, &args);
+        if r.is_null() || d.is_null() || r.is_error() || d.is_error() {
+            return self.compare(Id::A, &args, &Cmp::Exact, &r, &d);
+        }
+        let exists = [(&mut self.r, &r), (&mut self.d, &d)].map(|(side, reply)| {
+            let k = reply.bytes().map(|k| k.to_vec()).unwrap_or_default();
+            side.a.call(&[b"EXISTS".to_vec(), k]).int() == Some(1)
+        });
+        if exists.contains(&false) {
+            self.fail("RANDOMKEY answered a key that does not exist", &args, &r, &d);
+        }
+    }
+
+    /// A whole SCAN iteration on each server: the same items (as a set; pairs with the same
+    /// values), or the same error.
+    fn scan(&mut self, mut args: Args, cursor_at: usize, kind: ScanKind) {
+        let first = self.both(Id::A, &args);
+        let (r0, d0) = (first.0.clone(), first.1.clone());
+        if r0.is_error() || d0.is_error() {
+            return self.compare(Id::A, &args, &Cmp::Exact, &r0, &d0);
+        }
+        let mut found: Vec<BTreeSet<(Vec<u8>, Vec<u8>)>> = Vec::new();
+        for (n, (side, reply0)) in [(&mut self.r, r0.clone()), (&mut self.d, d0.clone())]
+            .into_iter()
+            .enumerate()
+        {
+            let mut items = BTreeSet::new();
+            let mut reply = reply0;
+            let mut rounds = 0;
+            loop {
+                let parts = reply.items().unwrap_or(&[]);
+                let (Some(cursor), Some(list)) = (
+                    parts.first().and_then(|c| c.bytes()),
+                    parts.get(1).and_then(|l| l.strings()),
+                ) else {
+                    panic!("{}: not a SCAN reply: {}", side.a.who, show(&reply.raw));
+                };
+                if kind == ScanKind::Pairs {
+                    assert!(list.len() % 2 == 0, "odd HSCAN reply {}", show(&reply.raw));
+                    items.extend(list.chunks(2).map(|p| (p[0].clone(), p[1].clone())));
+                } else {
+                    items.extend(list.into_iter().map(|k| (k, Vec::new())));
+                }
+                if cursor == b"0" {
+                    break;
+                }
+                rounds += 1;
+                assert!(rounds < 100_000, "{}: SCAN does not end", side.a.who);
+                args[cursor_at] = cursor.to_vec();
+                reply = side.a.call(&args);
+            }
+            let _ = n;
+            found.push(items);
+        }
+        if found[0] != found[1] {
+            let show_set = |s: &BTreeSet<(Vec<u8>, Vec<u8>)>| -> Reply {
+                let raw = s
+                    .iter()
+                    .map(|(a, b)| format!("{}={} ", show(a), show(b)))
+                    .collect::<String>()
+                    .into_bytes();
+                Reply {
+                    raw: raw.clone(),
+                    v: V::Bulk(raw),
+                }
+            };
+            let (a, b) = (show_set(&found[0]), show_set(&found[1]));
+            self.fail("a whole iteration found different items", &args, &a, &b);
+        }
+    }
+
+    /// DUMP on both, each payload RESTOREd into the other server, then the new key compared.
+    fn dump_restore(&mut self, src: &[u8], dst: &[u8], opts: &[Vec<u8>], corrupt: bool) {
+        let dump = vec![b"DUMP".to_vec(), src.to_vec()];
+        let (r, d) = self.both(Id::A, &dump);
+        if r.is_null() || d.is_null() {
+            return self.compare(Id::A, &dump, &Cmp::Exact, &r, &d);
+        }
+        let (Some(mut rp), Some(mut dp)) = (r.bytes().map(|x| x.to_vec()), d.bytes().map(|x| x.to_vec())) else {
+            return self.compare(Id::A, &dump, &Cmp::Exact, &r, &d);
+        };
+        // Compact encodings serialize in a defined order: the payloads must be the same bytes.
+        let enc = self.redis_encoding(Id::A, src);
+        if matches!(&enc[..], "int" | "embstr" | "raw" | "listpack" | "intset") && rp != dp {
+            return self.fail(&format!("DUMP of a {enc} differs"), &dump, &r, &d);
+        }
+        if corrupt {
+            let (i, j) = (rp.len() / 2, dp.len() / 2);
+            rp[i] ^= 0x5a;
+            dp[j] ^= 0x5a;
+        }
+        let restore = |payload: Vec<u8>| {
+            let mut a = vec![b"RESTORE".to_vec(), dst.to_vec(), opts[0].clone(), payload];
+            a.extend(opts[1..].iter().cloned());
+            a
+        };
+        // Redis gets Daisy's payload and Daisy gets Redis's.
+        let compact = matches!(&enc[..], "int" | "embstr" | "raw" | "listpack" | "intset");
+        let (to_redis, to_daisy) = (restore(dp), restore(rp.clone()));
+        self.note(Id::A, &to_redis);
+        let r = self.r.a.call(&to_redis);
+        let d = self.d.a.call(&to_daisy);
+        if r.raw != d.raw {
+            return self.fail("RESTORE of the other server's DUMP", &to_daisy, &r, &d);
+        }
+        if compact || r.raw != b"+OK\r\n" {
+            return self.check_key(Id::A, dst, true);
+        }
+        // A hash table's payload lists its entries in that table's order, and a small hash
+        // restored from it is a listpack in that order: the two servers now hold the same
+        // fields in different orders, rightly. Compare regardless of order, then give both
+        // Redis's payload so that they hold the same listpack again.
+        self.check_key(Id::A, dst, false);
+        let mut same = vec![b"RESTORE".to_vec(), dst.to_vec(), opts[0].clone(), rp, b"REPLACE".to_vec()];
+        if opts.iter().any(|o| o == b"ABSTTL") {
+            same.push(b"ABSTTL".to_vec());
+        }
+        let (r, d) = self.both(Id::A, &same);
+        self.compare(Id::A, &same, &Cmp::Exact, &r, &d);
+        self.check_key(Id::A, dst, true);
+    }
+
+    /// Type, encoding, expiry and value of `key` on connection `id` of both (a hash's fields
+    /// in Redis's listpack order when `ordered`).
+    fn check_key(&mut self, id: Id, key: &[u8], ordered: bool) {
+        let a = |x: &[&[u8]]| -> Vec<Vec<u8>> { x.iter().map(|s| s.to_vec()).collect() };
+        let (r, d) = self.both(id, &a(&[b"TYPE", key]));
+        if r.raw != d.raw {
+            return self.fail("types differ", &a(&[b"TYPE", key]), &r, &d);
+        }
+        let ty = r.bytes().unwrap_or(b"").to_vec();
+        if ty == b"none" {
+            return;
+        }
+        let checks: Vec<(Args, Cmp)> = vec![
+            (a(&[b"OBJECT", b"ENCODING", key]), Cmp::Encoding { key: key.to_vec() }),
+            (a(&[b"PTTL", key]), Cmp::Ttl { tol: 3000 }),
+            match &ty[..] {
+                b"string" => (a(&[b"GET", key]), Cmp::Exact),
+                b"hash" if !ordered => (a(&[b"HGETALL", key]), Cmp::SortedPairs),
+                b"hash" => (
+                    a(&[b"HGETALL", key]),
+                    Cmp::HashOrder {
+                        key: key.to_vec(),
+                        pairs: true,
+                    },
+                ),
+                _ => (a(&[b"SMEMBERS", key]), Cmp::SetOrder { keys: vec![key.to_vec()] }),
+            },
+        ];
+        for (args, cmp) in checks {
+            let (r, d) = self.both(id, &args);
+            self.compare(id, &args, &cmp, &r, &d);
+        }
+    }
+
+    /// Every key of the first databases, through connection C.
+    fn check_all(&mut self) {
+        for db in 0..DBS {
+            let sel = vec![b"SELECT".to_vec(), db.to_string().into_bytes()];
+            let (r, d) = self.both(Id::C, &sel);
+            assert!(r.raw == b"+OK\r\n" && d.raw == b"+OK\r\n", "SELECT {db}");
+            let keys = vec![b"KEYS".to_vec(), b"*".to_vec()];
+            let (r, d) = self.both(Id::C, &keys);
+            self.compare(Id::C, &keys, &Cmp::Sorted, &r, &d);
+            for k in r.strings().unwrap_or_default() {
+                self.check_key(Id::C, &k, true);
+            }
+            let n = vec![b"DBSIZE".to_vec()];
+            let (r, d) = self.both(Id::C, &n);
+            self.compare(Id::C, &n, &Cmp::Exact, &r, &d);
+        }
+    }
+}

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""redis-py against `daisy serve`, as an application would use it.
+
+Run by the `server` test binary (tests/server/redis_py.rs) with the server's host and port:
+
+    python3 redis_py_check.py 127.0.0.1 6379
+
+Covers pipelines with and without a transaction, WATCH with retries (`Redis.transaction`,
+forced to retry by a second client, and raced by threads), hashes (HSET with a mapping,
+HGETALL, counters), sets, the scan iterators over small (packed) and large (table)
+collections, and `Lock` acquire. Exits 0 after printing "redis-py: N checks passed"; any
+failure is an exception with its traceback (exit status 1).
+"""
+
+import sys
+import threading
+
+import redis
+
+HOST, PORT = sys.argv[1], int(sys.argv[2])
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    if not cond:
+        raise AssertionError(what)
+    checks += 1
+
+
+def eq(got, want, what):
+    check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+
+def client(db=0):
+    return redis.Redis(host=HOST, port=PORT, db=db, socket_timeout=20)
+
+
+r = client()
+r.flushall()
+eq(r.ping(), True, "PING")
+
+# ---- pipelines -----------------------------------------------------------------------------
+
+p = r.pipeline(transaction=False)
+p.set("p:a", "1").incr("p:a").incrby("p:a", 10).get("p:a").delete("p:missing")
+eq(p.execute(), [True, 2, 12, b"12", 0], "pipeline without transaction")
+
+with r.pipeline() as p:  # MULTI ... EXEC
+    p.set("p:b", "x").append("p:b", "yz").strlen("p:b").mget("p:a", "p:b", "p:missing")
+    eq(p.execute(), [True, 3, 3, [b"12", b"xyz", None]], "pipeline in a transaction")
+
+# A command failing inside EXEC: the others still run; redis-py raises the first error.
+with r.pipeline() as p:
+    p.set("p:c", "notanumber").incr("p:c").set("p:d", "after")
+    try:
+        p.execute()
+        check(False, "EXEC with a failing INCR raises")
+    except redis.ResponseError as e:
+        check("not an integer" in str(e), f"INCR's error inside EXEC: {e}")
+eq(r.get("p:d"), b"after", "commands after a failing one in EXEC ran")
+with r.pipeline() as p:
+    p.set("p:c", "notanumber").incr("p:c").get("p:c")
+    res = p.execute(raise_on_error=False)
+    eq(res[0], True, "SET in EXEC")
+    check(isinstance(res[1], redis.ResponseError), f"INCR's error as a value: {res[1]!r}")
+    eq(res[2], b"notanumber", "GET after the failing INCR")
+
+# A command refused while queuing discards the whole transaction (EXECABORT).
+with r.pipeline() as p:
+    p.set("p:e", "1").execute_command("NOSUCHCOMMAND", "x")
+    try:
+        p.execute()
+        check(False, "EXECABORT raised")
+    except redis.ResponseError as e:
+        check("NOSUCHCOMMAND" in str(e).upper() or "EXECABORT" in str(e).upper(), f"EXECABORT: {e}")
+eq(r.exists("p:e"), 0, "nothing of an aborted transaction was stored")
+
+# A long pipeline (one write from the client, group commit on the server).
+with r.pipeline(transaction=False) as p:
+    for i in range(2000):
+        p.hset("p:big", f"f{i}", i)
+    eq(sum(p.execute()), 2000, "2000 HSETs in one pipeline")
+eq(r.hlen("p:big"), 2000, "HLEN after the pipeline")
+
+# ---- WATCH -----------------------------------------------------------------------------------
+
+r.set("w:counter", 0)
+other = client()
+calls = []
+
+
+def bump(pipe):
+    calls.append(1)
+    cur = int(pipe.get("w:counter"))  # immediate mode: after WATCH, before MULTI
+    if len(calls) == 1:
+        other.incr("w:counter")  # another client changes the watched key: EXEC fails
+    pipe.multi()
+    pipe.set("w:counter", cur + 1)
+
+
+r.transaction(bump, "w:counter")
+eq(len(calls), 2, "the transaction was retried once after the watched key changed")
+eq(r.get("w:counter"), b"2", "the retry saw the other client's write")
+
+# WatchError surfaces without the helper.
+with r.pipeline() as p:
+    p.watch("w:counter")
+    other.set("w:counter", 100)
+    p.multi()
+    p.incr("w:counter")
+    try:
+        p.execute()
+        check(False, "EXEC after a watched key changed raises WatchError")
+    except redis.WatchError:
+        check(True, "WatchError")
+eq(r.get("w:counter"), b"100", "the failed transaction wrote nothing")
+
+# UNWATCH (reset) lets the next transaction through.
+with r.pipeline() as p:
+    p.watch("w:counter")
+    p.unwatch()
+    other.set("w:counter", 5)
+    p.multi()
+    p.incr("w:counter")
+    eq(p.execute(), [6], "after UNWATCH the transaction runs")
+
+# Threads racing on one counter through WATCH/MULTI/EXEC: no increment lost.
+r.set("w:race", 0)
+retries = [0]
+lock = threading.Lock()
+
+
+def racer(n):
+    c = client()
+
+    def incr(pipe):
+        v = int(pipe.get("w:race"))
+        pipe.multi()
+        pipe.set("w:race", v + 1)
+
+    for _ in range(n):
+        while True:
+            try:
+                with c.pipeline() as p:
+                    p.watch("w:race")
+                    incr(p)
+                    p.execute()
+                    break
+            except redis.WatchError:
+                with lock:
+                    retries[0] += 1
+
+
+threads = [threading.Thread(target=racer, args=(50,)) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+eq(int(r.get("w:race")), 200, f"4 threads x 50 WATCHed increments ({retries[0]} retries)")
+
+# ---- hashes ----------------------------------------------------------------------------------
+
+fields = {"name": "daisy", "lang": "rust", "n": "1", "empty": ""}
+eq(r.hset("h:small", mapping=fields), 4, "HSET with a mapping")
+eq(r.hset("h:small", "n", "2", mapping={"extra": "x"}), 1, "HSET key/value and mapping")
+eq(
+    r.hgetall("h:small"),
+    {b"name": b"daisy", b"lang": b"rust", b"n": b"2", b"empty": b"", b"extra": b"x"},
+    "HGETALL",
+)
+eq(r.hget("h:small", "lang"), b"rust", "HGET")
+eq(r.hmget("h:small", ["name", "nope", "n"]), [b"daisy", None, b"2"], "HMGET")
+eq(r.hincrby("h:small", "n", 40), 42, "HINCRBY")
+eq(r.hincrbyfloat("h:small", "f", 2.5), 2.5, "HINCRBYFLOAT on a new field")
+eq(r.hexists("h:small", "f"), True, "HEXISTS")
+eq(r.hdel("h:small", "f", "nope"), 1, "HDEL")
+eq(r.hlen("h:small"), 5, "HLEN")
+eq(sorted(r.hkeys("h:small")), sorted([b"name", b"lang", b"n", b"empty", b"extra"]), "HKEYS")
+eq(r.hstrlen("h:small", "name"), 5, "HSTRLEN")
+eq(r.hsetnx("h:small", "name", "other"), False, "HSETNX on an existing field")
+check(r.hrandfield("h:small") in r.hkeys("h:small"), "HRANDFIELD")
+eq(len(r.hrandfield("h:small", 3, withvalues=True)), 6, "HRANDFIELD 3 WITHVALUES")
+eq(r.object("encoding", "h:small"), b"listpack", "a small hash is a listpack")
+big = {f"field:{i}": str(i * i) for i in range(1000)}
+r.hset("h:big", mapping=big)
+eq(r.object("encoding", "h:big"), b"hashtable", "a big hash is a hash table")
+eq(r.hgetall("h:big"), {k.encode(): v.encode() for k, v in big.items()}, "HGETALL of a big hash")
+try:
+    r.hincrby("h:small", "name", 1)
+    check(False, "HINCRBY of a non-integer raises")
+except redis.ResponseError as e:
+    check("not an integer" in str(e), f"HINCRBY's error: {e}")
+r.set("h:string", "x")
+try:
+    r.hset("h:string", "f", "v")
+    check(False, "HSET on a string raises WRONGTYPE")
+except redis.ResponseError as e:
+    check(str(e).startswith("WRONGTYPE"), f"WRONGTYPE: {e}")
+
+# ---- sets ------------------------------------------------------------------------------------
+
+eq(r.sadd("s:a", 1, 2, 3, 4), 4, "SADD integers")
+eq(r.object("encoding", "s:a"), b"intset", "a set of integers is an intset")
+eq(r.smembers("s:a"), {b"1", b"2", b"3", b"4"}, "SMEMBERS")
+eq(r.sadd("s:b", 3, 4, "five"), 3, "SADD")
+eq(r.sinter("s:a", "s:b"), {b"3", b"4"}, "SINTER")
+eq(r.sunion("s:a", "s:b"), {b"1", b"2", b"3", b"4", b"five"}, "SUNION")
+eq(r.sdiff("s:a", "s:b"), {b"1", b"2"}, "SDIFF")
+eq(r.sinterstore("s:i", ["s:a", "s:b"]), 2, "SINTERSTORE")
+eq(r.sismember("s:b", "five"), True, "SISMEMBER")
+eq(r.smismember("s:b", ["five", "six", 3]), [1, 0, 1], "SMISMEMBER")
+eq(r.smove("s:b", "s:a", "five"), True, "SMOVE")
+eq(r.scard("s:a"), 5, "SCARD")
+popped = r.spop("s:a", 2)
+check(len(popped) == 2 and not (set(popped) & r.smembers("s:a")), f"SPOP 2: {popped}")
+eq(r.scard("s:a"), 3, "SCARD after SPOP")
+check(set(r.srandmember("s:a", 10)) == r.smembers("s:a"), "SRANDMEMBER 10 of 3")
+eq(r.srem("s:a", *r.smembers("s:a")), 3, "SREM all")
+eq(r.exists("s:a"), 0, "an emptied set is gone")
+members = {f"m{i}".encode() for i in range(700)}
+r.sadd("s:big", *members)
+eq(r.smembers("s:big"), members, "SMEMBERS of a big set")
+
+# ---- scan iterators ----------------------------------------------------------------------------
+
+with r.pipeline(transaction=False) as p:
+    for i in range(500):
+        p.set(f"scan:{i}", i)
+    p.execute()
+keys = set(r.scan_iter(match="scan:*", count=37))
+eq(keys, {f"scan:{i}".encode() for i in range(500)}, "scan_iter(match, count)")
+eq(set(r.scan_iter(match="scan:1?", count=100)), {f"scan:1{i}".encode() for i in range(10)}, "scan_iter match")
+eq({k for k in r.scan_iter(_type="HASH")}, {b"h:small", b"h:big", b"p:big"}, "scan_iter(_type=HASH)")
+eq(dict(r.hscan_iter("h:big", count=50)), {k.encode(): v.encode() for k, v in big.items()}, "hscan_iter of a table")
+eq(dict(r.hscan_iter("h:small")), r.hgetall("h:small"), "hscan_iter of a listpack")
+want = {k.encode(): v.encode() for k, v in big.items() if k.startswith("field:99")}
+eq(len(want), 11, "fields field:99*")
+eq(dict(r.hscan_iter("h:big", match="field:99*")), want, "hscan_iter(match)")
+eq(set(r.sscan_iter("s:big", count=64)), members, "sscan_iter of a table")
+eq(set(r.sscan_iter("s:b")), r.smembers("s:b"), "sscan_iter of a small set")
+eq(set(r.sscan_iter("s:big", match="m69*")), {m for m in members if m.startswith(b"m69")}, "sscan_iter(match)")
+
+# ---- databases ---------------------------------------------------------------------------------
+
+r3 = client(db=3)
+r3.set("db3:key", "three")
+eq(r.get("db3:key"), None, "a key of database 3 is not in database 0")
+eq(r3.get("db3:key"), b"three", "Redis(db=3) selects database 3")
+
+# ---- Lock ----------------------------------------------------------------------------------------
+
+lk = r.lock("lock:resource", timeout=30)
+eq(lk.acquire(blocking=False), True, "Lock.acquire")
+check(0 < r.pttl("lock:resource") <= 30000, "the lock expires")
+eq(r.lock("lock:resource").acquire(blocking=False), False, "a held lock is refused")
+eq(r.lock("lock:resource", blocking_timeout=0.2).acquire(), False, "acquire with blocking_timeout gives up")
+eq(lk.locked(), True, "Lock.locked")
+eq(lk.owned(), True, "Lock.owned")
+# Release and extend are Lua scripts (EVALSHA), which daisy serve does not have: free the
+# resource by hand, as an expiring lock would.
+r.delete("lock:resource")
+eq(r.lock("lock:resource", timeout=5).acquire(blocking=False), True, "acquire once free")
+
+r.flushall()
+print(f"redis-py {redis.__version__}: {checks} checks passed")
