@@ -354,3 +354,30 @@ pub fn multi_exec_load(
         max_ms: ms(all.max()),
     })
 }
+
+/// Send `n` commands, command j encoded by `make(j, buf)`, in batches of `per_batch` written
+/// at once, then their replies read: none may be an error. For loads of any commands.
+pub fn pipelined(
+    c: &mut Conn,
+    n: u64,
+    per_batch: u64,
+    mut make: impl FnMut(u64, &mut Vec<u8>),
+) -> Result<()> {
+    let mut buf = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let end = (i + per_batch.max(1)).min(n);
+        buf.clear();
+        for j in i..end {
+            make(j, &mut buf);
+        }
+        c.send(&buf)?;
+        for j in i..end {
+            if let Reply::Error(e) = c.read_reply()? {
+                return Err(anyhow!("command {j} of the load: -{e}"));
+            }
+        }
+        i = end;
+    }
+    Ok(())
+}

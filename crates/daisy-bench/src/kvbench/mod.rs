@@ -48,11 +48,12 @@ pub use requests::{parse_csv, CsvRow};
 pub use server::{
     describe_server, find_in_path, free_port, port_open, redis_mode_args, Proc, Workdir, DIR_PREFIX,
 };
-pub use table::{steal_note, table};
+pub use table::{steal_note, table, types_table};
 
 use anyhow::{anyhow, Result};
 use requests::{measure_requests, merge_runs};
 use restart::memory_and_restart;
+pub use restart::{LARGE_HASHES, LARGE_HASH_FIELDS, SMALL_HASHES, SMALL_HASH_FIELDS};
 use server::{pinning, remove_stale, sync_disks, version, Tools, INSTALL_HINT};
 use std::path::PathBuf;
 
@@ -139,6 +140,9 @@ pub struct Config {
     pub restart_keys: u64,
     /// Servers to measure (from [`SERVERS`]).
     pub servers: Vec<String>,
+    /// Measure memory per hash field (small and large hashes, daisy and redis-none) and
+    /// daisy's restart with `restart_keys` keys of mixed types.
+    pub types_memory: bool,
     /// Longest a redis-benchmark invocation may take before N is sampled.
     pub max_secs: f64,
     /// The `daisy` binary that has the `serve` command (`std::env::current_exe()`).
@@ -623,6 +627,39 @@ pub fn run(
                 }
             }
             prog.tick(&format!("{name}: done"));
+        }
+    }
+    // 4. Data types: memory per hash field (small and large hashes) on each server, and
+    // daisy's restart with keys of mixed types.
+    if cfg.types_memory {
+        for (i, name) in cfg.servers.iter().enumerate() {
+            if out[i] || !matches!(name.as_str(), "daisy" | "redis-none") {
+                continue;
+            }
+            prog.show(&format!("{name}: memory per hash field"));
+            let sub = base.join(format!("{name}-hashes"));
+            let r = restart::hash_memory(&tools, name, &sub, cfg, &fs);
+            let _ = std::fs::remove_dir_all(&sub);
+            match r {
+                Ok(rows) => rep.memory.extend(rows),
+                Err(e) => rep
+                    .unavailable
+                    .push(unavailable(name, format!("memory per hash field: {e:#}"), "failed")),
+            }
+        }
+        if cfg.restart_keys > 0 && cfg.servers.iter().any(|s| s == "daisy") {
+            prog.show(&format!("daisy: restart with {} keys of mixed types", cfg.restart_keys));
+            let sub = base.join("daisy-mixed");
+            let r = restart::mixed_restart(cfg, &tools, &sub, &fs);
+            let _ = std::fs::remove_dir_all(&sub);
+            match r {
+                Ok(row) => rep.restarts.push(row),
+                Err(e) => rep.unavailable.push(unavailable(
+                    "daisy",
+                    format!("restart with keys of mixed types: {e:#}"),
+                    "failed",
+                )),
+            }
         }
     }
     ratios(&mut rep);

@@ -1,7 +1,7 @@
 //! Memory per key and restart time: K keys loaded into a fresh server, which is then shut
 //! down and started again on its files (and, for daisy, killed under a write load).
 
-use super::client::{encode, load_keys, load_value, Conn, Reply};
+use super::client::{encode, load_keys, load_value, pipelined, Conn, Reply};
 use super::server::{dir_bytes, Server, Tools, LOG};
 use super::{Config, MemoryRow, Partial, RestartRow, RESTART_SERVERS};
 use crate::stats::Spread;
@@ -270,6 +270,137 @@ fn crash_restarts(cfg: &Config, tools: &Tools, sub: &Path, k: u64, fs: &str) -> 
     Ok(restart_row(
         "daisy",
         "sigkill",
+        k,
+        &times,
+        (dbsize, port, recovery),
+        data_bytes,
+        (cfg.dir.display().to_string(), fs),
+        cfg.runs,
+    ))
+}
+
+// ---- data types: memory per field, restart of a keyspace of mixed types ----------------------
+
+/// Small hashes of the per-field memory measurement, and their fields (8-byte values): Redis
+/// keeps them in listpacks, daisy packs them into the record.
+pub const SMALL_HASHES: u64 = 20_000;
+pub const SMALL_HASH_FIELDS: u64 = 10;
+/// Large hashes (Redis's hashtable, daisy's table per hash) and their fields.
+pub const LARGE_HASHES: u64 = 2;
+pub const LARGE_HASH_FIELDS: u64 = 100_000;
+
+/// Bytes per field of small and of large hashes on a fresh server: used_memory before and
+/// after loading each kind, divided by the fields loaded.
+pub(super) fn hash_memory(tools: &Tools, name: &str, sub: &Path, cfg: &Config, fs: &str) -> Result<Vec<MemoryRow>> {
+    let server = Server::start(tools, name, sub, Duration::from_secs(10))?;
+    let res = (|| -> Result<Vec<MemoryRow>> {
+        let mut c = server.conn()?;
+        let mut rows = vec![];
+        let mut before = c.info_field("memory", "used_memory")?;
+        for (kind, hashes, fields) in [
+            ("memory-hash-small", SMALL_HASHES, SMALL_HASH_FIELDS),
+            ("memory-hash-large", LARGE_HASHES, LARGE_HASH_FIELDS),
+        ] {
+            let t = Instant::now();
+            // One field per command (HSET of one field, as applications add them).
+            pipelined(&mut c, hashes * fields, 1000, |j, buf| {
+                let key = format!("{kind}:{}", j % hashes);
+                let field = format!("field:{}", j / hashes);
+                encode(buf, &[b"HSET", key.as_bytes(), field.as_bytes(), load_value(j).as_bytes()]);
+            })?;
+            let load_ms = t.elapsed().as_secs_f64() * 1e3;
+            let after = c.info_field("memory", "used_memory")?;
+            rows.push(MemoryRow {
+                bench: "kv",
+                kind,
+                server: name.to_string(),
+                keys: hashes * fields,
+                used_memory_empty: before,
+                used_memory_loaded: after,
+                bytes_per_key: (after as f64 - before as f64) / (hashes * fields) as f64,
+                load_ms,
+                dir: cfg.dir.display().to_string(),
+                fs: fs.to_string(),
+            });
+            before = after;
+        }
+        Ok(rows)
+    })();
+    let stopped = server.stop(&["SHUTDOWN", "NOSAVE"]);
+    let rows = res?;
+    stopped?;
+    Ok(rows)
+}
+
+/// Keys of the mixed-type restart: strings, small hashes (4 fields), small sets (4
+/// members), and a few large hashes and sets (10,000 fields or members each), `k` in all.
+fn load_mixed(c: &mut Conn, k: u64) -> Result<()> {
+    const LARGE: u64 = 10;
+    const LARGE_SIZE: u64 = 10_000;
+    let small = k.saturating_sub(2 * LARGE);
+    let (hashes, sets) = (small / 5, small / 10);
+    let strings = small - hashes - sets;
+    pipelined(c, strings, 1000, |j, buf| {
+        encode(buf, &[b"SET", format!("key:{j}").as_bytes(), load_value(j).as_bytes()])
+    })?;
+    pipelined(c, hashes, 500, |j, buf| {
+        let v = load_value(j);
+        let key = format!("hash:{j}");
+        encode(
+            buf,
+            &[b"HSET", key.as_bytes(), b"a", v.as_bytes(), b"b", v.as_bytes(), b"c", b"1", b"d", b"2"],
+        )
+    })?;
+    pipelined(c, sets, 500, |j, buf| {
+        let key = format!("set:{j}");
+        let m: Vec<String> = (0..4).map(|i| (j * 4 + i).to_string()).collect();
+        encode(buf, &[b"SADD", key.as_bytes(), m[0].as_bytes(), m[1].as_bytes(), m[2].as_bytes(), m[3].as_bytes()])
+    })?;
+    pipelined(c, LARGE * LARGE_SIZE, 1000, |j, buf| {
+        let (key, f) = (format!("bighash:{}", j % LARGE), format!("f{}", j / LARGE));
+        encode(buf, &[b"HSET", key.as_bytes(), f.as_bytes(), load_value(j).as_bytes()])
+    })?;
+    pipelined(c, LARGE * LARGE_SIZE, 1000, |j, buf| {
+        let (key, m) = (format!("bigset:{}", j % LARGE), format!("member:{}", j / LARGE));
+        encode(buf, &[b"SADD", key.as_bytes(), m.as_bytes()])
+    })
+}
+
+/// daisy's restart with `k` keys of mixed types (see [`load_mixed`]): loaded into a fresh
+/// pool, SHUTDOWN, then started `cfg.runs` times and timed from spawn to the first PONG.
+pub(super) fn mixed_restart(cfg: &Config, tools: &Tools, sub: &Path, fs: &str) -> Result<RestartRow> {
+    let k = cfg.restart_keys;
+    let server = Server::start(tools, "daisy", sub, Duration::from_secs(10))?;
+    let loaded = (|| -> Result<()> {
+        let mut c = server.conn()?;
+        load_mixed(&mut c, k)?;
+        let n = c.int(&["DBSIZE"])? as u64;
+        if n != k {
+            return Err(anyhow!("DBSIZE {n} after loading {k} keys of mixed types"));
+        }
+        Ok(())
+    })();
+    server.stop(&["SHUTDOWN"])?;
+    loaded?;
+    let data_bytes = dir_bytes(sub, LOG);
+    let mut times = vec![];
+    let (mut dbsize, mut port, mut recovery) = (0, 0, None);
+    for _ in 0..cfg.runs {
+        let mut s = Server::spawn(tools, "daisy", sub)?;
+        let t = s
+            .wait_ready(Duration::from_secs(60))
+            .map_err(|e| anyhow!("restart with {k} keys of mixed types: {e}"))?;
+        times.push(t.as_secs_f64() * 1e3);
+        port = s.port;
+        let mut c = s.conn()?;
+        dbsize = c.int(&["DBSIZE"])? as u64;
+        recovery = Some(daisy_recovery(&mut c)?);
+        drop(c);
+        s.stop(&["SHUTDOWN"])?;
+    }
+    Ok(restart_row(
+        "daisy",
+        "shutdown, mixed types",
         k,
         &times,
         (dbsize, port, recovery),

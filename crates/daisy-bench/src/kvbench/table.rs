@@ -151,7 +151,7 @@ pub fn table(rep: &Report) -> String {
             let m = rep
                 .memory
                 .iter()
-                .find(|m| m.server == name && after == "shutdown");
+                .find(|m| m.server == name && m.kind == "memory" && after == "shutdown");
             let r = rep
                 .restarts
                 .iter()
@@ -200,6 +200,13 @@ pub fn table(rep: &Report) -> String {
               +PONG on the same files (redis-rdb: after SAVE + SHUTDOWN; AOF: SHUTDOWN NOSAVE; \
               daisy: SHUTDOWN), median of the runs; x daisy = restart ms / daisy's; files = \
               bytes of the pool, RDB or AOF files restarted from\n";
+        if let Some(t) = types_table(rep) {
+            s += "\nData types: bytes per hash field (INFO used_memory growth / fields; one \
+                  field per HSET, 8-byte values), and daisy's restart with keys of mixed types \
+                  (strings, hashes of 4 fields, sets of 4 integers, ten hashes and ten sets of \
+                  10,000):\n";
+            s += &t.text();
+        }
         for r in &killed {
             s += &format!(
                 "{}, SIGKILL: killed while {KILL_LOAD_CLIENTS} clients pipelined SETs (depth \
@@ -215,4 +222,53 @@ pub fn table(rep: &Report) -> String {
         }
     }
     s
+}
+
+/// The data-type measurements (`--types-memory`): bytes per field of small and large hashes
+/// per server, and daisy's restart with keys of mixed types. None when not measured.
+pub fn types_table(rep: &Report) -> Option<Table> {
+    let per = |server: &str, kind: &str| {
+        rep.memory
+            .iter()
+            .find(|m| m.server == server && m.kind == kind)
+            .map(|m| format!("{:.1}", m.bytes_per_key))
+    };
+    let mixed = rep.restarts.iter().find(|r| r.after == "shutdown, mixed types");
+    if mixed.is_none() && !rep.memory.iter().any(|m| m.kind != "memory") {
+        return None;
+    }
+    let mut t = Table::new([
+        "server",
+        "small hashes B/field",
+        "large hashes B/field",
+        "restart ms, mixed types",
+        "DBSIZE",
+    ])
+    .left(&[0]);
+    for name in ["daisy", "redis-none"] {
+        let small = per(name, "memory-hash-small");
+        let large = per(name, "memory-hash-large");
+        let r = mixed.filter(|r| r.server == name);
+        if small.is_none() && large.is_none() && r.is_none() {
+            continue;
+        }
+        t.row([
+            name.to_string(),
+            small.unwrap_or_else(|| "-".into()),
+            large.unwrap_or_else(|| "-".into()),
+            r.map(|r| {
+                format!(
+                    "{} ({}..{}; open {} ms)",
+                    fmt_ms(r.restart_ms),
+                    fmt_ms(r.restart_ms_min),
+                    fmt_ms(r.restart_ms_max),
+                    r.recovery_ms.map(fmt_ms).unwrap_or_else(|| "-".into())
+                )
+            })
+            .unwrap_or_else(|| "-".into()),
+            r.map(|r| format!("{}{}", r.dbsize, if r.dbsize_ok { " ok" } else { " WRONG" }))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    Some(t)
 }

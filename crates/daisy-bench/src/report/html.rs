@@ -111,6 +111,14 @@ pub fn html(r: &Report) -> String {
             embed_chart(&mut h, crate::charts::kv_rps(&k.rows));
             embed_chart(&mut h, crate::charts::kv_latency(&k.rows));
             let _ = writeln!(h, "{}", requests.html());
+            if let Some(types) = &t.kv_types_memory {
+                let _ = writeln!(
+                    h,
+                    "<p>Data types: bytes per hash field, and daisy's restart with keys of \
+                     mixed types:</p>\n{}",
+                    types.html()
+                );
+            }
             if let Some(memory) = &t.kv_memory {
                 let _ = writeln!(h, "{}", memory.html());
             }

@@ -143,7 +143,24 @@ pub fn markdown(r: &Report) -> String {
          every server.\n"
     );
     match (&r.kv, &t.kv) {
-        (Ok(k), Some(table)) => kv(&mut s, k, table, t.kv_memory.as_ref()),
+        (Ok(k), Some(table)) => {
+            kv(&mut s, k, table, t.kv_memory.as_ref());
+            if let Some(types) = &t.kv_types_memory {
+                let _ = writeln!(
+                    s,
+                    "\nData types: bytes per hash field ({} hashes of {} fields, and {} of {}; \
+                     one field per HSET, 8-byte values), and daisy's restart with {} keys of \
+                     mixed types (strings, hashes of 4 fields, sets of 4 integers, ten hashes \
+                     and ten sets of 10,000):\n",
+                    kvbench::SMALL_HASHES,
+                    kvbench::SMALL_HASH_FIELDS,
+                    kvbench::LARGE_HASHES,
+                    kvbench::LARGE_HASH_FIELDS,
+                    k.restart_keys
+                );
+                s += &types.markdown();
+            }
+        }
         _ => {
             let _ = writeln!(s, "Not run: {}", not_run(&r.kv));
         }

@@ -31,7 +31,7 @@ use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 use verdicts::{
     disk_verdicts, hashmap_verdicts, kv_verdicts, power_fail_verdict, server_crash_verdict,
-    types_verdicts, verdicts,
+    types_memory_verdicts, types_verdicts, verdicts,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -415,6 +415,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         runs,
         restart_keys,
         servers: kvbench::SERVERS.iter().map(|s| s.to_string()).collect(),
+        types_memory: true,
         max_secs: kvbench::DEFAULT_MAX_SECS,
         daisy_exe: cfg.daisy_exe.clone(),
         daisy_busy_poll_us: cfg.daisy_busy_poll_us,
@@ -437,6 +438,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
             pipelines: vec![1],
             runs: P1_TARGET_ROUNDS,
             restart_keys: 0,
+            types_memory: false,
             servers: vec!["daisy".into(), "redis-none".into()],
             ..kcfg.clone()
         };
@@ -458,6 +460,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
             tests: TYPES_TESTS.iter().map(|t| t.to_string()).collect(),
             runs,
             restart_keys: 0,
+            types_memory: false,
             servers: vec![
                 "daisy".into(),
                 "redis-none".into(),
@@ -472,6 +475,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
     verdicts.extend(kv_verdicts(&kv, kv_p1.as_ref()));
     verdicts.extend(types_verdicts(kv_types.as_ref()));
+    verdicts.extend(types_memory_verdicts(&kv));
     verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.insert(1, power_fail_verdict(&power_fail));
     verdicts.insert(2, server_crash_verdict(&server_crash, server_kills));

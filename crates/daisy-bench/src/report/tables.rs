@@ -24,6 +24,8 @@ pub(super) struct Tables {
     pub kv_memory: Option<Table>,
     /// The extra pipeline-1 rounds of daisy and redis-none.
     pub kv_p1: Option<Table>,
+    /// Bytes per hash field and daisy's restart with keys of mixed types.
+    pub kv_types_memory: Option<Table>,
     /// The data types and MULTI/EXEC.
     pub kv_types: Option<Table>,
 }
@@ -40,6 +42,7 @@ impl Tables {
             hashmap_disk: r.hashmap_disk_dir.is_some().then(|| hashmap_disk(r)),
             kv: r.kv.as_ref().ok().map(kv),
             kv_memory: r.kv.as_ref().ok().and_then(kv_memory),
+            kv_types_memory: r.kv.as_ref().ok().and_then(kvbench::types_table),
             kv_p1: match &r.kv_p1 {
                 Some(Ok(k)) => Some(kv_p1(k)),
                 _ => None,
@@ -334,7 +337,7 @@ fn kv_memory(k: &kvbench::Report) -> Option<Table> {
         "DBSIZE after restart",
         "files",
     ]);
-    for m in &k.memory {
+    for m in k.memory.iter().filter(|m| m.kind == "memory") {
         let r = k
             .restarts
             .iter()

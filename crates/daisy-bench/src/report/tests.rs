@@ -325,6 +325,7 @@ fn markdown_and_html_have_the_same_tables() {
             t.hashmap_disk.as_ref(),
             t.kv.as_ref(),
             t.kv_memory.as_ref(),
+            t.kv_types_memory.as_ref(),
             t.kv_p1.as_ref(),
             t.kv_types.as_ref(),
         ]

@@ -264,6 +264,63 @@ pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec
     v
 }
 
+/// Issue 18's memory and restart targets for the data types: bytes per field of small hashes
+/// within 1.2x of Redis's (listpack), of large hashes at most Redis's (hashtable), and daisy's
+/// restart with 1,000,000 keys of mixed types to the first PONG within 12 ms.
+pub(super) fn types_memory_verdicts(kv: &Outcome<kvbench::Report>) -> Vec<Verdict> {
+    let Ok(rep) = kv else {
+        return vec![]; // the Redis benchmark's own verdict says it did not run
+    };
+    let per = |server: &str, kind: &str| {
+        rep.memory
+            .iter()
+            .find(|m| m.server == server && m.kind == kind)
+            .map(|m| m.bytes_per_key)
+    };
+    let mut v = vec![];
+    let mut parts = vec![];
+    let mut all = true;
+    let mut any = false;
+    for (kind, what, bound) in [
+        ("memory-hash-small", "small hashes", 1.2),
+        ("memory-hash-large", "large hashes", 1.0),
+    ] {
+        if let (Some(d), Some(r)) = (per("daisy", kind), per("redis-none", kind)) {
+            any = true;
+            let ratio = d / r;
+            all &= ratio <= bound;
+            parts.push(format!(
+                "{what}: {d:.1} against {r:.1} bytes per field = {}x (at most {bound:.1}x)",
+                verdict_ratio(ratio)
+            ));
+        }
+    }
+    if let Some(r) = rep.restarts.iter().find(|r| r.after == "shutdown, mixed types") {
+        any = true;
+        let ok = r.restart_ms <= 12.0 && r.dbsize_ok;
+        all &= ok;
+        parts.push(format!(
+            "restart with {} keys of mixed types: {:.1} ms to the first PONG (at most 12 ms), \
+             DBSIZE {}",
+            r.keys,
+            r.restart_ms,
+            if r.dbsize_ok { "right" } else { "WRONG" }
+        ));
+    }
+    if any {
+        v.push(Verdict {
+            name: "target: data types memory and restart".into(),
+            passed: all,
+            text: format!(
+                "Data types: {}: {}",
+                parts.join("; "),
+                if all { "PASS" } else { "FAIL" }
+            ),
+        });
+    }
+    v
+}
+
 pub(super) fn kv_verdicts(
     kv: &Outcome<kvbench::Report>,
     kv_p1: Option<&Outcome<kvbench::Report>>,

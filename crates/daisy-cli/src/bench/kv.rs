@@ -79,6 +79,11 @@ pub struct KvArgs {
     /// Keys loaded for memory per key and restart time (e.g. 1000000 or 1_000_000); 0 skips both.
     #[arg(long, default_value = "1000000", value_parser = parse_count_or_zero)]
     restart_keys: u64,
+    /// Also measure memory per hash field (20,000 hashes of 10 fields, and 2 of 100,000;
+    /// daisy and redis-none) and daisy's restart with --restart-keys keys of mixed types
+    /// (strings, small hashes and sets, ten large hashes and sets).
+    #[arg(long)]
+    types_memory: bool,
     /// Servers to measure, comma-separated [default: all].
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(kvbench::SERVERS))]
     servers: Vec<String>,
@@ -129,6 +134,7 @@ pub fn run(a: KvArgs) -> Result<ExitCode> {
         clients: a.clients,
         runs: a.runs,
         restart_keys: a.restart_keys,
+        types_memory: a.types_memory,
         servers,
         max_secs: a.max_secs,
         daisy_exe: std::env::current_exe().context("current_exe")?,
