@@ -72,6 +72,143 @@ pub fn count(b: &[u8]) -> Result<usize, String> {
         .ok_or_else(|| "packed value: truncated count".into())
 }
 
+/// A packed blob edited where it is (a command on a small collection): lookups scan it, a
+/// change splices its bytes, with no allocation per item (Redis's listpack operations).
+#[derive(Clone, Debug, Default)]
+pub struct PackedBuf {
+    buf: Vec<u8>,
+    count: usize,
+    /// Bytes of the count's varint at the start.
+    head: usize,
+}
+
+/// Where an item lies in a [`PackedBuf`]: its length varint starts at `start`, its bytes are
+/// `data`.
+#[derive(Clone, Debug)]
+pub struct ItemAt {
+    pub start: usize,
+    pub data: std::ops::Range<usize>,
+}
+
+impl PackedBuf {
+    /// An empty collection.
+    pub fn new() -> PackedBuf {
+        PackedBuf {
+            buf: vec![0],
+            count: 0,
+            head: 1,
+        }
+    }
+
+    /// Take a payload, checking its structure (one pass, no allocation).
+    pub fn from_payload(buf: Vec<u8>) -> Result<PackedBuf, String> {
+        let mut pos = 0;
+        let n = get_varint(&buf, &mut pos).ok_or("packed value: truncated count")?;
+        let head = pos;
+        for i in 0..n {
+            let len = get_varint(&buf, &mut pos)
+                .ok_or_else(|| format!("packed value: item {i} truncated"))?;
+            pos = (pos as u64)
+                .checked_add(len)
+                .filter(|&e| e <= buf.len() as u64)
+                .ok_or_else(|| format!("packed value: item {i} runs past the end"))?
+                as usize;
+        }
+        if pos != buf.len() {
+            return Err(format!("packed value: {} bytes after the last item", buf.len() - pos));
+        }
+        Ok(PackedBuf {
+            buf,
+            count: n as usize,
+            head,
+        })
+    }
+
+    /// Items in the blob.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The blob (the payload to store).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The bytes of an item.
+    pub fn get(&self, at: &ItemAt) -> &[u8] {
+        &self.buf[at.data.clone()]
+    }
+
+    /// Every item with where it lies, in order.
+    pub fn items(&self) -> impl Iterator<Item = ItemAt> + '_ {
+        let mut pos = self.head;
+        (0..self.count).map(move |_| {
+            let start = pos;
+            // Checked when the blob was taken or built.
+            let len = get_varint(&self.buf, &mut pos).expect("checked blob") as usize;
+            let data = pos..pos + len;
+            pos += len;
+            ItemAt { start, data }
+        })
+    }
+
+    /// The first item at an index that is a multiple of `stride` equal to `key`, with its
+    /// index (a hash's fields are every second item, a set's members every item).
+    pub fn find(&self, stride: usize, key: &[u8]) -> Option<(usize, ItemAt)> {
+        self.items()
+            .enumerate()
+            .step_by(stride.max(1))
+            .find(|(_, it)| &self.buf[it.data.clone()] == key)
+    }
+
+    /// The item after `at` (a hash field's value).
+    pub fn next(&self, at: &ItemAt) -> ItemAt {
+        let mut pos = at.data.end;
+        let start = pos;
+        let len = get_varint(&self.buf, &mut pos).expect("checked blob") as usize;
+        ItemAt {
+            start,
+            data: pos..pos + len,
+        }
+    }
+
+    fn set_count(&mut self, n: usize) {
+        let mut h = Vec::with_capacity(10);
+        put_varint(&mut h, n as u64);
+        self.buf.splice(0..self.head, h.iter().copied());
+        self.head = h.len();
+        self.count = n;
+    }
+
+    /// Append items at the end.
+    pub fn push(&mut self, items: &[&[u8]]) {
+        for it in items {
+            put_varint(&mut self.buf, it.len() as u64);
+            self.buf.extend_from_slice(it);
+        }
+        self.set_count(self.count + items.len());
+    }
+
+    /// Replace the item at `at` by `new` (same place in the order).
+    pub fn replace(&mut self, at: &ItemAt, new: &[u8]) {
+        let mut enc = Vec::with_capacity(new.len() + 10);
+        put_varint(&mut enc, new.len() as u64);
+        enc.extend_from_slice(new);
+        self.buf.splice(at.start..at.data.end, enc);
+    }
+
+    /// Remove `n` consecutive items starting with the one at `at` (a hash removes a field and
+    /// its value).
+    pub fn remove(&mut self, at: &ItemAt, n: usize) {
+        let mut end = at.clone();
+        for _ in 1..n {
+            end = self.next(&end);
+        }
+        self.buf.drain(at.start..end.data.end);
+        self.set_count(self.count - n);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +228,49 @@ mod tests {
         assert!(decode(&more).is_err());
         assert!(decode(&[0xff; 12]).is_err());
         assert_eq!(decode(&encode(std::iter::empty())).unwrap().len(), 0);
+    }
+
+    /// Edits in place give the same blob as encoding the edited list.
+    #[test]
+    fn packed_buf_edits_match_encode() {
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        let mut p = PackedBuf::new();
+        let mut x = 12345u64;
+        for step in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let item = vec![b'a' + (x % 7) as u8; (x % 200) as usize];
+            match x % 4 {
+                0 | 1 => {
+                    model.push(item.clone());
+                    p.push(&[&item]);
+                }
+                2 if !model.is_empty() => {
+                    let i = (x as usize / 4) % model.len();
+                    let at = p.items().nth(i).unwrap();
+                    p.replace(&at, &item);
+                    model[i] = item;
+                }
+                _ if !model.is_empty() => {
+                    let i = (x as usize / 4) % model.len();
+                    let n = if i + 1 < model.len() { 2 } else { 1 };
+                    let at = p.items().nth(i).unwrap();
+                    p.remove(&at, n);
+                    model.drain(i..i + n);
+                }
+                _ => {}
+            }
+            let want = encode(model.iter().map(|m| &m[..]).collect::<Vec<_>>().into_iter());
+            assert_eq!(p.bytes(), &want[..], "step {step}");
+            assert_eq!(p.count(), model.len());
+            let again = PackedBuf::from_payload(p.bytes().to_vec()).unwrap();
+            assert_eq!(again.count(), model.len());
+        }
+        let p = PackedBuf::from_payload(encode([&b"f"[..], b"v", b"g", b"w"].into_iter())).unwrap();
+        let (i, at) = p.find(2, b"g").unwrap();
+        assert_eq!((i, p.get(&p.next(&at))), (2, &b"w"[..]));
+        assert!(p.find(2, b"v").is_none(), "values are not fields");
+        assert!(PackedBuf::from_payload(vec![2, 1, b'a']).is_err());
     }
 }
