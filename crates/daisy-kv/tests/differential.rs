@@ -21,6 +21,8 @@
 //! Without `redis-server` (on PATH or `$REDIS_SERVER`) the tests say so and pass without
 //! running.
 
+#[path = "common/serve.rs"]
+mod common;
 #[path = "differential/gen.rs"]
 mod gen;
 #[path = "differential/resp.rs"]
@@ -231,6 +233,18 @@ fn multiset(r: &Reply, pairs: bool) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
     };
     elems.sort();
     Some((r.header().to_vec(), elems))
+}
+
+/// How many elements SRANDMEMBER or HRANDFIELD answer with for `count` (None: the form
+/// without one) from a collection of `size`: distinct ones up to the size for a positive
+/// count, exactly that many for a negative one.
+fn random_count(count: Option<i64>, size: usize) -> usize {
+    match count {
+        _ if size == 0 => 0,
+        None => 1,
+        Some(n) if n < 0 => n.unsigned_abs() as usize,
+        Some(n) => (n as usize).min(size),
+    }
 }
 
 fn int_of(b: &[u8]) -> Option<i64> {
@@ -476,17 +490,34 @@ impl Run {
         any
     }
 
-    /// Both servers' members of the set at `key` (connection A), checked equal; None if
-    /// they differ (after the failure).
-    fn members(&mut self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
-        let args = vec![b"SMEMBERS".to_vec(), key.to_vec()];
+    /// Both servers' contents of the collection at `key` (connection A) read by `cmd`
+    /// (SMEMBERS, or HGETALL when `pairs`), checked equal: (member or field, value) sorted;
+    /// None if they differ (after the failure).
+    fn contents(&mut self, cmd: &[u8], key: &[u8], pairs: bool) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+        let args = vec![cmd.to_vec(), key.to_vec()];
         let (r, d) = self.both(Id::A, &args);
-        let (rs, ds) = (r.strings().map(sorted), d.strings().map(sorted));
+        let read = |x: &Reply| -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+            let s = x.strings()?;
+            let mut v: Vec<(Vec<u8>, Vec<u8>)> = if pairs {
+                s.chunks(2).map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default())).collect()
+            } else {
+                s.into_iter().map(|m| (m, Vec::new())).collect()
+            };
+            v.sort();
+            Some(v)
+        };
+        let (rs, ds) = (read(&r), read(&d));
         if rs.is_none() || rs != ds {
-            self.fail("set contents differ", &args, &r, &d);
+            self.fail("contents differ", &args, &r, &d);
             return None;
         }
         rs
+    }
+
+    /// The members of the set at `key`, sorted (see [`Self::contents`]).
+    fn members(&mut self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let c = self.contents(b"SMEMBERS", key, false)?;
+        Some(c.into_iter().map(|(m, _)| m).collect())
     }
 
     /// SRANDMEMBER: both replies are members of the set (distinct for a positive count), as
@@ -506,12 +537,7 @@ impl Run {
                 None => reply.bytes().map(|b| vec![b.to_vec()]).unwrap_or_default(),
                 Some(_) => reply.strings().unwrap_or_default(),
             };
-            let want = match count {
-                _ if set.is_empty() => 0,
-                None => 1,
-                Some(n) if n < 0 => n.unsigned_abs() as usize,
-                Some(n) => (n as usize).min(set.len()),
-            };
+            let want = random_count(count, set.len());
             let distinct: BTreeSet<&Vec<u8>> = got.iter().collect();
             let bad = got.len() != want
                 || got.iter().any(|m| !set.contains(&m[..]))
@@ -522,31 +548,16 @@ impl Run {
         }
     }
 
-    /// Both servers' fields and values of the hash at `key`, checked equal.
-    fn hash(&mut self, key: &[u8]) -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
-        let args = vec![b"HGETALL".to_vec(), key.to_vec()];
-        let (r, d) = self.both(Id::A, &args);
-        let to_map = |x: &Reply| -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
-            let s = x.strings()?;
-            Some(s.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect())
-        };
-        let (rm, dm) = (to_map(&r), to_map(&d));
-        if rm.is_none() || rm != dm {
-            self.fail("hash contents differ", &args, &r, &d);
-            return None;
-        }
-        rm
-    }
-
     /// HRANDFIELD: fields of the hash with their values (distinct for a positive count).
     fn hrandfield(&mut self, args: &Args) {
         let (r, d) = self.both(Id::A, args);
         if r.is_error() || d.is_error() || r.is_null() || d.is_null() || r.shape() != d.shape() {
             return self.compare(Id::A, args, &Cmp::Exact, &r, &d);
         }
-        let Some(hash) = self.hash(&args[1]) else {
+        let Some(hash) = self.contents(b"HGETALL", &args[1], true) else {
             return;
         };
+        let hash: BTreeMap<Vec<u8>, Vec<u8>> = hash.into_iter().collect();
         let count = args.get(2).and_then(|c| int_of(c));
         let withvalues = args.len() == 4;
         for reply in [&r, &d] {
@@ -584,12 +595,7 @@ impl Run {
                 }
                 (Some(_), None) => shape_ok = false,
             }
-            let want = match count {
-                _ if hash.is_empty() => 0,
-                None => 1,
-                Some(n) if n < 0 => n.unsigned_abs() as usize,
-                Some(n) => (n as usize).min(hash.len()),
-            };
+            let want = random_count(count, hash.len());
             let distinct: BTreeSet<&Vec<u8>> = got.iter().map(|g| &g.0).collect();
             let bad = !shape_ok
                 || got.len() != want

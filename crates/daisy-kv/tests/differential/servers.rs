@@ -1,6 +1,7 @@
 //! The two servers: a real `redis-server` on a free loopback port (no persistence), killed on
 //! drop, and `daisy serve` on a thread of this process, on a pool in /dev/shm.
 
+use crate::common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -9,11 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("daisy-diff-")
-        .tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap()
+    common::tmp("daisy-diff-")
 }
 
 /// The redis-server to run: `$REDIS_SERVER`, else the first `redis-server` on PATH.
@@ -116,17 +113,7 @@ impl Daisy {
             quiet: true,
             ..Default::default()
         };
-        let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let r = daisy_kv::serve(&o, |a| tx.send(a).unwrap());
-            if let Err(e) = &r {
-                eprintln!("daisy serve: {e}");
-            }
-            r
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("daisy serve did not start");
+        let (addr, thread) = common::spawn(o);
         Daisy {
             addr,
             thread: Some(thread),

@@ -15,6 +15,7 @@
 //! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over too many keys
 //!   for one redo record.
 //! - `redis_py`: Debian's python3-redis runs tests/python/redis_py_check.py against the server.
+//! - `redis_replies`: replies the differential test found wrong, pinned to Redis 7.0.15's bytes.
 //!
 //! The server harness (`Server`) and the raw-socket helpers live here.
 
@@ -25,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+#[path = "../common/serve.rs"]
+mod common;
 mod connection;
 mod inline;
 mod keyspace;
@@ -32,6 +35,7 @@ mod limits;
 mod pipelining;
 mod protocol;
 mod redis_py;
+mod redis_replies;
 mod strings;
 
 struct Server {
@@ -54,17 +58,7 @@ impl Server {
         };
         f(&mut o);
         let password = o.requirepass.clone();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let r = daisy_kv::serve(&o, |a| tx.send(a).unwrap());
-            if let Err(e) = &r {
-                eprintln!("server error: {e}");
-            }
-            r
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("server did not start");
+        let (addr, thread) = common::spawn(o);
         Server {
             addr,
             password,
@@ -118,11 +112,7 @@ impl Drop for Server {
 }
 
 fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("daisy-kv-")
-        .tempdir_in("/dev/shm")
-        .or_else(|_| tempfile::tempdir())
-        .unwrap()
+    common::tmp("daisy-kv-")
 }
 
 fn pool_in(d: &tempfile::TempDir) -> PathBuf {
