@@ -1,23 +1,196 @@
 //! Connection and server commands (Redis's networking.c, server.c, config.c): PING, ECHO,
 //! AUTH, HELLO, QUIT, RESET, CLIENT, COMMAND, CONFIG, INFO, TIME, LASTSAVE, SAVE, BGSAVE,
-//! SHUTDOWN, MEMORY.
+//! SHUTDOWN, MEMORY; and what they keep: per connection ([`ClientState`]: reply mode, the
+//! buffers CLIENT LIST shows), per server ([`AdminState`]: subcommand counters, the other
+//! connections for CLIENT LIST and KILL, the event loop's figures for INFO).
+//!
+//! Submodules: `meta` (Redis's command table as data, `redis_commands` generated from Redis's
+//! command descriptions) behind `command` (COMMAND); `client` (CLIENT); `info` (INFO).
 
-use crate::commands::{lossy, parse_i64, upper, Action, Client, Ctx, Spec, COMMANDS, E_NOAUTH, E_SYNTAX};
+use crate::commands::{
+    lossy, parse_i64, upper, Action, Client, CmdStat, Ctx, ServerState, Spec, COMMANDS, E_SYNTAX,
+};
 use crate::resp;
-use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::OnceLock;
 
-/// Commands whose second argument names a subcommand (`config|get` in CLIENT LIST's cmd=,
-/// COMMAND INFO, INFO commandstats).
-const CONTAINERS: &[&str] = &["client", "command", "config", "object", "memory"];
+mod client;
+mod command;
+mod info;
+pub mod meta;
+mod redis_commands;
 
-/// A command's full name: `name|subcommand` for a container command with a subcommand.
-pub fn full_name(spec: &Spec, args: &[&[u8]]) -> String {
-    if args.len() >= 2 && CONTAINERS.contains(&spec.name) {
-        format!("{}|{}", spec.name, lossy(args[1]).to_ascii_lowercase())
-    } else {
-        spec.name.to_string()
+pub use client::{client, client_line, ClientRow};
+pub use command::command;
+pub use info::info;
+
+// ---- state -----------------------------------------------------------------------------
+
+/// CLIENT REPLY's modes (Redis's CLIENT_REPLY_OFF, _SKIP_NEXT, _SKIP flags).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    /// No replies until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP ran: the next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped.
+    Skip,
+}
+
+/// A connection's buffers as CLIENT LIST shows them, set by the event loop.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConnStats {
+    /// Input bytes held (qbuf) and the input buffer's room beyond them (qbuf-free).
+    pub qbuf: usize,
+    pub qbuf_free: usize,
+    /// The reply buffer's size (rbs) and its peak use lately (rbp).
+    pub rbs: usize,
+    pub rbp: usize,
+    /// Replies not yet written: the first 16 KiB (obl) as Redis's reply buffer, the rest as
+    /// its list of 16 KiB blocks (oll blocks, omem bytes).
+    pub obl: usize,
+    pub oll: usize,
+    pub omem: usize,
+    /// Everything the connection holds (tot-mem).
+    pub tot_mem: usize,
+    /// A write is waiting for the socket (events=rw).
+    pub writing: bool,
+}
+
+/// What the connection commands keep per connection.
+#[derive(Clone, Debug, Default)]
+pub struct ClientState {
+    pub reply: ReplyMode,
+    /// CLIENT NO-EVICT ON (flag e).
+    pub no_evict: bool,
+    /// MONITOR ran: every command the server runs is sent to this connection (flag O).
+    pub monitor: bool,
+    pub conn: ConnStats,
+    /// Bytes of the arguments of the command running (argv-mem).
+    pub argv_mem: usize,
+    /// Commands CLIENT PAUSE holds, in order: they run when it ends.
+    pub postponed: Vec<Vec<Vec<u8>>>,
+}
+
+/// The event loop's figures INFO reports.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoopStats {
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub reads_processed: u64,
+    pub writes_processed: u64,
+    /// Over the last seconds, the largest input and output buffer of a client.
+    pub recent_max_input: usize,
+    pub recent_max_output: usize,
+    /// Averages over the last samples (Redis's instantaneous metrics).
+    pub ops_per_sec: u64,
+    pub input_kbps: f64,
+    pub output_kbps: f64,
+    pub peak_memory: u64,
+    /// Memory of the normal clients' connections (INFO's mem_clients_normal).
+    pub clients_memory: usize,
+}
+
+/// CLIENT PAUSE in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pause {
+    pub until_ms: i64,
+    /// Every command waits (ALL), or only those that may write (WRITE).
+    pub all: bool,
+}
+
+/// What the connection and server commands keep for the server.
+#[derive(Debug, Default)]
+pub struct AdminState {
+    /// Counters of subcommands (`client|list`), indexed as `meta::all()`.
+    pub sub_stats: Vec<CmdStat>,
+    /// The other connections (not the one running the command), filled by the event loop
+    /// before a CLIENT command runs.
+    pub others: Vec<ClientRow>,
+    /// Connections CLIENT KILL closed (ids): the event loop closes them once the command's
+    /// transaction commits, and runs none of their commands meanwhile.
+    pub kill: Vec<u64>,
+    pub pause: Option<Pause>,
+    pub stats: LoopStats,
+    /// A listener bound by CONFIG SET port or bind: the event loop switches to it.
+    pub listener: Option<std::net::TcpListener>,
+    /// CONFIG SET changed a setting the event loop keeps a copy of.
+    pub config_changed: bool,
+    /// Connections in MONITOR mode, and the lines for them not sent yet (the event loop
+    /// sends them once the commands' transaction commits).
+    pub monitors: usize,
+    pub feed: Vec<u8>,
+}
+
+// ---- subcommands: names, checks, counters -------------------------------------------------
+
+/// The Redis subcommands of each entry of `COMMANDS` (empty for a plain command).
+fn subcommands_of(spec: &'static Spec) -> &'static [meta::Cmd] {
+    static SUBS: OnceLock<Vec<&'static [meta::Cmd]>> = OnceLock::new();
+    let subs = SUBS.get_or_init(|| COMMANDS.iter().map(|s| meta::subcommands(s.name)).collect());
+    subs[spec.index()]
+}
+
+/// The subcommand a container command's line names, if it is one Redis has.
+fn subcommand(spec: &'static Spec, args: &[&[u8]]) -> Option<&'static meta::Cmd> {
+    let subs = subcommands_of(spec);
+    if subs.is_empty() || args.len() < 2 {
+        return None;
+    }
+    let prefix = spec.name.len() + 1;
+    subs.iter()
+        .find(|s| s.name.as_bytes()[prefix..].eq_ignore_ascii_case(args[1]))
+}
+
+/// A command's full name as Redis reports it: `name|subcommand` for a container command's
+/// subcommand (CLIENT LIST's cmd=, INFO commandstats, arity errors).
+pub fn full_name(spec: &'static Spec, args: &[&[u8]]) -> &'static str {
+    subcommand(spec, args).map_or(spec.name, |s| s.name)
+}
+
+/// Redis's checks of a command's name and argument count (`commandCheckExistence`,
+/// `commandCheckArity`): a container command's subcommand must exist and has its own arity.
+pub fn arity_error(spec: &'static Spec, args: &[&[u8]]) -> Option<String> {
+    let mut arity = spec.arity;
+    let mut name = spec.name;
+    if !subcommands_of(spec).is_empty() && args.len() >= 2 {
+        let Some(sub) = subcommand(spec, args) else {
+            return Some(format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                lossy(args[1]),
+                lossy(args[0]).to_ascii_uppercase()
+            ));
+        };
+        arity = sub.arity;
+        name = sub.name;
+    }
+    let n = args.len() as i32;
+    ((arity > 0 && n != arity) || n < -arity)
+        .then(|| format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+impl ServerState {
+    /// The counters of the command a line runs: a subcommand's own for a container's.
+    pub fn cmdstat(&mut self, spec: &'static Spec, args: &[&[u8]]) -> &mut CmdStat {
+        match subcommand(spec, args) {
+            None => &mut self.cmdstats[spec.index()],
+            Some(sub) => {
+                let all = meta::all();
+                let i = (sub as *const meta::Cmd as usize - all.as_ptr() as usize)
+                    / std::mem::size_of::<meta::Cmd>();
+                let stats = &mut self.admin.sub_stats;
+                if stats.len() < all.len() {
+                    stats.resize(all.len(), CmdStat::default());
+                }
+                &mut stats[i]
+            }
+        }
     }
 }
+
+// ---- commands ----------------------------------------------------------------------------
 
 pub fn ping(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     match a.len() {
@@ -33,74 +206,77 @@ pub fn echo(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     Ok(())
 }
 
-/// Check a password for the default user; replies on failure.
+const E_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Authenticate as `user` (the default user when None; the only user there is) with `pass`
+/// (acl.c's `ACLAuthenticateUser`): with no password configured the default user takes any
+/// (Redis's `nopass`). False when refused; the client's state is then unchanged.
 fn try_auth(c: &mut Ctx, user: Option<&[u8]>, pass: &[u8]) -> bool {
-    let Some(want) = c.sv.requirepass.clone() else {
-        if user.is_some_and(|u| u == b"default") {
-            // No password configured: the default user takes any (Redis's `nopass`), so
-            // clients configured with a username and password still connect.
-            c.cl.authed = true;
-            return true;
+    if user.is_some_and(|u| u != b"default") {
+        return false;
+    }
+    let ok = match &c.sv.requirepass {
+        None => true,
+        Some(want) => {
+            // Compared in constant time over the longer length (no early exit).
+            let n = want.len().max(pass.len());
+            let mut diff = (want.len() != pass.len()) as u8;
+            for i in 0..n {
+                diff |= want.get(i).copied().unwrap_or(0) ^ pass.get(i).copied().unwrap_or(1);
+            }
+            diff == 0
         }
-        let _ = c.err(
-            "ERR AUTH <password> called without any password configured for the default user. \
-             Are you sure your configuration is correct?",
-        );
-        return false;
     };
-    // Compare in constant time over the longer length (no early exit on the first byte).
-    let n = want.len().max(pass.len());
-    let mut diff = (want.len() != pass.len()) as u8;
-    for i in 0..n {
-        diff |= want.get(i).copied().unwrap_or(0) ^ pass.get(i).copied().unwrap_or(1);
+    if ok {
+        c.cl.authed = true;
     }
-    if user.is_some_and(|u| u != b"default") || diff != 0 {
-        let _ = c.err("WRONGPASS invalid username-password pair or user is disabled.");
-        return false;
-    }
-    c.cl.authed = true;
-    true
+    ok
 }
 
 pub fn auth(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let ok = match a.len() {
-        2 => try_auth(c, None, a[1]),
-        3 => try_auth(c, Some(a[1]), a[2]),
-        _ => return c.err(E_SYNTAX),
-    };
-    if ok {
-        resp::ok(c.out);
+    if a.len() > 3 {
+        return c.err(E_SYNTAX);
     }
-    Ok(())
+    if a.len() == 2 && c.sv.requirepass.is_none() {
+        return c.err(
+            "ERR AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        );
+    }
+    let user = (a.len() == 3).then(|| a[1]);
+    if try_auth(c, user, a[a.len() - 1]) {
+        resp::ok(c.out);
+        Ok(())
+    } else {
+        c.err(E_WRONGPASS)
+    }
 }
 
 pub fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let mut i = 1;
-    let mut resp3 = c.cl.resp3;
+    let mut ver = None;
     if a.len() > 1 {
         match parse_i64(a[1]) {
-            Some(2) => resp3 = false,
-            Some(3) => resp3 = true,
+            Some(v @ 2..=3) => ver = Some(v),
             Some(_) => return c.err("NOPROTO unsupported protocol version"),
             None => return c.err("ERR Protocol version is not an integer or out of range"),
         }
-        i = 2;
     }
-    // Every option is checked before any takes effect (as Redis does): a request with a
-    // correct password and a bad option leaves the client as it was.
-    let mut name = None;
-    let mut auth = None;
+    // Options take effect in order, as in Redis 7.0: AUTH authenticates at once, and a bad
+    // option after it answers its error with the client authenticated.
+    let mut i = 2;
     while i < a.len() {
+        let more = a.len() - 1 - i;
         match &upper(a[i])[..] {
-            b"AUTH" if i + 2 < a.len() => {
-                auth = Some((a[i + 1], a[i + 2]));
+            b"AUTH" if more >= 2 => {
+                if !try_auth(c, Some(a[i + 1]), a[i + 2]) {
+                    return c.err(E_WRONGPASS);
+                }
                 i += 3;
             }
-            b"SETNAME" if i + 1 < a.len() => {
-                if !valid_client_name(a[i + 1]) {
-                    return c.err(E_CLIENT_NAME);
+            b"SETNAME" if more >= 1 => {
+                if !set_name(c, a[i + 1])? {
+                    return Ok(());
                 }
-                name = Some(a[i + 1].to_vec());
                 i += 2;
             }
             _ => {
@@ -111,18 +287,16 @@ pub fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             }
         }
     }
-    if let Some((user, pass)) = auth {
-        if !try_auth(c, Some(user), pass) {
-            return Ok(());
-        }
-    }
     if c.sv.requirepass.is_some() && !c.cl.authed {
-        return c.err(E_NOAUTH);
+        return c.err(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
+             HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
+             the RESP protocol version at the same time",
+        );
     }
-    if let Some(n) = name {
-        c.cl.name = n;
+    if let Some(v) = ver {
+        c.cl.resp3 = v == 3;
     }
-    c.cl.resp3 = resp3;
     c.map(7);
     for (k, v) in [
         ("server", "redis"),
@@ -134,7 +308,7 @@ pub fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     ] {
         resp::bulk(c.out, k.as_bytes());
         match k {
-            "proto" => resp::int(c.out, if resp3 { 3 } else { 2 }),
+            "proto" => resp::int(c.out, if c.cl.resp3 { 3 } else { 2 }),
             "id" => resp::int(c.out, c.cl.id as i64),
             _ => resp::bulk(c.out, v.as_bytes()),
         }
@@ -150,279 +324,169 @@ pub fn quit(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
     Ok(())
 }
 
-/// RESET: the connection back to its defaults (MULTI discarded, WATCH forgotten, database
-/// 0, RESP2, no name, and unauthenticated when a password is required).
+/// MONITOR: this connection receives a line for every command the server runs.
+pub fn monitor(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
+    if !c.cl.admin.monitor {
+        c.cl.admin.monitor = true;
+        c.sv.admin.monitors += 1;
+        resp::ok(c.out);
+    }
+    Ok(())
+}
+
+/// Add the line MONITOR shows for a command that ran (replication.c's
+/// `replicationFeedMonitors`); none for administrative commands, as Redis.
+pub fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &[&[u8]]) {
+    if sv.admin.monitors == 0 {
+        return;
+    }
+    let Some(cmd) = subcommand(spec, args).or_else(|| meta::lookup(spec.name)) else {
+        return;
+    };
+    if cmd.has("admin") || cmd.has("skip_monitor") {
+        return;
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let feed = &mut sv.admin.feed;
+    let _ = write!(
+        feed,
+        "+{}.{:06} [{} {}]",
+        t.as_secs(),
+        t.subsec_micros(),
+        cl.db,
+        cl.addr
+    );
+    for a in args {
+        feed.extend_from_slice(b" \"");
+        for &b in *a {
+            match b {
+                b'\\' | b'"' => feed.extend_from_slice(&[b'\\', b]),
+                b'\n' => feed.extend_from_slice(b"\\n"),
+                b'\r' => feed.extend_from_slice(b"\\r"),
+                b'\t' => feed.extend_from_slice(b"\\t"),
+                0x07 => feed.extend_from_slice(b"\\a"),
+                0x08 => feed.extend_from_slice(b"\\b"),
+                b' '..=b'~' => feed.push(b),
+                _ => {
+                    let _ = write!(feed, "\\x{b:02x}");
+                }
+            }
+        }
+        feed.push(b'"');
+    }
+    feed.extend_from_slice(b"\r\n");
+}
+
+/// RESET (networking.c's `clearClientConnectionState`): the connection back to its
+/// defaults: MULTI discarded, WATCH forgotten, database 0, RESP2, no name, replies on, and
+/// unauthenticated when a password is required.
 pub fn reset(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
     c.ks.watches.unwatch_all(c.cl.id);
     c.cl.multi = None;
     c.cl.db = 0;
     c.cl.resp3 = false;
     c.cl.name.clear();
+    c.cl.admin.reply = ReplyMode::On;
+    if c.cl.admin.monitor {
+        c.cl.admin.monitor = false;
+        c.sv.admin.monitors -= 1;
+    }
     c.cl.authed = c.sv.requirepass.is_none();
     resp::simple(c.out, "RESET");
     Ok(())
 }
 
-const E_CLIENT_NAME: &str =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
-
-/// Names and library fields show in CLIENT LIST lines: printable, no spaces.
-fn valid_client_name(n: &[u8]) -> bool {
-    n.iter().all(|&b| b > b' ' && b <= b'~')
+/// CLIENT SETNAME and HELLO SETNAME (networking.c's `clientSetNameOrReply`): an empty name
+/// removes it; false (after the error reply) for a name with spaces or special characters.
+fn set_name(c: &mut Ctx, name: &[u8]) -> daisy::Result<bool> {
+    if !name.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
+        c.err("ERR Client names cannot contain spaces, newlines or special characters.")?;
+        return Ok(false);
+    }
+    c.cl.name = name.to_vec();
+    Ok(true)
 }
 
-/// One client's line of CLIENT LIST / CLIENT INFO (Redis 7.0's fields, then 7.2's lib-name
-/// and lib-ver).
-pub fn client_line(cl: &Client, now_ms: i64) -> String {
-    let flags = if cl.multi.is_some() { "x" } else { "N" };
-    let multi = cl.multi.as_ref().map_or(-1, |m| m.queued.len() as i64);
-    let multi_mem: usize = cl
-        .multi
-        .as_ref()
-        .map_or(0, |m| m.queued.iter().flatten().map(|a| a.len()).sum());
-    format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 \
-         ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem=0 multi-mem={multi_mem} rbs={} rbp={} \
-         obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={} \
-         lib-name={} lib-ver={}\n",
-        cl.id,
-        cl.addr,
-        cl.laddr,
-        cl.fd,
-        lossy(&cl.name),
-        (now_ms - cl.created_ms).max(0) / 1000,
-        (now_ms - cl.last_ms.max(cl.created_ms)).max(0) / 1000,
-        cl.db,
-        cl.qbuf,
-        cl.rbs.saturating_sub(cl.qbuf),
-        cl.rbs,
-        cl.rbs,
-        cl.rbs + multi_mem,
-        if cl.last_cmd.is_empty() { "NULL" } else { &cl.last_cmd },
-        if cl.resp3 { 3 } else { 2 },
-        lossy(&cl.lib_name),
-        lossy(&cl.lib_ver),
-    )
-}
-
-fn help(c: &mut Ctx, cmd: &str, lines: &[&str]) {
+/// A container command's HELP reply (networking.c's `addReplyHelp`); `name` as the client
+/// sent it.
+fn help(c: &mut Ctx, name: &[u8], lines: &[&str]) {
     resp::array(c.out, lines.len() + 3);
     resp::simple(
         c.out,
-        &format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+        &format!(
+            "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            lossy(name).to_ascii_uppercase()
+        ),
     );
     for l in lines {
         resp::simple(c.out, l);
     }
     resp::simple(c.out, "HELP");
-    resp::simple(c.out, "    Print this help.");
+    resp::simple(c.out, "    Prints this help.");
 }
 
-fn subcommand_error(c: &mut Ctx, sub: &[u8], cmd: &str) -> daisy::Result<()> {
+/// Redis's `addReplySubcommandSyntaxError`: a subcommand with arguments it does not take.
+fn subcommand_error(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     c.err(&format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
-        lossy(sub)
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        lossy(a[1]),
+        lossy(a[0]).to_ascii_uppercase()
     ))
 }
 
-pub fn client(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let sub = upper(a[1]);
-    match (&sub[..], a.len()) {
-        (b"ID", 2) => resp::int(c.out, c.cl.id as i64),
-        (b"GETNAME", 2) => {
-            if c.cl.name.is_empty() {
-                c.nil();
-            } else {
-                resp::bulk(c.out, &c.cl.name.clone());
-            }
+/// What a changed parameter changes now (config.c's apply functions): Redis's reason when
+/// it cannot, with the parameter's name.
+fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'static str)> {
+    let names: Vec<&str> = changed.iter().map(|&i| crate::config::name_of(i)).collect();
+    let cfg = &c.sv.config;
+    if names.iter().any(|n| matches!(*n, "port" | "bind")) {
+        let port: u16 = cfg.get("port").and_then(|p| p.parse().ok()).unwrap_or(0);
+        let binds: Vec<&str> = cfg.get("bind").unwrap_or("").split(' ').filter(|w| !w.is_empty()).collect();
+        // One address here (a leading '-' marks an optional one in Redis); '*' is all IPv4.
+        let addr = match binds[..] {
+            [one] => match one.trim_start_matches('-') {
+                "*" => "0.0.0.0".to_string(),
+                "::*" => "::".to_string(),
+                a => a.to_string(),
+            },
+            _ => return Err(("bind", "Failed to bind to specified addresses.")),
+        };
+        let why = if names.contains(&"port") {
+            ("port", "Unable to listen on this port. Check server logs.")
+        } else {
+            ("bind", "Failed to bind to specified addresses.")
+        };
+        if port == 0 {
+            return Err(why);
         }
-        (b"SETNAME", 3) => {
-            if !valid_client_name(a[2]) {
-                return c.err(E_CLIENT_NAME);
-            }
-            c.cl.name = a[2].to_vec();
-            resp::ok(c.out);
-        }
-        (b"SETINFO", 4) => {
-            if !valid_client_name(a[3]) {
-                return c.err(&format!(
-                    "ERR {} cannot contain spaces, newlines or special characters.",
-                    lossy(a[2])
-                ));
-            }
-            match &upper(a[2])[..] {
-                b"LIB-NAME" => c.cl.lib_name = a[3].to_vec(),
-                b"LIB-VER" => c.cl.lib_ver = a[3].to_vec(),
-                _ => {
-                    return c.err(&format!("ERR Unrecognized option '{}'", lossy(a[2])));
-                }
-            }
-            resp::ok(c.out);
-        }
-        (b"INFO", 2) => {
-            let line = client_line(c.cl, c.now_ms);
-            resp::bulk(c.out, line.as_bytes());
-        }
-        (b"LIST", 2) => c.action = Action::ClientList,
-        (b"NO-EVICT", 3) | (b"NO-TOUCH", 3) => resp::ok(c.out),
-        (b"HELP", 2) => help(
-            c,
-            "CLIENT",
-            &[
-                "ID",
-                "    Return the ID of the current connection.",
-                "GETNAME",
-                "    Return the name of the current connection.",
-                "INFO",
-                "    Return information about the current client connection.",
-                "LIST",
-                "    Return information about client connections.",
-                "SETNAME <name>",
-                "    Assign the name <name> to the current connection.",
-                "SETINFO <LIB-NAME|LIB-VER> <value>",
-                "    Set client library name or version.",
-            ],
-        ),
-        _ => return subcommand_error(c, a[1], "CLIENT"),
+        let l = std::net::TcpListener::bind((addr.as_str(), port)).map_err(|_| why)?;
+        c.sv.port = port;
+        c.sv.bind = addr;
+        c.sv.admin.listener = Some(l);
     }
-    Ok(())
-}
-
-fn command_entry(out: &mut Vec<u8>, s: &Spec) {
-    resp::array(out, 10);
-    resp::bulk(out, s.name.as_bytes());
-    resp::int(out, s.arity as i64);
-    resp::array(out, s.flags.len());
-    for f in s.flags {
-        resp::simple(out, f);
-    }
-    resp::int(out, s.first_key as i64);
-    resp::int(out, s.last_key as i64);
-    resp::int(out, s.step as i64);
-    for _ in 0..4 {
-        resp::array(out, 0); // ACL categories, tips, key specs, subcommands
-    }
-}
-
-/// The keys of a command's arguments, from its table entry (COMMAND GETKEYS); None when the
-/// command has no key arguments.
-fn keys_of(s: &Spec, a: &[&[u8]]) -> Option<Vec<usize>> {
-    if s.name == "sintercard" {
-        let n = parse_i64(a.get(1)?)? as usize;
-        return Some((2..(2 + n).min(a.len())).collect());
-    }
-    if s.first_key <= 0 {
-        return None;
-    }
-    let last = if s.last_key < 0 {
-        a.len() as i32 + s.last_key
-    } else {
-        s.last_key.min(a.len() as i32 - 1)
-    };
-    Some((s.first_key..=last).step_by(s.step.max(1) as usize).map(|i| i as usize).collect())
-}
-
-pub fn command(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    if a.len() == 1 {
-        resp::array(c.out, COMMANDS.len());
-        for s in COMMANDS {
-            command_entry(c.out, s);
-        }
-        return Ok(());
-    }
-    match (&upper(a[1])[..], a.len()) {
-        (b"COUNT", 2) => resp::int(c.out, COMMANDS.len() as i64),
-        (b"LIST", n) => {
-            // COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pattern]
-            let names: Vec<&str> = match n {
-                2 => COMMANDS.iter().map(|s| s.name).collect(),
-                5 if a[2].eq_ignore_ascii_case(b"FILTERBY") => match &upper(a[3])[..] {
-                    b"PATTERN" => COMMANDS
-                        .iter()
-                        .map(|s| s.name)
-                        .filter(|n| crate::glob::matches(&a[4].to_ascii_lowercase(), n.as_bytes()))
-                        .collect(),
-                    // No modules; ACL categories are not modelled.
-                    b"MODULE" | b"ACLCAT" => Vec::new(),
-                    _ => return c.err(E_SYNTAX),
-                },
-                _ => return c.err(E_SYNTAX),
-            };
-            resp::array(c.out, names.len());
-            for n in names {
-                resp::bulk(c.out, n.as_bytes());
+    for n in names {
+        match n {
+            "requirepass" => {
+                let p = c.sv.config.get("requirepass").unwrap_or("");
+                c.sv.requirepass = (!p.is_empty()).then(|| p.as_bytes().to_vec());
             }
-        }
-        (b"INFO", _) => {
-            let names: Vec<Vec<u8>> = if a.len() == 2 {
-                COMMANDS.iter().map(|s| s.name.as_bytes().to_vec()).collect()
-            } else {
-                a[2..].iter().map(|n| n.to_ascii_lowercase()).collect()
-            };
-            resp::array(c.out, names.len());
-            for n in names {
-                match COMMANDS.iter().find(|s| s.name.as_bytes() == n) {
-                    Some(s) => command_entry(c.out, s),
-                    None => c.null_array(),
-                }
+            "maxclients" => {
+                c.sv.max_clients = c.sv.config.get(n).and_then(|v| v.parse().ok()).unwrap_or(c.sv.max_clients)
             }
-        }
-        (b"GETKEYS", n) | (b"GETKEYSANDFLAGS", n) if n >= 3 => {
-            let flags = a[1].eq_ignore_ascii_case(b"GETKEYSANDFLAGS");
-            let args = &a[2..];
-            let Some(s) = c.table.find(args[0]) else {
-                return c.err("ERR Invalid command specified");
-            };
-            let na = args.len() as i32;
-            if (s.arity > 0 && na != s.arity) || (s.arity < 0 && na < -s.arity) {
-                return c.err("ERR Invalid number of arguments specified for command");
+            "tcp-keepalive" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
+                c.sv.admin.config_changed = true
             }
-            let Some(keys) = keys_of(s, args).filter(|k| !k.is_empty()) else {
-                return c.err("ERR The command has no key arguments");
-            };
-            resp::array(c.out, keys.len());
-            for i in keys {
-                if flags {
-                    resp::array(c.out, 2);
-                    resp::bulk(c.out, args[i]);
-                    let f = if s.has("write") { "RW" } else { "RO" };
-                    resp::array(c.out, 1);
-                    resp::simple(c.out, f);
-                } else {
-                    resp::bulk(c.out, args[i]);
-                }
-            }
+            _ => {}
         }
-        // No documentation records: clients fall back to their own help.
-        (b"DOCS", _) => c.map(0),
-        (b"HELP", 2) => help(
-            c,
-            "COMMAND",
-            &[
-                "(no subcommand)",
-                "    Return details about all Redis commands.",
-                "COUNT",
-                "    Return the total number of commands in this Redis server.",
-                "LIST",
-                "    Return a list of all commands in this Redis server.",
-                "INFO [<command-name> ...]",
-                "    Return details about multiple Redis commands.",
-                "DOCS [<command-name> ...]",
-                "    Return documentation details about multiple Redis commands.",
-                "GETKEYS <full-command>",
-                "    Return the keys from a full Redis command.",
-                "GETKEYSANDFLAGS <full-command>",
-                "    Return the keys and the access flags from a full Redis command.",
-            ],
-        ),
-        _ => return subcommand_error(c, a[1], "COMMAND"),
     }
     Ok(())
 }
 
 pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    match &upper(a[1])[..] {
-        b"GET" if a.len() >= 3 => {
+    match (&upper(a[1])[..], a.len()) {
+        (b"GET", _) => {
             let hits = c.sv.config.matching(&a[2..]);
             c.map(hits.len());
             for (k, v) in hits {
@@ -430,36 +494,43 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 resp::bulk(c.out, v.as_bytes());
             }
         }
-        b"SET" if a.len() >= 4 && a.len().is_multiple_of(2) => {
+        (b"SET", n) => {
+            if n % 2 == 1 {
+                return c.err(E_SYNTAX);
+            }
             let pairs: Vec<(&[u8], &[u8])> = a[2..].chunks(2).map(|p| (p[0], p[1])).collect();
-            match c.sv.config.set_many(&pairs) {
-                Ok(()) => {
-                    if let Some(p) = c.sv.config.get("requirepass") {
-                        c.sv.requirepass = (!p.is_empty()).then(|| p.as_bytes().to_vec());
-                    }
-                    resp::ok(c.out)
-                }
+            let before = c.sv.config.clone();
+            let changed = match c.sv.config.set_many(&pairs) {
+                Ok(changed) => changed,
                 Err(e) => return c.err(&e),
+            };
+            if let Err((name, why)) = apply_config(c, &changed) {
+                c.sv.config = before;
+                return c.err(&format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                ));
             }
+            resp::ok(c.out);
         }
-        b"RESETSTAT" if a.len() == 2 => {
-            c.sv.counters = Default::default();
-            c.sv.total_connections = 0;
-            c.sv.rejected_connections = 0;
-            c.sv.errorstats.clear();
-            for s in c.sv.cmdstats.iter_mut() {
-                *s = Default::default();
-            }
+        (b"RESETSTAT", 2) => {
+            let sv = &mut *c.sv;
+            sv.counters = Default::default();
+            sv.total_connections = 0;
+            sv.rejected_connections = 0;
+            sv.errorstats.clear();
+            sv.cmdstats.iter_mut().for_each(|s| *s = Default::default());
+            sv.admin.sub_stats.clear();
+            let st = &mut sv.admin.stats;
+            (st.net_input_bytes, st.net_output_bytes) = (0, 0);
+            (st.reads_processed, st.writes_processed, st.peak_memory) = (0, 0, 0);
             c.ks.expired_keys = 0;
             c.ks.lazyfreed_objects = 0;
             resp::ok(c.out);
         }
-        b"REWRITE" if a.len() == 2 => {
-            return c.err("ERR The server is running without a config file")
-        }
-        b"HELP" if a.len() == 2 => help(
+        (b"REWRITE", 2) => return c.err("ERR The server is running without a config file"),
+        (b"HELP", 2) => help(
             c,
-            "CONFIG",
+            a[0],
             &[
                 "GET <pattern>",
                 "    Return parameters matching the glob-like <pattern> and their values.",
@@ -471,193 +542,8 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 "    Rewrite the configuration file.",
             ],
         ),
-        _ => return subcommand_error(c, a[1], "CONFIG"),
+        _ => return subcommand_error(c, a),
     }
-    Ok(())
-}
-
-fn section(t: &mut String, name: &str) {
-    if !t.is_empty() {
-        t.push_str("\r\n");
-    }
-    let _ = write!(t, "# {name}\r\n");
-}
-
-pub fn info(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let want: Vec<String> = a[1..]
-        .iter()
-        .map(|s| lossy(s).to_ascii_lowercase())
-        .collect();
-    let everything = want.iter().any(|w| w == "everything" || w == "all");
-    let default = want.is_empty() || want.iter().any(|w| w == "default");
-    const DEFAULT: &[&str] = &[
-        "server",
-        "clients",
-        "memory",
-        "persistence",
-        "stats",
-        "replication",
-        "cpu",
-        "modules",
-        "errorstats",
-        "cluster",
-        "keyspace",
-    ];
-    let on = |s: &str| everything || (default && DEFAULT.contains(&s)) || want.iter().any(|w| w == s);
-    let mut t = String::new();
-    let now = c.now_ms;
-    let sv = &*c.sv;
-    if on("server") {
-        section(&mut t, "Server");
-        let _ = write!(
-            t,
-            "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
-             redis_build_id:0\r\nredis_mode:standalone\r\ndaisy_version:{}\r\nos:{} {}\r\n\
-             arch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n\
-             atomicvar_api:c11-builtin\r\nprocess_id:{}\r\nprocess_supervised:no\r\n\
-             run_id:{:040x}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\n\
-             uptime_in_days:{}\r\nhz:10\r\nconfigured_hz:10\r\nexecutable:daisy\r\n\
-             config_file:\r\nio_threads_active:0\r\n",
-            crate::REDIS_VERSION,
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            std::env::consts::ARCH,
-            std::process::id(),
-            sv.started_ms as u128 * 0x9E37_79B9_7F4A_7C15,
-            sv.port,
-            now * 1000,
-            (now - sv.started_ms) / 1000,
-            (now - sv.started_ms) / 86_400_000,
-        );
-    }
-    if on("clients") {
-        section(&mut t, "Clients");
-        let _ = write!(
-            t,
-            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
-             client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n\
-             blocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
-            sv.connected_clients, sv.max_clients
-        );
-    }
-    if on("memory") {
-        // used_memory: bytes allocated in the pool (the keyspace lives there, not in DRAM).
-        let (used, objects) = sv.pool.usage()?;
-        section(&mut t, "Memory");
-        let _ = write!(
-            t,
-            "used_memory:{used}\r\nused_memory_human:{:.2}M\r\nused_memory_peak:{used}\r\n\
-             used_memory_dataset:{used}\r\nused_memory_lua:0\r\nused_memory_scripts:0\r\n\
-             number_of_cached_scripts:0\r\ndaisy_pool_objects:{objects}\r\ndaisy_pool_size:{}\r\n\
-             maxmemory:{}\r\nmaxmemory_policy:{}\r\nmem_allocator:daisy\r\n\
-             lazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\n",
-            used as f64 / (1 << 20) as f64,
-            sv.pool_size,
-            sv.pool_max_size,
-            sv.config.get("maxmemory-policy").unwrap_or("noeviction"),
-            c.ks.lazy_pending(),
-            c.ks.lazyfreed_objects,
-        );
-    }
-    if on("persistence") {
-        let rec = sv.pool.recovery_report();
-        section(&mut t, "Persistence");
-        let _ = write!(
-            t,
-            "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:0\r\n\
-             rdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\n\
-             aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n\
-             daisy_durability:every write durable before its reply\r\n\
-             daisy_pool:{}\r\ndaisy_persistence:{}\r\ndaisy_recovery_ms:{:.3}\r\n\
-             daisy_recovery_transactions_replayed:{}\r\ndaisy_recovery_lines_replayed:{}\r\n\
-             daisy_recovery_log_bytes_read:{}\r\ndaisy_group_commits:{}\r\n",
-            now / 1000,
-            sv.pool_path,
-            sv.pool_mode,
-            sv.recovery_ms,
-            rec.records_replayed,
-            rec.replayed_lines,
-            rec.log_bytes_read,
-            sv.group_commits
-        );
-    }
-    if on("stats") {
-        let errors: u64 = sv.errorstats.values().sum();
-        section(&mut t, "Stats");
-        let _ = write!(
-            t,
-            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             instantaneous_ops_per_sec:0\r\nrejected_connections:{}\r\nexpired_keys:{}\r\n\
-             expired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\nevicted_keys:0\r\n\
-             keyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\n\
-             total_error_replies:{errors}\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\n",
-            sv.total_connections,
-            sv.counters.total_commands,
-            sv.rejected_connections,
-            c.ks.expired_keys,
-            sv.counters.keyspace_hits,
-            sv.counters.keyspace_misses,
-        );
-    }
-    if on("replication") {
-        section(&mut t, "Replication");
-        t.push_str(
-            "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n\
-             master_repl_offset:0\r\nrepl_backlog_active:0\r\n",
-        );
-    }
-    if on("cpu") {
-        let (sys, user) = crate::server::cpu_times();
-        section(&mut t, "CPU");
-        let _ = write!(
-            t,
-            "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\n\
-             used_cpu_user_children:0.000000\r\nused_cpu_sys_main_thread:{sys:.6}\r\n\
-             used_cpu_user_main_thread:{user:.6}\r\n"
-        );
-    }
-    if on("modules") {
-        section(&mut t, "Modules");
-    }
-    if on("commandstats") {
-        section(&mut t, "Commandstats");
-        for (i, s) in COMMANDS.iter().enumerate() {
-            let st = sv.cmdstats[i];
-            if st.calls == 0 && st.failed == 0 && st.rejected == 0 {
-                continue;
-            }
-            let per = if st.calls == 0 { 0.0 } else { st.usec as f64 / st.calls as f64 };
-            let _ = write!(
-                t,
-                "cmdstat_{}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}\r\n",
-                s.name, st.calls, st.usec, st.rejected, st.failed
-            );
-        }
-    }
-    if on("errorstats") {
-        section(&mut t, "Errorstats");
-        let mut e: Vec<(&String, &u64)> = sv.errorstats.iter().collect();
-        e.sort();
-        for (k, n) in e {
-            let k: String = k.chars().map(|ch| if "#:\n\r".contains(ch) { '_' } else { ch }).collect();
-            let _ = write!(t, "errorstat_{k}:count={n}\r\n");
-        }
-    }
-    if on("cluster") {
-        section(&mut t, "Cluster");
-        t.push_str("cluster_enabled:0\r\n");
-    }
-    if on("keyspace") {
-        section(&mut t, "Keyspace");
-        for db in 0..c.ks.databases() {
-            let n = c.ks.len(c.tx, db)?;
-            let e = c.ks.expires(c.tx, db)?;
-            if n > 0 || e > 0 {
-                let _ = write!(t, "db{db}:keys={n},expires={e},avg_ttl=0\r\n");
-            }
-        }
-    }
-    resp::bulk(c.out, t.as_bytes());
     Ok(())
 }
 
@@ -707,13 +593,18 @@ pub fn shutdown(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 /// MEMORY USAGE key [SAMPLES n] | DOCTOR | PURGE | STATS | HELP.
 pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     match (&upper(a[1])[..], a.len()) {
-        (b"USAGE", n) if n == 3 || n == 5 => {
-            if n == 5 {
-                if !a[3].eq_ignore_ascii_case(b"SAMPLES") {
+        (b"USAGE", n) if n >= 3 => {
+            let mut j = 3;
+            while j < n {
+                if a[j].eq_ignore_ascii_case(b"SAMPLES") && j + 1 < n {
+                    match parse_i64(a[j + 1]) {
+                        None => return c.err(crate::commands::E_INT),
+                        Some(s) if s < 0 => return c.err(E_SYNTAX),
+                        Some(_) => {}
+                    }
+                    j += 2;
+                } else {
                     return c.err(E_SYNTAX);
-                }
-                if parse_i64(a[4]).is_none() {
-                    return c.err(crate::commands::E_INT);
                 }
             }
             let Some(v) = c.lookup_read(a[2])? else {
@@ -737,6 +628,7 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.",
         ),
         (b"PURGE", 2) => resp::ok(c.out),
+        (b"MALLOC-STATS", 2) => resp::bulk(c.out, b"Stats not supported for the current allocator"),
         (b"STATS", 2) => {
             let (used, objects) = c.sv.pool.usage()?;
             c.map(3);
@@ -753,10 +645,12 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         (b"HELP", 2) => help(
             c,
-            "MEMORY",
+            a[0],
             &[
                 "DOCTOR",
                 "    Return memory problems reports.",
+                "MALLOC-STATS",
+                "    Return internal statistics report from the memory allocator.",
                 "PURGE",
                 "    Attempt to purge dirty pages for reclamation by the allocator.",
                 "STATS",
@@ -766,7 +660,7 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 "    sampled up to <count> times (default: 5, 0 means sample all).",
             ],
         ),
-        _ => return subcommand_error(c, a[1], "MEMORY"),
+        _ => return subcommand_error(c, a),
     }
     Ok(())
 }

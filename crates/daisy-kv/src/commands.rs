@@ -43,20 +43,16 @@ pub struct Client {
     pub fd: i32,
     pub created_ms: i64,
     pub last_ms: i64,
-    pub lib_name: Vec<u8>,
-    pub lib_ver: Vec<u8>,
     /// Full name of the last command (`client|list` for a subcommand), as CLIENT LIST shows.
-    pub last_cmd: String,
+    pub last_cmd: &'static str,
     /// RESP3 after `HELLO 3` (nulls and maps have their own types); RESP2 otherwise.
     pub resp3: bool,
     /// The selected database.
     pub db: usize,
     /// Inside MULTI: the queued commands.
     pub multi: Option<Multi>,
-    /// Bytes of unparsed input and of the input buffer (CLIENT LIST's qbuf, rbs), set by the
-    /// event loop.
-    pub qbuf: usize,
-    pub rbs: usize,
+    /// What CLIENT, INFO and the event loop keep per connection (`admin::ClientState`).
+    pub admin: crate::admin::ClientState,
 }
 
 /// Counters of one command (INFO commandstats).
@@ -104,6 +100,8 @@ pub struct ServerState {
     pub recovery_ms: f64,
     pub rng: u64,
     pub config: Config,
+    /// What the connection and server commands keep (`admin::AdminState`).
+    pub admin: crate::admin::AdminState,
 }
 
 impl ServerState {
@@ -130,6 +128,7 @@ impl ServerState {
             recovery_ms: 0.0,
             rng: (now_ms as u64 ^ 0x9E37_79B9_7F4A_7C15) | 1,
             config: Config::default(),
+            admin: Default::default(),
         }
     }
 
@@ -158,8 +157,6 @@ pub enum Action {
     Close,
     /// Stop the server (SHUTDOWN).
     Shutdown,
-    /// The loop fills in the reply (CLIENT LIST needs every connection).
-    ClientList,
 }
 
 pub type Handler = fn(&mut Ctx, &[&[u8]]) -> daisy::Result<()>;
@@ -481,6 +478,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, a::save),
     spec!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, a::shutdown),
     spec!("memory", -2, ["readonly"], 0, 0, 0, a::memory),
+    spec!("monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::monitor),
 ];
 
 /// Name (lowercase) to table index. Command names are few and short and not secret, so a
@@ -547,7 +545,7 @@ impl Default for Table {
 /// The checks before a command runs (unknown, arity, authentication): an error reply, or
 /// `None` to go ahead.
 pub fn precheck(
-    spec: Option<&Spec>,
+    spec: Option<&'static Spec>,
     args: &[&[u8]],
     cl: &Client,
     sv: &ServerState,
@@ -563,27 +561,10 @@ pub fn precheck(
         }
         return Some(m);
     };
-    // A container's subcommand is a command of its own: unknown, or its own arity.
-    let mut arity = spec.arity;
-    if let (Some(subs), Some(sub)) = (subcommands(spec), args.get(1)) {
-        match subs.iter().find(|s| s.0.as_bytes().eq_ignore_ascii_case(sub)) {
-            Some(s) => arity = s.1,
-            None => {
-                return Some(format!(
-                    "ERR unknown subcommand '{}'. Try {} HELP.",
-                    lossy(sub),
-                    spec.name.to_ascii_uppercase()
-                ))
-            }
-        }
-    }
-    // Redis 7 checks the argument count before authentication.
-    let n = args.len() as i32;
-    if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
-        return Some(format!(
-            "ERR wrong number of arguments for '{}' command",
-            crate::admin::full_name(spec, args)
-        ));
+    // Redis 7 checks the argument count before authentication; a container's subcommand
+    // is a command of its own (unknown, or its own arity), inside MULTI too.
+    if let Some(e) = crate::admin::arity_error(spec, args) {
+        return Some(e);
     }
     if sv.requirepass.is_some() && !cl.authed && !spec.has("no_auth") {
         return Some(E_NOAUTH.into());
@@ -592,22 +573,6 @@ pub fn precheck(
         return Some("ERR Command not allowed inside a transaction".into());
     }
     None
-}
-
-/// The subcommands (name, Redis arity) of a container command whose subcommands the table
-/// checks before the handler runs, as Redis 7's `lookupCommand` does: an unknown one is
-/// refused like an unknown command (inside MULTI too), and each has its own arity.
-fn subcommands(spec: &Spec) -> Option<&'static [(&'static str, i32)]> {
-    match spec.name {
-        "object" => Some(&[
-            ("encoding", 3),
-            ("freq", 3),
-            ("help", 2),
-            ("idletime", 3),
-            ("refcount", 3),
-        ]),
-        _ => None,
-    }
 }
 
 /// Whether a command runs at once inside MULTI instead of being queued.
@@ -646,7 +611,7 @@ pub fn execute(
         }
         sv.counters.rejected_calls += 1;
         if let Some(s) = spec {
-            sv.cmdstats[s.index()].rejected += 1;
+            sv.cmdstat(s, args).rejected += 1;
         }
         sv.count_error(&e);
         resp::error(out, &e);
@@ -682,7 +647,7 @@ pub fn call(
 ) -> daisy::Result<Action> {
     // Time one call in TIMING_SAMPLE (two clock reads per command cost ~4% of a pipelined
     // round); INFO commandstats' usec scales the sampled time up.
-    let timed = sv.cmdstats[spec.index()].calls.is_multiple_of(TIMING_SAMPLE);
+    let timed = sv.cmdstat(spec, args).calls.is_multiple_of(TIMING_SAMPLE);
     let t0 = timed.then(std::time::Instant::now);
     let errors_before = out.len();
     let mut ctx = Ctx {
@@ -698,7 +663,7 @@ pub fn call(
     (spec.handler)(&mut ctx, args)?;
     let action = ctx.action;
     sv.counters.total_commands += 1;
-    let st = &mut sv.cmdstats[spec.index()];
+    let st = sv.cmdstat(spec, args);
     st.calls += 1;
     if let Some(t0) = t0 {
         st.usec += t0.elapsed().as_micros() as u64 * TIMING_SAMPLE;
@@ -708,6 +673,7 @@ pub fn call(
         st.failed += 1;
         sv.counters.failed_calls += 1;
     }
+    crate::admin::feed_monitors(sv, cl, spec, args);
     Ok(action)
 }
 

@@ -76,15 +76,8 @@ pub fn exec(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         let action = commands::call(
             c.table, spec, c.ks, c.tx, c.cl, c.sv, &args, c.now_ms, c.out,
         )?;
-        match action {
-            commands::Action::Continue => {}
-            // CLIENT LIST inside EXEC answers the calling client's own line: the other
-            // connections belong to the event loop.
-            commands::Action::ClientList => {
-                let line = crate::admin::client_line(c.cl, c.now_ms);
-                resp::bulk(c.out, line.as_bytes());
-            }
-            other => c.action = other,
+        if action != commands::Action::Continue {
+            c.action = action;
         }
     }
     Ok(())

@@ -403,6 +403,18 @@ pub fn set_header(out: &mut Vec<u8>, n: usize, resp3: bool) {
     }
 }
 
+/// A text reply (INFO, CLIENT LIST): a verbatim string of format `txt` in RESP3, a bulk
+/// string in RESP2 (Redis's `addReplyVerbatim`).
+pub fn verbatim(out: &mut Vec<u8>, text: &[u8], resp3: bool) {
+    if resp3 {
+        let _ = write!(out, "={}\r\ntxt:", text.len() + 4);
+        out.extend_from_slice(text);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        bulk(out, text);
+    }
+}
+
 /// A double: `,d` in RESP3, a bulk string in RESP2 (`text` is its Redis formatting).
 pub fn double(out: &mut Vec<u8>, text: &str, resp3: bool) {
     if resp3 {

@@ -14,9 +14,10 @@
 
 #![expect(
     unsafe_code,
-    reason = "system calls libc only offers: online CPUs, TCP keepalive options, the file-descriptor limit, CPU times"
+    reason = "system calls libc only offers: online CPUs, TCP keepalive options, the file-descriptor limit, CPU times, uname, the page size"
 )]
 
+use crate::admin::{ClientRow, ConnStats, ReplyMode};
 use crate::commands::{self as cmd, Action, Client, ServerState};
 use crate::keyspace::{Keyspace, LAYOUT};
 use crate::resp::{self, Limits, Parsed};
@@ -89,7 +90,6 @@ const LOG_RESERVE: usize = 32 << 10;
 /// little, and a transaction's bookkeeping grows with its size: freeing an object it
 /// allocated itself, as when one key is written twice in a round, scans its allocations).
 const GROUP_LOG_BYTES: usize = 64 << 10;
-/// Close a client whose unparsed input exceeds this (Redis's client-query-buffer-limit).
 /// Bytes read from one connection per round. A client that pipelines faster than the server
 /// runs its commands is read in slices, its next slice in the next round, so the other
 /// clients' requests are not queued behind all of its input.
@@ -112,13 +112,14 @@ pub const BUSY_POLL_US: u32 = 50;
 /// Zero-timeout polls between two yields of the CPU while busy-polling.
 const POLLS_PER_YIELD: u32 = 8;
 
-const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 const LISTENER: Token = Token(usize::MAX);
 /// Active expiry runs every this often, for at most `EXPIRE_BUDGET`.
 const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
 const EXPIRE_BUDGET: Duration = Duration::from_millis(2);
-/// Lazyfree runs at most this long per event-loop round while collections wait to be freed.
-const LAZYFREE_BUDGET: Duration = Duration::from_millis(1);
+/// Lazyfree runs at most this long per event-loop round while collections wait to be freed:
+/// a request that arrives meanwhile waits at most about this long (measured with a 10-million
+/// field hash: PING 0.25-0.3 ms while it is freed, 1.05 ms with a 1 ms budget).
+const LAZYFREE_BUDGET: Duration = Duration::from_micros(250);
 /// Objects one lazyfree transaction frees at most.
 const LAZYFREE_STEP: u32 = 128;
 
@@ -148,9 +149,52 @@ struct Conn {
     /// of its arguments so far (relative to `rpos`), so more bytes resume it.
     resume: resp::Resume,
     partial: Vec<Range<usize>>,
+    /// The most input held since the last clients cron (Redis's `querybuf_peak`): the input
+    /// buffer shrinks to it when it is less than half the buffer.
+    qb_peak: usize,
+    /// The most reply bytes pending since `wpeak_ms` (CLIENT LIST's rbp; reset every 5 s).
+    wpeak: usize,
+    wpeak_ms: i64,
 }
 
+/// Redis's reply buffer size: replies beyond it count as its list of blocks (obl, oll, omem).
+const REPLY_CHUNK: usize = 16 << 10;
+
 impl Conn {
+    /// The connection's buffers as CLIENT LIST shows them; `running`: its command is running,
+    /// so its whole input buffer is the query buffer (Redis trims it after the command).
+    fn stats(&self, running: bool) -> ConnStats {
+        let qbuf = if running {
+            self.rlen
+        } else {
+            self.rlen - self.rpos
+        };
+        let pending = self.wbuf.len() - self.wpos;
+        let obl = pending.min(REPLY_CHUNK);
+        let omem = pending - obl;
+        ConnStats {
+            qbuf,
+            qbuf_free: self.rbuf.len() - qbuf,
+            rbs: self.wbuf.capacity(),
+            rbp: self.wpeak.max(pending),
+            obl,
+            oll: omem.div_ceil(REPLY_CHUNK),
+            omem,
+            tot_mem: omem + self.rbuf.len() + self.wbuf.capacity() + std::mem::size_of::<Conn>(),
+            writing: self.want_write,
+        }
+    }
+
+    /// Give the input buffer `size` bytes (at least the input it holds), keeping that input.
+    fn resize_input(&mut self, size: usize) {
+        let pending = self.rlen - self.rpos;
+        let mut buf = vec![0; size.max(pending)];
+        buf[..pending].copy_from_slice(&self.rbuf[self.rpos..self.rlen]);
+        self.rbuf = buf;
+        self.rlen = pending;
+        self.rpos = 0;
+    }
+
     /// Parse the complete requests in the input (connection number `i`) into `work`, their
     /// arguments into `ranges`; stop after the first when `one_only` (a client that must still
     /// authenticate). A request parsed in part in an earlier round goes on from where it
@@ -183,9 +227,9 @@ impl Conn {
                         ranges.extend(one.iter().map(|r| r.start + pos..r.end + pos));
                         work.push(Work {
                             conn: i,
-                            start: pos,
                             args: start..ranges.len(),
                             proto_error: None,
+                            owned: false,
                         });
                     }
                     pos += consumed;
@@ -197,9 +241,9 @@ impl Conn {
                 Parsed::Error(e) => {
                     work.push(Work {
                         conn: i,
-                        start: pos,
                         args: 0..0,
                         proto_error: Some(e),
+                        owned: false,
                     });
                     pos = self.rlen;
                     break;
@@ -215,11 +259,12 @@ impl Conn {
 /// input buffer, stored in the round's shared `args` vector).
 struct Work {
     conn: usize,
-    /// Where the request starts in the connection's input buffer.
-    start: usize,
     args: Range<usize>,
     /// A protocol error instead of a request.
     proto_error: Option<String>,
+    /// A command CLIENT PAUSE postponed: its argument ranges are into `Server::owned`, not
+    /// into the connection's input buffer.
+    owned: bool,
 }
 
 /// The busy-poll window for `--busy-poll-us`: none on a machine with one CPU online, where
@@ -385,6 +430,13 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         busy_poll: busy_poll_window(o.busy_poll_us),
         lazy_work: false,
         lazy_error_at: None,
+        query_limit: 1 << 30,
+        round_ms: now_ms(),
+        killed: Vec::new(),
+        woken: Vec::new(),
+        postponed: Vec::new(),
+        owned: Vec::new(),
+        metrics: Metrics::default(),
     };
     s.lazy_work = s.store.lazy_pending() > 0;
     ready(addr);
@@ -434,6 +486,32 @@ struct Server {
     lazy_work: bool,
     /// When a lazyfree step last failed (its message is rate-limited).
     lazy_error_at: Option<Instant>,
+    /// Close a client whose unparsed input exceeds this (client-query-buffer-limit).
+    query_limit: usize,
+    /// The time of this event-loop round (ms since the epoch).
+    round_ms: i64,
+    /// Connections closed outside their own round (CLIENT KILL, timeout), to reap.
+    killed: Vec<usize>,
+    /// Connections given replies outside their own round (MONITOR), to write.
+    woken: Vec<usize>,
+    /// Connections with commands CLIENT PAUSE postponed, and the arguments of those
+    /// commands while they run.
+    postponed: Vec<usize>,
+    owned: Vec<u8>,
+    /// INFO's instantaneous metrics and recent client buffer peaks (`clients_cron`).
+    metrics: Metrics,
+}
+
+/// Samples behind INFO's instantaneous metrics (Redis's `trackInstantaneousMetric`: the
+/// average rate over the last 16 samples, one per clients cron) and the largest client
+/// buffers of the last 8 seconds (Redis's `CLIENTS_PEAK_MEM_USAGE_SLOTS`).
+#[derive(Default)]
+struct Metrics {
+    last: Option<(i64, [u64; 3])>,
+    samples: [[f64; 16]; 3],
+    next: usize,
+    /// Per second (slot = second % 8): (second, largest input buffer, largest output).
+    peaks: [(i64, usize, usize); 8],
 }
 
 impl Server {
@@ -463,6 +541,11 @@ impl Server {
                 deadline = deadline.min(waited + Duration::from_millis(10));
                 self.accept(poll, listener);
             }
+            if !self.postponed.is_empty() {
+                // Wake when CLIENT PAUSE ends (at once after CLIENT UNPAUSE).
+                let left = self.sv.admin.pause.map_or(0, |p| p.until_ms - now_ms());
+                deadline = deadline.min(waited + Duration::from_millis(left.max(0) as u64));
+            }
             let polled = last_gap < self.busy_poll
                 && deadline > waited
                 && busy_poll(
@@ -488,6 +571,7 @@ impl Server {
             } else {
                 waited.elapsed()
             };
+            self.round_ms = now_ms();
             ready.clear();
             written.clear();
             for ev in events.iter() {
@@ -510,13 +594,28 @@ impl Server {
                 }
             }
             self.process(&ready);
-            for &i in &ready {
+            if !self.postponed.is_empty()
+                && self.sv.admin.pause.is_none_or(|p| self.round_ms >= p.until_ms)
+            {
+                self.sv.admin.pause = None;
+                self.resume_postponed();
+            }
+            let woken = std::mem::take(&mut self.woken);
+            for &i in ready.iter().chain(&woken) {
                 self.write(i, poll.registry());
             }
-            // Only connections that had an event or a request can have died or finished.
-            self.reap(poll, ready.iter().chain(&written));
+            // Only connections that had an event or a request can have died or finished, or
+            // were closed by another's command.
+            let killed = std::mem::take(&mut self.killed);
+            self.reap(poll, ready.iter().chain(&written).chain(&killed).chain(&woken));
+            if let Some(l) = self.sv.admin.listener.take() {
+                self.switch_listener(poll, listener, l);
+            }
             if Instant::now() >= next_expire {
                 self.active_expire();
+                self.clients_cron(now_ms());
+                let killed = std::mem::take(&mut self.killed);
+                self.reap(poll, killed.iter());
                 next_expire = Instant::now() + EXPIRE_PERIOD;
             }
             if self.lazy_work || (!ready.is_empty() && self.store.lazy_pending() > 0) {
@@ -528,6 +627,100 @@ impl Server {
             self.write(i, poll.registry());
         }
         Ok(())
+    }
+
+    /// Listen on the socket CONFIG SET port or bind opened, instead of `listener`.
+    fn switch_listener(
+        &mut self,
+        poll: &mut Poll,
+        listener: &mut TcpListener,
+        new: std::net::TcpListener,
+    ) {
+        if new.set_nonblocking(true).is_err() {
+            return;
+        }
+        let mut new = TcpListener::from_std(new);
+        if poll
+            .registry()
+            .register(&mut new, LISTENER, Interest::READABLE)
+            .is_err()
+        {
+            return;
+        }
+        let _ = poll.registry().deregister(listener);
+        *listener = new;
+    }
+
+    /// What Redis's `clientsCron` does every 100 ms for each connection: shrink an input
+    /// buffer that is idle or much larger than recent requests needed, reset the reply
+    /// buffer's peak every 5 s, close clients idle longer than `timeout`; and the figures
+    /// INFO reports (instantaneous rates, recent largest buffers, clients' memory).
+    fn clients_cron(&mut self, now: i64) {
+        let timeout_s: i64 = self
+            .sv
+            .config
+            .get("timeout")
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        let (mut max_in, mut max_out, mut memory) = (0, 0, 0);
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            let Some(c) = slot else { continue };
+            let idle_s = (now - c.cl.last_ms.max(c.cl.created_ms)).max(0) / 1000;
+            if timeout_s > 0 && idle_s > timeout_s && !c.dead {
+                c.dead = true;
+                self.killed.push(i);
+                continue;
+            }
+            let pending = c.rlen - c.rpos;
+            let size = c.rbuf.len();
+            if size - pending > 4 << 10 {
+                if idle_s > 2 {
+                    c.resize_input(pending);
+                } else if size > 32 << 10 && size / 2 > c.qb_peak {
+                    c.resize_input(c.qb_peak.max(pending));
+                }
+            }
+            c.qb_peak = pending;
+            if now - c.wpeak_ms >= 5000 {
+                c.wpeak = c.wbuf.len() - c.wpos;
+                c.wpeak_ms = now;
+            }
+            max_in = max_in.max(c.rbuf.len());
+            max_out = max_out.max(c.wbuf.len() - c.wpos);
+            memory += c.stats(false).tot_mem;
+        }
+        let m = &mut self.metrics;
+        let sec = now / 1000;
+        let slot = &mut m.peaks[(sec % 8) as usize];
+        if slot.0 != sec {
+            *slot = (sec, 0, 0);
+        }
+        slot.1 = slot.1.max(max_in);
+        slot.2 = slot.2.max(max_out);
+        let st = &mut self.sv.admin.stats;
+        let live = m.peaks.iter().filter(|p| sec - p.0 < 8);
+        st.recent_max_input = live.clone().map(|p| p.1).max().unwrap_or(0);
+        st.recent_max_output = live.map(|p| p.2).max().unwrap_or(0);
+        st.clients_memory = memory;
+        let totals = [
+            self.sv.counters.total_commands,
+            st.net_input_bytes,
+            st.net_output_bytes,
+        ];
+        if let Some((t0, last)) = m.last {
+            if now > t0 {
+                for k in 0..3 {
+                    let rate = totals[k].saturating_sub(last[k]) as f64 * 1000.0 / (now - t0) as f64;
+                    m.samples[k][m.next] = rate;
+                }
+                m.next = (m.next + 1) % 16;
+            }
+        }
+        m.last = Some((now, totals));
+        let avg = |k: usize| m.samples[k].iter().sum::<f64>() / 16.0;
+        st.ops_per_sec = avg(0) as u64;
+        st.input_kbps = avg(1) / 1024.0;
+        st.output_kbps = avg(2) / 1024.0;
     }
 
     fn accept(&mut self, poll: &mut Poll, listener: &mut TcpListener) {
@@ -598,6 +791,9 @@ impl Server {
                 unread: false,
                 resume: resp::Resume::default(),
                 partial: Vec::new(),
+                qb_peak: 0,
+                wpeak: 0,
+                wpeak_ms: now_ms(),
             });
         }
     }
@@ -630,6 +826,7 @@ impl Server {
             c.rbuf = vec![0; 16 << 10]; // after a large request: give the memory back
         }
         c.unread = false;
+        let stats = &mut self.sv.admin.stats;
         let mut taken = 0;
         loop {
             if taken >= self.read_cap {
@@ -648,8 +845,12 @@ impl Server {
                 }
                 Ok(n) => {
                     let room = c.rbuf.len() - c.rlen;
+                    c.qb_peak = c.qb_peak.max(c.rlen + n.max(16 << 10));
                     c.rlen += n;
                     taken += n;
+                    c.cl.last_ms = self.round_ms;
+                    stats.net_input_bytes += n as u64;
+                    stats.reads_processed += 1;
                     // A short read took everything the socket held: data arriving later
                     // raises a new edge, so there is no need to read again until EAGAIN
                     // (that would cost a second system call per request).
@@ -663,10 +864,10 @@ impl Server {
                     return;
                 }
             }
-            if c.rlen > QUERY_BUFFER_LIMIT {
+            if c.rlen > self.query_limit {
                 eprintln!(
                     "daisy serve: closing client {} ({}): query buffer over {} bytes",
-                    c.cl.id, c.cl.addr, QUERY_BUFFER_LIMIT
+                    c.cl.id, c.cl.addr, self.query_limit
                 );
                 c.dead = true;
                 return;
@@ -682,13 +883,20 @@ impl Server {
         let Some(Some(c)) = self.conns.get_mut(i) else {
             return;
         };
+        c.wpeak = c.wpeak.max(c.wbuf.len() - c.wpos);
+        if c.wpos < c.wbuf.len() {
+            self.sv.admin.stats.writes_processed += 1;
+        }
         while c.wpos < c.wbuf.len() {
             match c.stream.write(&c.wbuf[c.wpos..]) {
                 Ok(0) => {
                     c.dead = true;
                     return;
                 }
-                Ok(n) => c.wpos += n,
+                Ok(n) => {
+                    c.wpos += n;
+                    self.sv.admin.stats.net_output_bytes += n as u64;
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     if !c.want_write {
                         let both = Interest::READABLE | Interest::WRITABLE;
@@ -735,6 +943,9 @@ impl Server {
                 self.store.watches.unwatch_all(c.cl.id);
                 self.free.push(i);
                 self.sv.connected_clients -= 1;
+                if c.cl.admin.monitor {
+                    self.sv.admin.monitors -= 1;
+                }
             }
         }
     }
@@ -764,7 +975,9 @@ impl Server {
                 let Some(Some(c)) = self.conns.get_mut(i) else {
                     continue;
                 };
-                if c.close_after {
+                // A connection with commands CLIENT PAUSE postponed runs those first: its input
+                // waits until they ran.
+                if c.close_after || !c.cl.admin.postponed.is_empty() {
                     continue;
                 }
                 let unauth = need_auth && !c.cl.authed;
@@ -775,6 +988,9 @@ impl Server {
             }
             if !work.is_empty() {
                 self.run_work(&work, &ranges);
+                if !self.sv.admin.feed.is_empty() {
+                    self.feed_monitors();
+                }
             }
             if next.is_empty() || self.shutdown {
                 break;
@@ -815,6 +1031,7 @@ impl Server {
             self.group_no += 1;
             let group = self.group_no;
             let counters = (self.sv.counters, self.store.expired_keys);
+            let feed_len = self.sv.admin.feed.len();
             let pool = self.pool.clone();
             let start = i;
             let failed_at = std::cell::Cell::new(start);
@@ -850,10 +1067,15 @@ impl Server {
                 Ok(j) => {
                     self.store.committed();
                     self.sv.group_commits += 1;
+                    if !self.sv.admin.kill.is_empty() {
+                        self.apply_kills();
+                    }
                     i = j;
                 }
                 Err(e) => {
                     self.shutdown = false;
+                    self.sv.admin.kill.clear();
+                    self.sv.admin.feed.truncate(feed_len);
                     (self.sv.counters, self.store.expired_keys) = counters;
                     self.store.resync();
                     for (ci, len, close, cl) in saved.drain(..) {
@@ -910,6 +1132,11 @@ impl Server {
         };
         let key = &c.rbuf[ranges[w.args.start + 1].clone()];
         self.store.prefetch(c.cl.db, key, stage);
+        // Commands on one field or member of a collection: that entry of its table too.
+        if w.args.len() >= 3 && self.spec_of(w, ranges).is_some_and(cmd::member_arg) {
+            let member = &c.rbuf[ranges[w.args.start + 2].clone()];
+            self.store.prefetch_member(c.cl.db, key, member, stage);
+        }
     }
 
     /// Run one request inside `tx`, appending its reply.
@@ -920,36 +1147,60 @@ impl Server {
         ranges: &[Range<usize>],
         now: i64,
     ) -> daisy::Result<()> {
+        let Some(Some(c)) = self.conns.get(w.conn) else {
+            return Ok(());
+        };
+        if c.close_after || self.sv.admin.kill.contains(&c.cl.id) {
+            // After QUIT or a protocol error, or killed by CLIENT KILL: ignored, as in Redis.
+            return Ok(());
+        }
+        let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
+        if w.proto_error.is_none() && wants_others(&src[ranges[w.args.start].clone()], &c.cl) {
+            self.list_others(w.conn, now);
+        }
         let Some(Some(c)) = self.conns.get_mut(w.conn) else {
             return Ok(());
         };
-        if c.close_after {
-            return Ok(()); // after QUIT or a protocol error: ignored, as in Redis
-        }
         if let Some(e) = &w.proto_error {
-            resp::error(&mut c.wbuf, &format!("ERR {e}"));
+            let msg = format!("ERR {e}");
+            resp::error(&mut c.wbuf, &msg);
+            self.sv.count_error(&msg);
             c.close_after = true;
             return Ok(());
         }
-        c.cl.qbuf = c.rlen.saturating_sub(w.start);
-        c.cl.rbs = c.rbuf.len();
+        c.cl.admin.conn = c.stats(true);
         c.cl.last_ms = now;
         // Arguments as slices of the input buffer: on the stack for the usual few.
+        let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
         let mut small: [&[u8]; 8] = [&[]; 8];
         let big: Vec<&[u8]>;
         let n = w.args.len();
         let args: &[&[u8]] = if n <= small.len() {
             for (slot, r) in small.iter_mut().zip(&ranges[w.args.clone()]) {
-                *slot = &c.rbuf[r.clone()];
+                *slot = &src[r.clone()];
             }
             &small[..n]
         } else {
             big = ranges[w.args.clone()]
                 .iter()
-                .map(|r| &c.rbuf[r.clone()])
+                .map(|r| &src[r.clone()])
                 .collect();
             &big
         };
+        // CLIENT PAUSE: the command waits (every command, or those that may write), and so
+        // do the ones after it from the same connection (Redis's `blockPostponeClient`).
+        let paused = self.sv.admin.pause.filter(|p| now < p.until_ms);
+        if !c.cl.admin.postponed.is_empty()
+            || paused.is_some_and(|p| p.all || may_write(&self.table, args, &c.cl))
+        {
+            if c.cl.admin.postponed.is_empty() {
+                self.postponed.push(w.conn);
+            }
+            c.cl.admin.postponed.push(args.iter().map(|a| a.to_vec()).collect());
+            return Ok(());
+        }
+        c.cl.admin.argv_mem = args.iter().map(|a| a.len()).sum();
+        let before = c.wbuf.len();
         let action = cmd::execute(
             &self.table,
             &mut self.store,
@@ -960,21 +1211,116 @@ impl Server {
             now,
             &mut c.wbuf,
         )?;
+        c.cl.admin.argv_mem = 0;
+        // CLIENT REPLY OFF / SKIP: the reply is dropped (Redis's `prepareClientToWrite`); a
+        // SKIP covers the command after it.
+        let mode = c.cl.admin.reply;
+        if matches!(mode, ReplyMode::Off | ReplyMode::Skip) {
+            c.wbuf.truncate(before);
+        }
+        c.cl.admin.reply = match mode {
+            ReplyMode::Skip => ReplyMode::On,
+            ReplyMode::SkipNext => ReplyMode::Skip,
+            m => m,
+        };
         match action {
             Action::Continue => {}
             Action::Close => c.close_after = true,
             Action::Shutdown => self.shutdown = true,
-            Action::ClientList => {
-                let mut list = String::new();
-                for x in self.conns.iter().flatten() {
-                    list += &crate::admin::client_line(&x.cl, now);
+        }
+        if !self.sv.admin.others.is_empty() {
+            self.sv.admin.others.clear();
+        }
+        if self.sv.admin.config_changed {
+            self.apply_config();
+        }
+        Ok(())
+    }
+
+    /// List every connection but `me` in `AdminState::others`, for a CLIENT command.
+    fn list_others(&mut self, me: usize, now: i64) {
+        let mut rows = Vec::new();
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            let Some(x) = slot else { continue };
+            if i == me || x.dead || self.sv.admin.kill.contains(&x.cl.id) {
+                continue;
+            }
+            x.cl.admin.conn = x.stats(false);
+            let dirty = self.store.watches.is_dirty(x.cl.id);
+            rows.push(ClientRow::of(&x.cl, now, dirty, x.close_after));
+        }
+        self.sv.admin.others = rows;
+    }
+
+    /// Run the commands CLIENT PAUSE postponed, once the pause is over, then the rest of those
+    /// connections' input.
+    fn resume_postponed(&mut self) {
+        let conns = std::mem::take(&mut self.postponed);
+        let (mut work, mut ranges) = (Vec::new(), Vec::new());
+        let mut owned = std::mem::take(&mut self.owned);
+        owned.clear();
+        for &i in &conns {
+            let Some(Some(c)) = self.conns.get_mut(i) else {
+                continue;
+            };
+            for cmd in std::mem::take(&mut c.cl.admin.postponed) {
+                let start = ranges.len();
+                for a in cmd {
+                    ranges.push(owned.len()..owned.len() + a.len());
+                    owned.extend_from_slice(&a);
                 }
-                if let Some(Some(c)) = self.conns.get_mut(w.conn) {
-                    resp::bulk(&mut c.wbuf, list.as_bytes());
+                work.push(Work {
+                    conn: i,
+                    args: start..ranges.len(),
+                    proto_error: None,
+                    owned: true,
+                });
+            }
+        }
+        self.owned = owned;
+        if !work.is_empty() {
+            self.run_work(&work, &ranges);
+        }
+        self.process(&conns);
+        self.woken.extend(conns);
+    }
+
+    /// Send MONITOR's lines to the connections in MONITOR mode.
+    fn feed_monitors(&mut self) {
+        let feed = std::mem::take(&mut self.sv.admin.feed);
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            if let Some(c) = slot.as_mut().filter(|c| c.cl.admin.monitor && !c.dead) {
+                c.wbuf.extend_from_slice(&feed);
+                self.woken.push(i);
+            }
+        }
+    }
+
+    /// Close the connections CLIENT KILL named, now that its transaction committed.
+    fn apply_kills(&mut self) {
+        for id in std::mem::take(&mut self.sv.admin.kill) {
+            for (i, slot) in self.conns.iter_mut().enumerate() {
+                if let Some(x) = slot.as_mut().filter(|x| x.cl.id == id) {
+                    x.dead = true;
+                    self.killed.push(i);
                 }
             }
         }
-        Ok(())
+    }
+
+    /// Take the settings CONFIG SET changed that the event loop keeps copies of.
+    fn apply_config(&mut self) {
+        self.sv.admin.config_changed = false;
+        let num = |name: &str| self.sv.config.get(name).and_then(|v| v.parse::<u64>().ok());
+        if let Some(v) = num("proto-max-bulk-len") {
+            self.limits.max_bulk_len = v;
+        }
+        if let Some(v) = num("client-query-buffer-limit") {
+            self.query_limit = v as usize;
+        }
+        if let Some(v) = num("tcp-keepalive") {
+            self.tcp_keepalive = v.min(u32::MAX as u64) as u32;
+        }
     }
 
     /// Remove keys whose time passed, a bounded amount of work per call (Redis's active
@@ -1062,16 +1408,69 @@ fn set_keepalive(stream: &TcpStream, secs: u32) {
     }
 }
 
-/// CPU time used by this process so far: (system, user) seconds (INFO cpu).
-pub fn cpu_times() -> (f64, f64) {
-    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes the struct passed by pointer.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
-        return (0.0, 0.0);
+/// A (seconds, microseconds) time.
+pub type TimeVal = (i64, i64);
+
+/// CPU time (system, user) of this process, of its waited-for children and of the calling
+/// thread (INFO cpu: the event loop's thread is the main thread).
+pub fn cpu_times() -> [(TimeVal, TimeVal); 3] {
+    let get = |who: libc::c_int| {
+        // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage only writes the struct passed by pointer.
+        if unsafe { libc::getrusage(who, &mut u) } != 0 {
+            return ((0, 0), (0, 0));
+        }
+        let tv = |t: libc::timeval| (t.tv_sec, t.tv_usec);
+        (tv(u.ru_stime), tv(u.ru_utime))
+    };
+    [
+        get(libc::RUSAGE_SELF),
+        get(libc::RUSAGE_CHILDREN),
+        get(libc::RUSAGE_THREAD),
+    ]
+}
+
+/// The operating system as INFO's `os` field prints it: `sysname release machine`.
+pub fn uname() -> String {
+    // SAFETY: an all-zero utsname is a valid value of the plain C struct.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: uname only writes the struct passed by pointer.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
     }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (secs(u.ru_stime), secs(u.ru_utime))
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!(
+        "{} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.machine)
+    )
+}
+
+/// This process's resident memory in bytes (INFO's used_memory_rss), from /proc.
+pub fn rss_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf only reads a system value.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * page.max(0) as u64
+}
+
+/// The machine's memory in bytes (INFO's total_system_memory), from /proc.
+pub fn system_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// Raise the soft limit on open files toward the hard limit, so that --max-clients
@@ -1100,6 +1499,31 @@ fn raise_fd_limit(max_clients: usize) {
             if ok { new } else { lim.rlim_cur }
         );
     }
+}
+
+/// Whether a command may write (Redis's `is_may_replicate_command`: flags write or
+/// may_replicate, or an EXEC with such a command queued): CLIENT PAUSE WRITE holds it.
+fn may_write(table: &cmd::Table, args: &[&[u8]], cl: &Client) -> bool {
+    let writes = |a: &[&[u8]]| {
+        crate::admin::meta::lookup_argv(a).is_some_and(|m| m.has("write") || m.has("may_replicate"))
+    };
+    if table.find(args[0]).is_some_and(|s| s.name == "exec") {
+        return cl.multi.as_ref().is_some_and(|m| {
+            m.queued.iter().any(|q| writes(&q.iter().map(|a| &a[..]).collect::<Vec<_>>()))
+        });
+    }
+    writes(args)
+}
+
+/// Whether a command (named `name`, run by `cl`) needs the other connections listed: CLIENT,
+/// or an EXEC with a CLIENT command queued.
+fn wants_others(name: &[u8], cl: &Client) -> bool {
+    name.eq_ignore_ascii_case(b"client")
+        || (name.eq_ignore_ascii_case(b"exec")
+            && cl
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queued.iter().any(|q| q[0].eq_ignore_ascii_case(b"client"))))
 }
 
 /// The reply for a failed transaction: Redis's OOM text for a full pool.

@@ -195,8 +195,9 @@ fn requirepass_guards_every_command() {
         String::from_utf8_lossy(&got[..got.len().min(80)])
     );
 
-    // As Redis 7: the argument count is checked before authentication, and HELLO checks all
-    // its options before it authenticates (a bad option leaves the client as it was).
+    // As Redis 7.0: the argument count is checked before authentication; HELLO without
+    // AUTH needs an authenticated client; HELLO's options take effect in order (AUTH then a
+    // bad option: authenticated, and the protocol unchanged).
     let mut v = srv.raw();
     for (req, want) in [
         (
@@ -204,14 +205,28 @@ fn requirepass_guards_every_command() {
             "-ERR wrong number of arguments for 'get' command\r\n",
         ),
         (
+            b"HELLO 3\r\n",
+            "-NOAUTH HELLO must be called with the client already authenticated, otherwise the \
+             HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
+             the RESP protocol version at the same time\r\n",
+        ),
+        (b"GET k\r\n", noauth),
+        (
             b"HELLO 3 AUTH default s3cret BOGUS\r\n",
             "-ERR Syntax error in HELLO option 'BOGUS'\r\n",
         ),
-        (b"GET k\r\n", noauth),
+        (b"GET k\r\n", "$1\r\nv\r\n"),
         (
             b"HELLO x\r\n",
             "-ERR Protocol version is not an integer or out of range\r\n",
         ),
+        (b"AUTH a b c\r\n", "-ERR syntax error\r\n"),
+        (
+            b"AUTH nobody s3cret\r\n",
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+        ),
+        (b"RESET\r\n", "+RESET\r\n"),
+        (b"GET k\r\n", noauth),
     ] {
         let got = roundtrip(&mut v, req, want.len());
         assert_eq!(String::from_utf8_lossy(&got), want);

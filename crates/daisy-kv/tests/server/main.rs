@@ -11,6 +11,8 @@
 //!   request arriving in pieces.
 //! - `connection`: connection and server commands, max-clients; `requirepass` and AUTH.
 //! - `inline`: inline commands quoted as Redis reads them; unbalanced quotes.
+//! - `introspection`: CLIENT (LIST, INFO, KILL, REPLY, PAUSE), COMMAND, CONFIG, INFO and
+//!   MONITOR as Redis 7.0 answers them.
 //! - `pipelining`: pipelines share transactions; a slow reader and a flooding client.
 //! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over too many keys
 //!   for one redo record.
@@ -30,6 +32,7 @@ use std::time::Duration;
 mod common;
 mod connection;
 mod inline;
+mod introspection;
 mod keyspace;
 mod limits;
 mod pipelining;

@@ -1,0 +1,411 @@
+//! CLIENT and its subcommands (networking.c's `clientCommand`), and a connection's CLIENT
+//! LIST line (`catClientInfoString`). The other connections belong to the event loop: it
+//! lists them in `AdminState::others` before a CLIENT command runs, and closes the ones
+//! CLIENT KILL names once the command's transaction has committed.
+
+use super::{help, set_name, subcommand_error, Pause, ReplyMode};
+use crate::commands::{lossy, parse_i64, upper, Action, Client, Ctx, E_INT, E_SYNTAX};
+use crate::resp;
+
+/// A connection as CLIENT LIST and CLIENT KILL see it.
+#[derive(Clone, Debug, Default)]
+pub struct ClientRow {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    /// Its CLIENT LIST line, without the newline.
+    pub line: String,
+}
+
+impl ClientRow {
+    /// The row of `cl`; `dirty`: a key it watches was touched (flag d); `closing`: it closes
+    /// once its replies are written (flag c).
+    pub fn of(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> ClientRow {
+        ClientRow {
+            id: cl.id,
+            addr: cl.addr.clone(),
+            laddr: cl.laddr.clone(),
+            line: client_line(cl, now_ms, dirty, closing),
+        }
+    }
+}
+
+/// One connection's CLIENT LIST / CLIENT INFO line (Redis 7.0's fields, no newline).
+pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> String {
+    let mut flags = String::new();
+    if cl.admin.monitor {
+        flags.push('O');
+    }
+    if cl.multi.is_some() {
+        flags.push('x');
+    }
+    if dirty {
+        flags.push('d');
+    }
+    if closing {
+        flags.push('c');
+    }
+    if cl.admin.no_evict {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let (multi, multi_mem) = cl.multi.as_ref().map_or((-1, 0), |m| {
+        let mem: usize = m.queued.iter().map(|q| q.iter().map(|a| a.len() + 8).sum::<usize>()).sum();
+        (m.queued.len() as i64, mem)
+    });
+    let s = &cl.admin.conn;
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 \
+         ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={multi_mem} rbs={} \
+         rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+        cl.id,
+        cl.addr,
+        cl.laddr,
+        cl.fd,
+        lossy(&cl.name),
+        (now_ms - cl.created_ms).max(0) / 1000,
+        (now_ms - cl.last_ms.max(cl.created_ms)).max(0) / 1000,
+        cl.db,
+        s.qbuf,
+        s.qbuf_free,
+        cl.admin.argv_mem,
+        s.rbs,
+        s.rbp,
+        s.obl,
+        s.oll,
+        s.omem,
+        s.tot_mem + multi_mem + cl.admin.argv_mem,
+        if s.writing { "rw" } else { "r" },
+        if cl.last_cmd.is_empty() { "NULL" } else { cl.last_cmd },
+        if cl.resp3 { 3 } else { 2 },
+    )
+}
+
+/// Client types as CLIENT LIST TYPE and CLIENT KILL TYPE name them (`getClientTypeByName`):
+/// true for `normal`, the type of every client here; None for an unknown name.
+fn is_normal_type(name: &[u8]) -> Option<bool> {
+    match &upper(name)[..] {
+        b"NORMAL" => Some(true),
+        b"SLAVE" | b"REPLICA" | b"PUBSUB" | b"MASTER" => Some(false),
+        _ => None,
+    }
+}
+
+/// Every connection, this one included, in the order they connected.
+fn all_rows(c: &mut Ctx) -> Vec<ClientRow> {
+    let dirty = c.ks.watches.is_dirty(c.cl.id);
+    let mut rows = c.sv.admin.others.clone();
+    rows.push(ClientRow::of(c.cl, c.now_ms, dirty, false));
+    rows.sort_by_key(|r| r.id);
+    rows
+}
+
+/// A text reply (CLIENT LIST, CLIENT INFO): verbatim in RESP3, bulk in RESP2.
+fn text(c: &mut Ctx, lines: &[ClientRow]) {
+    let mut t = String::new();
+    for r in lines {
+        t.push_str(&r.line);
+        t.push('\n');
+    }
+    resp::verbatim(c.out, t.as_bytes(), c.cl.resp3);
+}
+
+/// CLIENT LIST [TYPE type | ID id ...].
+fn list(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let rows = all_rows(c);
+    if a.len() == 4 && a[2].eq_ignore_ascii_case(b"TYPE") {
+        match is_normal_type(a[3]) {
+            Some(true) => text(c, &rows),
+            Some(false) => text(c, &[]),
+            None => return c.err(&format!("ERR Unknown client type '{}'", lossy(a[3]))),
+        }
+    } else if a.len() > 3 && a[2].eq_ignore_ascii_case(b"ID") {
+        let mut found = Vec::new();
+        for id in &a[3..] {
+            let Some(id) = parse_i64(id) else {
+                return c.err("ERR Invalid client ID");
+            };
+            found.extend(rows.iter().filter(|r| r.id as i64 == id).cloned());
+        }
+        text(c, &found);
+    } else if a.len() != 2 {
+        return c.err(E_SYNTAX);
+    } else {
+        text(c, &rows);
+    }
+    Ok(())
+}
+
+/// CLIENT KILL addr:port | CLIENT KILL [ID id] [TYPE type] [USER user] [ADDR addr]
+/// [LADDR addr] [SKIPME yes|no] ...
+fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let (mut addr, mut laddr, mut id, mut normal, mut skipme) = (None, None, None, None, true);
+    if a.len() == 3 {
+        addr = Some(a[2]);
+        skipme = false; // the old form may kill the caller itself
+    } else {
+        let mut i = 2;
+        while i < a.len() {
+            let Some(&v) = a.get(i + 1) else {
+                return c.err(E_SYNTAX);
+            };
+            match &upper(a[i])[..] {
+                b"ID" => match parse_i64(v) {
+                    Some(n) if n >= 1 => id = Some(n as u64),
+                    _ => return c.err("ERR client-id should be greater than 0"),
+                },
+                b"TYPE" => match is_normal_type(v) {
+                    Some(t) => normal = Some(t),
+                    None => return c.err(&format!("ERR Unknown client type '{}'", lossy(v))),
+                },
+                b"ADDR" => addr = Some(v),
+                b"LADDR" => laddr = Some(v),
+                b"USER" => {
+                    if v != b"default" {
+                        return c.err(&format!("ERR No such user '{}'", lossy(v)));
+                    }
+                }
+                b"SKIPME" => match &upper(v)[..] {
+                    b"YES" => skipme = true,
+                    b"NO" => skipme = false,
+                    _ => return c.err(E_SYNTAX),
+                },
+                _ => return c.err(E_SYNTAX),
+            }
+            i += 2;
+        }
+    }
+    let me = c.cl.id;
+    let mut killed = 0;
+    let mut close_me = false;
+    for r in all_rows(c) {
+        if addr.is_some_and(|x| x != r.addr.as_bytes())
+            || laddr.is_some_and(|x| x != r.laddr.as_bytes())
+            || normal == Some(false)
+            || id.is_some_and(|x| x != r.id)
+            || (r.id == me && skipme)
+        {
+            continue;
+        }
+        if r.id == me {
+            close_me = true;
+        } else {
+            c.sv.admin.kill.push(r.id);
+            c.sv.admin.others.retain(|o| o.id != r.id);
+        }
+        killed += 1;
+    }
+    if a.len() == 3 {
+        if killed == 0 {
+            return c.err("ERR No such client");
+        }
+        resp::ok(c.out);
+    } else {
+        resp::int(c.out, killed);
+    }
+    if close_me {
+        c.action = Action::Close;
+    }
+    Ok(())
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN] [OPTOUT] [NOLOOP]:
+/// the options are checked as Redis checks them; tracking itself (invalidation messages to
+/// clients that cache keys) is not there, so ON is refused and OFF is what already holds.
+fn tracking(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let mut redirect = false;
+    let mut j = 3;
+    while j < a.len() {
+        let more = a.len() - 1 - j;
+        match &upper(a[j])[..] {
+            b"REDIRECT" if more > 0 => {
+                j += 1;
+                if redirect {
+                    return c.err("ERR A client can only redirect to a single other client");
+                }
+                let Some(id) = parse_i64(a[j]) else {
+                    return c.err(E_INT);
+                };
+                if !all_rows(c).iter().any(|r| r.id as i64 == id) {
+                    return c.err("ERR The client ID you want redirect to does not exist");
+                }
+                redirect = true;
+            }
+            b"PREFIX" if more > 0 => j += 1,
+            b"BCAST" | b"OPTIN" | b"OPTOUT" | b"NOLOOP" => {}
+            _ => return c.err(E_SYNTAX),
+        }
+        j += 1;
+    }
+    match &upper(a[2])[..] {
+        b"ON" => c.err(
+            "ERR CLIENT TRACKING is not supported: this server sends no invalidation messages \
+             (client-side caching)",
+        ),
+        b"OFF" => {
+            resp::ok(c.out);
+            Ok(())
+        }
+        _ => c.err(E_SYNTAX),
+    }
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL].
+fn pause(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let mut all = true;
+    if a.len() == 4 {
+        match &upper(a[3])[..] {
+            b"WRITE" => all = false,
+            b"ALL" => all = true,
+            _ => return c.err("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+        }
+    }
+    let Some(ms) = parse_i64(a[2]) else {
+        return c.err("ERR timeout is not an integer or out of range");
+    };
+    if ms < 0 {
+        return c.err("ERR timeout is negative");
+    }
+    let until_ms = if ms > 0 { c.now_ms.saturating_add(ms) } else { 0 };
+    // A new pause never shortens one in force, nor turns ALL into WRITE (`pauseClients`).
+    let p = match c.sv.admin.pause {
+        Some(old) => Pause {
+            until_ms: old.until_ms.max(until_ms),
+            all: old.all || all,
+        },
+        None => Pause { until_ms, all },
+    };
+    c.sv.admin.pause = Some(p);
+    resp::ok(c.out);
+    Ok(())
+}
+
+const HELP: &[&str] = &[
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+];
+
+pub fn client(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    match (&upper(a[1])[..], a.len()) {
+        (b"HELP", 2) => help(c, a[0], HELP),
+        (b"ID", 2) => resp::int(c.out, c.cl.id as i64),
+        (b"INFO", 2) => {
+            let me = ClientRow::of(c.cl, c.now_ms, c.ks.watches.is_dirty(c.cl.id), false);
+            text(c, &[me]);
+        }
+        (b"LIST", _) => return list(c, a),
+        (b"REPLY", 3) => match &upper(a[2])[..] {
+            b"ON" => {
+                c.cl.admin.reply = ReplyMode::On;
+                resp::ok(c.out);
+            }
+            b"OFF" => c.cl.admin.reply = ReplyMode::Off,
+            b"SKIP" => {
+                if c.cl.admin.reply != ReplyMode::Off {
+                    c.cl.admin.reply = ReplyMode::SkipNext;
+                }
+            }
+            _ => return c.err(E_SYNTAX),
+        },
+        (b"NO-EVICT", 3) => match &upper(a[2])[..] {
+            b"ON" | b"OFF" => {
+                c.cl.admin.no_evict = a[2].eq_ignore_ascii_case(b"ON");
+                resp::ok(c.out);
+            }
+            _ => return c.err(E_SYNTAX),
+        },
+        (b"KILL", _) => return kill(c, a),
+        (b"UNBLOCK", 3 | 4) => {
+            if a.len() == 4 && !matches!(&upper(a[3])[..], b"TIMEOUT" | b"ERROR") {
+                return c.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+            }
+            if parse_i64(a[2]).is_none() {
+                return c.err(E_INT);
+            }
+            // No command here ever blocks a client: there is none to unblock.
+            resp::int(c.out, 0);
+        }
+        (b"SETNAME", 3) => {
+            if set_name(c, a[2])? {
+                resp::ok(c.out);
+            }
+        }
+        (b"GETNAME", 2) => {
+            if c.cl.name.is_empty() {
+                c.nil();
+            } else {
+                resp::bulk(c.out, &c.cl.name);
+            }
+        }
+        (b"UNPAUSE", 2) => {
+            c.sv.admin.pause = None;
+            resp::ok(c.out);
+        }
+        (b"PAUSE", 3 | 4) => return pause(c, a),
+        (b"TRACKING", n) if n >= 3 => return tracking(c, a),
+        (b"CACHING", 3) => {
+            return c.err(
+                "ERR CLIENT CACHING can be called only when the client is in tracking mode \
+                 with OPTIN or OPTOUT mode enabled",
+            )
+        }
+        (b"GETREDIR", 2) => resp::int(c.out, -1),
+        (b"TRACKINGINFO", 2) => {
+            c.map(3);
+            resp::bulk(c.out, b"flags");
+            c.set_header(1);
+            resp::bulk(c.out, b"off");
+            resp::bulk(c.out, b"redirect");
+            resp::int(c.out, -1);
+            resp::bulk(c.out, b"prefixes");
+            resp::array(c.out, 0);
+        }
+        _ => return subcommand_error(c, a),
+    }
+    Ok(())
+}
