@@ -232,7 +232,7 @@ impl Gen {
         vec![c; n]
     }
 
-    fn value(&mut self) -> Vec<u8> {
+    pub fn value(&mut self) -> Vec<u8> {
         match self.rng.below(20) {
             0 => self.long(b'x'),
             1 => b"\x00\xff\r\n".to_vec(),
@@ -241,14 +241,14 @@ impl Gen {
         }
     }
 
-    fn field(&mut self) -> Vec<u8> {
+    pub fn field(&mut self) -> Vec<u8> {
         match self.rng.below(25) {
             0 => self.long(b'F'),
             _ => b(self.rng.pick(FIELDS)),
         }
     }
 
-    fn member(&mut self) -> Vec<u8> {
+    pub fn member(&mut self) -> Vec<u8> {
         match self.rng.below(30) {
             0 => self.long(b'm'),
             1 => format!("{}", self.rng.below(2000)).into_bytes(),
@@ -398,14 +398,8 @@ impl Gen {
                 let (k, v) = (g.key(), g.value());
                 Op::Cmd(args![name, k, t, v], Cmp::Exact)
             }),
-            (6, Str, |g| {
-                let (k, v) = (g.key(), g.value());
-                Op::Cmd(args!["GETSET", k, v], Cmp::Exact)
-            }),
-            (5, Str, |g| {
-                let k = g.key();
-                Op::Cmd(args!["GETDEL", k], Cmp::Exact)
-            }),
+            (6, Str, |g| Op::Cmd(g.key_items("GETSET", Gen::value, 1), Cmp::Exact)),
+            (5, Str, |g| Op::Cmd(args!["GETDEL", g.key()], Cmp::Exact)),
             (10, Str, Self::getex),
             (8, Str, |g| {
                 let mut a = args!["MGET"];
@@ -415,23 +409,11 @@ impl Gen {
             (10, Str, |g| {
                 let name = if g.rng.pct(70) { "MSET" } else { "MSETNX" };
                 let mut a = args![name];
-                for _ in 0..1 + g.rng.below(3) {
-                    a.push(g.key());
-                    a.push(g.value());
-                }
-                if g.rng.pct(5) {
-                    a.pop();
-                }
+                g.pairs(&mut a, Gen::key);
                 Op::Cmd(a, Cmp::Exact)
             }),
-            (12, Str, |g| {
-                let (k, v) = (g.key(), g.value());
-                Op::Cmd(args!["APPEND", k, v], Cmp::Exact)
-            }),
-            (6, Str, |g| {
-                let k = g.key();
-                Op::Cmd(args!["STRLEN", k], Cmp::Exact)
-            }),
+            (12, Str, |g| Op::Cmd(g.key_items("APPEND", Gen::value, 1), Cmp::Exact)),
+            (6, Str, |g| Op::Cmd(args!["STRLEN", g.key()], Cmp::Exact)),
             (8, Str, |g| {
                 let name = if g.rng.pct(80) { "GETRANGE" } else { "SUBSTR" };
                 let (k, s, e) = (g.key(), g.int(-12, 12), g.int(-12, 12));
@@ -492,13 +474,7 @@ impl Gen {
             (40, H, |g| {
                 let name = if g.rng.pct(85) { "HSET" } else { "HMSET" };
                 let mut a = args![name, g.key()];
-                for _ in 0..1 + g.rng.below(3) {
-                    a.push(g.field());
-                    a.push(g.value());
-                }
-                if g.rng.pct(4) {
-                    a.pop();
-                }
+                g.pairs(&mut a, Gen::field);
                 Op::Cmd(a, Cmp::Exact)
             }),
             (2, H, |g| {
@@ -518,20 +494,8 @@ impl Gen {
                 let (k, f) = (g.key(), g.field());
                 Op::Cmd(args!["HGET", k, f], Cmp::Exact)
             }),
-            (6, H, |g| {
-                let mut a = args!["HMGET", g.key()];
-                for _ in 0..1 + g.rng.below(3) {
-                    a.push(g.field());
-                }
-                Op::Cmd(a, Cmp::Exact)
-            }),
-            (12, H, |g| {
-                let mut a = args!["HDEL", g.key()];
-                for _ in 0..1 + g.rng.below(3) {
-                    a.push(g.field());
-                }
-                Op::Cmd(a, Cmp::Exact)
-            }),
+            (6, H, |g| Op::Cmd(g.key_items("HMGET", Gen::field, 3), Cmp::Exact)),
+            (12, H, |g| Op::Cmd(g.key_items("HDEL", Gen::field, 3), Cmp::Exact)),
             (10, H, |g| {
                 let name = g.rng.pick(&["HLEN", "HSTRLEN", "HEXISTS"]);
                 let k = g.key();
@@ -580,13 +544,7 @@ impl Gen {
                 g.scan(args!["HSCAN", k], ScanKind::Pairs)
             }),
             // sets
-            (40, S, |g| {
-                let mut a = args!["SADD", g.key()];
-                for _ in 0..1 + g.rng.below(4) {
-                    a.push(g.member());
-                }
-                Op::Cmd(a, Cmp::Exact)
-            }),
+            (40, S, |g| Op::Cmd(g.key_items("SADD", Gen::member, 4), Cmp::Exact)),
             (2, S, |g| {
                 // Past set-max-intset-entries (or the listpack's) at once.
                 let mut a = args!["SADD", g.key()];
@@ -599,25 +557,12 @@ impl Gen {
                 }
                 Op::Cmd(a, Cmp::Exact)
             }),
-            (15, S, |g| {
-                let mut a = args!["SREM", g.key()];
-                for _ in 0..1 + g.rng.below(3) {
-                    a.push(g.member());
-                }
-                Op::Cmd(a, Cmp::Exact)
-            }),
+            (15, S, |g| Op::Cmd(g.key_items("SREM", Gen::member, 3), Cmp::Exact)),
             (12, S, |g| {
-                let k = g.key();
                 let a = match g.rng.below(3) {
-                    0 => args!["SCARD", k],
-                    1 => args!["SISMEMBER", k, g.member()],
-                    _ => {
-                        let mut a = args!["SMISMEMBER", k];
-                        for _ in 0..1 + g.rng.below(3) {
-                            a.push(g.member());
-                        }
-                        a
-                    }
+                    0 => args!["SCARD", g.key()],
+                    1 => args!["SISMEMBER", g.key(), g.member()],
+                    _ => g.key_items("SMISMEMBER", Gen::member, 3),
                 };
                 Op::Cmd(a, Cmp::Exact)
             }),
@@ -625,26 +570,8 @@ impl Gen {
                 let k = g.key();
                 Op::Cmd(args!["SMEMBERS", &k], Cmp::SetOrder { keys: vec![k] })
             }),
-            (8, S, |g| {
-                let mut a = args!["SRANDMEMBER", g.key()];
-                if g.rng.pct(75) {
-                    a.push(g.count());
-                }
-                if g.rng.pct(3) {
-                    a.push(b("x"));
-                }
-                Op::SrandMember(a)
-            }),
-            (8, S, |g| {
-                let mut a = args!["SPOP", g.key()];
-                if g.rng.pct(60) {
-                    a.push(g.count());
-                }
-                if g.rng.pct(3) {
-                    a.push(b("x"));
-                }
-                Op::Spop(a)
-            }),
+            (8, S, |g| Op::SrandMember(g.key_count("SRANDMEMBER", 75))),
+            (8, S, |g| Op::Spop(g.key_count("SPOP", 60))),
             (8, S, |g| {
                 let (s, d, m) = (g.key(), g.key(), g.member());
                 Op::Cmd(args!["SMOVE", s, d, m], Cmp::Exact)
@@ -863,6 +790,39 @@ impl Gen {
         ]
     }
 
+    /// One to three (`first`, value) pairs onto `a` (MSET's keys, HSET's fields); now and then
+    /// the last value missing.
+    fn pairs(&mut self, a: &mut Args, first: fn(&mut Gen) -> Vec<u8>) {
+        for _ in 0..1 + self.rng.below(3) {
+            a.push(first(self));
+            a.push(self.value());
+        }
+        if self.rng.pct(4) {
+            a.pop();
+        }
+    }
+
+    /// `name key item...`: one to `n` items.
+    fn key_items(&mut self, name: &str, item: fn(&mut Gen) -> Vec<u8>, n: usize) -> Args {
+        let mut a = args![name, self.key()];
+        for _ in 0..1 + self.rng.below(n) {
+            a.push(item(self));
+        }
+        a
+    }
+
+    /// `name key [count]`: a count `pct` percent of the time, now and then one argument more.
+    fn key_count(&mut self, name: &str, pct: u32) -> Args {
+        let mut a = args![name, self.key()];
+        if self.rng.pct(pct) {
+            a.push(self.count());
+        }
+        if self.rng.pct(3) {
+            a.push(b("x"));
+        }
+        a
+    }
+
     fn scan(&mut self, mut a: Args, kind: ScanKind) -> Op {
         let cursor_at = a.len();
         a.push(if self.rng.pct(5) { b("abc") } else { b("0") });
@@ -891,6 +851,19 @@ impl Gen {
         }
     }
 
+    /// An EX, PX, EXAT or PXAT option and its time; an absolute time in the past only when
+    /// `past` (GETEX deletes the key; SET would store it expired, see [`Self::future`]).
+    fn expiry(&mut self, past: bool) -> Args {
+        let unit = self.rng.pick(&["EX", "PX", "EXAT", "PXAT"]);
+        let ms = unit.starts_with('P');
+        let t = match unit {
+            "EX" | "PX" => self.rel(ms),
+            _ if past => self.abs(ms),
+            _ => self.future(ms),
+        };
+        vec![b(unit), t]
+    }
+
     fn set(&mut self) -> Op {
         let mut a = args!["SET", self.key(), self.value()];
         for _ in 0..self.rng.below(3) {
@@ -899,22 +872,7 @@ impl Gen {
                 1 => a.push(b("XX")),
                 2 | 3 => a.push(b("GET")),
                 4 => a.push(b("KEEPTTL")),
-                5 => {
-                    a.push(b("EX"));
-                    a.push(self.rel(false));
-                }
-                6 => {
-                    a.push(b("PX"));
-                    a.push(self.rel(true));
-                }
-                7 => {
-                    a.push(b("EXAT"));
-                    a.push(self.future(false));
-                }
-                8 => {
-                    a.push(b("PXAT"));
-                    a.push(self.future(true));
-                }
+                5..=8 => a.extend(self.expiry(false)),
                 9 => {
                     a.push(b(self.rng.pick(&["EX", "PX", "EXAT", "PXAT"])));
                     a.push(self.bad_time());
@@ -930,22 +888,7 @@ impl Gen {
         let mut a = args!["GETEX", self.key()];
         for _ in 0..self.rng.below(3) {
             match self.rng.below(8) {
-                0 => {
-                    a.push(b("EX"));
-                    a.push(self.rel(false));
-                }
-                1 => {
-                    a.push(b("PX"));
-                    a.push(self.rel(true));
-                }
-                2 => {
-                    a.push(b("EXAT"));
-                    a.push(self.abs(false));
-                }
-                3 => {
-                    a.push(b("PXAT"));
-                    a.push(self.abs(true));
-                }
+                0..=3 => a.extend(self.expiry(true)),
                 4 => a.push(b("PERSIST")),
                 5 => {
                     a.push(b(self.rng.pick(&["EX", "PXAT"])));
