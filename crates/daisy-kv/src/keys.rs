@@ -427,7 +427,7 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     let (ty, enc, payload) = match value {
         rdb::Value::Hash(pairs) => {
-            let (enc, p) = hash::create(c, pairs)?;
+            let (enc, p) = hash::create(c, pairs, !rdb::is_packed_hash(a[3]))?;
             (Type::Hash, enc, p)
         }
         rdb::Value::Set(members) => {

@@ -4,8 +4,9 @@
 //! (SPOP, SRANDMEMBER, HRANDFIELD, RANDOMKEY, SCAN cursors) or answers in a hash table's
 //! order, where they are compared by property (see `gen::Cmp` and the checks below).
 //!
-//! * `resp2`: RESP2, half of the run with Redis's default encoding thresholds, half with
-//!   tiny ones (CONFIG SET on both) so that conversions happen all the time;
+//! * `resp2`: RESP2, with the encoding thresholds switched (CONFIG SET on both) between
+//!   Redis's defaults and tiny ones every `SWITCH_EVERY` operations, so that conversions
+//!   happen all the time and collections outgrow a lowered threshold;
 //! * `resp3`: the same after `HELLO 3` on every connection (nulls, maps, sets, doubles).
 //!
 //! Each run prints its seed. Environment:
@@ -42,11 +43,21 @@ const DEFAULT_OPS: usize = 10_000;
 const DBS: usize = 4;
 /// Operations between two whole-state comparisons.
 const CHECK_EVERY: usize = 100;
-/// Tiny encoding thresholds for the second half of a run.
-const TINY: &[(&str, &str)] = &[
-    ("hash-max-listpack-entries", "4"),
-    ("hash-max-listpack-value", "8"),
-    ("set-max-intset-entries", "5"),
+/// Operations between two switches of the encoding thresholds.
+const SWITCH_EVERY: usize = 1000;
+/// The encoding thresholds a run switches between: Redis's defaults (hash-max-listpack-entries
+/// as its redis.conf and Daisy have it, see servers.rs) and tiny ones.
+const THRESHOLDS: [&[(&str, &str)]; 2] = [
+    &[
+        ("hash-max-listpack-entries", "128"),
+        ("hash-max-listpack-value", "64"),
+        ("set-max-intset-entries", "512"),
+    ],
+    &[
+        ("hash-max-listpack-entries", "4"),
+        ("hash-max-listpack-value", "8"),
+        ("set-max-intset-entries", "5"),
+    ],
 ];
 
 #[test]
@@ -119,8 +130,8 @@ fn run(name: &'static str, resp3: bool, salt: u64) {
     };
     run.hello();
     for i in 0..ops {
-        if i == ops / 2 {
-            run.tiny_thresholds();
+        if i > 0 && i % SWITCH_EVERY == 0 {
+            run.thresholds(THRESHOLDS[(i / SWITCH_EVERY) % 2]);
         }
         let op = gen.op();
         run.exec(op);
@@ -344,8 +355,8 @@ impl Run {
         }
     }
 
-    fn tiny_thresholds(&mut self) {
-        for (p, v) in TINY {
+    fn thresholds(&mut self, values: &[(&str, &str)]) {
+        for (p, v) in values {
             let args = vec![b"CONFIG".to_vec(), b"SET".to_vec(), p.as_bytes().to_vec(), v.as_bytes().to_vec()];
             let (r, d) = self.both(Id::C, &args);
             assert_eq!(r.raw, b"+OK\r\n", "redis: CONFIG SET {p} {v}");
@@ -623,6 +634,7 @@ impl Run {
         } else {
             None
         };
+        let enc_before = self.redis_encoding(Id::A, &args[1]).into_bytes();
         let (r, d) = self.both(Id::A, args);
         let Some(pre) = pre else {
             return self.compare(Id::A, args, &Cmp::Exact, &r, &d);
@@ -647,14 +659,29 @@ impl Run {
             }
             popped.push(got);
         }
-        // What is left on each server.
+        // What is left on each server, and its encoding: Redis's third strategy (few members
+        // left) builds a new set of them, an intset exactly when they fit one; otherwise the
+        // set keeps its encoding.
         let sm = vec![b"SMEMBERS".to_vec(), args[1].clone()];
         let (rl, dl) = self.both(Id::A, &sm);
-        for (left, got, reply) in [(&rl, &popped[0], &r), (&dl, &popped[1], &d)] {
+        let oe = vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), args[1].clone()];
+        let (re, de) = self.both(Id::A, &oe);
+        let rebuilt = pre.len() > want && (pre.len() - want) * 5 <= want;
+        for (left, got, enc) in [(&rl, &popped[0], &re), (&dl, &popped[1], &de)] {
             let expect: Vec<Vec<u8>> = pre.iter().filter(|m| !got.contains(m)).cloned().collect();
-            if left.strings().map(sorted) != Some(expect) {
-                let what = format!("after SPOP's {}, the set left is wrong", show(&reply.raw));
-                return self.fail(&what, &sm, &rl, &dl);
+            if left.strings().map(sorted).as_ref() != Some(&expect) {
+                return self.fail("the set left after SPOP is wrong", &sm, &rl, &dl);
+            }
+            let intset = expect.len() <= self.intset_max
+                && expect.iter().all(|m| int_of(m).is_some_and(|n| n.to_string().as_bytes() == &m[..]));
+            let enc = enc.bytes().map(|e| if e == b"listpack" { &b"hashtable"[..] } else { e });
+            let ok = match enc {
+                None => expect.is_empty(),
+                Some(e) if rebuilt => e == if intset { &b"intset"[..] } else { b"hashtable" },
+                Some(e) => e == if enc_before == b"listpack" { &b"hashtable"[..] } else { &enc_before[..] },
+            };
+            if !ok {
+                return self.fail("the set's encoding after SPOP", &oe, &re, &de);
             }
         }
         if want < pre.len() && want > 0 {

@@ -611,14 +611,15 @@ pub fn hscan(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     Ok(())
 }
 
-/// A new hash of `pairs` (RESTORE, COPY of a packed value): its header encoding and payload,
-/// packed when small enough, else a new table.
-pub fn create(c: &mut Ctx, pairs: Vec<(Vec<u8>, Vec<u8>)>) -> daisy::Result<(Enc, Vec<u8>)> {
+/// A new hash of `pairs` (RESTORE): its header encoding and payload, packed when it has no
+/// more than `hash-max-listpack-entries` fields and, if `check_values`, no field or value
+/// longer than `hash-max-listpack-value` (Redis does not look at the lengths of a hash that
+/// arrives as a listpack); else a new table.
+pub fn create(c: &mut Ctx, pairs: Vec<(Vec<u8>, Vec<u8>)>, check_values: bool) -> daisy::Result<(Enc, Vec<u8>)> {
     let cfg = &c.sv.config;
+    let max = cfg.hash_max_listpack_value;
     if pairs.len() <= cfg.hash_max_listpack_entries
-        && pairs
-            .iter()
-            .all(|(f, v)| f.len() <= cfg.hash_max_listpack_value && v.len() <= cfg.hash_max_listpack_value)
+        && (!check_values || pairs.iter().all(|(f, v)| f.len() <= max && v.len() <= max))
     {
         return Ok((Enc::Packed, encode_packed(&pairs)));
     }

@@ -150,6 +150,14 @@ const VALUES: &[&str] = &[
     "9223372036854775808", "12345678901234567890", " 1", "0x10", "inf",
 ];
 
+/// The set key whose members are integers (see [`Gen::member`]).
+const INT_KEY: &str = "k4";
+
+const INT_MEMBERS: &[&str] = &[
+    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "-1", "-2", "100",
+    "-70000", "70000", "4294967296", "-9223372036854775808", "9223372036854775807",
+];
+
 const FIELDS: &[&str] = &["f0", "f1", "f2", "f3", "f4", "1", "2", "-3", ""];
 
 const MEMBERS: &[&str] = &[
@@ -179,6 +187,8 @@ pub struct Gen {
     in_multi: bool,
     /// The type family of the command being drawn: its keys lean to that family's own.
     fam: Fam,
+    /// The key drawn last (a member drawn after it is for it).
+    last_key: Vec<u8>,
 }
 
 /// Type families: string, hash and set commands draw most keys from two keys of their own
@@ -202,6 +212,7 @@ impl Gen {
             exact_only: false,
             in_multi: false,
             fam: Fam::Any,
+            last_key: Vec::new(),
         }
     }
 
@@ -214,12 +225,14 @@ impl Gen {
             Fam::Set => &KEYS[4..6],
             Fam::Any => KEYS,
         };
-        match self.rng.below(200) {
+        let k = match self.rng.below(200) {
             0 => b(""),
             1 => b"bin\x00\r\nkey".to_vec(),
             2..=169 => b(self.rng.pick(own)),
             _ => b(self.rng.pick(KEYS)),
-        }
+        };
+        self.last_key = k.clone();
+        k
     }
 
     fn keys(&mut self, max: usize) -> Vec<Vec<u8>> {
@@ -248,7 +261,12 @@ impl Gen {
         }
     }
 
+    /// A set member. Those for the key INT_KEY are integers almost always, so that it is
+    /// mostly an intset and the integer-set paths (order, width, conversions) get exercised.
     pub fn member(&mut self) -> Vec<u8> {
+        if self.last_key == INT_KEY.as_bytes() && self.rng.pct(95) {
+            return b(self.rng.pick(INT_MEMBERS));
+        }
         match self.rng.below(30) {
             0 => self.long(b'm'),
             1 => format!("{}", self.rng.below(2000)).into_bytes(),

@@ -2,7 +2,7 @@
 //! 7.0.15 answers (recorded from a real redis-server), so that they stay right where
 //! redis-server is not installed to compare with: OBJECT's subcommands, integer arguments'
 //! error texts, HSCAN's order of checks, glob ranges, string encodings and sharing, hash
-//! conversions, RESTORE's checks, a refused EXEC, set results' order and encodings, WATCH and
+//! conversions (RESTORE of a listpack included), RESTORE's checks, a refused EXEC, set results' order and encodings, WATCH and
 //! an empty STORE, SPOP's rebuilt remainder, an intset's width in DUMP.
 
 use super::*;
@@ -95,6 +95,12 @@ const STEPS: &[Step] = &[
     // Random members: only the length is certain (five one-digit members).
     (A, &[b"SPOP", b"p", b"5"], Len(b"*5\r\n", 39)),
     (A, &[b"OBJECT", b"ENCODING", b"p"], Exact(b"$6\r\nintset\r\n")),
+    (A, &[b"HSET", b"hl", b"f", b"123456789012"], Exact(b":1\r\n")),
+    (A, &[b"DUMP", b"hl"], Exact(b"$32\r\n\x10\x14\x14\x00\x00\x00\x02\x00\x81f\x02\xf4\x14\x1a\x99\xbe\x1c\x00\x00\x00\x09\xff\n\x00\xe7\x1f\x02[\x10t\xc0\xf3\r\n")),
+    (A, &[b"CONFIG", b"SET", b"hash-max-listpack-value", b"8"], Exact(b"+OK\r\n")),
+    (A, &[b"RESTORE", b"hl2", b"0", b"\x10\x14\x14\x00\x00\x00\x02\x00\x81f\x02\xf4\x14\x1a\x99\xbe\x1c\x00\x00\x00\x09\xff\n\x00\xe7\x1f\x02[\x10t\xc0\xf3"], Exact(b"+OK\r\n")),
+    (A, &[b"OBJECT", b"ENCODING", b"hl2"], Exact(b"$8\r\nlistpack\r\n")),
+    (A, &[b"CONFIG", b"SET", b"hash-max-listpack-value", b"64"], Exact(b"+OK\r\n")),
     (A, &[b"SADD", b"w", b"100", b"1331", b"4294967296"], Exact(b":3\r\n")),
     (A, &[b"SREM", b"w", b"4294967296"], Exact(b":1\r\n")),
     (A, &[b"DUMP", b"w"], Exact(b"$36\r\n\x0b\x18\x08\x00\x00\x00\x02\x00\x00\x00d\x00\x00\x00\x00\x00\x00\x003\x05\x00\x00\x00\x00\x00\x00\n\x00.\x8a\x0e\xf1\xb2=\x01\xe3\r\n")),
