@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Generate crates/daisy-kv/src/admin/redis_commands.rs: Redis 7.0's command table as data.
+"""Write crates/daisy-kv/src/admin/redis_commands.json: Redis 7.0's command table as data.
 
-    git -C REDIS show 7.0.15:src/commands/<name>.json ...   # one file per command
-    python3 redis_commands.py DIR_OF_JSON_FILES > ../src/admin/redis_commands.rs
+    mkdir json && for f in $(git -C REDIS ls-tree --name-only 7.0.15 src/commands/); do
+        git -C REDIS show 7.0.15:$f > json/$(basename $f); done
+    python3 redis_commands.py json > ../src/admin/redis_commands.json
 
 Reads the command descriptions Redis generates its own table from (src/commands/*.json of
-tag 7.0.15) and writes them as Rust statics: every command and subcommand a Redis server
-(not a Sentinel: ONLY_SENTINEL commands are left out) knows, with what COMMAND INFO, COMMAND
-DOCS and COMMAND GETKEYS report. Names are normalized as Redis's generator does (command and
-argument names lowercase, tokens uppercase, tips lowercase); flags and ACL categories stay as
-declared (implicit categories are added at run time, as Redis does).
+tag 7.0.15) and writes one JSON array, one command a line, sorted by full name (`container|sub`
+for a subcommand): every command a Redis server (not a Sentinel: ONLY_SENTINEL commands are
+left out) knows, with what COMMAND INFO, COMMAND DOCS and COMMAND GETKEYS report. Names are
+normalized as Redis's own generator (utils/generate-command-code.py) does: command and
+argument names lowercase, tokens uppercase, tips lowercase, a subcommand's group its
+container's; flags and ACL categories lowercase and as declared (implicit categories are added
+at run time, as Redis does). `admin::meta` reads the file (serde) the first time it is needed.
 """
 import glob
 import json
@@ -19,57 +22,46 @@ import sys
 GROUPS = {"sorted_set": "sorted-set"}
 
 
-def q(s):
-    return json.dumps(s, ensure_ascii=False)
-
-
-def strs(xs):
-    return "&[" + ", ".join(q(x) for x in xs) + "]"
-
-
-def arg(a, depth):
-    s = "a(%s, %s)" % (q(a["name"].lower()), q(a["type"]))
+def arg(a):
+    out = {"name": a["name"].lower(), "type": a["type"]}
     if "key_spec_index" in a:
-        s += ".ks(%d)" % a["key_spec_index"]
+        out["key_spec"] = a["key_spec_index"]
     if a.get("token"):
-        s += ".tok(%s)" % q(a["token"].upper())
-    if a.get("optional"):
-        s += ".opt()"
-    if a.get("multiple"):
-        s += ".multi()"
-    if a.get("multiple_token"):
-        s += ".multi_token()"
+        out["token"] = a["token"].upper()
     if a.get("since"):
-        s += ".since(%s)" % q(a["since"])
+        out["since"] = a["since"]
     if a.get("deprecated_since"):
-        s += ".deprecated(%s)" % q(a["deprecated_since"])
-    sub = a.get("arguments", []) if a["type"] in ("oneof", "block") else []
-    pad = "    " * depth
-    if not sub:
-        return pad + s + ","
-    inner = "\n".join(arg(x, depth + 1) for x in sub)
-    return pad + s + ".sub(&[\n" + inner + "\n" + pad + "]),"
+        out["deprecated_since"] = a["deprecated_since"]
+    flags = (1 if a.get("optional") else 0) | (2 if a.get("multiple") else 0) | (
+        4 if a.get("multiple_token") else 0)
+    if flags:
+        out["flags"] = flags
+    if a["type"] in ("oneof", "block"):
+        out["args"] = [arg(x) for x in a["arguments"]]
+    return out
 
 
 def key_spec(k):
     bs = k["begin_search"]
     if "index" in bs:
-        b = "Bs::Index(%d)" % bs["index"]["pos"]
+        b = {"index": bs["index"]["pos"]}
     elif "keyword" in bs:
-        b = "Bs::Keyword(%s, %d)" % (q(bs["keyword"]["keyword"]), bs["keyword"]["startfrom"])
+        b = {"keyword": [bs["keyword"]["keyword"], bs["keyword"]["startfrom"]]}
     else:
-        b = "Bs::Unknown"
+        b = "unknown"
     fk = k["find_keys"]
     if "range" in fk:
         r = fk["range"]
-        f = "Fk::Range(%d, %d, %d)" % (r["lastkey"], r["step"], r["limit"])
+        f = {"range": [r["lastkey"], r["step"], r["limit"]]}
     elif "keynum" in fk:
         r = fk["keynum"]
-        f = "Fk::Keynum(%d, %d, %d)" % (r["keynumidx"], r["firstkey"], r["step"])
+        f = {"keynum": [r["keynumidx"], r["firstkey"], r["step"]]}
     else:
-        f = "Fk::Unknown"
-    return "KeySpec { notes: %s, flags: %s, bs: %s, fk: %s }" % (
-        q(k.get("notes", "")), strs(k.get("flags", [])), b, f)
+        f = "unknown"
+    out = {"flags": k.get("flags", []), "bs": b, "fk": f}
+    if k.get("notes"):
+        out["notes"] = k["notes"]
+    return out
 
 
 def main(src):
@@ -83,68 +75,31 @@ def main(src):
                 if d.get("container"):
                     full = d["container"].lower() + "|" + full
                 cmds[full] = d
-    # A subcommand's group is its container's.
-    for full, d in cmds.items():
-        if "|" in full:
-            d["group"] = cmds[full.split("|")[0]]["group"]
-    out = [
-        "//! Redis 7.0.15's command table, generated by `crates/daisy-kv/scripts/redis_commands.py`",
-        "//! from Redis's `src/commands/*.json` (BSD licence): do not edit by hand. Sorted by name",
-        "//! (`container|sub` for a subcommand); Sentinel-only commands are left out.",
-        "",
-        "use super::meta::{a, Bs, Cmd, Fk, KeySpec, NONE};",
-        "",
-        "#[rustfmt::skip]",
-        "pub static REDIS_COMMANDS: &[Cmd] = &[",
-    ]
+    rows = []
     for full in sorted(cmds):
         d = cmds[full]
-        out.append("    Cmd { name: %s, arity: %d, group: %s, since: %s," % (
-            q(full), d["arity"], q(GROUPS.get(d["group"], d["group"])), q(d.get("since", ""))))
-        out.append("        summary: %s," % q(d.get("summary", "")))
+        group = cmds[full.split("|")[0]]["group"]
+        c = {"name": full, "arity": d["arity"], "group": GROUPS.get(group, group),
+             "since": d.get("since", ""), "summary": d.get("summary", "")}
         if d.get("complexity"):
-            out.append("        complexity: %s," % q(d["complexity"]))
-        line = []
-        if d.get("command_flags"):
-            line.append("flags: %s," % strs(f.lower() for f in d["command_flags"]))
-        if d.get("acl_categories"):
-            line.append("acl: %s," % strs(c.lower() for c in d["acl_categories"]))
-        if d.get("command_tips"):
-            line.append("tips: %s," % strs(t.lower() for t in d["command_tips"]))
+            c["complexity"] = d["complexity"]
+        for key, field, low in [("flags", "command_flags", True), ("acl", "acl_categories", True),
+                                ("tips", "command_tips", True), ("doc_flags", "doc_flags", True)]:
+            if d.get(field):
+                c[key] = [x.lower() for x in d[field]]
+        for key in ("deprecated_since", "replaced_by"):
+            if d.get(key):
+                c[key] = d[key]
         if d.get("get_keys_function"):
-            line.append("getkeys: true,")
-        if line:
-            out.append("        " + " ".join(line))
-        line = []
-        if d.get("doc_flags"):
-            line.append("doc_flags: %s," % strs(f.lower() for f in d["doc_flags"]))
-        if d.get("deprecated_since"):
-            line.append("deprecated_since: %s," % q(d["deprecated_since"]))
-        if d.get("replaced_by"):
-            line.append("replaced_by: %s," % q(d["replaced_by"]))
-        if line:
-            out.append("        " + " ".join(line))
+            c["getkeys"] = True
         if d.get("history"):
-            out.append("        history: &[")
-            for h in d["history"]:
-                out.append("            (%s, %s)," % (q(h[0]), q(h[1])))
-            out.append("        ],")
-        specs = d.get("key_specs", [])
-        if specs:
-            out.append("        key_specs: &[")
-            for k in specs:
-                out.append("            " + key_spec(k) + ",")
-            out.append("        ],")
-        args = d.get("arguments", [])
-        if args:
-            out.append("        args: &[")
-            for x in args:
-                out.append(arg(x, 3))
-            out.append("        ],")
-        out.append("        ..NONE")
-        out.append("    },")
-    out.append("];")
-    print("\n".join(out))
+            c["history"] = d["history"]
+        if d.get("key_specs"):
+            c["key_specs"] = [key_spec(k) for k in d["key_specs"]]
+        if d.get("arguments"):
+            c["args"] = [arg(a) for a in d["arguments"]]
+        rows.append(json.dumps(c, ensure_ascii=False, separators=(",", ":")))
+    print("[\n" + ",\n".join(rows) + "\n]")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 //! buffers CLIENT LIST shows), per server ([`AdminState`]: subcommand counters, the other
 //! connections for CLIENT LIST and KILL, the event loop's figures for INFO).
 //!
-//! Submodules: `meta` (Redis's command table as data, `redis_commands` generated from Redis's
+//! Submodules: `meta` (Redis's command table, `redis_commands.json`, made from Redis's own
 //! command descriptions) behind `command` (COMMAND); `client` (CLIENT); `info` (INFO).
 
 use crate::commands::{
@@ -18,7 +18,6 @@ mod client;
 mod command;
 mod info;
 pub mod meta;
-mod redis_commands;
 
 pub use client::{client, client_line, ClientRow};
 pub use command::command;
@@ -126,9 +125,26 @@ pub struct AdminState {
 
 // ---- subcommands: names, checks, counters -------------------------------------------------
 
+/// Redis 7.0's container commands (those with subcommands; a test checks the list against
+/// `meta`). Known without reading Redis's command table, which a plain command never needs.
+const CONTAINERS: &[&str] = &[
+    "acl", "client", "cluster", "command", "config", "function", "latency", "memory", "module",
+    "object", "pubsub", "script", "slowlog", "xgroup", "xinfo",
+];
+
 /// The Redis subcommands of each entry of `COMMANDS` (empty for a plain command).
 fn subcommands_of(spec: &'static Spec) -> &'static [meta::Cmd] {
+    static IS_CONTAINER: OnceLock<Vec<bool>> = OnceLock::new();
     static SUBS: OnceLock<Vec<&'static [meta::Cmd]>> = OnceLock::new();
+    let containers = IS_CONTAINER.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .map(|s| CONTAINERS.contains(&s.name))
+            .collect()
+    });
+    if !containers[spec.index()] {
+        return &[];
+    }
     let subs = SUBS.get_or_init(|| COMMANDS.iter().map(|s| meta::subcommands(s.name)).collect());
     subs[spec.index()]
 }
@@ -147,7 +163,7 @@ fn subcommand(spec: &'static Spec, args: &[&[u8]]) -> Option<&'static meta::Cmd>
 /// A command's full name as Redis reports it: `name|subcommand` for a container command's
 /// subcommand (CLIENT LIST's cmd=, INFO commandstats, arity errors).
 pub fn full_name(spec: &'static Spec, args: &[&[u8]]) -> &'static str {
-    subcommand(spec, args).map_or(spec.name, |s| s.name)
+    subcommand(spec, args).map_or(spec.name, |s| &s.name)
 }
 
 /// Redis's checks of a command's name and argument count (`commandCheckExistence`,
@@ -164,7 +180,7 @@ pub fn arity_error(spec: &'static Spec, args: &[&[u8]]) -> Option<String> {
             ));
         };
         arity = sub.arity;
-        name = sub.name;
+        name = &sub.name;
     }
     let n = args.len() as i32;
     ((arity > 0 && n != arity) || n < -arity)
@@ -443,7 +459,12 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
     let cfg = &c.sv.config;
     if names.iter().any(|n| matches!(*n, "port" | "bind")) {
         let port: u16 = cfg.get("port").and_then(|p| p.parse().ok()).unwrap_or(0);
-        let binds: Vec<&str> = cfg.get("bind").unwrap_or("").split(' ').filter(|w| !w.is_empty()).collect();
+        let binds: Vec<&str> = cfg
+            .get("bind")
+            .unwrap_or("")
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .collect();
         // One address here (a leading '-' marks an optional one in Redis); '*' is all IPv4.
         let addr = match binds[..] {
             [one] => match one.trim_start_matches('-') {
@@ -473,7 +494,11 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
                 c.sv.requirepass = (!p.is_empty()).then(|| p.as_bytes().to_vec());
             }
             "maxclients" => {
-                c.sv.max_clients = c.sv.config.get(n).and_then(|v| v.parse().ok()).unwrap_or(c.sv.max_clients)
+                c.sv.max_clients =
+                    c.sv.config
+                        .get(n)
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(c.sv.max_clients)
             }
             "tcp-keepalive" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
                 c.sv.admin.config_changed = true
@@ -663,4 +688,19 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         _ => return subcommand_error(c, a),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containers_are_redis_containers() {
+        let mut from_table: Vec<&str> = meta::all()
+            .iter()
+            .filter_map(|c| Some(c.name.split_once('|')?.0))
+            .collect();
+        from_table.dedup();
+        assert_eq!(from_table, CONTAINERS);
+    }
 }

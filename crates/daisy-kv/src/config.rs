@@ -345,7 +345,10 @@ fn strtoll_whole(s: &str) -> Option<i64> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let v = digits.parse::<i128>().unwrap_or(i128::MAX).min(i64::MAX as i128 + 1);
+    let v = digits
+        .parse::<i128>()
+        .unwrap_or(i128::MAX)
+        .min(i64::MAX as i128 + 1);
     let v = if neg { -v } else { v };
     Some(v.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
 }
@@ -415,10 +418,15 @@ fn parse_num(v: &str, min: i128, max: i128, unsigned: bool, fmt: u8) -> Result<i
         }
     } else if fmt & PERCENT != 0 && n < 0 {
         if (n as i128) < min {
-            return Err(format!("percentage argument must be less or equal to {}", -min));
+            return Err(format!(
+                "percentage argument must be less or equal to {}",
+                -min
+            ));
         }
     } else if (n as i128) > max || (n as i128) < min {
-        return Err(format!("argument must be between {min} and {max} inclusive"));
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
     }
     Ok(n)
 }
@@ -519,7 +527,11 @@ fn parse_special(name: &str, v: &str) -> Result<String, String> {
             for (j, w) in ws.iter().enumerate() {
                 match strtoll_whole(w) {
                     Some(n) if (j % 2 == 0 && n >= 1) || (j % 2 == 1 && n >= 0) => {
-                        out.push(if j % 2 == 1 { (n as i32).to_string() } else { n.to_string() })
+                        out.push(if j % 2 == 1 {
+                            (n as i32).to_string()
+                        } else {
+                            n.to_string()
+                        })
                     }
                     _ => return bad("Invalid save parameters"),
                 }
@@ -565,11 +577,9 @@ fn parse_special(name: &str, v: &str) -> Result<String, String> {
             for w in ws {
                 match strtoll_whole(w) {
                     Some(n) if (-2000..=2000).contains(&n) => out.push(n.to_string()),
-                    _ => {
-                        return bad(
-                            "Invalid oom-score-adj-values, elements must be between -2000 and 2000.",
-                        )
-                    }
+                    _ => return bad(
+                        "Invalid oom-score-adj-values, elements must be between -2000 and 2000.",
+                    ),
                 }
             }
             Ok(out.join(" "))
@@ -580,8 +590,8 @@ fn parse_special(name: &str, v: &str) -> Result<String, String> {
             for ch in v.chars() {
                 match ch {
                     'A' => set.push_str(ALL),
-                    'g' | '$' | 'l' | 's' | 'h' | 'z' | 'x' | 'e' | 't' | 'd' | 'n' | 'K'
-                    | 'E' | 'm' => set.push(ch),
+                    'g' | '$' | 'l' | 's' | 'h' | 'z' | 'x' | 'e' | 't' | 'd' | 'n' | 'K' | 'E'
+                    | 'm' => set.push(ch),
                     _ => return bad("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
                 }
             }
@@ -758,11 +768,18 @@ impl Config {
                     ));
                 };
                 if flags && n & SHUTDOWN_SAVE != 0 && n & SHUTDOWN_NOSAVE != 0 {
-                    return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+                    return Err(
+                        "shutdown options SAVE and NOSAVE can't be used simultaneously".into(),
+                    );
                 }
                 Ok(enum_name(names, n, flags))
             }
-            Kind::Num { min, max, unsigned, fmt } => {
+            Kind::Num {
+                min,
+                max,
+                unsigned,
+                fmt,
+            } => {
                 let n = parse_num(v, min, max, unsigned, fmt)?;
                 // hz is a hint: values out of 1..=500 are taken and capped (`updateHZ`).
                 let n = if p.name == "hz" { n.clamp(1, 500) } else { n };
@@ -774,7 +791,10 @@ impl Config {
                     return Ok(s);
                 }
                 // Only the classes named change.
-                let mut cur: Vec<String> = words(&self.values[i]).iter().map(|w| w.to_string()).collect();
+                let mut cur: Vec<String> = words(&self.values[i])
+                    .iter()
+                    .map(|w| w.to_string())
+                    .collect();
                 let new = words(&s);
                 for g in new.chunks(4) {
                     let class: usize = g[0].parse().unwrap_or(0);
@@ -832,10 +852,16 @@ impl Config {
         let mut changed = Vec::new();
         for (&(i, alias), (_, value)) in found.iter().zip(pairs) {
             let p = &PARAMS[i];
-            let v = next.parse(i, &String::from_utf8_lossy(value)).map_err(|why| {
-                let name = if alias { p.alias.unwrap_or(p.name) } else { p.name };
-                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
-            })?;
+            let v = next
+                .parse(i, &String::from_utf8_lossy(value))
+                .map_err(|why| {
+                    let name = if alias {
+                        p.alias.unwrap_or(p.name)
+                    } else {
+                        p.name
+                    };
+                    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
+                })?;
             if next.values[i] != v {
                 next.values[i] = v;
                 changed.push(i);
@@ -857,7 +883,10 @@ mod tests {
     use super::*;
 
     fn set(c: &mut Config, pairs: &[(&str, &str)]) -> Result<Vec<usize>, String> {
-        let p: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())).collect();
+        let p: Vec<(&[u8], &[u8])> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
+            .collect();
         c.set_many(&p)
     }
 
@@ -879,9 +908,15 @@ mod tests {
         );
         // All or nothing.
         assert!(set(&mut c, &[("set-max-intset-entries", "7"), ("nope", "1")]).is_err());
-        assert!(set(&mut c, &[("set-max-intset-entries", "7"), ("maxmemory-clients", "200%")])
-            .unwrap_err()
-            .ends_with("- percentage argument must be less or equal to 100"));
+        assert!(set(
+            &mut c,
+            &[
+                ("set-max-intset-entries", "7"),
+                ("maxmemory-clients", "200%")
+            ]
+        )
+        .unwrap_err()
+        .ends_with("- percentage argument must be less or equal to 100"));
         assert_eq!(c.set_max_intset_entries, 512);
         assert!(set(&mut c, &[("maxmemory", "1"), ("maxmemory", "2")])
             .unwrap_err()
@@ -889,8 +924,14 @@ mod tests {
         let m = c.matching(&[b"hash-max-*"]);
         assert_eq!(m.len(), 4, "names and aliases: {m:?}");
         let m = c.matching(&[b"HASH-MAX-ZIPLIST-ENTRIES"]);
-        assert_eq!(m, vec![("HASH-MAX-ZIPLIST-ENTRIES".to_string(), "5".to_string())]);
-        assert!(c.matching(&[b"*"]).iter().all(|(n, _)| n != "key-load-delay"));
+        assert_eq!(
+            m,
+            vec![("HASH-MAX-ZIPLIST-ENTRIES".to_string(), "5".to_string())]
+        );
+        assert!(c
+            .matching(&[b"*"])
+            .iter()
+            .all(|(n, _)| n != "key-load-delay"));
         assert_eq!(c.matching(&[b"key-load-delay"]).len(), 1);
         assert_eq!(parse_memory("1mb"), Some(1 << 20));
         assert_eq!(parse_memory("5"), Some(5));
@@ -901,17 +942,33 @@ mod tests {
     fn values_print_as_redis_prints_them() {
         let mut c = Config::default();
         let get = |c: &Config, n: &str| c.get(n).unwrap().to_string();
-        set(&mut c, &[("maxmemory", "1gb"), ("maxmemory-clients", "10%"), ("hz", "1000")]).unwrap();
+        set(
+            &mut c,
+            &[
+                ("maxmemory", "1gb"),
+                ("maxmemory-clients", "10%"),
+                ("hz", "1000"),
+            ],
+        )
+        .unwrap();
         assert_eq!(get(&c, "maxmemory"), "1073741824");
         assert_eq!(get(&c, "maxmemory-clients"), "10%");
         assert_eq!(get(&c, "hz"), "500");
-        set(&mut c, &[("oom-score-adj", "relative"), ("loglevel", "WARNING")]).unwrap();
+        set(
+            &mut c,
+            &[("oom-score-adj", "relative"), ("loglevel", "WARNING")],
+        )
+        .unwrap();
         assert_eq!(get(&c, "oom-score-adj"), "yes");
         assert_eq!(get(&c, "loglevel"), "warning");
         set(&mut c, &[("shutdown-on-sigterm", "force nosave")]).unwrap();
         assert_eq!(get(&c, "shutdown-on-sigterm"), "nosave force");
         assert!(set(&mut c, &[("shutdown-on-sigint", "save nosave")]).is_err());
-        set(&mut c, &[("save", "3600 1 300 100"), ("notify-keyspace-events", "KA")]).unwrap();
+        set(
+            &mut c,
+            &[("save", "3600 1 300 100"), ("notify-keyspace-events", "KA")],
+        )
+        .unwrap();
         assert_eq!(get(&c, "save"), "3600 1 300 100");
         assert_eq!(get(&c, "notify-keyspace-events"), "AK");
         assert!(set(&mut c, &[("save", "0 1")]).is_err());
@@ -920,13 +977,19 @@ mod tests {
             get(&c, "client-output-buffer-limit"),
             "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 2 3"
         );
-        set(&mut c, &[("latency-tracking-info-percentiles", "50.5 99 100")]).unwrap();
+        set(
+            &mut c,
+            &[("latency-tracking-info-percentiles", "50.5 99 100")],
+        )
+        .unwrap();
         assert_eq!(get(&c, "latency-tracking-info-percentiles"), "50.5 99 100");
         assert_eq!(
             set(&mut c, &[("unixsocketperm", "1000")]).unwrap_err(),
             "ERR CONFIG SET failed (possibly related to argument 'unixsocketperm') - can't set immutable config"
         );
-        assert!(set(&mut c, &[("dbfilename", "x")]).unwrap_err().contains("protected"));
+        assert!(set(&mut c, &[("dbfilename", "x")])
+            .unwrap_err()
+            .contains("protected"));
         // Every parameter takes the value it prints (CONFIG sanity).
         let all = c.matching(&[b"*"]);
         for (n, v) in all {

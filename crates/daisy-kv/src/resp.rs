@@ -223,7 +223,11 @@ fn parse_args(
 /// As Redis (which looks for the newline with `strchr`), a NUL byte before the newline hides
 /// it: the line is incomplete until it is too big.
 fn parse_inline(buf: &mut [u8], args: &mut Vec<Range<usize>>, lim: &Limits) -> Parsed {
-    let Some(nl) = buf.iter().position(|&b| b == b'\n' || b == 0).filter(|&i| buf[i] == b'\n') else {
+    let Some(nl) = buf
+        .iter()
+        .position(|&b| b == b'\n' || b == 0)
+        .filter(|&i| buf[i] == b'\n')
+    else {
         if buf.len() > lim.max_inline_len {
             return Parsed::Error("Protocol error: too big inline request".into());
         }
@@ -272,11 +276,13 @@ fn split_args(line: &mut [u8], args: &mut Vec<Range<usize>>) -> Option<()> {
             let c = line.get(r).copied();
             match (quote, c) {
                 (1 | 2, None) => return None, // unterminated quotes
-                (1, Some(b'\\')) if line.get(r + 1) == Some(&b'x')
-                    && line.get(r + 2).and_then(|&h| hex_val(h)).is_some()
-                    && line.get(r + 3).and_then(|&h| hex_val(h)).is_some() =>
+                (1, Some(b'\\'))
+                    if line.get(r + 1) == Some(&b'x')
+                        && line.get(r + 2).and_then(|&h| hex_val(h)).is_some()
+                        && line.get(r + 3).and_then(|&h| hex_val(h)).is_some() =>
                 {
-                    let v = hex_val(line[r + 2]).unwrap_or(0) * 16 + hex_val(line[r + 3]).unwrap_or(0);
+                    let v =
+                        hex_val(line[r + 2]).unwrap_or(0) * 16 + hex_val(line[r + 3]).unwrap_or(0);
                     push(line, &mut w, v);
                     r += 4;
                 }
@@ -467,14 +473,22 @@ mod tests {
             let (p, a) = args_of(line);
             assert_eq!(
                 p,
-                Parsed::Request { consumed: line.len() },
+                Parsed::Request {
+                    consumed: line.len()
+                },
                 "{:?}",
                 String::from_utf8_lossy(line)
             );
             assert_eq!(a, want, "{:?}", String::from_utf8_lossy(line));
         };
-        ok(b"set \"hello world\" x\r\n", &[b"set", b"hello world", b"x"]);
-        ok(b"a \"\\n\\r\\t\\b\\a\\\\\\\"\\q\"\n", &[b"a", b"\n\r\t\x08\x07\\\"q"]);
+        ok(
+            b"set \"hello world\" x\r\n",
+            &[b"set", b"hello world", b"x"],
+        );
+        ok(
+            b"a \"\\n\\r\\t\\b\\a\\\\\\\"\\q\"\n",
+            &[b"a", b"\n\r\t\x08\x07\\\"q"],
+        );
         ok(b"\"\\x41\\x7a\\xzz\\x4\"\n", &[b"Azxzzx4"]);
         ok(b"'it\\'s' '\\n'\n", &[b"it's", b"\\n"]);
         ok(b"ab\"c d\"\t''  \"\"\n", &[b"abc d", b"", b""]);

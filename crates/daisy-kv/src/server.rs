@@ -396,8 +396,20 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ("maxmemory", pool.max_size().to_string()),
         ("tcp-keepalive", o.tcp_keepalive.to_string()),
         ("requirepass", o.requirepass.clone().unwrap_or_default()),
-        ("dir", o.pool.parent().map(|p| p.display().to_string()).unwrap_or_default()),
-        ("dbfilename", o.pool.file_name().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()),
+        (
+            "dir",
+            o.pool
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        (
+            "dbfilename",
+            o.pool
+                .file_name()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
         ("save", String::new()),
         ("appendonly", "no".into()),
     ] {
@@ -595,7 +607,11 @@ impl Server {
             }
             self.process(&ready);
             if !self.postponed.is_empty()
-                && self.sv.admin.pause.is_none_or(|p| self.round_ms >= p.until_ms)
+                && self
+                    .sv
+                    .admin
+                    .pause
+                    .is_none_or(|p| self.round_ms >= p.until_ms)
             {
                 self.sv.admin.pause = None;
                 self.resume_postponed();
@@ -607,7 +623,10 @@ impl Server {
             // Only connections that had an event or a request can have died or finished, or
             // were closed by another's command.
             let killed = std::mem::take(&mut self.killed);
-            self.reap(poll, ready.iter().chain(&written).chain(&killed).chain(&woken));
+            self.reap(
+                poll,
+                ready.iter().chain(&written).chain(&killed).chain(&woken),
+            );
             if let Some(l) = self.sv.admin.listener.take() {
                 self.switch_listener(poll, listener, l);
             }
@@ -710,7 +729,8 @@ impl Server {
         if let Some((t0, last)) = m.last {
             if now > t0 {
                 for k in 0..3 {
-                    let rate = totals[k].saturating_sub(last[k]) as f64 * 1000.0 / (now - t0) as f64;
+                    let rate =
+                        totals[k].saturating_sub(last[k]) as f64 * 1000.0 / (now - t0) as f64;
                     m.samples[k][m.next] = rate;
                 }
                 m.next = (m.next + 1) % 16;
@@ -1196,7 +1216,9 @@ impl Server {
             if c.cl.admin.postponed.is_empty() {
                 self.postponed.push(w.conn);
             }
-            c.cl.admin.postponed.push(args.iter().map(|a| a.to_vec()).collect());
+            c.cl.admin
+                .postponed
+                .push(args.iter().map(|a| a.to_vec()).collect());
             return Ok(());
         }
         c.cl.admin.argv_mem = args.iter().map(|a| a.len()).sum();
@@ -1331,7 +1353,9 @@ impl Server {
         let now = now_ms();
         for _ in 0..self.store.databases() {
             let db = self.expire_db;
-            let has = pool.transaction(|tx| self.store.expires(tx, db)).unwrap_or(0);
+            let has = pool
+                .transaction(|tx| self.store.expires(tx, db))
+                .unwrap_or(0);
             if has > 0 {
                 loop {
                     let cursor = self.expire_cursor;
@@ -1367,7 +1391,10 @@ impl Server {
                 Err(e) => {
                     // A step that cannot run (a damaged queue entry): say so once a second at
                     // most, and try again later; the data is not at risk.
-                    if self.lazy_error_at.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
+                    if self
+                        .lazy_error_at
+                        .is_none_or(|t| t.elapsed() > Duration::from_secs(1))
+                    {
                         eprintln!("daisy serve: freeing a deleted collection failed: {e}");
                         self.lazy_error_at = Some(Instant::now());
                     }
@@ -1440,7 +1467,11 @@ pub fn uname() -> String {
         return format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
     }
     let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     format!(
@@ -1509,7 +1540,9 @@ fn may_write(table: &cmd::Table, args: &[&[u8]], cl: &Client) -> bool {
     };
     if table.find(args[0]).is_some_and(|s| s.name == "exec") {
         return cl.multi.as_ref().is_some_and(|m| {
-            m.queued.iter().any(|q| writes(&q.iter().map(|a| &a[..]).collect::<Vec<_>>()))
+            m.queued
+                .iter()
+                .any(|q| writes(&q.iter().map(|a| &a[..]).collect::<Vec<_>>()))
         });
     }
     writes(args)
@@ -1520,10 +1553,11 @@ fn may_write(table: &cmd::Table, args: &[&[u8]], cl: &Client) -> bool {
 fn wants_others(name: &[u8], cl: &Client) -> bool {
     name.eq_ignore_ascii_case(b"client")
         || (name.eq_ignore_ascii_case(b"exec")
-            && cl
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queued.iter().any(|q| q[0].eq_ignore_ascii_case(b"client"))))
+            && cl.multi.as_ref().is_some_and(|m| {
+                m.queued
+                    .iter()
+                    .any(|q| q[0].eq_ignore_ascii_case(b"client"))
+            }))
 }
 
 /// The reply for a failed transaction: Redis's OOM text for a full pool.

@@ -52,7 +52,11 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
         flags.push('N');
     }
     let (multi, multi_mem) = cl.multi.as_ref().map_or((-1, 0), |m| {
-        let mem: usize = m.queued.iter().map(|q| q.iter().map(|a| a.len() + 8).sum::<usize>()).sum();
+        let mem: usize = m
+            .queued
+            .iter()
+            .map(|q| q.iter().map(|a| a.len() + 8).sum::<usize>())
+            .sum();
         (m.queued.len() as i64, mem)
     });
     let s = &cl.admin.conn;
@@ -78,7 +82,11 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
         s.omem,
         s.tot_mem + multi_mem + cl.admin.argv_mem,
         if s.writing { "rw" } else { "r" },
-        if cl.last_cmd.is_empty() { "NULL" } else { cl.last_cmd },
+        if cl.last_cmd.is_empty() {
+            "NULL"
+        } else {
+            cl.last_cmd
+        },
         if cl.resp3 { 3 } else { 2 },
     )
 }
@@ -268,7 +276,11 @@ fn pause(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if ms < 0 {
         return c.err("ERR timeout is negative");
     }
-    let until_ms = if ms > 0 { c.now_ms.saturating_add(ms) } else { 0 };
+    let until_ms = if ms > 0 {
+        c.now_ms.saturating_add(ms)
+    } else {
+        0
+    };
     // A new pause never shortens one in force, nor turns ALL into WRITE (`pauseClients`).
     let p = match c.sv.admin.pause {
         Some(old) => Pause {

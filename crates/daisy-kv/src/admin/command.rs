@@ -8,7 +8,7 @@ use crate::resp;
 
 /// Whether this server has `cmd`: its command (a subcommand's container) is in the table.
 pub fn present(table: &Table, cmd: &Cmd) -> bool {
-    let base = cmd.name.split('|').next().unwrap_or(cmd.name);
+    let base = cmd.name.split('|').next().unwrap_or(&cmd.name);
     table.find(base.as_bytes()).is_some()
 }
 
@@ -47,15 +47,19 @@ fn info_entry(c: &mut Ctx, cmd: &Cmd) {
     resp::int(c.out, first as i64);
     resp::int(c.out, last as i64);
     resp::int(c.out, step as i64);
-    let cats: Vec<String> = cmd.acl_categories().iter().map(|k| format!("@{k}")).collect();
+    let cats: Vec<String> = cmd
+        .acl_categories()
+        .iter()
+        .map(|k| format!("@{k}"))
+        .collect();
     let cats: Vec<&str> = cats.iter().map(String::as_str).collect();
     status_set(c, &cats);
     c.set_header(cmd.tips.len());
-    for t in cmd.tips {
+    for t in &cmd.tips {
         resp::bulk(c.out, t.as_bytes());
     }
     key_specs(c, cmd);
-    let subs = meta::subcommands(cmd.name);
+    let subs = meta::subcommands(&cmd.name);
     if subs.is_empty() {
         c.set_header(0);
     } else {
@@ -69,22 +73,22 @@ fn info_entry(c: &mut Ctx, cmd: &Cmd) {
 /// A command's key specs (server.c's `addReplyCommandKeySpecs`).
 fn key_specs(c: &mut Ctx, cmd: &Cmd) {
     c.set_header(cmd.key_specs.len());
-    for k in cmd.key_specs {
+    for k in &cmd.key_specs {
         c.map(3 + usize::from(!k.notes.is_empty()));
         if !k.notes.is_empty() {
-            bulk_pair(c, "notes", k.notes);
+            bulk_pair(c, "notes", &k.notes);
         }
         resp::bulk(c.out, b"flags");
-        status_set(c, &meta::key_flags_reply(k.flags));
+        status_set(c, &meta::key_flags_reply(&k.flags));
         resp::bulk(c.out, b"begin_search");
         c.map(2);
-        match k.bs {
+        match &k.bs {
             Bs::Unknown => {
                 bulk_pair(c, "type", "unknown");
                 resp::bulk(c.out, b"spec");
                 c.map(0);
             }
-            Bs::Index(pos) => {
+            &Bs::Index(pos) => {
                 bulk_pair(c, "type", "index");
                 resp::bulk(c.out, b"spec");
                 c.map(1);
@@ -92,6 +96,7 @@ fn key_specs(c: &mut Ctx, cmd: &Cmd) {
                 resp::int(c.out, pos as i64);
             }
             Bs::Keyword(word, from) => {
+                let from = *from;
                 bulk_pair(c, "type", "keyword");
                 resp::bulk(c.out, b"spec");
                 c.map(2);
@@ -104,9 +109,10 @@ fn key_specs(c: &mut Ctx, cmd: &Cmd) {
         c.map(2);
         let (kind, fields): (&str, [(&str, i32); 3]) = match k.fk {
             Fk::Unknown => ("unknown", [("", 0); 3]),
-            Fk::Range(last, step, limit) => {
-                ("range", [("lastkey", last), ("keystep", step), ("limit", limit)])
-            }
+            Fk::Range(last, step, limit) => (
+                "range",
+                [("lastkey", last), ("keystep", step), ("limit", limit)],
+            ),
             Fk::Keynum(idx, first, step) => (
                 "keynum",
                 [("keynumidx", idx), ("firstkey", first), ("keystep", step)],
@@ -130,7 +136,7 @@ fn key_specs(c: &mut Ctx, cmd: &Cmd) {
 fn doc_args(c: &mut Ctx, args: &[Arg]) {
     resp::array(c.out, args.len());
     for a in args {
-        let nested = matches!(a.ty, "oneof" | "block");
+        let nested = matches!(a.ty.as_str(), "oneof" | "block");
         let n = 2
             + usize::from(a.key_spec >= 0)
             + usize::from(!a.token.is_empty())
@@ -139,20 +145,20 @@ fn doc_args(c: &mut Ctx, args: &[Arg]) {
             + usize::from(a.flags != 0)
             + usize::from(nested);
         c.map(n);
-        bulk_pair(c, "name", a.name);
-        bulk_pair(c, "type", a.ty);
+        bulk_pair(c, "name", &a.name);
+        bulk_pair(c, "type", &a.ty);
         if a.key_spec >= 0 {
             resp::bulk(c.out, b"key_spec_index");
             resp::int(c.out, a.key_spec as i64);
         }
         if !a.token.is_empty() {
-            bulk_pair(c, "token", a.token);
+            bulk_pair(c, "token", &a.token);
         }
         if !a.since.is_empty() {
-            bulk_pair(c, "since", a.since);
+            bulk_pair(c, "since", &a.since);
         }
         if !a.deprecated_since.is_empty() {
-            bulk_pair(c, "deprecated_since", a.deprecated_since);
+            bulk_pair(c, "deprecated_since", &a.deprecated_since);
         }
         if a.flags != 0 {
             resp::bulk(c.out, b"flags");
@@ -169,50 +175,51 @@ fn doc_args(c: &mut Ctx, args: &[Arg]) {
         }
         if nested {
             resp::bulk(c.out, b"arguments");
-            doc_args(c, a.args);
+            doc_args(c, &a.args);
         }
     }
 }
 
 /// One command's COMMAND DOCS map (server.c's `addReplyCommandDocs`).
 fn docs_entry(c: &mut Ctx, cmd: &Cmd) {
-    let subs = meta::subcommands(cmd.name);
+    let subs = meta::subcommands(&cmd.name);
     let opt = |s: &str| usize::from(!s.is_empty());
     let n = 1
-        + opt(cmd.summary)
-        + opt(cmd.since)
-        + opt(cmd.complexity)
+        + opt(&cmd.summary)
+        + opt(&cmd.since)
+        + opt(&cmd.complexity)
         + usize::from(!cmd.doc_flags.is_empty())
-        + opt(cmd.deprecated_since)
-        + opt(cmd.replaced_by)
+        + opt(&cmd.deprecated_since)
+        + opt(&cmd.replaced_by)
         + usize::from(!cmd.history.is_empty())
         + usize::from(!cmd.args.is_empty())
         + usize::from(!subs.is_empty());
     c.map(n);
     if !cmd.summary.is_empty() {
-        bulk_pair(c, "summary", cmd.summary);
+        bulk_pair(c, "summary", &cmd.summary);
     }
     if !cmd.since.is_empty() {
-        bulk_pair(c, "since", cmd.since);
+        bulk_pair(c, "since", &cmd.since);
     }
-    bulk_pair(c, "group", cmd.group);
+    bulk_pair(c, "group", &cmd.group);
     if !cmd.complexity.is_empty() {
-        bulk_pair(c, "complexity", cmd.complexity);
+        bulk_pair(c, "complexity", &cmd.complexity);
     }
     if !cmd.doc_flags.is_empty() {
         resp::bulk(c.out, b"doc_flags");
-        status_set(c, cmd.doc_flags);
+        let flags: Vec<&str> = cmd.doc_flags.iter().map(String::as_str).collect();
+        status_set(c, &flags);
     }
     if !cmd.deprecated_since.is_empty() {
-        bulk_pair(c, "deprecated_since", cmd.deprecated_since);
+        bulk_pair(c, "deprecated_since", &cmd.deprecated_since);
     }
     if !cmd.replaced_by.is_empty() {
-        bulk_pair(c, "replaced_by", cmd.replaced_by);
+        bulk_pair(c, "replaced_by", &cmd.replaced_by);
     }
     if !cmd.history.is_empty() {
         resp::bulk(c.out, b"history");
         c.set_header(cmd.history.len());
-        for (since, what) in cmd.history {
+        for (since, what) in &cmd.history {
             resp::array(c.out, 2);
             resp::bulk(c.out, since.as_bytes());
             resp::bulk(c.out, what.as_bytes());
@@ -220,7 +227,7 @@ fn docs_entry(c: &mut Ctx, cmd: &Cmd) {
     }
     if !cmd.args.is_empty() {
         resp::bulk(c.out, b"arguments");
-        doc_args(c, cmd.args);
+        doc_args(c, &cmd.args);
     }
     if !subs.is_empty() {
         resp::bulk(c.out, b"subcommands");
@@ -251,13 +258,16 @@ fn list(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         let keep = match &filter {
             None => true,
             Some((kind, arg)) => match &kind[..] {
-                b"ACLCAT" => cmd.acl_categories().iter().any(|k| k.as_bytes() == &arg[..]),
+                b"ACLCAT" => cmd
+                    .acl_categories()
+                    .iter()
+                    .any(|k| k.as_bytes() == &arg[..]),
                 b"PATTERN" => crate::glob::matches(arg, cmd.name.as_bytes()),
                 _ => false, // no modules
             },
         };
         if keep {
-            names.push(cmd.name);
+            names.push(cmd.name.as_str());
         }
     }
     resp::array(c.out, names.len());
@@ -331,7 +341,10 @@ pub fn command(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             let found: Vec<&Cmd> = if n == 2 {
                 commands(c.table).collect()
             } else {
-                a[2..].iter().filter_map(|name| find(c.table, name)).collect()
+                a[2..]
+                    .iter()
+                    .filter_map(|name| find(c.table, name))
+                    .collect()
             };
             c.map(found.len());
             for cmd in found {
@@ -380,12 +393,15 @@ mod tests {
     #[test]
     fn the_command_table_agrees_with_redis() {
         for s in COMMANDS {
-            let m = meta::lookup(s.name).unwrap_or_else(|| panic!("{} is no Redis command", s.name));
+            let m =
+                meta::lookup(s.name).unwrap_or_else(|| panic!("{} is no Redis command", s.name));
             assert_eq!(s.arity, m.arity, "{}", s.name);
             if m.is_container() {
                 continue;
             }
-            for f in ["write", "readonly", "denyoom", "no_auth", "no_multi", "admin"] {
+            for f in [
+                "write", "readonly", "denyoom", "no_auth", "no_multi", "admin",
+            ] {
                 assert_eq!(s.has(f), m.has(f), "{}: {f}", s.name);
             }
         }

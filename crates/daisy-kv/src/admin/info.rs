@@ -217,12 +217,11 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
     let peak = stats.peak_memory;
     let rss = crate::server::rss_bytes();
     let system = crate::server::system_memory();
-    let maxmemory: u64 = c
-        .sv
-        .config
-        .get("maxmemory")
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0);
+    let maxmemory: u64 =
+        c.sv.config
+            .get("maxmemory")
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
     let pool_size = c.sv.pool_size.max(c.sv.pool.size());
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let _ = write!(
@@ -365,7 +364,10 @@ fn commandstats(c: &mut Ctx, t: &mut String) {
         line(s.name, c.sv.cmdstats[i]);
         for sub in meta::subcommands(s.name) {
             let j = all.iter().position(|m| std::ptr::eq(m, sub)).unwrap_or(0);
-            line(sub.name, c.sv.admin.sub_stats.get(j).copied().unwrap_or_default());
+            line(
+                &sub.name,
+                c.sv.admin.sub_stats.get(j).copied().unwrap_or_default(),
+            );
         }
     }
 }

@@ -1,13 +1,16 @@
-//! What Redis 7.0 says about its commands (COMMAND INFO, DOCS, LIST, GETKEYS): the table
-//! generated from Redis's own command descriptions (`redis_commands.rs`), and what Redis
-//! derives from it at startup (server.c's `populateCommandStructure`): the reply flags with
-//! `movablekeys`, the legacy (first, last, step) key range, the implicit ACL categories, and
-//! the keys of a command line found through its key specs (db.c's `getKeysUsingKeySpecs`).
+//! What Redis 7.0 says about its commands (COMMAND INFO, DOCS, LIST, GETKEYS): the table of
+//! Redis's own command descriptions (`redis_commands.json`, made from Redis 7.0.15's
+//! src/commands/*.json by `crates/daisy-kv/scripts/redis_commands.py`), read the first time it
+//! is needed, and what Redis derives from it at startup (server.c's
+//! `populateCommandStructure`): the reply flags with `movablekeys`, the legacy (first, last,
+//! step) key range, the implicit ACL categories, and the keys of a command line found through
+//! its key specs (db.c's `getKeysUsingKeySpecs`).
 //!
 //! Which of these commands this server has is the command table's business (`commands::
 //! COMMANDS`); a container command present there has all of its Redis subcommands.
 
-use super::redis_commands::REDIS_COMMANDS;
+use serde::Deserialize;
+use std::sync::OnceLock;
 
 /// Argument flags (COMMAND DOCS).
 pub const OPTIONAL: u8 = 1;
@@ -15,73 +18,45 @@ pub const MULTIPLE: u8 = 2;
 pub const MULTIPLE_TOKEN: u8 = 4;
 
 /// A command argument as COMMAND DOCS describes it.
-#[derive(Debug)]
+#[derive(Debug, Deserialize)]
 pub struct Arg {
-    pub name: &'static str,
-    pub ty: &'static str,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
     /// Index of the key spec this key argument belongs to, or -1.
+    #[serde(default = "no_key_spec")]
     pub key_spec: i32,
-    pub token: &'static str,
-    pub since: &'static str,
-    pub deprecated_since: &'static str,
+    #[serde(default)]
+    pub token: String,
+    #[serde(default)]
+    pub since: String,
+    #[serde(default)]
+    pub deprecated_since: String,
+    #[serde(default)]
     pub flags: u8,
     /// The arguments of a `oneof` or `block`.
-    pub args: &'static [Arg],
+    #[serde(default)]
+    pub args: Vec<Arg>,
 }
 
-/// An argument named `name` of type `ty`; the methods below add the rest.
-pub const fn a(name: &'static str, ty: &'static str) -> Arg {
-    Arg {
-        name,
-        ty,
-        key_spec: -1,
-        token: "",
-        since: "",
-        deprecated_since: "",
-        flags: 0,
-        args: &[],
-    }
-}
-
-impl Arg {
-    pub const fn ks(self, i: i32) -> Arg {
-        Arg { key_spec: i, ..self }
-    }
-    pub const fn tok(self, token: &'static str) -> Arg {
-        Arg { token, ..self }
-    }
-    pub const fn opt(self) -> Arg {
-        Arg { flags: self.flags | OPTIONAL, ..self }
-    }
-    pub const fn multi(self) -> Arg {
-        Arg { flags: self.flags | MULTIPLE, ..self }
-    }
-    pub const fn multi_token(self) -> Arg {
-        Arg { flags: self.flags | MULTIPLE_TOKEN, ..self }
-    }
-    pub const fn since(self, since: &'static str) -> Arg {
-        Arg { since, ..self }
-    }
-    pub const fn deprecated(self, deprecated_since: &'static str) -> Arg {
-        Arg { deprecated_since, ..self }
-    }
-    pub const fn sub(self, args: &'static [Arg]) -> Arg {
-        Arg { args, ..self }
-    }
+fn no_key_spec() -> i32 {
+    -1
 }
 
 /// Where a key spec's search begins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Bs {
     Unknown,
     /// At this argument.
     Index(i32),
     /// After this keyword, searched from `startfrom` (negative: from the end, backwards).
-    Keyword(&'static str, i32),
+    Keyword(String, i32),
 }
 
 /// How a key spec finds its keys from where the search began.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Fk {
     Unknown,
     /// (lastkey, keystep, limit): keys up to `lastkey` (relative; negative: from the end).
@@ -91,65 +66,57 @@ pub enum Fk {
 }
 
 /// A key spec: which arguments are keys, and what the command does to them.
-#[derive(Debug)]
+#[derive(Debug, Deserialize)]
 pub struct KeySpec {
-    pub notes: &'static str,
+    #[serde(default)]
+    pub notes: String,
     /// Redis's names (RO, RW, OW, RM, ACCESS, UPDATE, INSERT, DELETE, NOT_KEY, INCOMPLETE,
     /// VARIABLE_FLAGS).
-    pub flags: &'static [&'static str],
+    pub flags: Vec<String>,
     pub bs: Bs,
     pub fk: Fk,
 }
 
 impl KeySpec {
     fn has(&self, flag: &str) -> bool {
-        self.flags.contains(&flag)
+        self.flags.iter().any(|f| f == flag)
     }
 }
 
 /// One command or subcommand (`container|sub`) as Redis 7.0 declares it.
-#[derive(Debug)]
+#[derive(Debug, Deserialize)]
 pub struct Cmd {
-    pub name: &'static str,
+    pub name: String,
     pub arity: i32,
-    pub group: &'static str,
-    pub since: &'static str,
-    pub summary: &'static str,
-    pub complexity: &'static str,
+    pub group: String,
+    pub since: String,
+    pub summary: String,
+    #[serde(default)]
+    pub complexity: String,
     /// Declared flags, lowercase (including those COMMAND INFO hides).
-    pub flags: &'static [&'static str],
+    #[serde(default)]
+    pub flags: Vec<String>,
     /// Declared ACL categories, lowercase (the implicit ones come from the flags).
-    pub acl: &'static [&'static str],
-    pub tips: &'static [&'static str],
+    #[serde(default)]
+    pub acl: Vec<String>,
+    #[serde(default)]
+    pub tips: Vec<String>,
     /// Redis finds its keys with a function of its own (SET, SORT, EVAL, ...).
+    #[serde(default)]
     pub getkeys: bool,
-    pub doc_flags: &'static [&'static str],
-    pub deprecated_since: &'static str,
-    pub replaced_by: &'static str,
-    pub history: &'static [(&'static str, &'static str)],
-    pub key_specs: &'static [KeySpec],
-    pub args: &'static [Arg],
+    #[serde(default)]
+    pub doc_flags: Vec<String>,
+    #[serde(default)]
+    pub deprecated_since: String,
+    #[serde(default)]
+    pub replaced_by: String,
+    #[serde(default)]
+    pub history: Vec<(String, String)>,
+    #[serde(default)]
+    pub key_specs: Vec<KeySpec>,
+    #[serde(default)]
+    pub args: Vec<Arg>,
 }
-
-/// The fields a table entry does not name.
-pub const NONE: Cmd = Cmd {
-    name: "",
-    arity: 0,
-    group: "",
-    since: "",
-    summary: "",
-    complexity: "",
-    flags: &[],
-    acl: &[],
-    tips: &[],
-    getkeys: false,
-    doc_flags: &[],
-    deprecated_since: "",
-    replaced_by: "",
-    history: &[],
-    key_specs: &[],
-    args: &[],
-};
 
 /// COMMAND INFO's flags, in the order Redis prints them (server.c's
 /// `addReplyFlagsForCommand`); `movablekeys` is derived, the declared flags missing here
@@ -219,31 +186,36 @@ const KEY_FLAGS: &[(&str, &str)] = &[
 ];
 
 /// A key spec's flags as a reply prints them (declared as Redis names).
-pub fn key_flags_reply(flags: &[&str]) -> Vec<&'static str> {
+pub fn key_flags_reply(flags: &[String]) -> Vec<&'static str> {
     KEY_FLAGS
         .iter()
-        .filter(|(n, _)| flags.contains(n))
+        .filter(|(n, _)| flags.iter().any(|f| f == n))
         .map(|&(_, r)| r)
         .collect()
 }
 
 /// Every command and subcommand Redis 7.0 has, sorted by full name.
 pub fn all() -> &'static [Cmd] {
-    REDIS_COMMANDS
+    static TABLE: OnceLock<Vec<Cmd>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_json::from_str(include_str!("redis_commands.json"))
+            .expect("redis_commands.json is the generator's output")
+    })
 }
 
 /// The command with this full name (lowercase: `get`, `client|list`).
 pub fn lookup(name: &str) -> Option<&'static Cmd> {
-    REDIS_COMMANDS
-        .binary_search_by(|c| c.name.cmp(name))
+    let all = all();
+    all.binary_search_by(|c| c.name.as_str().cmp(name))
         .ok()
-        .map(|i| &REDIS_COMMANDS[i])
+        .map(|i| &all[i])
 }
 
 /// A container's subcommands (empty for a plain command), sorted by name.
 pub fn subcommands(container: &str) -> &'static [Cmd] {
-    let start = REDIS_COMMANDS.partition_point(|c| c.name <= container);
-    let rest = &REDIS_COMMANDS[start..];
+    let all = all();
+    let start = all.partition_point(|c| c.name.as_str() <= container);
+    let rest = &all[start..];
     let n = rest
         .iter()
         .take_while(|c| {
@@ -258,7 +230,9 @@ pub fn subcommands(container: &str) -> &'static [Cmd] {
 /// The command a command line names (Redis's `lookupCommand`): for a container with a
 /// second argument, that subcommand; None when either is unknown.
 pub fn lookup_argv(args: &[&[u8]]) -> Option<&'static Cmd> {
-    let name = std::str::from_utf8(args.first()?).ok()?.to_ascii_lowercase();
+    let name = std::str::from_utf8(args.first()?)
+        .ok()?
+        .to_ascii_lowercase();
     let base = lookup(&name)?;
     if args.len() == 1 || !base.is_container() {
         return Some(base);
@@ -283,23 +257,23 @@ pub fn lookup_by_fullname(name: &[u8]) -> Option<&'static Cmd> {
 impl Cmd {
     /// A container command (CLIENT, CONFIG, ...): it has subcommands.
     pub fn is_container(&self) -> bool {
-        !self.name.contains('|') && !subcommands(self.name).is_empty()
+        !self.name.contains('|') && !subcommands(&self.name).is_empty()
     }
 
     /// Declares `flag` (lowercase Redis name).
     pub fn has(&self, flag: &str) -> bool {
-        self.flags.contains(&flag)
+        self.flags.iter().any(|f| f == flag)
     }
 
     /// The legacy key range (first, last, step) COMMAND INFO prints, and whether the keys
     /// move (`movablekeys`): server.c's `populateCommandLegacyRangeSpec`.
     pub fn legacy_range(&self) -> ((i32, i32, i32), bool) {
-        let specs = self.key_specs;
+        let specs = &self.key_specs;
         if specs.is_empty() {
             return ((0, 0, 0), false);
         }
-        let plain = |k: &KeySpec| match (k.bs, k.fk) {
-            (Bs::Index(pos), Fk::Range(last, step, _)) => Some((pos, last, step)),
+        let plain = |k: &KeySpec| match (&k.bs, k.fk) {
+            (&Bs::Index(pos), Fk::Range(last, step, _)) => Some((pos, last, step)),
             _ => None,
         };
         if specs.len() == 1 {
@@ -310,7 +284,7 @@ impl Cmd {
         }
         let (mut first, mut last_abs, mut prev_last) = (i32::MAX, 0i32, 0i32);
         let mut movable = false;
-        for k in specs {
+        for k in specs.iter() {
             let Some((pos, last, step)) = plain(k) else {
                 movable = true;
                 continue;
@@ -340,14 +314,20 @@ impl Cmd {
         REPLY_FLAGS
             .iter()
             .copied()
-            .filter(|f| if *f == "movablekeys" { movable } else { self.has(f) })
+            .filter(|f| {
+                if *f == "movablekeys" {
+                    movable
+                } else {
+                    self.has(f)
+                }
+            })
             .collect()
     }
 
     /// The ACL categories COMMAND INFO prints: the declared ones and those Redis implies
     /// from the flags (acl.c's `setImplicitACLCategories`), in Redis's order.
     pub fn acl_categories(&self) -> Vec<&'static str> {
-        let mut cats: Vec<&str> = self.acl.to_vec();
+        let mut cats: Vec<&str> = self.acl.iter().map(String::as_str).collect();
         let mut add = |c: &'static str| {
             if !cats.contains(&c) {
                 cats.push(c);
@@ -356,7 +336,7 @@ impl Cmd {
         if self.has("write") {
             add("write");
         }
-        if self.has("readonly") && !self.acl.contains(&"scripting") {
+        if self.has("readonly") && !self.acl.iter().any(|c| c == "scripting") {
             add("read");
         }
         if self.has("admin") {
@@ -399,10 +379,14 @@ impl Cmd {
         }
         // The commands' own functions; of those with variable flags, SET and BITFIELD.
         let key1 = |flags: &[&'static str]| Some(vec![(1, flags.to_vec())]);
-        match self.name {
+        match self.name.as_str() {
             "set" => {
                 let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-                key1(if get { &["RW", "access", "update"] } else { &["OW", "update"] })
+                key1(if get {
+                    &["RW", "access", "update"]
+                } else {
+                    &["OW", "update"]
+                })
             }
             "bitfield" => key1(if bitfield_readonly(args) {
                 &["RO", "access"]
@@ -435,13 +419,14 @@ fn bitfield_readonly(args: &[&[u8]]) -> bool {
 fn keys_from_specs(cmd: &Cmd, args: &[&[u8]]) -> Option<Vec<(usize, Vec<&'static str>)>> {
     let argc = args.len() as i64;
     let mut out = Vec::new();
-    for spec in cmd.key_specs {
+    for spec in &cmd.key_specs {
         if spec.has("NOT_KEY") {
             continue;
         }
-        let mut first: i64 = match spec.bs {
-            Bs::Index(pos) => pos as i64,
+        let mut first: i64 = match &spec.bs {
+            &Bs::Index(pos) => pos as i64,
             Bs::Keyword(word, from) => {
+                let from = *from;
                 let (start, end) = if from > 0 {
                     (from as i64, argc - 1)
                 } else {
@@ -493,7 +478,7 @@ fn keys_from_specs(cmd: &Cmd, args: &[&[u8]]) -> Option<Vec<(usize, Vec<&'static
         if last >= argc || last < first || first >= argc {
             return None;
         }
-        let flags = key_flags_reply(spec.flags);
+        let flags = key_flags_reply(&spec.flags);
         let mut i = first;
         while i <= last {
             out.push((i as usize, flags.clone()));
@@ -526,11 +511,23 @@ mod tests {
         assert!(all().windows(2).all(|w| w[0].name < w[1].name));
         assert!(all().len() > 350, "{}", all().len());
         assert!(lookup("get").is_some() && lookup("client|list").is_some());
-        assert!(lookup("sentinel").is_none(), "Sentinel-only commands are left out");
-        let subs: Vec<&str> = subcommands("config").iter().map(|c| c.name).collect();
+        assert!(
+            lookup("sentinel").is_none(),
+            "Sentinel-only commands are left out"
+        );
+        let subs: Vec<&str> = subcommands("config")
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
         assert_eq!(
             subs,
-            ["config|get", "config|help", "config|resetstat", "config|rewrite", "config|set"]
+            [
+                "config|get",
+                "config|help",
+                "config|resetstat",
+                "config|rewrite",
+                "config|set"
+            ]
         );
         assert!(lookup("client").unwrap().is_container());
         assert!(!lookup("get").unwrap().is_container());
@@ -551,10 +548,20 @@ mod tests {
         assert_eq!(acl, ["write", "string", "slow"]);
         assert_eq!(info("mset").0, ((1, -1, 2), false));
         assert_eq!(info("get").2, ["read", "string", "fast"]);
-        for movable in ["zunionstore", "xread", "eval", "sort", "sort_ro", "migrate", "georadius"] {
+        for movable in [
+            "zunionstore",
+            "xread",
+            "eval",
+            "sort",
+            "sort_ro",
+            "migrate",
+            "georadius",
+        ] {
             assert!(info(movable).1.contains(&"movablekeys"), "{movable}");
         }
-        for fixed in ["set", "get", "mset", "bitfield", "lmove", "lpop", "blpop", "ping", "rename"] {
+        for fixed in [
+            "set", "get", "mset", "bitfield", "lmove", "lpop", "blpop", "ping", "rename",
+        ] {
             assert!(!info(fixed).1.contains(&"movablekeys"), "{fixed}");
         }
         assert_eq!(info("lmove").0, ((1, 2, 1), false));
@@ -569,7 +576,10 @@ mod tests {
         let kv = |k: &str, f: &str| (k.to_string(), f.to_string());
         assert_eq!(keys("get key"), Some(vec![kv("key", "RO access")]));
         assert_eq!(keys("set k1 v1"), Some(vec![kv("k1", "OW update")]));
-        assert_eq!(keys("set k1 v1 get"), Some(vec![kv("k1", "RW access update")]));
+        assert_eq!(
+            keys("set k1 v1 get"),
+            Some(vec![kv("k1", "RW access update")])
+        );
         assert_eq!(
             keys("mset k1 v1 k2 v2"),
             Some(vec![kv("k1", "OW update"), kv("k2", "OW update")])
@@ -587,6 +597,9 @@ mod tests {
         assert_eq!(keys("sintercard 2 a b LIMIT 1").unwrap().len(), 2);
         assert_eq!(keys("sintercard 3 a b"), None);
         assert_eq!(keys("lcs key1 key2").unwrap().len(), 2);
-        assert_eq!(keys("bitfield k get u8 0").unwrap(), vec![kv("k", "RO access")]);
+        assert_eq!(
+            keys("bitfield k get u8 0").unwrap(),
+            vec![kv("k", "RO access")]
+        );
     }
 }

@@ -34,13 +34,41 @@ fn client_list_info_and_kill() {
         .lines()
         .find(|l| l.contains("cmd=client|list"))
         .unwrap_or_else(|| panic!("{text}"));
-    let names: Vec<&str> = line.split(' ').map(|f| f.split('=').next().unwrap()).collect();
+    let names: Vec<&str> = line
+        .split(' ')
+        .map(|f| f.split('=').next().unwrap())
+        .collect();
     assert_eq!(
         names,
         [
-            "id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub", "psub",
-            "ssub", "multi", "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl",
-            "oll", "omem", "tot-mem", "events", "cmd", "user", "redir", "resp"
+            "id",
+            "addr",
+            "laddr",
+            "fd",
+            "name",
+            "age",
+            "idle",
+            "flags",
+            "db",
+            "sub",
+            "psub",
+            "ssub",
+            "multi",
+            "qbuf",
+            "qbuf-free",
+            "argv-mem",
+            "multi-mem",
+            "rbs",
+            "rbp",
+            "obl",
+            "oll",
+            "omem",
+            "tot-mem",
+            "events",
+            "cmd",
+            "user",
+            "redir",
+            "resp"
         ]
     );
     assert_eq!(field(line, "qbuf"), "26");
@@ -91,7 +119,11 @@ fn client_list_info_and_kill() {
     let killed: i64 = q(&mut c, &["CLIENT", "KILL", "ID", &vid]).unwrap();
     assert_eq!(killed, 1);
     let mut buf = [0u8; 16];
-    assert_eq!(v.read(&mut buf).unwrap_or(0), 0, "the killed connection is closed");
+    assert_eq!(
+        v.read(&mut buf).unwrap_or(0),
+        0,
+        "the killed connection is closed"
+    );
     let mut v = srv.raw();
     let addr = v.local_addr().unwrap().to_string();
     let _ = roundtrip(&mut v, b"PING\r\n", 7);
@@ -121,7 +153,10 @@ fn client_reply_and_pause() {
     let mut w = srv.raw();
     w.write_all(b"SET paused 1\r\nGET paused\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(q::<Option<String>>(&mut c, &["GET", "paused"]).unwrap(), None);
+    assert_eq!(
+        q::<Option<String>>(&mut c, &["GET", "paused"]).unwrap(),
+        None
+    );
     let _: () = q(&mut c, &["CLIENT", "UNPAUSE"]).unwrap();
     let got = roundtrip(&mut w, b"", 12);
     assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$1\r\n1\r\n");
@@ -129,7 +164,11 @@ fn client_reply_and_pause() {
     let _: () = q(&mut c, &["CLIENT", "PAUSE", "200"]).unwrap();
     let t0 = std::time::Instant::now();
     assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
-    assert!(t0.elapsed() >= Duration::from_millis(150), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t0.elapsed()
+    );
     assert_eq!(
         err_text(q::<Value>(&mut c, &["CLIENT", "PAUSE", "10", "x"])),
         "ERR CLIENT PAUSE mode must be WRITE or ALL"
@@ -159,11 +198,17 @@ fn command_introspection() {
     assert_eq!(n, all.iter().filter(|n| !n.contains('|')).count());
     let set: Vec<String> = q(&mut c, &["COMMAND", "LIST", "FILTERBY", "PATTERN", "set"]).unwrap();
     assert_eq!(set, ["set"]);
-    let cfg: Vec<String> =
-        q(&mut c, &["COMMAND", "LIST", "FILTERBY", "PATTERN", "config|*re*"]).unwrap();
+    let cfg: Vec<String> = q(
+        &mut c,
+        &["COMMAND", "LIST", "FILTERBY", "PATTERN", "config|*re*"],
+    )
+    .unwrap();
     assert_eq!(cfg, ["config|resetstat", "config|rewrite"]);
-    let conn: Vec<String> =
-        q(&mut c, &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "connection"]).unwrap();
+    let conn: Vec<String> = q(
+        &mut c,
+        &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "connection"],
+    )
+    .unwrap();
     assert!(conn.contains(&"ping".into()) && !conn.contains(&"set".into()));
     let none: Vec<String> = q(&mut c, &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "nope"]).unwrap();
     assert!(none.is_empty());
@@ -177,14 +222,27 @@ fn command_introspection() {
                 $5\r\nlimit\r\n:0\r\n*0\r\n";
     let got = roundtrip(&mut s, b"COMMAND INFO get\r\n", want.len());
     assert_eq!(String::from_utf8_lossy(&got), want);
-    let v: Value = q(&mut c, &["COMMAND", "INFO", "get|key", "config|get|key", "client|list"]).unwrap();
+    let v: Value = q(
+        &mut c,
+        &[
+            "COMMAND",
+            "INFO",
+            "get|key",
+            "config|get|key",
+            "client|list",
+        ],
+    )
+    .unwrap();
     let Value::Array(items) = v else { panic!() };
     assert_eq!(items[0], Value::Nil);
     assert_eq!(items[1], Value::Nil);
     assert!(format!("{:?}", items[2]).contains("client|list"));
     let v: Value = q(&mut c, &["COMMAND", "DOCS", "get", "nosuch"]).unwrap();
     let text = format!("{v:?}");
-    assert!(text.contains("Get the value of a key") && !text.contains("nosuch"), "{text}");
+    assert!(
+        text.contains("Get the value of a key") && !text.contains("nosuch"),
+        "{text}"
+    );
     // GETKEYS and GETKEYSANDFLAGS.
     let k: Vec<String> = q(&mut c, &["COMMAND", "GETKEYS", "mset", "a", "1", "b", "2"]).unwrap();
     assert_eq!(k, ["a", "b"]);
@@ -197,16 +255,34 @@ fn command_introspection() {
             "{:?}",
             Value::Array(vec![Value::Array(vec![
                 Value::BulkString(b"k1".to_vec()),
-                Value::Array(vec![Value::SimpleString("OW".into()), Value::SimpleString("update".into())])
+                Value::Array(vec![
+                    Value::SimpleString("OW".into()),
+                    Value::SimpleString("update".into())
+                ])
             ])])
         )
     );
     for (args, want) in [
-        (&["COMMAND", "GETKEYS", "nosuch", "x"][..], "ERR Invalid command specified"),
-        (&["COMMAND", "GETKEYS", "ping", "x"], "ERR The command has no key arguments"),
-        (&["COMMAND", "GETKEYS", "get", "a", "b"], "ERR Invalid number of arguments specified for command"),
-        (&["COMMAND", "GETKEYS", "get"], "ERR wrong number of arguments for 'command|getkeys' command"),
-        (&["COMMAND", "GETKEYS", "sintercard", "x", "a"], "ERR Invalid arguments specified for command"),
+        (
+            &["COMMAND", "GETKEYS", "nosuch", "x"][..],
+            "ERR Invalid command specified",
+        ),
+        (
+            &["COMMAND", "GETKEYS", "ping", "x"],
+            "ERR The command has no key arguments",
+        ),
+        (
+            &["COMMAND", "GETKEYS", "get", "a", "b"],
+            "ERR Invalid number of arguments specified for command",
+        ),
+        (
+            &["COMMAND", "GETKEYS", "get"],
+            "ERR wrong number of arguments for 'command|getkeys' command",
+        ),
+        (
+            &["COMMAND", "GETKEYS", "sintercard", "x", "a"],
+            "ERR Invalid arguments specified for command",
+        ),
     ] {
         assert_eq!(err_text(q::<Value>(&mut c, args)), want, "{args:?}");
     }
@@ -223,7 +299,18 @@ fn config_get_and_set() {
         v[1].clone()
     };
     // Several at once, all or nothing, with Redis's texts.
-    let _: () = q(&mut c, &["CONFIG", "SET", "hash-max-ziplist-entries", "7", "set-max-intset-entries", "9"]).unwrap();
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "hash-max-ziplist-entries",
+            "7",
+            "set-max-intset-entries",
+            "9",
+        ],
+    )
+    .unwrap();
     assert_eq!(get(&mut c, "hash-max-listpack-entries"), "7");
     assert_eq!(get(&mut c, "set-max-intset-entries"), "9");
     assert_eq!(
@@ -239,10 +326,24 @@ fn config_get_and_set() {
         err_text(q::<()>(&mut c, &["CONFIG", "SET", "daemonize", "yes"])),
         "ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config"
     );
-    assert_eq!(err_text(q::<()>(&mut c, &["CONFIG", "SET", "a", "b", "c"])), "ERR syntax error");
+    assert_eq!(
+        err_text(q::<()>(&mut c, &["CONFIG", "SET", "a", "b", "c"])),
+        "ERR syntax error"
+    );
     // Several patterns; names and aliases; hidden parameters only by name.
-    let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "maxmemory", "maxmemory*", "bind", "*of"]).unwrap();
-    for name in ["maxmemory", "maxmemory-samples", "maxmemory-clients", "bind", "slaveof", "replicaof"] {
+    let v: Vec<String> = q(
+        &mut c,
+        &["CONFIG", "GET", "maxmemory", "maxmemory*", "bind", "*of"],
+    )
+    .unwrap();
+    for name in [
+        "maxmemory",
+        "maxmemory-samples",
+        "maxmemory-clients",
+        "bind",
+        "slaveof",
+        "replicaof",
+    ] {
         assert!(v.iter().step_by(2).any(|n| n == name), "{name} in {v:?}");
     }
     let all: Vec<String> = q(&mut c, &["CONFIG", "GET", "*"]).unwrap();
@@ -273,7 +374,9 @@ fn config_get_and_set() {
     let _: () = q(&mut c, &["CONFIG", "SET", "port", &free_port.to_string()]).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let mut moved = TcpStream::connect(("127.0.0.1", free_port)).unwrap();
-    moved.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    moved
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     assert_eq!(roundtrip(&mut moved, b"PING\r\n", 7), b"+PONG\r\n");
     let _ = roundtrip(&mut moved, b"SHUTDOWN\r\n", usize::MAX);
 }
@@ -306,11 +409,29 @@ fn info_sections_and_stats() {
     assert!(!stats.contains("# Server"));
     let default: String = q(&mut c, &["INFO"]).unwrap();
     let everything: String = q(&mut c, &["INFO", "everything"]).unwrap();
-    for s in ["Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Modules", "Errorstats", "Cluster", "Keyspace"] {
+    for s in [
+        "Server",
+        "Clients",
+        "Memory",
+        "Persistence",
+        "Stats",
+        "Replication",
+        "CPU",
+        "Modules",
+        "Errorstats",
+        "Cluster",
+        "Keyspace",
+    ] {
         assert!(default.contains(&format!("# {s}\r\n")), "{s}");
     }
     assert!(!default.contains("rejected_calls") && everything.contains("rejected_calls"));
-    for f in ["redis_git_sha1:", "lazyfree_pending_objects:", "total_error_replies:3", "master_repl_offset:", "instantaneous_ops_per_sec:"] {
+    for f in [
+        "redis_git_sha1:",
+        "lazyfree_pending_objects:",
+        "total_error_replies:3",
+        "master_repl_offset:",
+        "instantaneous_ops_per_sec:",
+    ] {
         assert!(everything.contains(f), "{f}");
     }
     srv.stop();
@@ -325,16 +446,35 @@ fn monitor_sees_commands_in_order() {
     let mut c = srv.client();
     let _: () = q(&mut c, &["SET", "foo", "b\"a r\n"]).unwrap();
     let _: () = q(&mut c, &["CONFIG", "SET", "timeout", "0"]).unwrap();
-    let _: Value = redis::pipe().atomic().set("foo", "bar").get("foo").query(&mut c).unwrap();
+    let _: Value = redis::pipe()
+        .atomic()
+        .set("foo", "bar")
+        .get("foo")
+        .query(&mut c)
+        .unwrap();
     let mut got = String::new();
     while got.matches("\r\n").count() < 5 {
         got += &String::from_utf8_lossy(&roundtrip(&mut m, b"", 1));
     }
     let lines: Vec<&str> = got.lines().collect();
-    assert!(lines[0].starts_with('+') && lines[0].contains(" [0 127.0.0.1:"), "{got}");
+    assert!(
+        lines[0].starts_with('+') && lines[0].contains(" [0 127.0.0.1:"),
+        "{got}"
+    );
     assert!(lines[0].ends_with(r#"] "SET" "foo" "b\"a r\n""#), "{got}");
     // CONFIG (an administrative command) is not shown; EXEC after what it ran.
-    let tails: Vec<&str> = lines[1..].iter().map(|l| l.split("] ").nth(1).unwrap()).collect();
-    assert_eq!(tails, [r#""MULTI""#, r#""SET" "foo" "bar""#, r#""GET" "foo""#, r#""EXEC""#]);
+    let tails: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split("] ").nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        tails,
+        [
+            r#""MULTI""#,
+            r#""SET" "foo" "bar""#,
+            r#""GET" "foo""#,
+            r#""EXEC""#
+        ]
+    );
     srv.stop();
 }
