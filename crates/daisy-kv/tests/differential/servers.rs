@@ -25,6 +25,14 @@ pub fn redis_binary() -> Option<PathBuf> {
     })
 }
 
+/// The version `redis-server --version` reports (`v=7.0.15`), if it runs.
+pub fn redis_version(bin: &PathBuf) -> Option<String> {
+    let out = Command::new(bin).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = text.split_whitespace().find_map(|w| w.strip_prefix("v="))?;
+    Some(v.to_string())
+}
+
 /// A redis-server child process.
 pub struct Redis {
     child: Child,
