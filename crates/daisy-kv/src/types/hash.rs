@@ -19,6 +19,7 @@
 //! in the command's transaction; a conversion builds the table and rewrites the record in
 //! that same transaction).
 
+use super::packed::PackedBuf;
 use super::{packed, table_entries, table_id, table_owned, DataType, Type, Value};
 use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
@@ -95,10 +96,19 @@ fn encode_packed(pairs: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
     )
 }
 
+/// The (field, value) pairs of a packed hash, in order.
+fn packed_pairs(p: &PackedBuf) -> super::Pairs {
+    let items: Vec<super::packed::ItemAt> = p.items().collect();
+    items
+        .chunks(2)
+        .map(|fv| (p.get(&fv[0]).to_vec(), p.get(&fv[1]).to_vec()))
+        .collect()
+}
+
 /// A hash opened for a command.
 pub enum HashVal {
-    /// The fields of a packed hash, in order (or of a new hash).
-    Packed(Vec<(Vec<u8>, Vec<u8>)>),
+    /// A packed hash's blob, edited where it is (or a new hash's, empty).
+    Packed(PackedBuf),
     /// A table, through a view in the command's transaction; `fresh` when this command
     /// created it (the record must then be written).
     Table { view: BytesMapView, fresh: bool },
@@ -116,26 +126,26 @@ impl HashVal {
                     fresh: false,
                 })
             }
-            _ => Ok(HashVal::Packed(
-                decode_packed(&p)
-                    .map_err(damaged)?
-                    .into_iter()
-                    .map(|(f, v)| (f.to_vec(), v.to_vec()))
-                    .collect(),
-            )),
+            _ => {
+                let b = PackedBuf::from_payload(p).map_err(damaged)?;
+                if b.count() % 2 != 0 {
+                    return Err(damaged("packed hash with an odd number of items".into()));
+                }
+                Ok(HashVal::Packed(b))
+            }
         }
     }
 
     pub fn len(&self, c: &Ctx) -> daisy::Result<u64> {
         match self {
-            HashVal::Packed(p) => Ok(p.len() as u64),
+            HashVal::Packed(p) => Ok(p.count() as u64 / 2),
             HashVal::Table { view, .. } => view.len(c.tx),
         }
     }
 
     pub fn get(&self, c: &Ctx, field: &[u8]) -> daisy::Result<Option<Vec<u8>>> {
         match self {
-            HashVal::Packed(p) => Ok(p.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone())),
+            HashVal::Packed(p) => Ok(p.find(2, field).map(|(_, at)| p.get(&p.next(&at)).to_vec())),
             HashVal::Table { view, .. } => view.get(c.tx, field),
         }
     }
@@ -148,7 +158,7 @@ impl HashVal {
     pub fn set(&mut self, c: &mut Ctx, field: &[u8], value: &[u8]) -> daisy::Result<bool> {
         self.convert_for_items(c, &[field, value])?;
         let new = self.set_here(c, field, value)?;
-        if matches!(self, HashVal::Packed(p) if p.len() > c.sv.config.hash_max_listpack_entries) {
+        if matches!(self, HashVal::Packed(p) if p.count() / 2 > c.sv.config.hash_max_listpack_entries) {
             self.convert_to_table(c)?;
         }
         Ok(new)
@@ -157,13 +167,14 @@ impl HashVal {
     /// Set `field` in the present encoding.
     fn set_here(&mut self, c: &mut Ctx, field: &[u8], value: &[u8]) -> daisy::Result<bool> {
         match self {
-            HashVal::Packed(p) => match p.iter_mut().find(|(f, _)| f == field) {
-                Some(e) => {
-                    e.1 = value.to_vec();
+            HashVal::Packed(p) => match p.find(2, field) {
+                Some((_, at)) => {
+                    let v = p.next(&at);
+                    p.replace(&v, value);
                     Ok(false)
                 }
                 None => {
-                    p.push((field.to_vec(), value.to_vec()));
+                    p.push(&[field, value]);
                     Ok(true)
                 }
             },
@@ -174,9 +185,9 @@ impl HashVal {
     /// Remove `field`; true when it was there.
     pub fn del(&mut self, c: &mut Ctx, field: &[u8]) -> daisy::Result<bool> {
         match self {
-            HashVal::Packed(p) => match p.iter().position(|(f, _)| f == field) {
-                Some(i) => {
-                    p.remove(i);
+            HashVal::Packed(p) => match p.find(2, field) {
+                Some((_, at)) => {
+                    p.remove(&at, 2);
                     Ok(true)
                 }
                 None => Ok(false),
@@ -188,7 +199,7 @@ impl HashVal {
     /// Every (field, value), in the hash's order.
     pub fn all(&self, c: &Ctx) -> daisy::Result<Vec<(Vec<u8>, Vec<u8>)>> {
         match self {
-            HashVal::Packed(p) => Ok(p.clone()),
+            HashVal::Packed(p) => Ok(packed_pairs(p)),
             HashVal::Table { view, .. } => super::table_all(c, view),
         }
     }
@@ -206,7 +217,8 @@ impl HashVal {
 
     fn convert_to_table(&mut self, c: &mut Ctx) -> daisy::Result<()> {
         if let HashVal::Packed(p) = self {
-            let view = super::create_table(c, p.iter().map(|(f, v)| (&f[..], &v[..])))?;
+            let pairs = packed_pairs(p);
+            let view = super::create_table(c, pairs.iter().map(|(f, v)| (&f[..], &v[..])))?;
             *self = HashVal::Table { view, fresh: true };
         }
         Ok(())
@@ -227,9 +239,8 @@ impl HashVal {
         }
         match self {
             HashVal::Packed(p) => {
-                let blob = encode_packed(&p);
                 let hdr = Header::new(Type::Hash, Enc::Packed).with_expire(exp);
-                c.ks.put(c.tx, db, key, hdr, &[&blob], old, false)?;
+                c.ks.put(c.tx, db, key, hdr, &[p.bytes()], old, false)?;
             }
             HashVal::Table { view, fresh: true } => {
                 let id = view.id().offset().to_le_bytes();
@@ -259,7 +270,7 @@ fn open_write(c: &mut Ctx, key: &[u8]) -> daisy::Result<Result<(HashVal, Option<
     };
     let h = match &v {
         Some(v) => HashVal::open(c, v)?,
-        None => HashVal::Packed(Vec::new()),
+        None => HashVal::Packed(PackedBuf::new()),
     };
     Ok(Ok((h, v)))
 }
@@ -568,8 +579,10 @@ pub fn hrandfield(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 fn random_pair(c: &mut Ctx, h: &HashVal) -> daisy::Result<(Vec<u8>, Vec<u8>)> {
     match h {
         HashVal::Packed(p) => {
-            let i = (c.random() % p.len() as u64) as usize;
-            Ok(p[i].clone())
+            let i = (c.random() % (p.count() as u64 / 2)) as usize;
+            let f = p.items().nth(2 * i).expect("a field of the blob");
+            let v = p.next(&f);
+            Ok((p.get(&f).to_vec(), p.get(&v).to_vec()))
         }
         HashVal::Table { view, .. } => {
             let sv = &mut *c.sv;
@@ -597,7 +610,7 @@ pub fn hscan(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     };
     let (next, items) = match &h {
-        HashVal::Packed(p) => (0, p.clone()),
+        HashVal::Packed(p) => (0, packed_pairs(p)),
         HashVal::Table { view, .. } => super::table_scan(c, view, cursor, opts.count)?,
     };
     resp::array(c.out, 2);

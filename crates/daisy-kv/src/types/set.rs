@@ -18,6 +18,7 @@
 //! value empty. Crash reasoning: as every
 //! type (module `types`).
 
+use super::packed::PackedBuf;
 use super::{intset, packed, table_entries, table_id, table_owned, DataType, Type, Value};
 use crate::commands::{range_arg, Ctx, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
@@ -90,7 +91,8 @@ fn damaged(why: String) -> daisy::Error {
 pub enum SetVal {
     /// The members, ascending, and the intset's width (it never narrows, as Redis's).
     Ints(Vec<i64>, u8),
-    Packed(Vec<Vec<u8>>),
+    /// A packed set's blob, edited where it is.
+    Packed(PackedBuf),
     /// `fresh`: created by this command (the record must be written).
     Table { view: BytesMapView, fresh: bool },
 }
@@ -107,13 +109,7 @@ impl SetVal {
                 let (v, width) = intset::decode(&p).map_err(damaged)?;
                 SetVal::Ints(v, width)
             }
-            _ => SetVal::Packed(
-                packed::decode(&p)
-                    .map_err(damaged)?
-                    .into_iter()
-                    .map(|m| m.to_vec())
-                    .collect(),
-            ),
+            _ => SetVal::Packed(PackedBuf::from_payload(p).map_err(damaged)?),
         })
     }
 
@@ -124,7 +120,7 @@ impl SetVal {
         if intset::as_int(first).is_some() && hint <= cfg.set_max_intset_entries {
             Ok(SetVal::Ints(Vec::new(), 2))
         } else if hint <= cfg.set_max_listpack_entries && first.len() <= cfg.set_max_listpack_value {
-            Ok(SetVal::Packed(Vec::new()))
+            Ok(SetVal::Packed(PackedBuf::new()))
         } else {
             let view = super::create_table(c, std::iter::empty())?;
             Ok(SetVal::Table { view, fresh: true })
@@ -134,7 +130,7 @@ impl SetVal {
     pub fn len(&self, c: &Ctx) -> daisy::Result<u64> {
         Ok(match self {
             SetVal::Ints(v, _) => v.len() as u64,
-            SetVal::Packed(v) => v.len() as u64,
+            SetVal::Packed(v) => v.count() as u64,
             SetVal::Table { view, .. } => view.len(c.tx)?,
         })
     }
@@ -142,7 +138,7 @@ impl SetVal {
     pub fn contains(&self, c: &Ctx, m: &[u8]) -> daisy::Result<bool> {
         Ok(match self {
             SetVal::Ints(v, _) => intset::as_int(m).is_some_and(|n| v.binary_search(&n).is_ok()),
-            SetVal::Packed(v) => v.iter().any(|x| x == m),
+            SetVal::Packed(v) => v.find(1, m).is_some(),
             SetVal::Table { view, .. } => view.entry(c.tx, m)?.is_some(),
         })
     }
@@ -169,8 +165,11 @@ impl SetVal {
                 // A string joins integers: a packed set if it stays small, else a table.
                 let ints_fit = v.iter().all(|n| n.to_string().len() <= max_lp_value);
                 if v.len() < max_lp && m.len() <= max_lp_value && ints_fit {
-                    let mut p: Vec<Vec<u8>> = v.iter().map(|n| n.to_string().into_bytes()).collect();
-                    p.push(m.to_vec());
+                    let mut p = PackedBuf::new();
+                    for n in v.iter() {
+                        p.push(&[n.to_string().as_bytes()]);
+                    }
+                    p.push(&[m]);
                     *self = SetVal::Packed(p);
                     return Ok(true);
                 }
@@ -178,14 +177,14 @@ impl SetVal {
                 self.add(c, m)
             }
             SetVal::Packed(v) => {
-                if v.iter().any(|x| x == m) {
+                if v.find(1, m).is_some() {
                     return Ok(false);
                 }
-                if v.len() >= max_lp || m.len() > max_lp_value {
+                if v.count() >= max_lp || m.len() > max_lp_value {
                     self.convert_to_table(c)?;
                     return self.add(c, m);
                 }
-                v.push(m.to_vec());
+                v.push(&[m]);
                 Ok(true)
             }
             // A member already there is left as it is (no rewrite of its entry).
@@ -209,9 +208,9 @@ impl SetVal {
                 }
                 _ => false,
             },
-            SetVal::Packed(v) => match v.iter().position(|x| x == m) {
-                Some(i) => {
-                    v.remove(i);
+            SetVal::Packed(v) => match v.find(1, m) {
+                Some((_, at)) => {
+                    v.remove(&at, 1);
                     true
                 }
                 None => false,
@@ -224,7 +223,7 @@ impl SetVal {
     pub fn all(&self, c: &Ctx) -> daisy::Result<Vec<Vec<u8>>> {
         Ok(match self {
             SetVal::Ints(v, _) => v.iter().map(|n| n.to_string().into_bytes()).collect(),
-            SetVal::Packed(v) => v.clone(),
+            SetVal::Packed(v) => v.items().map(|at| v.get(&at).to_vec()).collect(),
             SetVal::Table { view, .. } => super::table_all(c, view)?.into_iter().map(|e| e.0).collect(),
         })
     }
@@ -233,7 +232,10 @@ impl SetVal {
     pub fn random(&self, c: &mut Ctx) -> daisy::Result<Vec<u8>> {
         Ok(match self {
             SetVal::Ints(v, _) => v[(c.random() % v.len() as u64) as usize].to_string().into_bytes(),
-            SetVal::Packed(v) => v[(c.random() % v.len() as u64) as usize].clone(),
+            SetVal::Packed(v) => {
+                let i = (c.random() % v.count() as u64) as usize;
+                v.get(&v.items().nth(i).expect("a member of the blob")).to_vec()
+            }
             SetVal::Table { view, .. } => {
                 let sv = &mut *c.sv;
                 view.random_entry(c.tx, &mut || sv.next_random())?
@@ -268,7 +270,7 @@ impl SetVal {
         }
         let (enc, payload) = match self {
             SetVal::Ints(v, width) => (Enc::IntSet, intset::encode(&v, width)),
-            SetVal::Packed(v) => (Enc::Packed, packed::encode(v.iter().map(|m| &m[..]).collect::<Vec<_>>().into_iter())),
+            SetVal::Packed(v) => (Enc::Packed, v.bytes().to_vec()),
             SetVal::Table { view, fresh: true } => (Enc::Table, view.id().offset().to_le_bytes().to_vec()),
             SetVal::Table { fresh: false, .. } => {
                 c.touch(key);
@@ -786,7 +788,11 @@ fn create_encoded(c: &mut Ctx, members: &[Vec<u8>], intset: bool) -> daisy::Resu
     if members.len() <= cfg.set_max_listpack_entries
         && members.iter().all(|m| m.len() <= cfg.set_max_listpack_value)
     {
-        return Ok(SetVal::Packed(members.to_vec()));
+        let mut p = PackedBuf::new();
+        for m in members {
+            p.push(&[m]);
+        }
+        return Ok(SetVal::Packed(p));
     }
     let view = super::create_table(c, members.iter().map(|m| (&m[..], &b""[..])))?;
     Ok(SetVal::Table { view, fresh: true })
