@@ -121,6 +121,68 @@ pub struct AdminState {
     /// sends them once the commands' transaction commits).
     pub monitors: usize,
     pub feed: Vec<u8>,
+    /// Latency histograms (INFO latencystats), by stat slot: a command's index in
+    /// `COMMANDS`, or `COMMANDS.len()` + a subcommand's index in `meta::all()`.
+    pub latency: Vec<Option<Box<Histogram>>>,
+}
+
+/// Sub-buckets per power of two of a latency histogram (about 3% precision).
+const SUB: usize = 32;
+
+/// Latencies of one command in nanoseconds, in buckets of about 3% (as the HDR histograms
+/// Redis keeps for INFO latencystats; its percentiles come out within that precision).
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    total: u64,
+}
+
+impl Histogram {
+    fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; 2 * SUB + (64 - 6) * SUB],
+            total: 0,
+        }
+    }
+
+    /// The bucket of `ns`: values below 64 have one each; above, 32 buckets split each
+    /// power of two.
+    fn bucket(ns: u64) -> usize {
+        if ns < 2 * SUB as u64 {
+            return ns as usize;
+        }
+        let e = 63 - ns.leading_zeros() as usize;
+        2 * SUB + (e - 6) * SUB + ((ns >> (e - 5)) as usize & (SUB - 1))
+    }
+
+    /// The largest value bucket `b` holds.
+    fn upper(b: usize) -> u64 {
+        if b < 2 * SUB {
+            return b as u64;
+        }
+        let (e, m) = ((b - 2 * SUB) / SUB + 6, ((b - 2 * SUB) % SUB) as u64);
+        let step = 1u64 << (e - 5);
+        ((1u64 << e) - 1) + (m + 1) * step
+    }
+
+    pub fn record(&mut self, ns: u64) {
+        self.counts[Self::bucket(ns)] += 1;
+        self.total += 1;
+    }
+
+    /// The latency at percentile `p` (0 to 100), in nanoseconds (HDR's highest equivalent
+    /// value of the bucket it falls in).
+    pub fn percentile(&self, p: f64) -> u64 {
+        let want = ((p / 100.0) * self.total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, &n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return Self::upper(b);
+            }
+        }
+        0
+    }
 }
 
 // ---- subcommands: names, checks, counters -------------------------------------------------
@@ -193,12 +255,10 @@ impl ServerState {
         match subcommand(spec, args) {
             None => &mut self.cmdstats[spec.index()],
             Some(sub) => {
-                let all = meta::all();
-                let i = (sub as *const meta::Cmd as usize - all.as_ptr() as usize)
-                    / std::mem::size_of::<meta::Cmd>();
+                let i = meta_index(sub);
                 let stats = &mut self.admin.sub_stats;
-                if stats.len() < all.len() {
-                    stats.resize(all.len(), CmdStat::default());
+                if stats.len() < meta::all().len() {
+                    stats.resize(meta::all().len(), CmdStat::default());
                 }
                 &mut stats[i]
             }
@@ -350,12 +410,50 @@ pub fn monitor(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
     Ok(())
 }
 
+/// What follows a command that ran: its latency into its histogram when it was timed (INFO
+/// latencystats), and its line for the connections in MONITOR mode.
+pub fn after_call(
+    sv: &mut ServerState,
+    cl: &Client,
+    spec: &'static Spec,
+    args: &[&[u8]],
+    elapsed: Option<std::time::Duration>,
+) {
+    if let Some(d) = elapsed {
+        if sv.config.latency_tracking {
+            let slot = stat_slot(spec, args);
+            let h = &mut sv.admin.latency;
+            if h.len() <= slot {
+                h.resize(slot + 1, None);
+            }
+            h[slot]
+                .get_or_insert_with(|| Box::new(Histogram::new()))
+                .record(d.as_nanos() as u64);
+        }
+    }
+    if sv.admin.monitors > 0 {
+        feed_monitors(sv, cl, spec, args);
+    }
+}
+
+/// A command's slot among the stats: its index in `COMMANDS`, or for a subcommand
+/// `COMMANDS.len()` + its index in `meta::all()`.
+pub fn stat_slot(spec: &'static Spec, args: &[&[u8]]) -> usize {
+    match subcommand(spec, args) {
+        None => spec.index(),
+        Some(sub) => COMMANDS.len() + meta_index(sub),
+    }
+}
+
+/// `cmd`'s position in `meta::all()`.
+fn meta_index(cmd: &'static meta::Cmd) -> usize {
+    let all = meta::all();
+    (cmd as *const meta::Cmd as usize - all.as_ptr() as usize) / std::mem::size_of::<meta::Cmd>()
+}
+
 /// Add the line MONITOR shows for a command that ran (replication.c's
 /// `replicationFeedMonitors`); none for administrative commands, as Redis.
-pub fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &[&[u8]]) {
-    if sv.admin.monitors == 0 {
-        return;
-    }
+fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &[&[u8]]) {
     let Some(cmd) = subcommand(spec, args).or_else(|| meta::lookup(spec.name)) else {
         return;
     };
@@ -545,6 +643,7 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             sv.errorstats.clear();
             sv.cmdstats.iter_mut().for_each(|s| *s = Default::default());
             sv.admin.sub_stats.clear();
+            sv.admin.latency.clear();
             let st = &mut sv.admin.stats;
             (st.net_input_bytes, st.net_output_bytes) = (0, 0);
             (st.reads_processed, st.writes_processed, st.peak_memory) = (0, 0, 0);
@@ -693,6 +792,23 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histogram_percentiles_within_three_percent() {
+        let mut h = Histogram::new();
+        for ns in 1..=100_000u64 {
+            h.record(ns * 10);
+        }
+        for (p, want) in [(50.0, 500_000.0), (99.0, 990_000.0), (99.9, 999_000.0)] {
+            let got = h.percentile(p) as f64;
+            assert!(got >= want && got <= want * 1.035, "p{p}: {got} for {want}");
+        }
+        for ns in [0, 1, 63, 64, 65, 1000, u64::MAX] {
+            let b = Histogram::bucket(ns);
+            assert!(Histogram::upper(b) >= ns, "{ns}");
+            assert!(b == 0 || Histogram::upper(b - 1) < ns.max(1), "{ns}");
+        }
+    }
 
     #[test]
     fn containers_are_redis_containers() {

@@ -663,17 +663,18 @@ pub fn call(
     (spec.handler)(&mut ctx, args)?;
     let action = ctx.action;
     sv.counters.total_commands += 1;
+    let elapsed = t0.map(|t0| t0.elapsed());
     let st = sv.cmdstat(spec, args);
     st.calls += 1;
-    if let Some(t0) = t0 {
-        st.usec += t0.elapsed().as_micros() as u64 * TIMING_SAMPLE;
+    if let Some(d) = elapsed {
+        st.usec += d.as_micros() as u64 * TIMING_SAMPLE;
     }
     // A reply that starts with an error (not EXEC's array of them) failed the call.
     if out.get(errors_before) == Some(&b'-') {
         st.failed += 1;
         sv.counters.failed_calls += 1;
     }
-    crate::admin::feed_monitors(sv, cl, spec, args);
+    crate::admin::after_call(sv, cl, spec, args, elapsed);
     Ok(action)
 }
 

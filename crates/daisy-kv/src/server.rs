@@ -1175,7 +1175,10 @@ impl Server {
             return Ok(());
         }
         let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
-        if w.proto_error.is_none() && wants_others(&src[ranges[w.args.start].clone()], &c.cl) {
+        // A CLIENT command sees every connection, its own buffers included.
+        let introspect =
+            w.proto_error.is_none() && wants_others(&src[ranges[w.args.start].clone()], &c.cl);
+        if introspect {
             self.list_others(w.conn, now);
         }
         let Some(Some(c)) = self.conns.get_mut(w.conn) else {
@@ -1188,7 +1191,9 @@ impl Server {
             c.close_after = true;
             return Ok(());
         }
-        c.cl.admin.conn = c.stats(true);
+        if introspect {
+            c.cl.admin.conn = c.stats(true);
+        }
         c.cl.last_ms = now;
         // Arguments as slices of the input buffer: on the stack for the usual few.
         let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
@@ -1221,7 +1226,9 @@ impl Server {
                 .push(args.iter().map(|a| a.to_vec()).collect());
             return Ok(());
         }
-        c.cl.admin.argv_mem = args.iter().map(|a| a.len()).sum();
+        if introspect {
+            c.cl.admin.argv_mem = args.iter().map(|a| a.len()).sum();
+        }
         let before = c.wbuf.len();
         let action = cmd::execute(
             &self.table,

@@ -129,9 +129,10 @@ fn report(c: &mut Ctx, want: &[String]) -> daisy::Result<String> {
         }
     }
     if on("latencystats") {
-        // No latency histograms per command are kept: the section is empty, as Redis's
-        // with latency-tracking off.
         section(&mut t, "Latencystats");
+        if c.sv.config.latency_tracking {
+            latencystats(c, &mut t);
+        }
     }
     if on("cluster") {
         section(&mut t, "Cluster");
@@ -368,6 +369,42 @@ fn commandstats(c: &mut Ctx, t: &mut String) {
                 &sub.name,
                 c.sv.admin.sub_stats.get(j).copied().unwrap_or_default(),
             );
+        }
+    }
+}
+
+/// `latency_percentiles_usec_<name>` lines (server.c's `fillPercentileDistributionLatencies`),
+/// from the calls timed (one in eight: the percentiles are those of a sample).
+fn latencystats(c: &mut Ctx, t: &mut String) {
+    let percentiles: Vec<(String, f64)> =
+        c.sv.config
+            .get("latency-tracking-info-percentiles")
+            .unwrap_or("")
+            .split(' ')
+            .filter_map(|p| Some((p.to_string(), p.parse().ok()?)))
+            .collect();
+    let all = meta::all();
+    let hist = &c.sv.admin.latency;
+    let mut line = |name: &str, slot: usize| {
+        let Some(Some(h)) = hist.get(slot) else {
+            return;
+        };
+        let values: Vec<String> = percentiles
+            .iter()
+            .map(|(p, v)| format!("p{p}={:.3}", h.percentile(*v) as f64 / 1000.0))
+            .collect();
+        let _ = write!(
+            t,
+            "latency_percentiles_usec_{}:{}\r\n",
+            safe(name),
+            values.join(",")
+        );
+    };
+    for (i, s) in COMMANDS.iter().enumerate() {
+        line(s.name, i);
+        for sub in meta::subcommands(s.name) {
+            let j = all.iter().position(|m| std::ptr::eq(m, sub)).unwrap_or(0);
+            line(&sub.name, COMMANDS.len() + j);
         }
     }
 }

@@ -407,6 +407,20 @@ fn info_sections_and_stats() {
         assert!(stats.contains(want), "{want} not in {stats}");
     }
     assert!(!stats.contains("# Server"));
+    // The first call of a command is timed: its latency percentiles show.
+    let lat: String = q(&mut c, &["INFO", "latencystats"]).unwrap();
+    let line = lat
+        .lines()
+        .find(|l| l.starts_with("latency_percentiles_usec_client|list:"))
+        .unwrap_or_else(|| panic!("{lat}"));
+    let names: Vec<&str> = line
+        .split(':')
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(|p| p.split('=').next().unwrap())
+        .collect();
+    assert_eq!(names, ["p50", "p99", "p99.9"]);
     let default: String = q(&mut c, &["INFO"]).unwrap();
     let everything: String = q(&mut c, &["INFO", "everything"]).unwrap();
     for s in [
