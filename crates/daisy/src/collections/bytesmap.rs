@@ -130,6 +130,12 @@ fn check_len(what: &str, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// A number below `n` from the random word `rng()` gives, taken from its high bits (Lemire's
+/// multiply-shift): a caller's generator whose low bits are weak (xorshift) still draws evenly.
+fn below(rng: &mut dyn FnMut() -> u64, n: u64) -> u64 {
+    ((rng() as u128 * n as u128) >> 64) as u64
+}
+
 /// The prefetch hints of [`PBytesMap::prefetch`] for the map whose header is at `hdr`.
 fn prefetch_key(pool: &crate::shared::PoolInner, hdr: u64, seed: u64, key: &[u8], stage: u8) {
     let src = Src::Pool(pool);
@@ -538,27 +544,57 @@ impl PBytesMap {
     ///
     /// Every key is equally likely: a directory word is drawn, its segment kept with
     /// probability 2^(local depth - global depth) (so each segment is equally likely, whatever
-    /// its share of the directory), then one of the segment's slots is drawn and kept when it
-    /// holds an entry (so each entry is equally likely). A table with one segment picks among
-    /// its entries directly. In a sparse table (after many removals) the draws may keep
-    /// failing; after a bounded number the pick falls back to the entry after a random point
-    /// of hash space, which favours keys after wide gaps.
+    /// its share of the directory), then one of the segment's buckets is drawn and kept with
+    /// probability (its entries / its slots), and one of its entries taken (so each entry is
+    /// equally likely; one cache line read per draw). After 256 failed draws (a table emptied
+    /// by removals) a one-segment table picks among its entries directly, and a larger one
+    /// takes the first entry from a random bucket on, which favours keys after wide gaps.
     pub fn random_entry_tx(
         &self,
         tx: &Tx,
         rng: &mut dyn FnMut() -> u64,
     ) -> Result<Option<(Vec<u8>, EntryRef)>> {
-        /// Slot draws before the fallback (each reads one directory word and one slot).
+        /// Bucket draws before the fallback (each reads a directory word and one bucket).
         const DRAWS: usize = 256;
+        const PER_BUCKET: u64 = BytesSlot::PER_BUCKET as u64;
         self.t.same_pool(tx)?;
         let src = Src::Tx(tx);
         let (_, seg0, _, hd) = self.t.locate(&src, 0)?;
         if hd.len == 0 {
             return Ok(None);
         }
-        const SLOTS: u64 = (SEG_BYTES / BytesSlot::SLOT) as u64;
-        if hd.depth == 0 {
-            // One segment: pick among its entries.
+        let g = hd.depth as u32;
+        // A random segment (each equally likely, whatever its share of the directory).
+        let mut draw_segment = |rng: &mut dyn FnMut() -> u64| -> Result<Option<u64>> {
+            if g == 0 {
+                return Ok(Some(seg0));
+            }
+            let idx = rng() >> (64 - g);
+            let at = hd.dir + idx * 8;
+            let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
+            Ok((ld == g || below(rng, 1u64 << (g - ld)) == 0).then_some(seg))
+        };
+        for _ in 0..DRAWS {
+            let Some(seg) = draw_segment(rng)? else {
+                continue;
+            };
+            // A random bucket, kept with probability (its entries / its slots), then one of
+            // its entries: each entry of the map equally likely, one cache line per draw.
+            let b = below(rng, SEG_BUCKETS as u64);
+            let line: [u8; BUCKET] = src.read_pod(seg + b * BUCKET as u64)?;
+            let full: Vec<u64> = line
+                .chunks_exact(BytesSlot::SLOT)
+                .map(slot_ptr)
+                .filter(|&p| p != 0)
+                .collect();
+            if full.is_empty() || below(rng, PER_BUCKET) >= full.len() as u64 {
+                continue;
+            }
+            let obj = full[below(rng, full.len() as u64) as usize];
+            return read_entry_key(&src, obj).map(Some);
+        }
+        if g == 0 {
+            // One sparse segment: pick among its entries (still uniform).
             let mut img = vec![0u8; SEG_BYTES];
             src.read(seg0, &mut img)?;
             let full: Vec<u64> = img
@@ -566,36 +602,25 @@ impl PBytesMap {
                 .map(slot_ptr)
                 .filter(|&p| p != 0)
                 .collect();
-            if !full.is_empty() {
-                let obj = full[(rng() % full.len() as u64) as usize];
+            if full.is_empty() {
+                return Ok(None);
+            }
+            let obj = full[below(rng, full.len() as u64) as usize];
+            return read_entry_key(&src, obj).map(Some);
+        }
+        // A sparse table of many segments (emptied by removals): the first entry from a random
+        // bucket on, in directory order, which favours entries after wide gaps.
+        let buckets = (1u64 << g) * SEG_BUCKETS as u64;
+        let start = below(rng, buckets);
+        for i in 0..buckets {
+            let pos = (start + i) % buckets;
+            let (idx, b) = (pos / SEG_BUCKETS as u64, pos % SEG_BUCKETS as u64);
+            let at = hd.dir + idx * 8;
+            let (seg, _) = decode_dir(src.read_u64(at)?, g, at)?;
+            let line: [u8; BUCKET] = src.read_pod(seg + b * BUCKET as u64)?;
+            if let Some(obj) = line.chunks_exact(BytesSlot::SLOT).map(slot_ptr).find(|&p| p != 0) {
                 return read_entry_key(&src, obj).map(Some);
             }
-        } else {
-            let g = hd.depth as u32;
-            for _ in 0..DRAWS {
-                let idx = rng() >> (64 - g);
-                let at = hd.dir + idx * 8;
-                let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
-                if ld < g && rng() & ((1u64 << (g - ld)) - 1) != 0 {
-                    continue;
-                }
-                let slot = seg + (rng() % SLOTS) * BytesSlot::SLOT as u64;
-                let obj = src.read_u64(slot + 8)?;
-                if obj != 0 {
-                    return read_entry_key(&src, obj).map(Some);
-                }
-            }
-        }
-        let mut cursor = rng();
-        let mut found = Vec::new();
-        // Each call covers at least 1/len of the hash space (or a whole segment), so this
-        // ends; the bound only guards a damaged `len`.
-        for _ in 0..(1 << 20) {
-            let next = self.scan_in(&src, cursor, 4, &mut found)?;
-            if let Some(ke) = found.pop() {
-                return Ok(Some(ke));
-            }
-            cursor = next;
         }
         Ok(None)
     }
