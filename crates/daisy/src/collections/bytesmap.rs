@@ -539,23 +539,26 @@ impl PBytesMap {
         Ok(if end >= 1u128 << 64 { 0 } else { end as u64 })
     }
 
-    /// A key chosen uniformly at random from the map as `tx` sees it (with its entry);
-    /// `None` when the map is empty. `rng` gives the caller's random words.
+    /// A key chosen at random from the map as `tx` sees it (with its entry); `None` when the
+    /// map is empty. `rng` gives the caller's random words.
     ///
-    /// Every key is equally likely: a directory word is drawn, its segment kept with
-    /// probability 2^(local depth - global depth) (so each segment is equally likely, whatever
-    /// its share of the directory), then one of the segment's buckets is drawn and kept with
-    /// probability (its entries / its slots), and one of its entries taken (so each entry is
-    /// equally likely; one cache line read per draw). After 256 failed draws (a table emptied
-    /// by removals) a one-segment table picks among its entries directly, and a larger one
-    /// takes the first entry from a random bucket on, which favours keys after wide gaps.
+    /// While the table is reasonably full every key is equally likely: a directory word is
+    /// drawn, its segment kept with probability 2^(local depth - global depth) (so each
+    /// segment is equally likely, whatever its share of the directory), then one of the
+    /// segment's buckets is drawn and kept with probability (its entries / its slots), and one
+    /// of its entries taken (so each entry is equally likely; one cache line read per draw).
+    /// After 8 failed draws (a sparse table, emptied by removals) it samples as Redis's
+    /// `dictGetFairRandomKey` does: up to 8 entries gathered from a random bucket on, one of
+    /// them taken (fair, though entries after wide gaps come up more often).
     pub fn random_entry_tx(
         &self,
         tx: &Tx,
         rng: &mut dyn FnMut() -> u64,
     ) -> Result<Option<(Vec<u8>, EntryRef)>> {
         /// Bucket draws before the fallback (each reads a directory word and one bucket).
-        const DRAWS: usize = 256;
+        const DRAWS: usize = 8;
+        /// Entries the fallback gathers before it picks one.
+        const GATHER: usize = 8;
         const PER_BUCKET: u64 = BytesSlot::PER_BUCKET as u64;
         self.t.same_pool(tx)?;
         let src = Src::Tx(tx);
@@ -574,55 +577,66 @@ impl PBytesMap {
             let (seg, ld) = decode_dir(src.read_u64(at)?, g, at)?;
             Ok((ld == g || below(rng, 1u64 << (g - ld)) == 0).then_some(seg))
         };
-        for _ in 0..DRAWS {
-            let Some(seg) = draw_segment(rng)? else {
-                continue;
-            };
-            // A random bucket, kept with probability (its entries / its slots), then one of
-            // its entries: each entry of the map equally likely, one cache line per draw.
-            let b = below(rng, SEG_BUCKETS as u64);
-            let line: [u8; BUCKET] = src.read_pod(seg + b * BUCKET as u64)?;
-            let full: Vec<u64> = line
-                .chunks_exact(BytesSlot::SLOT)
-                .map(slot_ptr)
-                .filter(|&p| p != 0)
-                .collect();
-            if full.is_empty() || below(rng, PER_BUCKET) >= full.len() as u64 {
-                continue;
+        // Draws go in batches: the batch's buckets are prefetched together, so their cache
+        // misses overlap, then judged in order (the first kept wins: still exact rejection
+        // sampling, since every draw is independent of the others).
+        const BATCH: usize = 4;
+        let map = &self.t.pool.inner.map;
+        for _ in 0..DRAWS / BATCH {
+            let mut cand = [(0u64, 0u64, 0u64); BATCH];
+            let mut n = 0;
+            for _ in 0..BATCH {
+                let Some(seg) = draw_segment(rng)? else {
+                    continue;
+                };
+                let line = seg + below(rng, SEG_BUCKETS as u64) * BUCKET as u64;
+                map.prefetch(line);
+                cand[n] = (line, below(rng, PER_BUCKET), rng());
+                n += 1;
             }
-            let obj = full[below(rng, full.len() as u64) as usize];
-            return read_entry_key(&src, obj).map(Some);
-        }
-        if g == 0 {
-            // One sparse segment: pick among its entries (still uniform).
-            let mut img = vec![0u8; SEG_BYTES];
-            src.read(seg0, &mut img)?;
-            let full: Vec<u64> = img
-                .chunks_exact(BytesSlot::SLOT)
-                .map(slot_ptr)
-                .filter(|&p| p != 0)
-                .collect();
-            if full.is_empty() {
-                return Ok(None);
-            }
-            let obj = full[below(rng, full.len() as u64) as usize];
-            return read_entry_key(&src, obj).map(Some);
-        }
-        // A sparse table of many segments (emptied by removals): the first entry from a random
-        // bucket on, in directory order, which favours entries after wide gaps.
-        let buckets = (1u64 << g) * SEG_BUCKETS as u64;
-        let start = below(rng, buckets);
-        for i in 0..buckets {
-            let pos = (start + i) % buckets;
-            let (idx, b) = (pos / SEG_BUCKETS as u64, pos % SEG_BUCKETS as u64);
-            let at = hd.dir + idx * 8;
-            let (seg, _) = decode_dir(src.read_u64(at)?, g, at)?;
-            let line: [u8; BUCKET] = src.read_pod(seg + b * BUCKET as u64)?;
-            if let Some(obj) = line.chunks_exact(BytesSlot::SLOT).map(slot_ptr).find(|&p| p != 0) {
+            for &(line, keep, pick) in &cand[..n] {
+                // A bucket is kept with probability (its entries / its slots), then one of its
+                // entries taken: each entry of the map equally likely.
+                let bytes: [u8; BUCKET] = src.read_pod(line)?;
+                let full: Vec<u64> = bytes
+                    .chunks_exact(BytesSlot::SLOT)
+                    .map(slot_ptr)
+                    .filter(|&p| p != 0)
+                    .collect();
+                if keep >= full.len() as u64 {
+                    continue;
+                }
+                let obj = full[((pick as u128 * full.len() as u128) >> 64) as usize];
                 return read_entry_key(&src, obj).map(Some);
             }
         }
-        Ok(None)
+        // A sparse table (emptied by removals): gather up to GATHER entries from a random
+        // bucket on, in directory order (consecutive cache lines), and take one of them
+        // uniformly, as Redis's dictGetFairRandomKey samples a few keys: fair, though entries
+        // after wide gaps come up more often.
+        // Read 16 buckets (1 KiB) at a time: one overlay lookup per read, sequential lines.
+        const RUN: u64 = 16;
+        let buckets = (1u64 << g) * SEG_BUCKETS as u64;
+        let start = below(rng, buckets / RUN) * RUN;
+        let mut found: Vec<u64> = Vec::with_capacity(GATHER + 4 * RUN as usize);
+        let mut run = [0u8; BUCKET * RUN as usize];
+        let mut pos = start;
+        loop {
+            let (idx, b) = (pos / SEG_BUCKETS as u64, pos % SEG_BUCKETS as u64);
+            let at = hd.dir + idx * 8;
+            let (seg, _) = decode_dir(src.read_u64(at)?, g, at)?;
+            src.read(seg + b * BUCKET as u64, &mut run)?;
+            found.extend(run.chunks_exact(BytesSlot::SLOT).map(slot_ptr).filter(|&p| p != 0));
+            pos = (pos + RUN) % buckets;
+            if found.len() >= GATHER || pos == start {
+                break;
+            }
+        }
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let obj = found[below(rng, found.len() as u64) as usize];
+        read_entry_key(&src, obj).map(Some)
     }
 
     /// A key chosen uniformly at random (see [`random_entry_tx`](Self::random_entry_tx)).
