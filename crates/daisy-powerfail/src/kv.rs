@@ -1,18 +1,22 @@
 //! The KV server's workload under the simulator: numbered transactions, each a group of one
 //! to six real server commands run by `daisy_kv::commands::execute`, as the event loop's
-//! group commit runs them, on a keyspace pool: strings (SET, SET PX, INCR, APPEND, MSET),
-//! hashes (HSET, HDEL, HINCRBY) and sets (SADD, SREM) that cross every encoding threshold
-//! both ways a hash or set can (packed -> table by size and by length, intset -> packed ->
-//! table; the thresholds are set low, as CONFIG SET would), keys of any type (DEL, EXPIRE,
-//! PERSIST, RENAME), a second database (SELECT, FLUSHDB), MULTI/EXEC blocks, and collections
-//! big enough to be freed lazily: after each transaction one bounded lazyfree step runs in a
-//! transaction of its own, so the simulator crashes inside it too.
+//! group commit runs them, on a keyspace pool: strings (SET, SET PX, INCR, APPEND, MSET,
+//! GETEX), hashes (HSET, HSETNX, HDEL, HINCRBY, HINCRBYFLOAT) and sets (SADD, SREM, SMOVE,
+//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE) that cross every encoding threshold a hash or set can
+//! (packed -> table by size and by length, intset -> packed -> table; the thresholds are set
+//! low, as CONFIG SET would), keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
+//! RESTORE of a DUMP payload), databases (SELECT, SWAPDB, FLUSHDB, FLUSHALL), MULTI/EXEC
+//! blocks, and collections big enough to be freed lazily: after each transaction one bounded
+//! lazyfree step runs in a transaction of its own, so the simulator crashes inside it too.
+//! (SPOP, SRANDMEMBER and HRANDFIELD are random, so no model predicts them; SPOP's write is the
+//! removal SREM makes, and the differential test checks their replies.)
 //!
 //! The model replays the same commands (a function of the seed and the transaction id) on a
 //! `BTreeMap`; a crash image must recover to a keyspace that passes `pool check` (records,
 //! types, expiry counts, the lazyfree queue, reachability) and equals the model after the
 //! transactions that returned, or after the one in flight too (so an EXEC is whole or
-//! absent).
+//! absent). Commands that would fail on the model's state (a type clash) are left out, so
+//! every command sent must succeed.
 
 use anyhow::{anyhow, bail, Result};
 use daisy::{Pool, PoolOptions};
@@ -73,7 +77,7 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         }
     };
     let one = |rng: &mut SmallRng| -> Vec<Vec<Vec<u8>>> {
-        match rng.gen_range(0..20) {
+        match rng.gen_range(0..32) {
             0 | 1 => vec![vec![v("SET"), skey(rng), value(rng)]],
             2 => vec![vec![v("SET"), skey(rng), value(rng), v("PX"), v("3600000")]],
             3 => vec![vec![v("DEL"), any_key(rng)]],
@@ -112,6 +116,35 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                 vec![c]
             }
             17 => vec![vec![v("RENAME"), any_key(rng), any_key(rng)]],
+            20 => vec![vec![v("SMOVE"), setkey(rng), setkey(rng), member(rng)]],
+            21 => {
+                let op = ["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"][rng.gen_range(0..3)];
+                vec![vec![v(op), setkey(rng), setkey(rng), setkey(rng)]]
+            }
+            22 => vec![vec![v("COPY"), any_key(rng), any_key(rng), v("REPLACE")]],
+            23 => vec![vec![v("MOVE"), any_key(rng), v("1")]],
+            24 => vec![vec![v("SWAPDB"), v("0"), v("1")]],
+            25 => vec![vec![v("HSETNX"), hkey(rng), field(rng), value(rng)]],
+            26 => vec![vec![v("HINCRBYFLOAT"), hkey(rng), v("fl"), v("2")]],
+            27 => vec![vec![v("GETEX"), skey(rng), v("PERSIST")]],
+            28 => vec![vec![v("GETEX"), skey(rng), v("EX"), v("3600")]],
+            29 => {
+                // RESTORE of a value serialized by DUMP's format (a hash or a set).
+                let k = if rng.gen_range(0..2) == 0 { hkey(rng) } else { setkey(rng) };
+                let val = if k[0] == b'h' {
+                    daisy_kv::rdb::Value::Hash(
+                        (0..rng.gen_range(1..10))
+                            .map(|i| (format!("r{i}").into_bytes(), value(rng)))
+                            .collect(),
+                    )
+                } else {
+                    daisy_kv::rdb::Value::Set(
+                        (0..rng.gen_range(1..20)).map(|i| format!("{}", i * 7).into_bytes()).collect(),
+                    )
+                };
+                let payload = daisy_kv::rdb::dump(&val, daisy_kv::rdb::Encoding::Compact);
+                vec![vec![v("RESTORE"), k, v("0"), payload, v("REPLACE")]]
+            }
             18 => {
                 // The second database: write there, and now and then empty it.
                 let mut c = vec![vec![v("SELECT"), v("1")]];
@@ -124,10 +157,12 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                 c.push(vec![v("SELECT"), v("0")]);
                 c
             }
-            _ => {
+            19 => {
                 // The big sets go whole.
                 vec![vec![v("DEL"), v("big0"), v("big1")]]
             }
+            30 if rng.gen_range(0..8) == 0 => vec![vec![v("FLUSHALL")]],
+            _ => vec![vec![v("PERSIST"), any_key(rng)]],
         }
     };
     let mut out = Vec::new();
@@ -269,6 +304,106 @@ impl Apply<'_> {
                     self.m.insert(dst, v);
                 }
             }
+            b"SMOVE" if cmd[1] == cmd[2] => {} // a member "moved" to its own set: no change
+            b"SMOVE" => {
+                let (src, dst) = (self.key(&cmd[1]), self.key(&cmd[2]));
+                let removed = match self.m.get_mut(&src) {
+                    Some((Value::Set(s), _)) => s.remove(&cmd[3]),
+                    _ => false,
+                };
+                if removed {
+                    if matches!(self.m.get(&src), Some((Value::Set(s), _)) if s.is_empty()) {
+                        self.m.remove(&src);
+                    }
+                    let e = self
+                        .m
+                        .entry(dst)
+                        .or_insert((Value::Set(BTreeSet::new()), false));
+                    if let Value::Set(s) = &mut e.0 {
+                        s.insert(cmd[3].clone());
+                    }
+                }
+            }
+            b"SINTERSTORE" | b"SUNIONSTORE" | b"SDIFFSTORE" => {
+                let set = |k: &[u8]| match self.m.get(&self.key(k)) {
+                    Some((Value::Set(s), _)) => s.clone(),
+                    _ => BTreeSet::new(),
+                };
+                let (a, b) = (set(&cmd[2]), set(&cmd[3]));
+                let r: BTreeSet<Vec<u8>> = match &cmd[0][..] {
+                    b"SINTERSTORE" => a.intersection(&b).cloned().collect(),
+                    b"SUNIONSTORE" => a.union(&b).cloned().collect(),
+                    _ => a.difference(&b).cloned().collect(),
+                };
+                let dst = self.key(&cmd[1]);
+                if r.is_empty() {
+                    self.m.remove(&dst);
+                } else {
+                    self.m.insert(dst, (Value::Set(r), false));
+                }
+            }
+            b"COPY" => {
+                let (src, dst) = (self.key(&cmd[1]), self.key(&cmd[2]));
+                if src != dst {
+                    if let Some(v) = self.m.get(&src).cloned() {
+                        self.m.insert(dst, v);
+                    }
+                }
+            }
+            b"MOVE" => {
+                let src = self.key(&cmd[1]);
+                let dst = (1, cmd[1].clone());
+                if self.db != 1 && !self.m.contains_key(&dst) {
+                    if let Some(v) = self.m.remove(&src) {
+                        self.m.insert(dst, v);
+                    }
+                }
+            }
+            b"SWAPDB" => {
+                let all = std::mem::take(self.m);
+                *self.m = all
+                    .into_iter()
+                    .map(|((d, k), v)| ((if d == 0 { 1 } else if d == 1 { 0 } else { d }, k), v))
+                    .collect();
+            }
+            b"FLUSHALL" => self.m.clear(),
+            b"HSETNX" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::Hash(BTreeMap::new()), false));
+                if let Value::Hash(h) = &mut e.0 {
+                    h.entry(cmd[2].clone()).or_insert_with(|| cmd[3].clone());
+                }
+            }
+            b"HINCRBYFLOAT" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::Hash(BTreeMap::new()), false));
+                if let Value::Hash(h) = &mut e.0 {
+                    // Whole numbers only: the long double prints them without a point.
+                    let cur: i64 = h
+                        .get(&cmd[2])
+                        .map(|v| String::from_utf8_lossy(v).parse().unwrap())
+                        .unwrap_or(0);
+                    let by: i64 = String::from_utf8_lossy(&cmd[3]).parse().unwrap();
+                    h.insert(cmd[2].clone(), (cur + by).to_string().into_bytes());
+                }
+            }
+            b"GETEX" => {
+                if let Some(e) = self.m.get_mut(&self.key(&cmd[1])) {
+                    e.1 = cmd[2] == b"EX";
+                }
+            }
+            b"RESTORE" => {
+                let v = match daisy_kv::rdb::restore(&cmd[3]).expect("the workload's own payload") {
+                    daisy_kv::rdb::Value::Hash(p) => Value::Hash(p.into_iter().collect()),
+                    daisy_kv::rdb::Value::Set(m) => Value::Set(m.into_iter().collect()),
+                    other => unreachable!("{other:?}"),
+                };
+                self.m.insert(self.key(&cmd[1]), (v, false));
+            }
             b"SELECT" => self.db = String::from_utf8_lossy(&cmd[1]).parse().unwrap(),
             b"FLUSHDB" => {
                 let db = self.db;
@@ -299,8 +434,21 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             _ => false,
         },
         b"APPEND" => is(&cmd[1], 0),
-        b"HSET" | b"HDEL" | b"HINCRBY" => is(&cmd[1], 1),
+        b"HSET" | b"HDEL" | b"HINCRBY" | b"HSETNX" => is(&cmd[1], 1),
+        b"HINCRBYFLOAT" => match m.get(&(db, cmd[1].clone())) {
+            None => true,
+            Some((Value::Hash(h), _)) => h
+                .get(&cmd[2])
+                .is_none_or(|v| String::from_utf8_lossy(v).parse::<i64>().is_ok()),
+            _ => false,
+        },
         b"SADD" | b"SREM" => is(&cmd[1], 2),
+        b"SMOVE" => ty(&cmd[1]).is_none_or(|t| t == 2) && is(&cmd[2], 2),
+        b"SINTERSTORE" | b"SUNIONSTORE" | b"SDIFFSTORE" => is(&cmd[2], 2) && is(&cmd[3], 2),
+        b"GETEX" => is(&cmd[1], 0),
+        b"MOVE" => db != 1,
+        // COPY of a key onto itself is an error.
+        b"COPY" => cmd[1] != cmd[2],
         b"RENAME" => ty(&cmd[1]).is_some(),
         _ => true,
     }

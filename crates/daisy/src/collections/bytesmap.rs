@@ -568,7 +568,7 @@ impl PBytesMap {
         }
         let g = hd.depth as u32;
         // A random segment (each equally likely, whatever its share of the directory).
-        let mut draw_segment = |rng: &mut dyn FnMut() -> u64| -> Result<Option<u64>> {
+        let draw_segment = |rng: &mut dyn FnMut() -> u64| -> Result<Option<u64>> {
             if g == 0 {
                 return Ok(Some(seg0));
             }
