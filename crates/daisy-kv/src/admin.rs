@@ -121,6 +121,8 @@ pub struct AdminState {
     /// sends them once the commands' transaction commits).
     pub monitors: usize,
     pub feed: Vec<u8>,
+    /// Connections whose commands CLIENT PAUSE holds (INFO's blocked_clients).
+    pub blocked_clients: usize,
     /// Latency histograms (INFO latencystats), by stat slot: a command's index in
     /// `COMMANDS`, or `COMMANDS.len()` + a subcommand's index in `meta::all()`.
     pub latency: Vec<Option<Box<Histogram>>>,

@@ -631,7 +631,15 @@ impl Server {
                 self.switch_listener(poll, listener, l);
             }
             if Instant::now() >= next_expire {
-                self.active_expire();
+                // No key expires while CLIENT PAUSE holds writes (as Redis).
+                if self
+                    .sv
+                    .admin
+                    .pause
+                    .is_none_or(|p| self.round_ms >= p.until_ms)
+                {
+                    self.active_expire();
+                }
                 self.clients_cron(now_ms());
                 let killed = std::mem::take(&mut self.killed);
                 self.reap(poll, killed.iter());
@@ -685,7 +693,10 @@ impl Server {
         for (i, slot) in self.conns.iter_mut().enumerate() {
             let Some(c) = slot else { continue };
             let idle_s = (now - c.cl.last_ms.max(c.cl.created_ms)).max(0) / 1000;
-            if timeout_s > 0 && idle_s > timeout_s && !c.dead {
+            // As Redis, neither a MONITOR connection nor one whose commands CLIENT PAUSE
+            // holds is closed for being idle.
+            let waiting = c.cl.admin.monitor || !c.cl.admin.postponed.is_empty();
+            if timeout_s > 0 && idle_s > timeout_s && !c.dead && !waiting {
                 c.dead = true;
                 self.killed.push(i);
                 continue;
@@ -966,6 +977,9 @@ impl Server {
                 if c.cl.admin.monitor {
                     self.sv.admin.monitors -= 1;
                 }
+                if !c.cl.admin.postponed.is_empty() {
+                    self.sv.admin.blocked_clients -= 1;
+                }
             }
         }
     }
@@ -1096,6 +1110,7 @@ impl Server {
                     self.shutdown = false;
                     self.sv.admin.kill.clear();
                     self.sv.admin.feed.truncate(feed_len);
+                    let restored_postponed = !self.postponed.is_empty();
                     (self.sv.counters, self.store.expired_keys) = counters;
                     self.store.resync();
                     for (ci, len, close, cl) in saved.drain(..) {
@@ -1104,6 +1119,9 @@ impl Server {
                             c.close_after = close;
                             c.cl = cl;
                         }
+                    }
+                    if restored_postponed {
+                        self.recount_blocked();
                     }
                     if alone {
                         // Failed on its own: its error is its reply. A failed EXEC ends the
@@ -1214,12 +1232,17 @@ impl Server {
         };
         // CLIENT PAUSE: the command waits (every command, or those that may write), and so
         // do the ones after it from the same connection (Redis's `blockPostponeClient`).
+        // A command refused anyway (unknown, arity, ...) answers at once.
         let paused = self.sv.admin.pause.filter(|p| now < p.until_ms);
         if !c.cl.admin.postponed.is_empty()
-            || paused.is_some_and(|p| p.all || may_write(&self.table, args, &c.cl))
+            || paused.is_some_and(|p| {
+                (p.all || may_write(&self.table, args, &c.cl))
+                    && cmd::precheck(self.table.find(args[0]), args, &c.cl, &self.sv).is_none()
+            })
         {
             if c.cl.admin.postponed.is_empty() {
                 self.postponed.push(w.conn);
+                self.sv.admin.blocked_clients += 1;
             }
             c.cl.admin
                 .postponed
@@ -1281,10 +1304,21 @@ impl Server {
         self.sv.admin.others = rows;
     }
 
+    /// The connections whose commands CLIENT PAUSE holds, after a failed group restored them.
+    fn recount_blocked(&mut self) {
+        self.postponed.sort_unstable();
+        self.postponed.dedup();
+        let conns = &self.conns;
+        self.postponed
+            .retain(|&i| matches!(conns.get(i), Some(Some(c)) if !c.cl.admin.postponed.is_empty()));
+        self.sv.admin.blocked_clients = self.postponed.len();
+    }
+
     /// Run the commands CLIENT PAUSE postponed, once the pause is over, then the rest of those
     /// connections' input.
     fn resume_postponed(&mut self) {
         let conns = std::mem::take(&mut self.postponed);
+        self.sv.admin.blocked_clients = 0;
         let (mut work, mut ranges) = (Vec::new(), Vec::new());
         let mut owned = std::mem::take(&mut self.owned);
         owned.clear();

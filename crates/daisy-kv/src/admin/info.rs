@@ -64,11 +64,12 @@ fn report(c: &mut Ctx, want: &[String]) -> daisy::Result<String> {
             t,
             "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
              client_recent_max_input_buffer:{}\r\nclient_recent_max_output_buffer:{}\r\n\
-             blocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+             blocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
             sv.connected_clients,
             sv.max_clients,
             sv.admin.stats.recent_max_input,
             sv.admin.stats.recent_max_output,
+            sv.admin.blocked_clients,
         );
     }
     if on("memory") {

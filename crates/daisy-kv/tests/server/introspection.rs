@@ -157,6 +157,13 @@ fn client_reply_and_pause() {
         q::<Option<String>>(&mut c, &["GET", "paused"]).unwrap(),
         None
     );
+    let clients: String = q(&mut c, &["INFO", "clients"]).unwrap();
+    assert!(clients.contains("blocked_clients:1\r\n"), "{clients}");
+    // A command refused anyway answers at once.
+    assert_eq!(
+        err_text(q::<Value>(&mut c, &["SET", "x"])),
+        "ERR wrong number of arguments for 'set' command"
+    );
     let _: () = q(&mut c, &["CLIENT", "UNPAUSE"]).unwrap();
     let got = roundtrip(&mut w, b"", 12);
     assert_eq!(String::from_utf8_lossy(&got), "+OK\r\n$1\r\n1\r\n");
@@ -490,5 +497,38 @@ fn monitor_sees_commands_in_order() {
             r#""EXEC""#
         ]
     );
+    srv.stop();
+}
+
+/// An idle connection's input buffer is given back after 2 seconds (Redis's
+/// clientsCronResizeQueryBuffer), and `timeout` closes connections idle longer.
+#[test]
+fn idle_clients() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut c = srv.client();
+    let mut idle = srv.raw();
+    assert_eq!(
+        roundtrip(&mut idle, b"CLIENT SETNAME idler\r\n", 5),
+        b"+OK\r\n"
+    );
+    let idler = |c: &mut Connection| -> String {
+        let list: String = q(c, &["CLIENT", "LIST"]).unwrap();
+        list.lines()
+            .find(|l| l.contains("name=idler"))
+            .unwrap_or("")
+            .to_string()
+    };
+    let line = idler(&mut c);
+    assert_eq!(field(&line, "qbuf-free"), "16384", "{line}");
+    let t0 = std::time::Instant::now();
+    while field(&idler(&mut c), "qbuf-free") != "0" {
+        assert!(t0.elapsed() < Duration::from_secs(6), "{}", idler(&mut c));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _: () = q(&mut c, &["CONFIG", "SET", "timeout", "1"]).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(idle.read(&mut buf).unwrap_or(0), 0, "closed for being idle");
+    assert!(idler(&mut c).is_empty());
     srv.stop();
 }
