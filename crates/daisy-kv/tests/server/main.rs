@@ -9,6 +9,9 @@
 //!   restart; Redis's answers in corners.
 //! - `protocol`: malformed requests close only that client; RESP3 through HELLO 3; a long
 //!   request arriving in pieces.
+//! - `collections`: every encoding survives a restart, a big DEL is freed in the background,
+//!   an EXEC that meets a full pool stores nothing, huge HSET/SADD refused whole, a client
+//!   gone inside MULTI, a version-1 pool upgraded.
 //! - `connection`: connection and server commands, max-clients; `requirepass` and AUTH.
 //! - `inline`: inline commands quoted as Redis reads them; unbalanced quotes.
 //! - `introspection`: CLIENT (LIST, INFO, KILL, REPLY, PAUSE), COMMAND, CONFIG, INFO and
@@ -30,6 +33,7 @@ use std::time::Duration;
 
 #[path = "../common/serve.rs"]
 mod common;
+mod collections;
 mod connection;
 mod inline;
 mod introspection;
