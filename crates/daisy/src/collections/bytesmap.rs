@@ -547,9 +547,10 @@ impl PBytesMap {
     /// segment is equally likely, whatever its share of the directory), then one of the
     /// segment's buckets is drawn and kept with probability (its entries / its slots), and one
     /// of its entries taken (so each entry is equally likely; one cache line read per draw).
-    /// After 8 failed draws (a sparse table, emptied by removals) it samples as Redis's
-    /// `dictGetFairRandomKey` does: up to 8 entries gathered from a random bucket on, one of
-    /// them taken (fair, though entries after wide gaps come up more often).
+    /// After 8 failed draws a one-segment table (small, so sparse) picks among its entries
+    /// directly (still uniform); a sparse table of many segments (emptied by removals) samples
+    /// as Redis's `dictGetFairRandomKey` does: up to 8 entries gathered from a random bucket on,
+    /// one of them taken (fair, though entries after wide gaps come up more often).
     pub fn random_entry_tx(
         &self,
         tx: &Tx,
@@ -610,7 +611,22 @@ impl PBytesMap {
                 return read_entry_key(&src, obj).map(Some);
             }
         }
-        // A sparse table (emptied by removals): gather up to GATHER entries from a random
+        if g == 0 {
+            // One sparse segment (a small table): pick among its entries, exactly uniform.
+            let mut img = vec![0u8; SEG_BYTES];
+            src.read(seg0, &mut img)?;
+            let full: Vec<u64> = img
+                .chunks_exact(BytesSlot::SLOT)
+                .map(slot_ptr)
+                .filter(|&p| p != 0)
+                .collect();
+            if full.is_empty() {
+                return Ok(None);
+            }
+            let obj = full[below(rng, full.len() as u64) as usize];
+            return read_entry_key(&src, obj).map(Some);
+        }
+        // A sparse table of many segments (emptied by removals): gather up to GATHER entries from a random
         // bucket on, in directory order (consecutive cache lines), and take one of them
         // uniformly, as Redis's dictGetFairRandomKey samples a few keys: fair, though entries
         // after wide gaps come up more often.
