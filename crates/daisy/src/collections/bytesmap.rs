@@ -4,9 +4,11 @@
 //! `[key_len u32][value_len u32][key][value]` (offset 0: empty). The stored hash lets splits
 //! and removals move slots without reading the entries, and lookups compare hashes before
 //! keys. Replacing a value allocates a new entry and frees the old one in the same
-//! transaction, so a value is never seen half-written; a value of at most 256 bytes replaced by
-//! one of the same length is instead rewritten in place through the redo log (as atomic, and
-//! without allocator work).
+//! transaction, so a value is never seen half-written; a value whose block has room for the new
+//! one, and that changes little (an equal-length value of at most 256 bytes, or up to 64 KiB
+//! values where at most half the bytes differ: an append, a counter, a field added to a packed
+//! record), is instead rewritten in place through the redo log: as atomic, without allocator
+//! work, and only the changed lines written back.
 
 use super::table::*;
 use crate::error::{Error, Result};
@@ -49,6 +51,10 @@ fn slot_ptr(slot: &[u8]) -> u64 {
 /// Values up to this many bytes replace a value of the same length in place (logged) instead
 /// of through a new entry object.
 const REPLACE_IN_PLACE_MAX: usize = 256;
+
+/// Values up to this many bytes are compared with the old value when replaced, and written in
+/// place when little differs (see `rewrite_in_place`).
+const DIFF_IN_PLACE_MAX: usize = 64 << 10;
 
 /// Largest key or value (the entry header stores 32-bit lengths).
 pub const MAX_ITEM_LEN: usize = u32::MAX as usize;
@@ -364,15 +370,12 @@ impl PBytesMap {
                 loop {
                     match found {
                         Probe::Found(_)
-                            if old.is_some_and(|o| {
-                                o.value_len as usize == vlen && vlen <= REPLACE_IN_PLACE_MAX
-                            }) =>
+                            if rewrite_in_place(
+                                tx,
+                                old.expect("found"),
+                                &entry[8 + key.len()..],
+                            )? =>
                         {
-                            // A small value of the same length: rewritten where it is, through
-                            // the log (atomic with the transaction, like the new entry would
-                            // be), with no allocation or free.
-                            let o = old.expect("found");
-                            tx.write_bytes(obj_value(&o), &entry[8 + key.len()..])?;
                             break;
                         }
                         Probe::Found(off) => {
@@ -871,6 +874,76 @@ impl EntryRef {
     pub fn value_len(&self) -> usize {
         self.value_len as usize
     }
+}
+
+/// Replace the value of the entry `o` by `new` where it lies, through the redo log, when its
+/// block has room and little changes: only the byte runs that differ from the old value, the
+/// bytes past its end, and the length are written (an append to a packed collection logs the
+/// appended bytes and its count; an equal-length small value is rewritten whole). True when
+/// done; false leaves the entry as it was (the caller writes a new entry instead).
+///
+/// Crash safety: every write is logged in the caller's transaction, so the entry holds the old
+/// value or the new one after a crash, never a mix; readers within the transaction see the new
+/// bytes through its read-your-writes overlay.
+fn rewrite_in_place(tx: &mut Tx, o: EntryRef, new: &[u8]) -> Result<bool> {
+    let (old_len, vlen) = (o.value_len as usize, new.len());
+    if old_len == vlen && vlen <= REPLACE_IN_PLACE_MAX {
+        tx.write_bytes(obj_value(&o), new)?;
+        return Ok(true);
+    }
+    if vlen > DIFF_IN_PLACE_MAX {
+        return Ok(false);
+    }
+    let room = tx.usable_size(PPtr::<u8>::from_offset(o.obj))?;
+    if 8 + o.key_len as u64 + vlen as u64 > room {
+        return Ok(false);
+    }
+    let common = old_len.min(vlen);
+    let mut before = vec![0u8; common];
+    read_value_in(&Src::Tx(tx), &o, 0, &mut before)?;
+    // Runs of differing bytes, merged across gaps of less than 16 equal bytes (one log entry
+    // costs about that much).
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < common {
+        if before[i] == new[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut end = i + 1;
+        let mut same = 0;
+        i += 1;
+        while i < common && same < 16 {
+            if before[i] == new[i] {
+                same += 1;
+            } else {
+                same = 0;
+                end = i + 1;
+            }
+            i += 1;
+        }
+        runs.push((start, end));
+    }
+    if vlen > common {
+        match runs.last_mut() {
+            Some(r) if common - r.1 < 16 => r.1 = vlen,
+            _ => runs.push((common, vlen)),
+        }
+    }
+    let logged: usize = runs.iter().map(|r| r.1 - r.0).sum();
+    // Little changed: worth logging. Much changed: a new entry (written once, unlogged) is
+    // cheaper than logging the bytes and writing them again.
+    if logged * 2 > vlen.max(64) {
+        return Ok(false);
+    }
+    for (a, b) in runs {
+        tx.write_bytes(obj_value(&o) + a as u64, &new[a..b])?;
+    }
+    if vlen != old_len {
+        tx.write_bytes(o.obj + 4, &(vlen as u32).to_le_bytes())?;
+    }
+    Ok(true)
 }
 
 fn read_value_in(src: &Src, e: &EntryRef, from: usize, out: &mut [u8]) -> Result<()> {
