@@ -1050,8 +1050,13 @@ impl Keyspace {
     }
 
     fn free_table(&mut self, tx: &mut Tx, id: PPtr<PBytesMap>) -> daisy::Result<()> {
-        let len = PBytesMap::view(&self.pool, tx, id)?.len(tx)?;
-        if len <= LAZYFREE_THRESHOLD
+        // Objects to free: its entries and its segments (a table emptied by removals may hold
+        // few entries in many segments).
+        let objects = {
+            let v = PBytesMap::view(&self.pool, tx, id)?;
+            v.len(tx)? + v.capacity(tx)? / 1024
+        };
+        if objects <= LAZYFREE_THRESHOLD
             && PBytesMap::free_step(&self.pool, tx, id, u32::MAX, |_, _| Ok(()))?
         {
             return Ok(());

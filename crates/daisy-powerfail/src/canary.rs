@@ -52,6 +52,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             EarlyRecoveryWatermark,
             GarbageSlotKept,
             LazyQueueLate,
+            ShrinkHeaderEarly,
         ],
         Msync => &[
             EarlyBlockReuse,

@@ -77,7 +77,7 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         }
     };
     let one = |rng: &mut SmallRng| -> Vec<Vec<Vec<u8>>> {
-        match rng.gen_range(0..32) {
+        match rng.gen_range(0..34) {
             0 | 1 => vec![vec![v("SET"), skey(rng), value(rng)]],
             2 => vec![vec![v("SET"), skey(rng), value(rng), v("PX"), v("3600000")]],
             3 => vec![vec![v("DEL"), any_key(rng)]],
@@ -162,6 +162,24 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                 vec![vec![v("DEL"), v("big0"), v("big1")]]
             }
             30 if rng.gen_range(0..8) == 0 => vec![vec![v("FLUSHALL")]],
+            31 => {
+                // A set that outgrows one segment (a new key: its table is built fresh), then
+                // loses half of it...
+                let mut add = vec![v("SADD"), v("huge")];
+                add.extend((0..1400).map(|i| format!("h{i}").into_bytes()));
+                let mut rem = vec![v("SREM"), v("huge")];
+                rem.extend((0..700).map(|i| format!("h{i}").into_bytes()));
+                vec![vec![v("DEL"), v("huge")], add, rem]
+            }
+            32 => {
+                // ...and most of the rest: 100 members are left in a table made for 1,400, so
+                // this removal rebuilds it smaller (shrink). (700 removals a command: their log
+                // fits the workload's record.)
+                let mut rem = vec![v("SREM"), v("huge")];
+                rem.extend((700..1300).map(|i| format!("h{i}").into_bytes()));
+                vec![rem]
+            }
+            33 => vec![vec![v("DEL"), v("huge")]],
             _ => vec![vec![v("PERSIST"), any_key(rng)]],
         }
     };
@@ -529,14 +547,17 @@ pub struct KvWork {
 }
 
 impl KvWork {
-    /// A new keyspace pool for the workload (small, growing on demand; 8 log slots per lane).
+    /// A new keyspace pool for the workload (small, growing on demand; 8 log slots of 64 KiB
+    /// per lane: a command over hundreds of members fits one record, as the server's 1 MiB
+    /// slots hold a round of them).
     pub fn create_pool(path: &Path) -> Result<Pool> {
         Pool::create(
             path,
             &PoolOptions::new(LAYOUT)
-                .size(1 << 20)
+                .size(2 << 20)
                 .max_size(32 << 20)
                 .lanes(2)
+                .log_slot_size(64 << 10)
                 .log_slots_per_lane(8),
         )
         .map_err(anyhow::Error::from)

@@ -97,11 +97,15 @@ pub enum Fault {
     /// is cleared by a transaction of its own after that, instead of in the same one: a
     /// crash in between leaves the queue naming freed memory (daisy-kv, keyspace.rs).
     LazyQueueLate = 16,
+    /// A hash map's shrink stores the new directory into the header durably at once instead of
+    /// through the transaction's log: a crash before the commit leaves the header naming
+    /// objects that were never allocated (collections/table.rs, `Table::shrink`).
+    ShrinkHeaderEarly = 17,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 17] = [
+    pub const ALL: [Fault; 18] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -119,6 +123,7 @@ impl Fault {
         Fault::EarlyRecoveryWatermark,
         Fault::GarbageSlotKept,
         Fault::LazyQueueLate,
+        Fault::ShrinkHeaderEarly,
     ];
 
     fn bit(self) -> u32 {

@@ -248,7 +248,10 @@ impl HashVal {
                 let hdr = Header::new(Type::Hash, Enc::Table).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[&id], old, false)?;
             }
-            HashVal::Table { fresh: false, .. } => {}
+            HashVal::Table {
+                mut view,
+                fresh: false,
+            } => super::shrink_if_sparse(c, &mut view)?,
         }
         c.touch(key);
         Ok(())

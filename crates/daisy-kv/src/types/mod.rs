@@ -280,6 +280,30 @@ impl ScanOpts {
     }
 }
 
+/// A table whose entries fill less than 1/[`SPARSE_FILL`] of the slots its directory addresses
+/// is rebuilt smaller (Redis shrinks a dict under 10% fill; Daisy's tables never shrink in
+/// place, and a sparse one makes random picks and scans walk empty buckets).
+pub const SPARSE_FILL: u64 = 10;
+
+/// Segments a shrink may free in one command (their frees fit the redo record with room to
+/// spare); a bigger sparse table keeps its size until a later removal finds it smaller.
+const SHRINK_MAX_SEGMENTS: usize = 4096;
+
+/// After removals from a table: rebuild it at the size its entries need when it has become
+/// sparse (fewer entries than 1/[`SPARSE_FILL`] of the slots its directory addresses), in the
+/// command's transaction (`BytesMapView::shrink`: the entries' slots move into new segments,
+/// nothing is copied per entry). Amortized O(1) per removal: a shrink costs the old table's
+/// segments, and at least most of its entries were removed since it was that big.
+pub fn shrink_if_sparse(c: &mut crate::commands::Ctx, view: &mut daisy::BytesMapView) -> daisy::Result<()> {
+    let len = view.len(c.tx)?;
+    let cap = view.capacity(c.tx)?;
+    // One segment (1024 slots) is as small as a table gets.
+    if cap > 1024 && len > 0 && len * SPARSE_FILL < cap {
+        view.shrink(c.tx, SHRINK_MAX_SEGMENTS)?;
+    }
+    Ok(())
+}
+
 /// A copy of a value's payload for another key (COPY): a table is copied into a new table,
 /// everything else is the same bytes.
 pub fn copy_payload(

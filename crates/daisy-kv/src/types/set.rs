@@ -229,6 +229,21 @@ impl SetVal {
     }
 
     /// A member chosen uniformly at random from a non-empty set.
+    /// Remove a member chosen as [`SetVal::random`] chooses, and return it (a table picks and
+    /// removes in one probe).
+    pub fn pop(&mut self, c: &mut Ctx) -> daisy::Result<Vec<u8>> {
+        if let SetVal::Table { view, .. } = self {
+            let sv = &mut *c.sv;
+            return Ok(view
+                .take_random(c.tx, &mut || sv.next_random())?
+                .ok_or_else(|| damaged("empty table".into()))?
+                .0);
+        }
+        let m = self.random(c)?;
+        self.remove(c, &m)?;
+        Ok(m)
+    }
+
     pub fn random(&self, c: &mut Ctx) -> daisy::Result<Vec<u8>> {
         Ok(match self {
             SetVal::Ints(v, _) => v[(c.random() % v.len() as u64) as usize].to_string().into_bytes(),
@@ -272,7 +287,11 @@ impl SetVal {
             SetVal::Ints(v, width) => (Enc::IntSet, intset::encode(&v, width)),
             SetVal::Packed(v) => (Enc::Packed, v.bytes().to_vec()),
             SetVal::Table { view, fresh: true } => (Enc::Table, view.id().offset().to_le_bytes().to_vec()),
-            SetVal::Table { fresh: false, .. } => {
+            SetVal::Table {
+                mut view,
+                fresh: false,
+            } => {
+                super::shrink_if_sparse(c, &mut view)?;
                 c.touch(key);
                 return Ok(());
             }
@@ -488,8 +507,7 @@ pub fn spop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     let mut s = SetVal::open(c, &v)?;
     let Some(count) = count else {
-        let m = s.random(c)?;
-        s.remove(c, &m)?;
+        let m = s.pop(c)?;
         s.store(c, a[1], Some(&v))?;
         resp::bulk(c.out, &m);
         return Ok(());

@@ -136,6 +136,16 @@ fn check_len(what: &str, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// (slot offset, entry object) of each occupied slot of `bytes`, read from pool offset `at`.
+fn occupied(bytes: &[u8], at: u64) -> Vec<(u64, u64)> {
+    bytes
+        .chunks_exact(BytesSlot::SLOT)
+        .enumerate()
+        .map(|(i, s)| (at + (i * BytesSlot::SLOT) as u64, slot_ptr(s)))
+        .filter(|&(_, p)| p != 0)
+        .collect()
+}
+
 /// A number below `n` from the random word `rng()` gives, taken from its high bits (Lemire's
 /// multiply-shift): a caller's generator whose low bits are weak (xorshift) still draws evenly.
 fn below(rng: &mut dyn FnMut() -> u64, n: u64) -> u64 {
@@ -559,14 +569,46 @@ impl PBytesMap {
         tx: &Tx,
         rng: &mut dyn FnMut() -> u64,
     ) -> Result<Option<(Vec<u8>, EntryRef)>> {
+        self.t.same_pool(tx)?;
+        let src = Src::Tx(tx);
+        match self.random_slot(&src, rng)? {
+            Some((_, _, obj)) => read_entry_key(&src, obj).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Remove an entry chosen as [`random_entry_tx`](Self::random_entry_tx) chooses, inside
+    /// the caller's transaction, and return its key and value (a set's SPOP: the pick and the
+    /// removal share one probe).
+    pub fn take_random_tx(
+        &mut self,
+        tx: &mut Tx,
+        rng: &mut dyn FnMut() -> u64,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.t.same_pool(tx)?;
+        let (seg, slot, obj, len) = {
+            let src = Src::Tx(tx);
+            let Some((seg, slot, obj)) = self.random_slot(&src, rng)? else {
+                return Ok(None);
+            };
+            (seg, slot, obj, src.header(self.t.hdr)?.len)
+        };
+        let kv = read_entry(&Src::Tx(tx), obj)?;
+        remove_slot::<BytesSlot>(tx, WriteMode::Logged, self.t.seed, seg, slot)?;
+        tx.free(PPtr::<u8>::from_offset(obj))?;
+        self.t.add_len(tx, len, -1)?;
+        Ok(Some(kv))
+    }
+
+    /// The (segment, slot offset, entry object) of a random pick (see
+    /// [`random_entry_tx`](Self::random_entry_tx)).
+    fn random_slot(&self, src: &Src, rng: &mut dyn FnMut() -> u64) -> Result<Option<(u64, u64, u64)>> {
         /// Bucket draws before the fallback (each reads a directory word and one bucket).
         const DRAWS: usize = 8;
         /// Entries the fallback gathers before it picks one.
         const GATHER: usize = 8;
         const PER_BUCKET: u64 = BytesSlot::PER_BUCKET as u64;
-        self.t.same_pool(tx)?;
-        let src = Src::Tx(tx);
-        let (_, seg0, _, hd) = self.t.locate(&src, 0)?;
+        let (_, seg0, _, hd) = self.t.locate(src, 0)?;
         if hd.len == 0 {
             return Ok(None);
         }
@@ -587,7 +629,7 @@ impl PBytesMap {
         const BATCH: usize = 4;
         let map = &self.t.pool.inner.map;
         for _ in 0..DRAWS / BATCH {
-            let mut cand = [(0u64, 0u64, 0u64); BATCH];
+            let mut cand = [(0u64, 0u64, 0u64, 0u64); BATCH];
             let mut n = 0;
             for _ in 0..BATCH {
                 let Some(seg) = draw_segment(rng)? else {
@@ -595,39 +637,31 @@ impl PBytesMap {
                 };
                 let line = seg + below(rng, SEG_BUCKETS as u64) * BUCKET as u64;
                 map.prefetch(line);
-                cand[n] = (line, below(rng, PER_BUCKET), rng());
+                cand[n] = (seg, line, below(rng, PER_BUCKET), rng());
                 n += 1;
             }
-            for &(line, keep, pick) in &cand[..n] {
+            for &(seg, line, keep, pick) in &cand[..n] {
                 // A bucket is kept with probability (its entries / its slots), then one of its
                 // entries taken: each entry of the map equally likely.
                 let bytes: [u8; BUCKET] = src.read_pod(line)?;
-                let full: Vec<u64> = bytes
-                    .chunks_exact(BytesSlot::SLOT)
-                    .map(slot_ptr)
-                    .filter(|&p| p != 0)
-                    .collect();
+                let full = occupied(&bytes, line);
                 if keep >= full.len() as u64 {
                     continue;
                 }
-                let obj = full[((pick as u128 * full.len() as u128) >> 64) as usize];
-                return read_entry_key(&src, obj).map(Some);
+                let (slot, obj) = full[((pick as u128 * full.len() as u128) >> 64) as usize];
+                return Ok(Some((seg, slot, obj)));
             }
         }
         if g == 0 {
             // One sparse segment (a small table): pick among its entries, exactly uniform.
             let mut img = vec![0u8; SEG_BYTES];
             src.read(seg0, &mut img)?;
-            let full: Vec<u64> = img
-                .chunks_exact(BytesSlot::SLOT)
-                .map(slot_ptr)
-                .filter(|&p| p != 0)
-                .collect();
+            let full = occupied(&img, seg0);
             if full.is_empty() {
                 return Ok(None);
             }
-            let obj = full[below(rng, full.len() as u64) as usize];
-            return read_entry_key(&src, obj).map(Some);
+            let (slot, obj) = full[below(rng, full.len() as u64) as usize];
+            return Ok(Some((seg0, slot, obj)));
         }
         // A sparse table of many segments (emptied by removals): gather up to GATHER entries from a random
         // bucket on, in directory order (consecutive cache lines), and take one of them
@@ -637,15 +671,16 @@ impl PBytesMap {
         const RUN: u64 = 16;
         let buckets = (1u64 << g) * SEG_BUCKETS as u64;
         let start = below(rng, buckets / RUN) * RUN;
-        let mut found: Vec<u64> = Vec::with_capacity(GATHER + 4 * RUN as usize);
+        let mut found: Vec<(u64, u64, u64)> = Vec::with_capacity(GATHER + 4 * RUN as usize);
         let mut run = [0u8; BUCKET * RUN as usize];
         let mut pos = start;
         loop {
             let (idx, b) = (pos / SEG_BUCKETS as u64, pos % SEG_BUCKETS as u64);
             let at = hd.dir + idx * 8;
             let (seg, _) = decode_dir(src.read_u64(at)?, g, at)?;
-            src.read(seg + b * BUCKET as u64, &mut run)?;
-            found.extend(run.chunks_exact(BytesSlot::SLOT).map(slot_ptr).filter(|&p| p != 0));
+            let at = seg + b * BUCKET as u64;
+            src.read(at, &mut run)?;
+            found.extend(occupied(&run, at).into_iter().map(|(slot, obj)| (seg, slot, obj)));
             pos = (pos + RUN) % buckets;
             if found.len() >= GATHER || pos == start {
                 break;
@@ -654,8 +689,19 @@ impl PBytesMap {
         if found.is_empty() {
             return Ok(None);
         }
-        let obj = found[below(rng, found.len() as u64) as usize];
-        read_entry_key(&src, obj).map(Some)
+        Ok(Some(found[below(rng, found.len() as u64) as usize]))
+    }
+
+    /// Rebuild the table at the size its entries need, inside the caller's transaction: entry
+    /// slots move into new segments (entries are neither copied nor reallocated), the old
+    /// segments and directory are freed. Tables never shrink by themselves: a program that
+    /// removes most entries calls this (for example when [`BytesMapView::capacity`] passes ten
+    /// times the length), so scans and random picks stop walking empty buckets. False when the
+    /// table is no larger than its entries need, or has more than `max_segments` segments (the
+    /// frees of their segments must fit one redo record: about 16 bytes each).
+    pub fn shrink_tx(&mut self, tx: &mut Tx, max_segments: usize) -> Result<bool> {
+        self.t.same_pool(tx)?;
+        self.t.shrink(tx, max_segments)
     }
 
     /// A key chosen uniformly at random (see [`random_entry_tx`](Self::random_entry_tx)).
@@ -825,6 +871,26 @@ impl BytesMapView {
         out: &mut Vec<(Vec<u8>, EntryRef)>,
     ) -> Result<u64> {
         self.0.scan_tx(tx, cursor, count, out)
+    }
+    /// Slots the table's directory can address (2^depth segments of 1024 slots): an upper
+    /// bound of its size, to tell a table emptied by removals (a caller may then rebuild it
+    /// smaller: the table itself never shrinks).
+    pub fn capacity(&self, tx: &Tx) -> Result<u64> {
+        let hd = Src::Tx(tx).header(self.0.t.hdr)?;
+        Ok((1u64 << hd.depth.min(MAX_DEPTH as u64)) * (SEG_BYTES / BytesSlot::SLOT) as u64)
+    }
+    /// Rebuild the table at the size its entries need, in the caller's transaction (see
+    /// [`PBytesMap::shrink_tx`]).
+    pub fn shrink(&mut self, tx: &mut Tx, max_segments: usize) -> Result<bool> {
+        self.0.shrink_tx(tx, max_segments)
+    }
+    /// Remove a random entry and return it (see [`PBytesMap::take_random_tx`]).
+    pub fn take_random(
+        &mut self,
+        tx: &mut Tx,
+        rng: &mut dyn FnMut() -> u64,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.0.take_random_tx(tx, rng)
     }
     /// A key chosen uniformly at random, with its entry (see
     /// [`PBytesMap::random_entry_tx`]).

@@ -816,6 +816,88 @@ impl<S: SlotKind> Table<S> {
         Ok(())
     }
 
+    /// Rebuild the table at the size its entries need, inside `tx`: every entry's slot (its
+    /// hash and entry object: nothing is copied or reallocated per entry) is placed into new
+    /// segments of a new directory, the header repointed, and the old directory and segments
+    /// freed, all in the caller's transaction. Tables never shrink otherwise, so one emptied by
+    /// removals keeps its size; a caller calls this when it has become sparse. False (nothing
+    /// done) when the table is not larger than its entries need, or has more old segments than
+    /// `max_segments` (their frees must fit the transaction's redo record).
+    ///
+    /// Crash safety: the new segments and directory are fresh objects, flushed before the
+    /// commit record; the header's `dir` and `depth` change in one logged write with the frees:
+    /// after a crash the map is the old table or the new one, both holding the same entries.
+    pub fn shrink(&self, tx: &mut Tx, max_segments: usize) -> Result<bool> {
+        self.note_tx();
+        let src = Src::Tx(tx);
+        let hd = src.header(self.hdr)?;
+        if hd.garbage_dir != 0 {
+            return Ok(false); // a clear still frees its detached table
+        }
+        let segs = self.segments(&src)?;
+        if segs.len() > max_segments {
+            return Ok(false);
+        }
+        // Segments needed at about half full.
+        let slots_per_seg = (SEG_BUCKETS * S::PER_BUCKET) as u64;
+        let want_segs = (hd.len * 2).div_ceil(slots_per_seg).max(1);
+        let mut g = 64 - (want_segs - 1).leading_zeros();
+        if want_segs == 1 {
+            g = 0;
+        }
+        if (1usize << g) >= segs.len() {
+            return Ok(false);
+        }
+        let mut slots: Vec<(u64, [u8; 16])> = Vec::with_capacity(hd.len as usize);
+        let mut img = vec![0u8; SEG_BYTES];
+        for &(_, seg, _) in &segs {
+            src.read(seg, &mut img)?;
+            for slot in img.chunks_exact(S::SLOT) {
+                if !S::is_empty(slot) {
+                    let mut b = [0u8; 16];
+                    b[..S::SLOT].copy_from_slice(slot);
+                    slots.push((S::entry_hash(self.seed, slot), b));
+                }
+            }
+        }
+        // Place them; a probe window that overflows takes one more hash bit.
+        let imgs = loop {
+            if g >= MAX_DEPTH {
+                return Err(Error::Aborted(
+                    "hash map cannot be rebuilt smaller (keys hash too alike)".into(),
+                ));
+            }
+            let mut imgs = vec![new_segment_image::<S>(); 1usize << g];
+            let fits = slots
+                .iter()
+                .all(|(h, slot)| place::<S>(&mut imgs[dir_index(*h, g) as usize], *h, &slot[..S::SLOT]));
+            if fits {
+                break imgs;
+            }
+            g += 1;
+        };
+        let mut words = Vec::with_capacity(imgs.len());
+        for im in &imgs {
+            words.push(tx.alloc_bytes(im)?.offset() | ((g as u64) << 56));
+        }
+        let dir = tx.alloc_bytes(bytemuck::cast_slice(&words))?.offset();
+        if sim_fault!(ShrinkHeaderEarly) {
+            let inner = tx.pool_inner();
+            inner.store_word_durable(self.hdr + H_DIR, dir)?;
+            inner.store_word_durable(self.hdr + H_DEPTH, g as u64)?;
+        } else {
+            let mut w = [0u8; 16];
+            w[..8].copy_from_slice(&dir.to_le_bytes());
+            w[8..].copy_from_slice(&(g as u64).to_le_bytes());
+            tx.write_bytes(self.hdr + H_DIR, &w)?;
+        }
+        for (_, seg, _) in segs {
+            tx.free(crate::PPtr::<u8>::from_offset(seg))?;
+        }
+        tx.free(crate::PPtr::<u8>::from_offset(hd.dir))?;
+        Ok(true)
+    }
+
     /// Add `delta` to `len` (logged).
     #[inline(always)]
     pub fn add_len(&self, tx: &mut Tx, cur: u64, delta: i64) -> Result<()> {

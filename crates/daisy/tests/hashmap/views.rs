@@ -223,3 +223,50 @@ fn values_edited_in_place_read_back_and_roll_back() {
     }
     assert_ok(&m.check());
 }
+
+/// A table emptied by removals is rebuilt at the size its entries need: the entries stay
+/// (none copied), the old segments are freed, an aborted shrink leaves the table as it was,
+/// and the map checks sound before and after a crash.
+#[test]
+fn shrink_rebuilds_an_emptied_table_smaller() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "shrink.pool");
+    let id = create_bytes(&pool, 8);
+    let mut m = PBytesMap::open(&pool, id).unwrap();
+    for i in 0..20_000u32 {
+        m.insert(format!("k{i}").as_bytes(), &i.to_le_bytes()).unwrap();
+    }
+    for i in 0..19_500u32 {
+        m.remove(format!("k{i}").as_bytes()).unwrap();
+    }
+    let before = m.check();
+    assert_ok(&before);
+    let objects = pool.objects().unwrap().len();
+    // Aborted: nothing changes.
+    let r: Result<(), Error> = pool.transaction(|tx| {
+        assert!(m.shrink_tx(tx, 4096)?);
+        Err(Error::Aborted("no".into()))
+    });
+    assert!(r.is_err());
+    assert_eq!(m.check().segments, before.segments);
+    assert_eq!(pool.objects().unwrap().len(), objects);
+    // A table over `max_segments` is left alone.
+    assert!(!pool.transaction(|tx| m.shrink_tx(tx, 2)).unwrap());
+    assert!(pool.transaction(|tx| m.shrink_tx(tx, 4096)).unwrap());
+    let after = m.check();
+    assert_ok(&after);
+    assert!(after.segments < before.segments / 4, "{} -> {}", before.segments, after.segments);
+    assert_eq!(after.entries, 500);
+    assert!(pool.objects().unwrap().len() < objects);
+    for i in 19_500..20_000u32 {
+        assert_eq!(m.get(format!("k{i}").as_bytes()).unwrap(), Some(i.to_le_bytes().to_vec()));
+    }
+    // Small enough already: nothing to do.
+    assert!(!pool.transaction(|tx| m.shrink_tx(tx, 4096)).unwrap());
+    drop(m);
+    pool.crash_for_test();
+    let pool = Pool::open(dir.path().join("shrink.pool"), "test.hashmap").unwrap();
+    let m = PBytesMap::open(&pool, id).unwrap();
+    assert_ok(&m.check());
+    assert_eq!(m.len().unwrap(), 500);
+}
