@@ -485,10 +485,17 @@ pub static COMMANDS: &[Spec] = &[
 /// cheap hash serves (SipHash showed in profiles of pipelined rounds).
 pub struct Table {
     by_name: HashMap<Vec<u8>, usize, std::hash::BuildHasherDefault<NameHasher>>,
-    /// The last name looked up, exactly as sent (zero-padded, with its length), and its
-    /// command: a pipeline repeats one command, and a round looks each one up more than once.
-    last: std::cell::Cell<([u8; 16], usize, Option<&'static Spec>)>,
+    /// Names recently looked up, exactly as sent (zero-padded, with their length), and their
+    /// commands, direct-mapped by length and first letter: a pipeline repeats a few commands
+    /// (MULTI, the queued ones, EXEC), and a round looks each one up more than once.
+    recent: [std::cell::Cell<CachedName>; 8],
 }
+
+/// Longer than any command name (the longest, `georadiusbymember_ro`, has 20 bytes).
+const NAME_MAX: usize = 24;
+
+/// A name as sent (zero-padded), its length (`usize::MAX`: empty slot) and its command.
+type CachedName = ([u8; NAME_MAX], usize, Option<&'static Spec>);
 
 #[derive(Default)]
 pub struct NameHasher(u64);
@@ -506,32 +513,34 @@ impl std::hash::Hasher for NameHasher {
 
 impl Table {
     pub fn new() -> Table {
+        assert!(COMMANDS.iter().all(|s| s.name.len() <= NAME_MAX), "a command name exceeds NAME_MAX");
         Table {
             by_name: COMMANDS
                 .iter()
                 .enumerate()
                 .map(|(i, s)| (s.name.as_bytes().to_vec(), i))
                 .collect(),
-            last: std::cell::Cell::new(([0; 16], usize::MAX, None)),
+            recent: Default::default(),
         }
     }
 
     /// The command named by `name` (any case).
     pub fn find(&self, name: &[u8]) -> Option<&'static Spec> {
-        let mut buf = [0u8; 16];
+        let mut buf = [0u8; NAME_MAX];
         if name.len() > buf.len() {
             return None;
         }
         buf[..name.len()].copy_from_slice(name);
-        let (last, last_len, last_spec) = self.last.get();
-        if last_len == name.len() && last == buf {
-            return last_spec;
+        let slot = &self.recent[(name.len() + (name.first().map_or(0, |&c| c | 0x20) as usize)) & 7];
+        let (cached, cached_len, cached_spec) = slot.get();
+        if cached_len == name.len() && cached == buf {
+            return cached_spec;
         }
         let key = buf;
         let lower = &mut buf[..name.len()];
         lower.make_ascii_lowercase();
         let spec = self.by_name.get(&lower[..]).map(|&i| &COMMANDS[i]);
-        self.last.set((key, name.len(), spec));
+        slot.set((key, name.len(), spec));
         spec
     }
 }

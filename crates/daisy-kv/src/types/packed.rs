@@ -105,17 +105,27 @@ impl PackedBuf {
         let mut pos = 0;
         let n = get_varint(&buf, &mut pos).ok_or("packed value: truncated count")?;
         let head = pos;
+        let end = buf.len();
         for i in 0..n {
-            let len = get_varint(&buf, &mut pos)
-                .ok_or_else(|| format!("packed value: item {i} truncated"))?;
-            pos = (pos as u64)
-                .checked_add(len)
-                .filter(|&e| e <= buf.len() as u64)
-                .ok_or_else(|| format!("packed value: item {i} runs past the end"))?
-                as usize;
+            // Most items are shorter than 128 bytes: a one-byte length.
+            let len = match buf.get(pos) {
+                Some(&b) if b < 0x80 => {
+                    pos += 1;
+                    b as usize
+                }
+                Some(_) => get_varint(&buf, &mut pos)
+                    .filter(|&l| l <= end as u64)
+                    .ok_or_else(|| format!("packed value: item {i} truncated"))?
+                    as usize,
+                None => return Err(format!("packed value: item {i} truncated")),
+            };
+            pos += len;
+            if pos > end {
+                return Err(format!("packed value: item {i} runs past the end"));
+            }
         }
-        if pos != buf.len() {
-            return Err(format!("packed value: {} bytes after the last item", buf.len() - pos));
+        if pos != end {
+            return Err(format!("packed value: {} bytes after the last item", end - pos));
         }
         Ok(PackedBuf {
             buf,
