@@ -101,11 +101,16 @@ pub enum Fault {
     /// through the transaction's log: a crash before the commit leaves the header naming
     /// objects that were never allocated (collections/table.rs, `Table::shrink`).
     ShrinkHeaderEarly = 17,
+    /// A sequence that grows a new chunk at an end stores the old end chunk's link to it
+    /// durably at once instead of through the transaction's log: a crash before the commit
+    /// leaves the old chunk naming a block that was never allocated
+    /// (collections/seq.rs, "Crash reasoning").
+    SeqLinkOutsideTx = 19,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 18] = [
+    pub const ALL: [Fault; 19] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -124,6 +129,7 @@ impl Fault {
         Fault::GarbageSlotKept,
         Fault::LazyQueueLate,
         Fault::ShrinkHeaderEarly,
+        Fault::SeqLinkOutsideTx,
     ];
 
     fn bit(self) -> u32 {

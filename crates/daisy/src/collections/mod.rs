@@ -1,16 +1,25 @@
 //! Persistent collections built on pools and transactions.
 //!
 //! * [`PHashMap`]: fixed-size plain-old-data keys and values stored inline;
-//! * [`PBytesMap`]: byte-string keys and values of any length.
+//! * [`PBytesMap`]: byte-string keys and values of any length;
+//! * [`PSeq`]: a sequence (deque) of byte strings: pushes and pops at both ends, indexes,
+//!   middle edits (Redis's lists).
 //!
-//! Both are extendible hash tables (`table.rs`: format, invariants and crash reasoning).
+//! The maps are extendible hash tables (`table.rs`: format, invariants and crash reasoning);
+//! the sequence is a doubly linked list of chunks of packed items (`seq.rs`: the same).
+//! Each has an exclusive handle (`open`, with self-durable operations and `_tx` ones that join
+//! a caller's transaction), a transaction-scoped view (`view`), bounded destruction
+//! (`free_step`), and a checker that `daisy pool check` runs on every one it finds
+//! ([`check_all`]).
 
 pub mod bytesmap;
 pub mod hashmap;
+pub mod seq;
 pub(crate) mod table;
 
 pub use bytesmap::{BytesMapView, PBytesMap};
 pub use hashmap::{Batch, PHashMap};
+pub use seq::{seq_items, seq_objects, PSeq, SeqIter, SeqView};
 pub use table::MapCheck;
 
 use crate::shared::PoolInner;
@@ -96,12 +105,18 @@ pub fn bytes_map_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec
     Ok(out)
 }
 
-/// Find every hash map in the pool (objects that start with a valid map header) and check
-/// each one's invariants. Read-only; used by `daisy pool check`.
+/// Find every hash map and sequence in the pool (objects that start with a valid map or
+/// sequence header) and check each one's invariants. Read-only; used by `daisy pool check`.
+/// A sequence's report has kind "sequence", its items as `entries` and its chunks as
+/// `segments`.
 pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
     let inner: &PoolInner = &pool.inner;
     let mut out = Vec::new();
     for o in pool.objects()? {
+        if o.size >= seq::SEQ_HEADER_BYTES && seq::looks_like_seq(inner, o.off) {
+            out.push(seq::check_seq(inner, o.off));
+            continue;
+        }
         if o.size < HEADER_BYTES as u64 {
             continue;
         }
