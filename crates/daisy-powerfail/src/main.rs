@@ -26,6 +26,8 @@ enum WorkloadArg {
     Kv,
     /// `single` on a pool in msync mode.
     Msync,
+    /// Sequence pushes, pops, middle edits, trims and bounded freeing.
+    Seq,
 }
 
 /// Simulate power failures at every fence: build crash images from what may or may not have
@@ -127,6 +129,7 @@ fn main() -> ExitCode {
         WorkloadArg::Concurrent => vec![Workload::Concurrent],
         WorkloadArg::Kv => vec![Workload::Kv],
         WorkloadArg::Msync => vec![Workload::Msync],
+        WorkloadArg::Seq => vec![Workload::Seq],
     };
     let cfg = Config {
         dir: cli.dir,
