@@ -190,8 +190,19 @@ impl Spec {
 pub fn member_arg(s: &Spec) -> bool {
     matches!(
         s.name,
-        "hset" | "hsetnx" | "hget" | "hmget" | "hdel" | "hexists" | "hstrlen" | "hincrby"
-            | "hincrbyfloat" | "sadd" | "srem" | "sismember" | "smismember"
+        "hset"
+            | "hsetnx"
+            | "hget"
+            | "hmget"
+            | "hdel"
+            | "hexists"
+            | "hstrlen"
+            | "hincrby"
+            | "hincrbyfloat"
+            | "sadd"
+            | "srem"
+            | "sismember"
+            | "smismember"
     )
 }
 
@@ -324,14 +335,22 @@ pub use crate::resp::parse_i64;
 
 /// An integer argument in `min..=max` (Redis's `getRangeLongFromObjectOrReply`): None after
 /// the error reply, which is `msg` for either failure when given, else Redis's texts.
-pub fn range_arg(c: &mut Ctx, arg: &[u8], min: i64, max: i64, msg: Option<&str>) -> daisy::Result<Option<i64>> {
+pub fn range_arg(
+    c: &mut Ctx,
+    arg: &[u8],
+    min: i64,
+    max: i64,
+    msg: Option<&str>,
+) -> daisy::Result<Option<i64>> {
     match parse_i64(arg) {
         Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
         parsed => {
             let text = match (msg, parsed) {
                 (Some(m), _) => format!("ERR {m}"),
                 (None, None) => E_INT.to_string(),
-                (None, Some(_)) => format!("ERR value is out of range, value must between {min} and {max}"),
+                (None, Some(_)) => {
+                    format!("ERR value is out of range, value must between {min} and {max}")
+                }
             };
             c.err(&text)?;
             Ok(None)
@@ -513,7 +532,10 @@ impl std::hash::Hasher for NameHasher {
 
 impl Table {
     pub fn new() -> Table {
-        assert!(COMMANDS.iter().all(|s| s.name.len() <= NAME_MAX), "a command name exceeds NAME_MAX");
+        assert!(
+            COMMANDS.iter().all(|s| s.name.len() <= NAME_MAX),
+            "a command name exceeds NAME_MAX"
+        );
         Table {
             by_name: COMMANDS
                 .iter()
@@ -531,7 +553,8 @@ impl Table {
             return None;
         }
         buf[..name.len()].copy_from_slice(name);
-        let slot = &self.recent[(name.len() + (name.first().map_or(0, |&c| c | 0x20) as usize)) & 7];
+        let slot =
+            &self.recent[(name.len() + (name.first().map_or(0, |&c| c | 0x20) as usize)) & 7];
         let (cached, cached_len, cached_spec) = slot.get();
         if cached_len == name.len() && cached == buf {
             return cached_spec;

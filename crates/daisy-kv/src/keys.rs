@@ -4,8 +4,8 @@
 use crate::commands::{lossy, parse_i64, range_arg, upper, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::rdb;
-use crate::types::{self, hash, set, string, Type};
 use crate::resp;
+use crate::types::{self, hash, set, string, Type};
 
 pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut n = 0;
@@ -276,11 +276,10 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         c.nil();
         return Ok(());
     };
-    let lfu = c
-        .sv
-        .config
-        .get("maxmemory-policy")
-        .is_some_and(|p| p.ends_with("lfu"));
+    let lfu =
+        c.sv.config
+            .get("maxmemory-policy")
+            .is_some_and(|p| p.ends_with("lfu"));
     match &sub[..] {
         b"ENCODING" => {
             let name = match (v.ty, v.enc) {
@@ -332,7 +331,9 @@ fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)>
         Type::Hash => rdb::Value::Hash(hash::HashVal::open(c, v)?.all(c)?),
         Type::Set => rdb::Value::Set(set::SetVal::open(c, v)?.all(c)?),
         Type::List | Type::ZSet => {
-            return Err(daisy::Error::Unsupported("type not supported by this build".into()))
+            return Err(daisy::Error::Unsupported(
+                "type not supported by this build".into(),
+            ))
         }
     };
     Ok((value, compact))

@@ -209,8 +209,10 @@ impl Header {
         let Some(&f) = rec.first() else {
             return Err("empty value record".into());
         };
-        let ty = Type::from_bits((f >> 1) & 7).ok_or_else(|| format!("unknown type in flags {f:#x}"))?;
-        let enc = Enc::from_bits(f >> 4).ok_or_else(|| format!("unknown encoding in flags {f:#x}"))?;
+        let ty =
+            Type::from_bits((f >> 1) & 7).ok_or_else(|| format!("unknown type in flags {f:#x}"))?;
+        let enc =
+            Enc::from_bits(f >> 4).ok_or_else(|| format!("unknown encoding in flags {f:#x}"))?;
         if !types::valid_encoding(ty, enc) {
             return Err(format!("type {} cannot have encoding {enc:?}", ty.name()));
         }
@@ -437,9 +439,9 @@ impl Keyspace {
                 "databases must be between 1 and {MAX_DATABASES} (got {databases})"
             ));
         }
-        let root = pool.root::<KvRoot>().map_err(|e| {
-            format!("{path}: not a daisy serve pool ({e}); use another --pool")
-        })?;
+        let root = pool
+            .root::<KvRoot>()
+            .map_err(|e| format!("{path}: not a daisy serve pool ({e}); use another --pool"))?;
         let r = pool.read(root);
         if r.magic == 0 && r.meta == 0 && r.word2 == 0 {
             pool.transaction(|tx| {
@@ -457,7 +459,9 @@ impl Keyspace {
             })
             .map_err(what)?;
         } else if r.magic != KV_MAGIC {
-            return Err(format!("{path}: the pool's root is not a daisy serve keyspace"));
+            return Err(format!(
+                "{path}: the pool's root is not a daisy serve keyspace"
+            ));
         } else if r.version == KV_VERSION_1 {
             // Upgrade: database 0 is the old map, with its expires count.
             pool.transaction(|tx| {
@@ -693,7 +697,13 @@ impl Keyspace {
 
     /// FLUSHDB / SWAPDB of `db` (replaced by `other`'s keys for SWAPDB): Redis's
     /// `touchAllWatchedKeysInDb`, run before the change with the databases as they are.
-    fn touch_all_in_db(&mut self, tx: &Tx, db: usize, other: Option<usize>, now_ms: i64) -> daisy::Result<()> {
+    fn touch_all_in_db(
+        &mut self,
+        tx: &Tx,
+        db: usize,
+        other: Option<usize>,
+        now_ms: i64,
+    ) -> daisy::Result<()> {
         for key in self.watches.keys_of(db as u32) {
             let in_db = self.peek(tx, db, &key)?.is_some();
             let in_other = match other {
@@ -946,7 +956,8 @@ impl Keyspace {
             result = f(old.as_deref());
             match &result {
                 Ok(n) => Ok(Some((
-                    Header::new(Type::String, Enc::Auto).with_expire(live.and_then(|v| v.expire_ms)),
+                    Header::new(Type::String, Enc::Auto)
+                        .with_expire(live.and_then(|v| v.expire_ms)),
                     Cow::Owned(n.clone()),
                 ))),
                 Err(_) => Ok(None),
@@ -1061,10 +1072,14 @@ impl Keyspace {
         {
             return Ok(());
         }
-        lazy_push(tx, self.meta, LazyItem {
-            kind: LazyKind::Table,
-            off: id.offset(),
-        })
+        lazy_push(
+            tx,
+            self.meta,
+            LazyItem {
+                kind: LazyKind::Table,
+                off: id.offset(),
+            },
+        )
     }
 
     /// One SCAN step over `db` as `tx` sees it (see [`PBytesMap::scan_tx`]).
@@ -1112,10 +1127,14 @@ impl Keyspace {
         self.touch_all_in_db(tx, db, None, now_ms)?;
         self.maps[db] = None; // release the claim: lazyfree takes the map
         tx.write(self.db_ptr(db), &DbEntry::default())?;
-        lazy_push(tx, self.meta, LazyItem {
-            kind: LazyKind::Database,
-            off: e.map,
-        })
+        lazy_push(
+            tx,
+            self.meta,
+            LazyItem {
+                kind: LazyKind::Database,
+                off: e.map,
+            },
+        )
     }
 
     /// Swap databases `a` and `b` (SWAPDB): two words each. Watched keys that exist in
@@ -1183,10 +1202,14 @@ impl Keyspace {
                         if v.enc == Enc::Table {
                             let mut p = [0u8; 8];
                             e.read_tx(tx, v.off, &mut p)?;
-                            lazy_push(tx, meta, LazyItem {
-                                kind: LazyKind::Table,
-                                off: u64::from_le_bytes(p),
-                            })?;
+                            lazy_push(
+                                tx,
+                                meta,
+                                LazyItem {
+                                    kind: LazyKind::Table,
+                                    off: u64::from_le_bytes(p),
+                                },
+                            )?;
                         }
                         Ok(())
                     })?
@@ -1353,7 +1376,10 @@ fn lazy_items(pool: &Pool, m: &KvMeta) -> Result<(Vec<LazyItem>, Vec<u64>), Stri
     let mut nodes = Vec::new();
     let mut take = |w: u64| -> Result<(), String> {
         if w != 0 {
-            items.push(LazyItem::from_word(w).ok_or_else(|| format!("lazyfree queue word {w:#x} is not an item"))?);
+            items.push(
+                LazyItem::from_word(w)
+                    .ok_or_else(|| format!("lazyfree queue word {w:#x} is not an item"))?,
+            );
         }
         Ok(())
     };
@@ -1455,7 +1481,10 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
     for (i, d) in dbs.iter().enumerate() {
         if d.map == 0 {
             if d.expires != 0 {
-                problems.push(format!("db {i} has no keys but counts {} with expiry", d.expires));
+                problems.push(format!(
+                    "db {i} has no keys but counts {} with expiry",
+                    d.expires
+                ));
             }
             continue;
         }

@@ -91,10 +91,9 @@ pub fn watch(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if !c.ks.watches.is_dirty(id) {
         let db = c.db();
         for k in &a[1..] {
-            let expired = c
-                .ks
-                .peek(c.tx, db, k)?
-                .is_some_and(|v| v.expire_ms.is_some_and(|t| t < c.now_ms));
+            let expired =
+                c.ks.peek(c.tx, db, k)?
+                    .is_some_and(|v| v.expire_ms.is_some_and(|t| t < c.now_ms));
             c.ks.watches.watch(id, db as u32, k, expired);
         }
     }

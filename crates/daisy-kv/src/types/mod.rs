@@ -168,10 +168,7 @@ pub fn create_table<'i>(
 }
 
 /// Every (key, value) of a table, in its hash order.
-pub fn table_all(
-    c: &crate::commands::Ctx,
-    view: &daisy::BytesMapView,
-) -> daisy::Result<Pairs> {
+pub fn table_all(c: &crate::commands::Ctx, view: &daisy::BytesMapView) -> daisy::Result<Pairs> {
     let (_, out) = table_scan_all(c, view, 0, usize::MAX)?;
     Ok(out)
 }
@@ -211,7 +208,10 @@ fn table_scan_all(
 /// A SCAN-family cursor (Redis: an unsigned number, else "invalid cursor"); None after the
 /// error reply.
 pub fn parse_cursor(c: &mut crate::commands::Ctx, arg: &[u8]) -> daisy::Result<Option<u64>> {
-    match std::str::from_utf8(arg).ok().and_then(|s| s.parse::<u64>().ok()) {
+    match std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
         Some(n) => Ok(Some(n)),
         None => {
             c.err("ERR invalid cursor")?;
@@ -238,7 +238,11 @@ pub struct ScanOpts {
 impl ScanOpts {
     /// Parse from `a[from..]` (Redis's `scanGenericCommand`); None after an error reply.
     /// TYPE is accepted only when `from` is 2 (SCAN itself).
-    pub fn parse(c: &mut crate::commands::Ctx, a: &[&[u8]], from: usize) -> daisy::Result<Option<ScanOpts>> {
+    pub fn parse(
+        c: &mut crate::commands::Ctx,
+        a: &[&[u8]],
+        from: usize,
+    ) -> daisy::Result<Option<ScanOpts>> {
         let mut o = ScanOpts {
             pattern: None,
             count: 10,
@@ -294,7 +298,10 @@ const SHRINK_MAX_SEGMENTS: usize = 4096;
 /// command's transaction (`BytesMapView::shrink`: the entries' slots move into new segments,
 /// nothing is copied per entry). Amortized O(1) per removal: a shrink costs the old table's
 /// segments, and at least most of its entries were removed since it was that big.
-pub fn shrink_if_sparse(c: &mut crate::commands::Ctx, view: &mut daisy::BytesMapView) -> daisy::Result<()> {
+pub fn shrink_if_sparse(
+    c: &mut crate::commands::Ctx,
+    view: &mut daisy::BytesMapView,
+) -> daisy::Result<()> {
     let len = view.len(c.tx)?;
     let cap = view.capacity(c.tx)?;
     // One segment (1024 slots) is as small as a table gets.
