@@ -114,8 +114,9 @@ pub use bytemuck;
 pub use bytemuck::{Pod, Zeroable};
 pub use check::CheckReport;
 pub use collections::{
+    bytes_map_entries,
     bytesmap::{EntryRef, Upsert},
-    bytes_map_entries, check_all, map_objects, Batch, BytesMapView, MapCheck, PBytesMap, PHashMap,
+    check_all, map_objects, Batch, BytesMapView, MapCheck, PBytesMap, PHashMap,
 };
 pub use error::{Error, Result};
 pub use layout::{DEFAULT_LANES, DEFAULT_SLOT_SIZE};
@@ -137,8 +138,9 @@ pub mod internals {
     pub use crate::checksum::crc32c_append;
     pub use crate::layout::*;
     pub use crate::log::{
-        record_checksum, EntryHeader, EntryKind, LogHeader, ENTRY_HEADER_SIZE, LOG_HEADER_SIZE,
-        LOG_MAGIC, MAX_SEQ, TARGET_MASK, WORD_ENTRY_SIZE, WORD_ENTRY_TAG,
+        overflow_checksum, record_checksum, EntryHeader, EntryKind, LogHeader, OverflowDesc,
+        ENTRY_HEADER_SIZE, LOG_HEADER_SIZE, LOG_MAGIC, LOG_OVERFLOW_MAGIC, MAX_SEQ,
+        OVERFLOW_DESC_SIZE, OVERFLOW_PREFIX, TARGET_MASK, WORD_ENTRY_SIZE, WORD_ENTRY_TAG,
     };
     pub use crate::map::{fs_type_name, is_tmpfs, msync, page_size, Mapping};
     pub use crate::persist::Persister;

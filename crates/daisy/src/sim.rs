@@ -101,11 +101,15 @@ pub enum Fault {
     /// through the transaction's log: a crash before the commit leaves the header naming
     /// objects that were never allocated (collections/table.rs, `Table::shrink`).
     ShrinkHeaderEarly = 17,
+    /// A record that outgrew its log slot gives its overflow extent back to the heap as soon
+    /// as it is applied, instead of when the watermark passes it: the next large allocation
+    /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
+    OverflowEarlyReuse = 20,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 18] = [
+    pub const ALL: [Fault; 19] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -124,6 +128,7 @@ impl Fault {
         Fault::GarbageSlotKept,
         Fault::LazyQueueLate,
         Fault::ShrinkHeaderEarly,
+        Fault::OverflowEarlyReuse,
     ];
 
     fn bit(self) -> u32 {
@@ -151,11 +156,13 @@ pub enum Event {
     DeferredReuse = 5,
     /// A commit took its sequence number while another lane was inside a commit.
     OverlappingCommit = 6,
+    /// A commit wrote a record too large for its slot through an overflow extent.
+    OverflowRecord = 7,
 }
 
 impl Event {
     /// Every event.
-    pub const ALL: [Event; 7] = [
+    pub const ALL: [Event; 8] = [
         Event::Help,
         Event::SlotWait,
         Event::InPlaceWord,
@@ -163,6 +170,7 @@ impl Event {
         Event::Grow,
         Event::DeferredReuse,
         Event::OverlappingCommit,
+        Event::OverflowRecord,
     ];
 
     /// A short name for reports.
@@ -175,6 +183,7 @@ impl Event {
             Event::Grow => "grow",
             Event::DeferredReuse => "deferred-reuse",
             Event::OverlappingCommit => "overlapping-commit",
+            Event::OverflowRecord => "overflow-record",
         }
     }
 }
@@ -182,7 +191,7 @@ impl Event {
 static FAULTS: AtomicU32 = AtomicU32::new(0);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static REACHED: [AtomicU64; 32] = [const { AtomicU64::new(0) }; 32];
-static EVENTS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+static EVENTS: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
 
 /// Inject `f` (process-wide) until [`clear_faults`].
 pub fn inject(f: Fault) {
