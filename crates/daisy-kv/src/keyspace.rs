@@ -420,6 +420,12 @@ pub struct Keyspace {
     pub watches: Watches,
     /// The last key [`Keyspace::prefetch_member`] looked up: (database, key, its table or 0).
     member_memo: std::cell::RefCell<(usize, Vec<u8>, u64)>,
+    /// Keys that blocked clients wait on, and in which databases (kept by the event loop).
+    pub blocking: std::collections::HashMap<Vec<u8>, Vec<usize>>,
+    /// Keys that got a list or a sorted set while clients wait on them (Redis's
+    /// `signalKeyAsReady`), in the order they got it: the event loop serves those clients
+    /// after the command.
+    pub ready: Vec<(usize, Vec<u8>)>,
 }
 
 fn map_of(id: u64) -> PPtr<PBytesMap> {
@@ -427,6 +433,15 @@ fn map_of(id: u64) -> PPtr<PBytesMap> {
 }
 
 impl Keyspace {
+    /// Note that `key` of database `db` got a list or sorted set, if clients wait on it.
+    pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        if self.blocking.get(key).is_some_and(|dbs| dbs.contains(&db))
+            && !self.ready.iter().any(|(d, k)| *d == db && k == key)
+        {
+            self.ready.push((db, key.to_vec()));
+        }
+    }
+
     /// Reach (or, in a new pool, create) the keyspace, with at least `databases` databases.
     /// Refuses a pool whose root is some other program's, a keyspace format this build does
     /// not know, and fewer databases than the pool holds data in. A version-1 keyspace is
@@ -534,6 +549,8 @@ impl Keyspace {
             lazyfreed_objects: 0,
             watches: Watches::default(),
             member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
+            blocking: std::collections::HashMap::new(),
+            ready: Vec::new(),
         })
     }
 
@@ -853,6 +870,9 @@ impl Keyspace {
             _ => None,
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
+        if !self.blocking.is_empty() && matches!(hdr.ty, Type::List | Type::ZSet) {
+            self.signal_ready(db, key);
+        }
         let old_exp = old.is_some_and(|o| o.expire_ms.is_some());
         self.adjust_expires(tx, db, hdr.expire_ms.is_some() as i64 - old_exp as i64)?;
         self.free_owned(tx, owned)
@@ -1149,6 +1169,20 @@ impl Keyspace {
         tx.write(self.db_ptr(a), &eb)?;
         tx.write(self.db_ptr(b), &ea)?;
         self.maps.swap(a, b);
+        // Clients blocked on a key of either database may find it there now (Redis's
+        // `scanDatabaseForReadyKeys`): serving checks what the key holds.
+        let waiting: Vec<(usize, Vec<u8>)> = self
+            .blocking
+            .iter()
+            .flat_map(|(k, dbs)| {
+                dbs.iter()
+                    .filter(|&&d| d == a || d == b)
+                    .map(move |&d| (d, k.clone()))
+            })
+            .collect();
+        for (d, k) in waiting {
+            self.signal_ready(d, &k);
+        }
         Ok(())
     }
 

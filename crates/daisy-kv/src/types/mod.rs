@@ -21,6 +21,7 @@
 
 pub mod hash;
 pub mod intset;
+pub mod list;
 pub mod packed;
 pub mod set;
 pub mod string;
@@ -67,19 +68,20 @@ impl Type {
 
     /// The type named `n` (SCAN's TYPE option), if this server has it.
     pub fn by_name(n: &[u8]) -> Option<Type> {
-        [Type::String, Type::Set, Type::Hash]
+        [Type::String, Type::List, Type::Set, Type::Hash]
             .into_iter()
             .find(|t| t.name().as_bytes().eq_ignore_ascii_case(n))
     }
 }
 
-/// Whether a record may have type `ty` with encoding `enc` (lists and sorted sets are not in
-/// this build: their records are refused as damage).
+/// Whether a record may have type `ty` with encoding `enc` (sorted sets are not in this
+/// build: their records are refused as damage).
 pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
     matches!(
         (ty, enc),
         (Type::String, Enc::Auto | Enc::Raw | Enc::Embstr | Enc::Int)
             | (Type::Hash, Enc::Packed | Enc::Table)
+            | (Type::List, Enc::Packed)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
     )
 }
@@ -88,6 +90,7 @@ pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Value {
     String(Vec<u8>),
+    List(Vec<Vec<u8>>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
 }
@@ -109,8 +112,9 @@ pub fn of(ty: Type) -> &'static dyn DataType {
         Type::String => &string::Strings,
         Type::Hash => &hash::Hashes,
         Type::Set => &set::Sets,
+        Type::List => &list::Lists,
         // Never decoded (valid_encoding refuses them): the records read as damage.
-        Type::List | Type::ZSet => &Unsupported,
+        Type::ZSet => &Unsupported,
     }
 }
 
@@ -126,6 +130,17 @@ impl DataType for Unsupported {
     fn dump(&self, _: &Pool, _: Enc, _: &[u8]) -> Result<Value, String> {
         Err("type not supported by this build".into())
     }
+}
+
+/// A sorted set's members in score order (SORT). Sorted sets are not in this build: no record
+/// can be one (`valid_encoding` refuses them), so this is never reached with a value.
+pub fn zset_members(
+    _c: &mut crate::commands::Ctx,
+    _v: &crate::keyspace::Val,
+) -> daisy::Result<Vec<Vec<u8>>> {
+    Err(daisy::Error::Unsupported(
+        "sorted sets are not in this build".into(),
+    ))
 }
 
 /// The map a table-encoded payload names.
