@@ -101,11 +101,16 @@ pub enum Fault {
     /// through the transaction's log: a crash before the commit leaves the header naming
     /// objects that were never allocated (collections/table.rs, `Table::shrink`).
     ShrinkHeaderEarly = 17,
+    /// An ordered map's leaf split stores the old leaf's shrunken header (its entry count)
+    /// durably at once instead of through the transaction's log: a crash before the commit
+    /// leaves the entries that moved to the new sibling in neither node
+    /// (collections/tree/ops.rs, `put_item`).
+    TreeSplitEarly = 18,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 18] = [
+    pub const ALL: [Fault; 19] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -124,6 +129,7 @@ impl Fault {
         Fault::GarbageSlotKept,
         Fault::LazyQueueLate,
         Fault::ShrinkHeaderEarly,
+        Fault::TreeSplitEarly,
     ];
 
     fn bit(self) -> u32 {
