@@ -357,6 +357,14 @@ impl Img {
         Ok(())
     }
 
+    /// Set the child pointer and count of internal item `i` (in the image).
+    pub fn set_child(&mut self, i: usize, child: u64, count: u64) -> Result<()> {
+        let at = self.slot(i)?;
+        self.b[at..at + 8].copy_from_slice(&child.to_le_bytes());
+        self.b[at + 8..at + 16].copy_from_slice(&count.to_le_bytes());
+        Ok(())
+    }
+
     /// Insert `item` at index position `pos`; false when it does not fit the node. Writes it
     /// into free heap space (compacting the heap first when the free bytes are scattered).
     pub fn insert_item(&mut self, geo: Geo, pos: usize, item: &[u8]) -> Result<bool> {

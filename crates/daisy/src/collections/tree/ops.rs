@@ -680,6 +680,18 @@ fn fix_underflow(tx: &mut Tx, t: &T, old: &Img, mut p: Img, pos: usize) -> Resul
             Img::read(&src, rch, t.geo, level)?,
         )
     };
+    if leaf && lo.count() == 0 {
+        // An emptied leaf (a range removal): the right leaf takes its place under the left
+        // item, whose separator still bounds it from below; nothing is copied.
+        tx.free(PPtr::<u8>::from_offset(lch))?;
+        if let Some(o) = rsep_obj {
+            tx.free(PPtr::<u8>::from_offset(o))?;
+        }
+        p.set_child(l, rch, rc)?;
+        p.remove_item(r)?;
+        write_diff(tx, old.off, &old.b, &p.b)?;
+        return classify(t.geo, &p);
+    }
     let mut items = lo.items()?;
     let mut r_items = ro.items()?;
     if !leaf {
