@@ -1,17 +1,22 @@
 //! Persistent collections built on pools and transactions.
 //!
 //! * [`PHashMap`]: fixed-size plain-old-data keys and values stored inline;
-//! * [`PBytesMap`]: byte-string keys and values of any length.
+//! * [`PBytesMap`]: byte-string keys and values of any length;
+//! * [`PTreeMap`]: an ordered map from byte strings to byte strings, with ranks.
 //!
-//! Both are extendible hash tables (`table.rs`: format, invariants and crash reasoning).
+//! The first two are extendible hash tables (`table.rs`: format, invariants and crash
+//! reasoning); the third is a B+-tree with subtree counts (`tree/`: the same for it).
+//! `check_all` finds both kinds in a pool by their headers and checks each one.
 
 pub mod bytesmap;
 pub mod hashmap;
 pub(crate) mod table;
+pub mod tree;
 
 pub use bytesmap::{BytesMapView, PBytesMap};
 pub use hashmap::{Batch, PHashMap};
 pub use table::MapCheck;
+pub use tree::{PTreeMap, TreeIter, TreeMapView};
 
 use crate::shared::PoolInner;
 use table::*;
@@ -96,12 +101,38 @@ pub fn bytes_map_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec
     Ok(out)
 }
 
-/// Find every hash map in the pool (objects that start with a valid map header) and check
-/// each one's invariants. Read-only; used by `daisy pool check`.
+/// Every object the ordered map at `hdr` owns: header, nodes, item objects (long entries and
+/// separators), and those of a detached subtree a `clear` or [`PTreeMap::free_step`] is still
+/// freeing. For leak checks that walk a layout from its root. Read-only.
+pub fn tree_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
+    tree::tree_objects(&pool.inner, hdr)
+}
+
+/// Every (key, value) of the ordered map at `hdr` in key order, then those a detached subtree
+/// still holds (a `clear` or [`PTreeMap::free_step`] in progress): for checkers that follow
+/// what values own. Read-only.
+pub fn tree_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    tree::tree_entries(&pool.inner, hdr)
+}
+
+/// Find every hash map and ordered map in the pool (objects that start with a valid map or
+/// tree header) and check each one's invariants. Read-only; used by `daisy pool check`.
 pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
     let inner: &PoolInner = &pool.inner;
     let mut out = Vec::new();
     for o in pool.objects()? {
+        if o.size >= tree::TREE_HEADER_BYTES as u64
+            && Src::Pool(inner).read_pod::<u64>(o.off).ok() == Some(tree::TREE_MAGIC)
+        {
+            let mut h = [0u8; 16];
+            if Src::Pool(inner).read(o.off, &mut h).is_ok()
+                && Src::Pool(inner).read_pod::<u32>(o.off + 16).ok()
+                    == Some(crate::checksum::crc32c_append(0, &h))
+            {
+                out.push(tree::check_tree(inner, o.off));
+            }
+            continue;
+        }
         if o.size < HEADER_BYTES as u64 {
             continue;
         }
