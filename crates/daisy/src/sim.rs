@@ -106,6 +106,11 @@ pub enum Fault {
     /// leaves the entries that moved to the new sibling in neither node
     /// (collections/tree/ops.rs, `put_item`).
     TreeSplitEarly = 18,
+    /// A sequence that grows a new chunk at an end stores the old end chunk's link to it
+    /// durably at once instead of through the transaction's log: a crash before the commit
+    /// leaves the old chunk naming a block that was never allocated
+    /// (collections/seq.rs, "Crash reasoning").
+    SeqLinkOutsideTx = 19,
     /// A record that outgrew its log slot gives its overflow extent back to the heap as soon
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
@@ -134,6 +139,7 @@ impl Fault {
         Fault::LazyQueueLate,
         Fault::ShrinkHeaderEarly,
         Fault::TreeSplitEarly,
+        Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
     ];
 
