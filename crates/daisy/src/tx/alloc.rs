@@ -109,7 +109,7 @@ impl<'p> Tx<'p> {
     }
 
     /// Take `n` chunks from the heap (growing the pool if needed).
-    fn take_chunks(&mut self, n: u64, requested: u64) -> Result<u64> {
+    pub(super) fn take_chunks(&mut self, n: u64, requested: u64) -> Result<u64> {
         let pool = self.pool;
         let ready;
         let start;
