@@ -21,10 +21,10 @@
 
 use bytemuck::{Pod, Zeroable};
 use daisy::{Error, PBytesMap, PHashMap, PPtr, PSeq, Pool, PoolOptions, Tx};
-use std::collections::VecDeque;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -786,7 +786,13 @@ fn refs(v: &[Vec<u8>]) -> Vec<&[u8]> {
 }
 
 /// Run a sequence operation inside the workload's transaction (through a view).
-fn seq_run(pool: &Pool, tx: &mut Tx<'_>, root: PPtr<CtRoot>, r: &CtRoot, op: SeqOp) -> daisy::Result<()> {
+fn seq_run(
+    pool: &Pool,
+    tx: &mut Tx<'_>,
+    root: PPtr<CtRoot>,
+    r: &CtRoot,
+    op: SeqOp,
+) -> daisy::Result<()> {
     match op {
         SeqOp::FreeStep => {
             if !r.seq_dead.is_null() && PSeq::free_step(pool, tx, r.seq_dead, SEQ_FREE_BUDGET)? {
@@ -1225,6 +1231,12 @@ pub struct Summary {
     pub map_entries: u64,
     pub map_segments: u64,
     pub map_depth: u32,
+    /// The live sequence after the last recovery (items, chunks of [`SEQ_CHUNK`] bytes), and
+    /// the most chunks it had after any recovery (it grows and shrinks through chunk
+    /// allocations and frees while processes are being killed).
+    pub seq_items: u64,
+    pub seq_chunks: u64,
+    pub seq_max_chunks: u64,
     pub seed: u64,
     pub mode: String,
     pub fs: String,
@@ -1358,13 +1370,16 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
         }
         sum.transactions_verified += n;
         let r = pool.read(pool.root::<CtRoot>()?);
-        if let Some(c) = daisy::check_all(&pool)?
-            .into_iter()
-            .find(|c| c.header == r.map.offset())
-        {
-            sum.map_entries = c.entries;
-            sum.map_segments = c.segments;
-            sum.map_depth = c.depth;
+        for c in daisy::check_all(&pool)? {
+            if c.header == r.map.offset() {
+                sum.map_entries = c.entries;
+                sum.map_segments = c.segments;
+                sum.map_depth = c.depth;
+            } else if c.header == r.seq.offset() {
+                sum.seq_items = c.entries;
+                sum.seq_chunks = c.segments;
+                sum.seq_max_chunks = sum.seq_max_chunks.max(c.segments);
+            }
         }
         pool.close()?;
         progress(&sum);
@@ -1482,9 +1497,15 @@ mod tests {
                 }
             }
             eprintln!("{mix:?}: longest {longest}, retired {retired}, freed {freed}");
-            assert!(longest > 40, "{mix:?}: the sequence grew to {longest} items");
+            assert!(
+                longest > 40,
+                "{mix:?}: the sequence grew to {longest} items"
+            );
             if mix == Mix::Seq {
-                assert!(retired > 5 && freed > 0, "{mix:?}: {retired} retired, {freed} freed");
+                assert!(
+                    retired > 5 && freed > 0,
+                    "{mix:?}: {retired} retired, {freed} freed"
+                );
             }
             let mut wrong = model.clone();
             wrong.seq.push_back(b"extra".to_vec());

@@ -88,6 +88,10 @@ pub fn run(a: CrashtestArgs) -> Result<ExitCode> {
             "hash map after the last recovery: {} entries in {} segments (directory depth {})",
             sum.map_entries, sum.map_segments, sum.map_depth
         );
+        println!(
+            "sequence after the last recovery: {} items in {} chunks (most after a recovery: {} chunks)",
+            sum.seq_items, sum.seq_chunks, sum.seq_max_chunks
+        );
     }
     Ok(
         if sum.lost == 0 && sum.failures == 0 && sum.kills == a.kills {
