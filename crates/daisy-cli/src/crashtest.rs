@@ -22,7 +22,7 @@ pub struct CrashtestArgs {
     #[arg(long, conflicts_with = "power_fail")]
     server: bool,
     /// (--power-fail) crash images to check, split evenly between the workloads [default:
-    /// the simulator's, 70000: every canary is caught within it; about 22 s].
+    /// the simulator's, 70000: every canary is caught within it; about 24 s].
     #[arg(long, requires = "power_fail")]
     budget: Option<u64>,
     /// (--power-fail) workloads to run: single, threads (three taking turns), concurrent
