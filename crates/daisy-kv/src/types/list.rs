@@ -586,8 +586,8 @@ fn pop_generic(c: &mut Ctx, a: &[&[u8]], end: End) -> daisy::Result<()> {
     let count = if a.len() == 3 {
         match parse_i64(a[2]) {
             Some(n) if n >= 0 => Some(n as usize),
-            Some(_) => return c.err("ERR value is out of range, must be positive"),
-            None => return c.err(E_INT),
+            // getPositiveLongFromObjectOrReply: one message for both failures.
+            _ => return c.err("ERR value is out of range, must be positive"),
         }
     } else {
         None
@@ -1027,7 +1027,9 @@ pub fn lpos(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         j += 2;
     }
     let from_tail = rank < 0;
-    let rank = rank.unsigned_abs();
+    // Redis negates a negative rank in a signed long: LLONG_MIN stays negative, and every
+    // match then reaches it, as rank 1 from the tail.
+    let rank = if rank == i64::MIN { 1 } else { rank.unsigned_abs() };
     let Some((_, l)) = or_return!(open_typed(c, a[1], true)?) else {
         if count.is_some() {
             resp::array(c.out, 0);
