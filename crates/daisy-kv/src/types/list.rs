@@ -1029,7 +1029,11 @@ pub fn lpos(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let from_tail = rank < 0;
     // Redis negates a negative rank in a signed long: LLONG_MIN stays negative, and every
     // match then reaches it, as rank 1 from the tail.
-    let rank = if rank == i64::MIN { 1 } else { rank.unsigned_abs() };
+    let rank = if rank == i64::MIN {
+        1
+    } else {
+        rank.unsigned_abs()
+    };
     let Some((_, l)) = or_return!(open_typed(c, a[1], true)?) else {
         if count.is_some() {
             resp::array(c.out, 0);
