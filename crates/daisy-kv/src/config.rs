@@ -291,6 +291,8 @@ pub struct Config {
     pub set_max_intset_entries: usize,
     pub set_max_listpack_entries: usize,
     pub set_max_listpack_value: usize,
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
     /// latency-tracking: INFO latencystats is kept.
     pub latency_tracking: bool,
 }
@@ -304,6 +306,8 @@ impl Default for Config {
             set_max_intset_entries: 0,
             set_max_listpack_entries: 0,
             set_max_listpack_value: 0,
+            zset_max_listpack_entries: 0,
+            zset_max_listpack_value: 0,
             latency_tracking: true,
         };
         c.refresh();
@@ -679,6 +683,8 @@ impl Config {
         self.set_max_intset_entries = self.num("set-max-intset-entries");
         self.set_max_listpack_entries = self.num("set-max-listpack-entries");
         self.set_max_listpack_value = self.num("set-max-listpack-value");
+        self.zset_max_listpack_entries = self.num("zset-max-listpack-entries");
+        self.zset_max_listpack_value = self.num("zset-max-listpack-value");
         self.latency_tracking = self.get("latency-tracking") == Some("yes");
     }
 

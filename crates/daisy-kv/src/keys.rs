@@ -5,7 +5,7 @@ use crate::commands::{lossy, parse_i64, range_arg, upper, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::rdb;
 use crate::resp;
-use crate::types::{self, hash, set, string, Type};
+use crate::types::{self, hash, set, string, zset, Type};
 
 pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut n = 0;
@@ -288,6 +288,7 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     string::encoding_name(enc, &p)
                 }
                 (_, Enc::Table) => "hashtable",
+                (_, Enc::SkipList) => "skiplist",
                 (_, Enc::IntSet) => "intset",
                 _ => "listpack",
             };
@@ -321,7 +322,7 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 /// The value of `v` as DUMP serializes it, and the RDB encoding Redis would use.
 fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)> {
-    let compact = if v.enc == Enc::Table {
+    let compact = if matches!(v.enc, Enc::Table | Enc::SkipList) {
         rdb::Encoding::Plain
     } else {
         rdb::Encoding::Compact
@@ -330,7 +331,8 @@ fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)>
         Type::String => rdb::Value::String(c.payload(v)?),
         Type::Hash => rdb::Value::Hash(hash::HashVal::open(c, v)?.all(c)?),
         Type::Set => rdb::Value::Set(set::SetVal::open(c, v)?.all(c)?),
-        Type::List | Type::ZSet => {
+        Type::ZSet => rdb::Value::ZSet(zset::ZVal::open(c, v)?.idx().all(c.tx)?),
+        Type::List => {
             return Err(daisy::Error::Unsupported(
                 "type not supported by this build".into(),
             ))
@@ -403,11 +405,12 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         Err(e) => return c.err(e),
     };
     match &value {
-        rdb::Value::List(_) | rdb::Value::ZSet(_) => {
-            return c.err("ERR Bad data format (lists and sorted sets are not in this build yet)")
+        rdb::Value::List(_) => {
+            return c.err("ERR Bad data format (lists are not in this build yet)")
         }
         rdb::Value::Hash(x) if x.is_empty() => return c.err("ERR Bad data format"),
         rdb::Value::Set(x) if x.is_empty() => return c.err("ERR Bad data format"),
+        rdb::Value::ZSet(x) if x.is_empty() => return c.err("ERR Bad data format"),
         _ => {}
     }
     // A relative TTL that overflows wraps in Redis (`ttl += mstime()`), and so reads as
@@ -446,9 +449,13 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             resp::ok(c.out);
             return Ok(());
         }
+        rdb::Value::ZSet(elems) => {
+            let (enc, p) = zset::create_restored(c, &elems, rdb::is_packed_zset(a[3]))?;
+            (Type::ZSet, enc, p)
+        }
         // A string is stored as SET would (Redis: `tryObjectEncoding`).
         rdb::Value::String(s) => (Type::String, Enc::Auto, s),
-        rdb::Value::List(_) | rdb::Value::ZSet(_) => unreachable!("refused above"),
+        rdb::Value::List(_) => unreachable!("refused above"),
     };
     let hdr = Header::new(ty, enc).with_expire(expire);
     c.ks.put(c.tx, db, a[1], hdr, &[&payload], None, false)?;

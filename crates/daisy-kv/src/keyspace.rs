@@ -33,10 +33,13 @@ pub const LAZY_EXPIRY_MIN_ROOM: usize = 16 * 1024;
 /// Pool layout name of a KV server's pool.
 pub const LAYOUT: &str = "daisy.kv";
 pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
-/// Keyspace format version: 2 (databases, types, lazyfree). Version 1 (one database of
-/// strings) is read and upgraded at open; builds that know only version 1 refuse version 2.
-pub const KV_VERSION: u32 = 2;
+/// Keyspace format version: 3 (version 2, databases, types and lazyfree, plus sorted sets:
+/// type 3 with the encodings `Packed` and `SkipList`). Version 1 (one database of strings)
+/// and version 2 are read and upgraded at open; a build that knows only version 2 would take
+/// a sorted set's record for damage, so the version refuses this pool to it instead.
+pub const KV_VERSION: u32 = 3;
 const KV_VERSION_1: u32 = 1;
+const KV_VERSION_2: u32 = 2;
 /// Most databases a pool may have (Redis allows any positive int; more than this is surely a
 /// typo, and each costs 16 bytes of pool even when unused).
 pub const MAX_DATABASES: usize = 1 << 16;
@@ -102,7 +105,8 @@ struct LazyNode {
 /// What a queued object is, in the top byte of its queue word (offsets are below 2^56).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LazyKind {
-    /// A byte-string map whose values own nothing (a hash's or set's table).
+    /// A byte-string map whose values own nothing (a hash's or set's table, a big sorted
+    /// set's map).
     Table = 1,
     /// A database's map: its values are records that may own collections.
     Database = 2,
@@ -155,6 +159,10 @@ pub enum Enc {
     /// Integer strings that are not shared (COPY's copy of an integer, Redis's
     /// `dupStringObject`): OBJECT ENCODING `int`, REFCOUNT 1.
     Int = 6,
+    /// Big sorted sets (Redis's skiplist): the payload is the offset of a byte-string map
+    /// (member -> score) owned like a table's, then the offset of an ordered index (0 in
+    /// this build: `types::zset`).
+    SkipList = 7,
 }
 
 impl Enc {
@@ -167,6 +175,7 @@ impl Enc {
             4 => Enc::Table,
             5 => Enc::Embstr,
             6 => Enc::Int,
+            7 => Enc::SkipList,
             _ => return None,
         })
     }
@@ -482,9 +491,13 @@ impl Keyspace {
                 )
             })
             .map_err(what)?;
+        } else if r.version == KV_VERSION_2 {
+            // Version 2 is version 3 without sorted sets: only the number changes.
+            pool.transaction(|tx| tx.update(root, |r| r.version = KV_VERSION))
+                .map_err(what)?;
         } else if r.version != KV_VERSION {
             return Err(format!(
-                "{path}: keyspace format version {} (this build reads {KV_VERSION_1} and {KV_VERSION})",
+                "{path}: keyspace format version {} (this build reads {KV_VERSION_1} to {KV_VERSION})",
                 r.version
             ));
         }
@@ -1199,7 +1212,7 @@ impl Keyspace {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |tx, e| {
                         // A record that owns a table: queue the table (it may be huge).
                         let v = decode_val(tx, e)?;
-                        if v.enc == Enc::Table {
+                        if matches!(v.enc, Enc::Table | Enc::SkipList) {
                             let mut p = [0u8; 8];
                             e.read_tx(tx, v.off, &mut p)?;
                             lazy_push(
@@ -1243,9 +1256,10 @@ impl Header {
     }
 }
 
-/// The table a record owns (encoding `Table`: its payload is the map's offset).
+/// The table a record owns (encoding `Table`: its payload is the map's offset; `SkipList`: its
+/// payload starts with the map's offset, and names no other object in this build).
 fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<PPtr<PBytesMap>>> {
-    if v.enc != Enc::Table {
+    if !matches!(v.enc, Enc::Table | Enc::SkipList) {
         return Ok(None);
     }
     let mut p = [0u8; 8];
@@ -1418,7 +1432,7 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
     if r.magic == 0 && r.meta == 0 && r.word2 == 0 {
         return Ok((reach, problems)); // never served: empty
     }
-    if r.magic != KV_MAGIC || (r.version != KV_VERSION && r.version != KV_VERSION_1) {
+    if r.magic != KV_MAGIC || !(KV_VERSION_1..=KV_VERSION).contains(&r.version) {
         problems.push(format!(
             "keyspace root: magic {:#x} version {} (want {KV_MAGIC:#x} version {KV_VERSION})",
             r.magic, r.version

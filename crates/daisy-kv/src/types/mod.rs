@@ -1,14 +1,16 @@
-//! Value types: one module per Redis type (Redis's t_string.c, t_hash.c, t_set.c), each with
+//! Value types: one module per Redis type (Redis's t_string.c, t_hash.c, t_set.c, t_zset.c), each with
 //! its persistent layout, its invariants and crash reasoning, and its commands; and the
 //! [`DataType`] trait through which the rest of the server (the keyspace's checks, `daisy pool
 //! check`, the test models) handles values without knowing their layouts.
 //!
 //! Encodings (the record header's encoding field, `keyspace::Enc`), as Redis's:
 //! * strings: the bytes in the record;
-//! * small collections packed into the record ([`packed`], Redis's listpack), and sets of
-//!   integers sorted in the record ([`intset`]);
+//! * small collections packed into the record ([`packed`], Redis's listpack; a sorted set's
+//!   kept in (score, member) order), and sets of integers sorted in the record ([`intset`]);
 //! * large collections in a byte-string map of their own (`PBytesMap`, Redis's hashtable):
-//!   the record's payload is the map's header offset. A collection converts from a packed
+//!   the record's payload is the map's header offset (a big sorted set's map goes from member
+//!   to score, and its payload has room for the offset of an ordered index: [`zset`]). A
+//!   collection converts from a packed
 //!   encoding to a table past the thresholds Redis uses (`hash-max-listpack-entries` and
 //!   friends, the same defaults, settable with CONFIG SET) and never back, as in Redis.
 //!
@@ -24,6 +26,7 @@ pub mod intset;
 pub mod packed;
 pub mod set;
 pub mod string;
+pub mod zset;
 
 use crate::keyspace::Enc;
 use daisy::{PBytesMap, PPtr, Pool};
@@ -67,20 +70,21 @@ impl Type {
 
     /// The type named `n` (SCAN's TYPE option), if this server has it.
     pub fn by_name(n: &[u8]) -> Option<Type> {
-        [Type::String, Type::Set, Type::Hash]
+        [Type::String, Type::Set, Type::ZSet, Type::Hash]
             .into_iter()
             .find(|t| t.name().as_bytes().eq_ignore_ascii_case(n))
     }
 }
 
-/// Whether a record may have type `ty` with encoding `enc` (lists and sorted sets are not in
-/// this build: their records are refused as damage).
+/// Whether a record may have type `ty` with encoding `enc` (lists are not in this build:
+/// their records are refused as damage).
 pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
     matches!(
         (ty, enc),
         (Type::String, Enc::Auto | Enc::Raw | Enc::Embstr | Enc::Int)
             | (Type::Hash, Enc::Packed | Enc::Table)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
+            | (Type::ZSet, Enc::Packed | Enc::SkipList)
     )
 }
 
@@ -90,6 +94,33 @@ pub enum Value {
     String(Vec<u8>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
+    /// member -> score
+    ZSet(BTreeMap<Vec<u8>, Score>),
+}
+
+/// A sorted set's score in a [`Value`]: equal when the same bits (so -0 differs from 0),
+/// ordered by `f64::total_cmp`.
+#[derive(Clone, Copy, Debug)]
+pub struct Score(pub f64);
+
+impl PartialEq for Score {
+    fn eq(&self, o: &Score) -> bool {
+        self.0.to_bits() == o.0.to_bits()
+    }
+}
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, o: &Score) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, o: &Score) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
 }
 
 /// What the server needs of every type, whatever its layout. `payload` is the record's
@@ -109,8 +140,9 @@ pub fn of(ty: Type) -> &'static dyn DataType {
         Type::String => &string::Strings,
         Type::Hash => &hash::Hashes,
         Type::Set => &set::Sets,
+        Type::ZSet => &zset::ZSets,
         // Never decoded (valid_encoding refuses them): the records read as damage.
-        Type::List | Type::ZSet => &Unsupported,
+        Type::List => &Unsupported,
     }
 }
 
@@ -311,13 +343,16 @@ pub fn shrink_if_sparse(
     Ok(())
 }
 
-/// A copy of a value's payload for another key (COPY): a table is copied into a new table,
-/// everything else is the same bytes.
+/// A copy of a value's payload for another key (COPY): a table (or a big sorted set's map) is
+/// copied into a new one, everything else is the same bytes.
 pub fn copy_payload(
     c: &mut crate::commands::Ctx,
     enc: Enc,
     payload: &[u8],
 ) -> daisy::Result<Vec<u8>> {
+    if enc == Enc::SkipList {
+        return zset::copy_big(c, payload);
+    }
     if enc != Enc::Table {
         return Ok(payload.to_vec());
     }
