@@ -293,6 +293,9 @@ pub struct Config {
     pub set_max_listpack_value: usize,
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
+    /// list-max-listpack-size: a packed list's limit (negative: -1..-5 = 4..64 KiB of items,
+    /// positive: that many items).
+    pub list_max_listpack_size: i64,
     /// latency-tracking: INFO latencystats is kept.
     pub latency_tracking: bool,
 }
@@ -308,6 +311,7 @@ impl Default for Config {
             set_max_listpack_value: 0,
             zset_max_listpack_entries: 0,
             zset_max_listpack_value: 0,
+            list_max_listpack_size: -2,
             latency_tracking: true,
         };
         c.refresh();
@@ -685,6 +689,10 @@ impl Config {
         self.set_max_listpack_value = self.num("set-max-listpack-value");
         self.zset_max_listpack_entries = self.num("zset-max-listpack-entries");
         self.zset_max_listpack_value = self.num("zset-max-listpack-value");
+        let i = Self::lookup("list-max-listpack-size")
+            .expect("known parameter")
+            .0;
+        self.list_max_listpack_size = self.values[i].parse::<i64>().unwrap_or(-2);
         self.latency_tracking = self.get("latency-tracking") == Some("yes");
     }
 

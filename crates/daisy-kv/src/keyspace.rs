@@ -22,7 +22,7 @@
 
 use crate::types::{self, Type};
 use bytemuck::{Pod, Zeroable};
-use daisy::{EntryRef, Error, PBytesMap, PPtr, Pool, Tx, Upsert};
+use daisy::{EntryRef, Error, PBytesMap, PPtr, PTreeMap, Pool, Tx, Upsert};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
@@ -33,10 +33,12 @@ pub const LAZY_EXPIRY_MIN_ROOM: usize = 16 * 1024;
 /// Pool layout name of a KV server's pool.
 pub const LAYOUT: &str = "daisy.kv";
 pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
-/// Keyspace format version: 3 (version 2, databases, types and lazyfree, plus sorted sets:
-/// type 3 with the encodings `Packed` and `SkipList`). Version 1 (one database of strings)
+/// Keyspace format version: 3 (version 2, databases, types and lazyfree, plus lists and
+/// sorted sets: type 1 with its encodings, type 3 with `Packed` and `SkipList` (7), the
+/// lazyfree kind `Tree`; encoding 8 is lists' big one). Version 1 (one database of strings)
 /// and version 2 are read and upgraded at open; a build that knows only version 2 would take
-/// a sorted set's record for damage, so the version refuses this pool to it instead.
+/// a list's or sorted set's record for damage, so the version refuses this pool to it
+/// instead.
 pub const KV_VERSION: u32 = 3;
 const KV_VERSION_1: u32 = 1;
 const KV_VERSION_2: u32 = 2;
@@ -110,6 +112,9 @@ pub enum LazyKind {
     Table = 1,
     /// A database's map: its values are records that may own collections.
     Database = 2,
+    /// A big sorted set's ordered index (a `PTreeMap`; the set's map is queued beside it as a
+    /// `Table`), freed in bounded steps by `PTreeMap::free_step`.
+    Tree = 3,
 }
 
 /// A queue word: kind and offset.
@@ -128,6 +133,7 @@ impl LazyItem {
         let kind = match w >> 56 {
             1 => LazyKind::Table,
             2 => LazyKind::Database,
+            3 => LazyKind::Tree,
             _ => return None,
         };
         Some(LazyItem { kind, off })
@@ -429,6 +435,12 @@ pub struct Keyspace {
     pub watches: Watches,
     /// The last key [`Keyspace::prefetch_member`] looked up: (database, key, its table or 0).
     member_memo: std::cell::RefCell<(usize, Vec<u8>, u64)>,
+    /// Keys that blocked clients wait on, and in which databases (kept by the event loop).
+    pub blocking: std::collections::HashMap<Vec<u8>, Vec<usize>>,
+    /// Keys that got a list or a sorted set while clients wait on them (Redis's
+    /// `signalKeyAsReady`), in the order they got it: the event loop serves those clients
+    /// after the command.
+    pub ready: Vec<(usize, Vec<u8>)>,
 }
 
 fn map_of(id: u64) -> PPtr<PBytesMap> {
@@ -436,6 +448,15 @@ fn map_of(id: u64) -> PPtr<PBytesMap> {
 }
 
 impl Keyspace {
+    /// Note that `key` of database `db` got a list or sorted set, if clients wait on it.
+    pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        if self.blocking.get(key).is_some_and(|dbs| dbs.contains(&db))
+            && !self.ready.iter().any(|(d, k)| *d == db && k == key)
+        {
+            self.ready.push((db, key.to_vec()));
+        }
+    }
+
     /// Reach (or, in a new pool, create) the keyspace, with at least `databases` databases.
     /// Refuses a pool whose root is some other program's, a keyspace format this build does
     /// not know, and fewer databases than the pool holds data in. A version-1 keyspace is
@@ -492,7 +513,7 @@ impl Keyspace {
             })
             .map_err(what)?;
         } else if r.version == KV_VERSION_2 {
-            // Version 2 is version 3 without sorted sets: only the number changes.
+            // Version 2 is version 3 without lists and sorted sets: only the number changes.
             pool.transaction(|tx| tx.update(root, |r| r.version = KV_VERSION))
                 .map_err(what)?;
         } else if r.version != KV_VERSION {
@@ -547,6 +568,8 @@ impl Keyspace {
             lazyfreed_objects: 0,
             watches: Watches::default(),
             member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
+            blocking: std::collections::HashMap::new(),
+            ready: Vec::new(),
         })
     }
 
@@ -866,6 +889,9 @@ impl Keyspace {
             _ => None,
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
+        if !self.blocking.is_empty() && matches!(hdr.ty, Type::List | Type::ZSet) {
+            self.signal_ready(db, key);
+        }
         let old_exp = old.is_some_and(|o| o.expire_ms.is_some());
         self.adjust_expires(tx, db, hdr.expire_ms.is_some() as i64 - old_exp as i64)?;
         self.free_owned(tx, owned)
@@ -1060,17 +1086,38 @@ impl Keyspace {
 
     /// The table the record `v` owns, if any. Read it before the record is removed or
     /// rewritten (a same-length record is rewritten in place).
-    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Option<PPtr<PBytesMap>>> {
+    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Option<Owned>> {
         owned_table_of(tx, v)
     }
 
     /// Free a table whose record is gone or replaced in this transaction: a small one at once,
     /// a large one queued for [`Keyspace::lazyfree_step`].
-    fn free_owned(&mut self, tx: &mut Tx, owned: Option<PPtr<PBytesMap>>) -> daisy::Result<()> {
-        match owned {
-            Some(id) => self.free_table(tx, id),
+    fn free_owned(&mut self, tx: &mut Tx, owned: Option<Owned>) -> daisy::Result<()> {
+        let Some(o) = owned else {
+            return Ok(());
+        };
+        self.free_table(tx, o.map)?;
+        match o.tree {
+            Some(t) => self.free_tree(tx, t),
             None => Ok(()),
         }
+    }
+
+    /// Free a big sorted set's ordered index whose record is gone: a small one at once, a
+    /// large one (or one whose freeing outgrew this transaction's record) queued.
+    fn free_tree(&mut self, tx: &mut Tx, id: PPtr<PTreeMap>) -> daisy::Result<()> {
+        let entries = PTreeMap::view(&self.pool, tx, id)?.len(tx)?;
+        if entries <= LAZYFREE_THRESHOLD && PTreeMap::free_step(&self.pool, tx, id, u32::MAX)? {
+            return Ok(());
+        }
+        lazy_push(
+            tx,
+            self.meta,
+            LazyItem {
+                kind: LazyKind::Tree,
+                off: id.offset(),
+            },
+        )
     }
 
     fn free_table(&mut self, tx: &mut Tx, id: PPtr<PBytesMap>) -> daisy::Result<()> {
@@ -1162,6 +1209,20 @@ impl Keyspace {
         tx.write(self.db_ptr(a), &eb)?;
         tx.write(self.db_ptr(b), &ea)?;
         self.maps.swap(a, b);
+        // Clients blocked on a key of either database may find it there now (Redis's
+        // `scanDatabaseForReadyKeys`): serving checks what the key holds.
+        let waiting: Vec<(usize, Vec<u8>)> = self
+            .blocking
+            .iter()
+            .flat_map(|(k, dbs)| {
+                dbs.iter()
+                    .filter(|&&d| d == a || d == b)
+                    .map(move |&d| (d, k.clone()))
+            })
+            .collect();
+        for (d, k) in waiting {
+            self.signal_ready(d, &k);
+        }
         Ok(())
     }
 
@@ -1208,21 +1269,33 @@ impl Keyspace {
                 LazyKind::Table => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |_, _| Ok(()))?
                 }
+                LazyKind::Tree => {
+                    PTreeMap::free_step(&pool, tx, PPtr::from_offset(item.off), budget)?
+                }
                 LazyKind::Database => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |tx, e| {
-                        // A record that owns a table: queue the table (it may be huge).
+                        // A record that owns a table (and a big sorted set's index): queue
+                        // them (they may be huge).
                         let v = decode_val(tx, e)?;
-                        if matches!(v.enc, Enc::Table | Enc::SkipList) {
-                            let mut p = [0u8; 8];
-                            e.read_tx(tx, v.off, &mut p)?;
+                        if let Some(o) = owned_table_of(tx, &v)? {
                             lazy_push(
                                 tx,
                                 meta,
                                 LazyItem {
                                     kind: LazyKind::Table,
-                                    off: u64::from_le_bytes(p),
+                                    off: o.map.offset(),
                                 },
                             )?;
+                            if let Some(t) = o.tree {
+                                lazy_push(
+                                    tx,
+                                    meta,
+                                    LazyItem {
+                                        kind: LazyKind::Tree,
+                                        off: t.offset(),
+                                    },
+                                )?;
+                            }
                         }
                         Ok(())
                     })?
@@ -1256,15 +1329,40 @@ impl Header {
     }
 }
 
-/// The table a record owns (encoding `Table`: its payload is the map's offset; `SkipList`: its
-/// payload starts with the map's offset, and names no other object in this build).
-fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<PPtr<PBytesMap>>> {
-    if !matches!(v.enc, Enc::Table | Enc::SkipList) {
-        return Ok(None);
+/// What a record owns outside itself: a table (encoding `Table`: its payload is the map's
+/// offset), or a big sorted set's map and ordered index (`SkipList`: their two offsets).
+#[derive(Clone, Copy, Debug)]
+struct Owned {
+    map: PPtr<PBytesMap>,
+    tree: Option<PPtr<PTreeMap>>,
+}
+
+fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<Owned>> {
+    match v.enc {
+        Enc::Table => {
+            let mut p = [0u8; 8];
+            v.entry.read_tx(tx, v.off, &mut p)?;
+            Ok(Some(Owned {
+                map: map_of(u64::from_le_bytes(p)),
+                tree: None,
+            }))
+        }
+        Enc::SkipList => {
+            let mut p = [0u8; 16];
+            v.entry.read_tx(tx, v.off, &mut p)?;
+            let w = |i: usize| u64::from_le_bytes(p[i..i + 8].try_into().expect("8 bytes"));
+            if w(0) == 0 || w(8) == 0 {
+                return Err(Error::Unsupported(
+                    "damaged sorted set record (run `daisy pool check`)".into(),
+                ));
+            }
+            Ok(Some(Owned {
+                map: map_of(w(0)),
+                tree: Some(PPtr::from_offset(w(8))),
+            }))
+        }
+        _ => Ok(None),
     }
-    let mut p = [0u8; 8];
-    v.entry.read_tx(tx, v.off, &mut p)?;
-    Ok(Some(map_of(u64::from_le_bytes(p))))
 }
 
 fn read_dbs(pool: &Pool, m: &KvMeta) -> daisy::Result<Vec<DbEntry>> {
@@ -1465,6 +1563,10 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
                         LazyKind::Table => match daisy::map_objects(pool, it.off) {
                             Ok(o) => reach.extend(o),
                             Err(e) => problems.push(format!("queued table {:#x}: {e}", it.off)),
+                        },
+                        LazyKind::Tree => match daisy::tree_objects(pool, it.off) {
+                            Ok(o) => reach.extend(o),
+                            Err(e) => problems.push(format!("queued index {:#x}: {e}", it.off)),
                         },
                         LazyKind::Database => {
                             // Its records and what they own.

@@ -68,6 +68,14 @@ pub fn exec(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     resp::array(c.out, m.queued.len());
+    // A blocking command inside EXEC answers at once, as if its timeout passed.
+    c.cl.deny_blocking = true;
+    let r = exec_queued(c, &m);
+    c.cl.deny_blocking = false;
+    r
+}
+
+fn exec_queued(c: &mut Ctx, m: &Multi) -> daisy::Result<()> {
     for cmd in &m.queued {
         let args: Vec<&[u8]> = cmd.iter().map(|a| &a[..]).collect();
         let Some(spec) = c.table.find(args[0]) else {

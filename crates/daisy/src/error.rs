@@ -188,6 +188,15 @@ pub enum Error {
     /// A collection cannot take the operation (documented limits, e.g. an oversized key).
     #[error("{0}")]
     Unsupported(String),
+    /// A sequence has no item at this index (a server answers Redis's
+    /// `ERR index out of range`).
+    #[error("index out of range: {index} (length {len})")]
+    IndexOutOfRange {
+        /// The index asked for (negative: from the end).
+        index: i64,
+        /// The sequence's length.
+        len: u64,
+    },
 }
 
 impl Error {

@@ -41,7 +41,8 @@
 // Module map. Each module uses only modules listed below it (`sim`, the simulator's hooks in
 // builds with feature `sim`, is called from everywhere and calls nothing back but `map`):
 //
-//   collections  persistent hash maps, on transactions        (collections/table.rs: format)
+//   collections  persistent hash maps, ordered maps and sequences, on transactions (formats:
+//                collections/table.rs, collections/tree/, collections/seq.rs)
 //   pool         Pool: create, open, info, the API handle
 //   check        pool check: allocator metadata, logs, reachability
 //   tx           Tx: reads, writes, allocation, commit
@@ -116,7 +117,9 @@ pub use check::CheckReport;
 pub use collections::{
     bytes_map_entries,
     bytesmap::{EntryRef, Upsert},
-    check_all, map_objects, Batch, BytesMapView, MapCheck, PBytesMap, PHashMap,
+    check_all, map_objects, seq_items, seq_objects, tree_entries, tree_objects, Batch,
+    BytesMapView, MapCheck, PBytesMap, PHashMap, PSeq, PTreeMap, SeqIter, SeqView, TreeIter,
+    TreeMapView,
 };
 pub use error::{Error, Result};
 pub use layout::{DEFAULT_LANES, DEFAULT_SLOT_SIZE};

@@ -23,6 +23,7 @@
 
 pub mod hash;
 pub mod intset;
+pub mod list;
 pub mod packed;
 pub mod set;
 pub mod string;
@@ -70,19 +71,19 @@ impl Type {
 
     /// The type named `n` (SCAN's TYPE option), if this server has it.
     pub fn by_name(n: &[u8]) -> Option<Type> {
-        [Type::String, Type::Set, Type::ZSet, Type::Hash]
+        [Type::String, Type::List, Type::Set, Type::ZSet, Type::Hash]
             .into_iter()
             .find(|t| t.name().as_bytes().eq_ignore_ascii_case(n))
     }
 }
 
-/// Whether a record may have type `ty` with encoding `enc` (lists are not in this build:
-/// their records are refused as damage).
+/// Whether a record may have type `ty` with encoding `enc`.
 pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
     matches!(
         (ty, enc),
         (Type::String, Enc::Auto | Enc::Raw | Enc::Embstr | Enc::Int)
             | (Type::Hash, Enc::Packed | Enc::Table)
+            | (Type::List, Enc::Packed)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
             | (Type::ZSet, Enc::Packed | Enc::SkipList)
     )
@@ -92,6 +93,7 @@ pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Value {
     String(Vec<u8>),
+    List(Vec<Vec<u8>>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
     /// member -> score
@@ -140,24 +142,17 @@ pub fn of(ty: Type) -> &'static dyn DataType {
         Type::String => &string::Strings,
         Type::Hash => &hash::Hashes,
         Type::Set => &set::Sets,
+        Type::List => &list::Lists,
         Type::ZSet => &zset::ZSets,
-        // Never decoded (valid_encoding refuses them): the records read as damage.
-        Type::List => &Unsupported,
     }
 }
 
-struct Unsupported;
-
-impl DataType for Unsupported {
-    fn owned(&self, _: &Pool, _: Enc, _: &[u8]) -> Result<Vec<u64>, String> {
-        Err("type not supported by this build".into())
-    }
-    fn check(&self, _: &Pool, _: Enc, _: &[u8]) -> Vec<String> {
-        vec!["type not supported by this build".into()]
-    }
-    fn dump(&self, _: &Pool, _: Enc, _: &[u8]) -> Result<Value, String> {
-        Err("type not supported by this build".into())
-    }
+/// A sorted set's members in score order (SORT).
+pub fn zset_members(
+    c: &mut crate::commands::Ctx,
+    v: &crate::keyspace::Val,
+) -> daisy::Result<Vec<Vec<u8>>> {
+    zset::members(c, v)
 }
 
 /// The map a table-encoded payload names.

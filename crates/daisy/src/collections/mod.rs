@@ -1,17 +1,30 @@
 //! Persistent collections built on pools and transactions.
 //!
 //! * [`PHashMap`]: fixed-size plain-old-data keys and values stored inline;
-//! * [`PBytesMap`]: byte-string keys and values of any length.
+//! * [`PBytesMap`]: byte-string keys and values of any length;
+//! * [`PTreeMap`]: an ordered map from byte strings to byte strings, with ranks;
+//! * [`PSeq`]: a sequence (deque) of byte strings: pushes and pops at both ends, indexes,
+//!   middle edits (Redis's lists).
 //!
-//! Both are extendible hash tables (`table.rs`: format, invariants and crash reasoning).
+//! The hash maps are extendible hash tables (`table.rs`: format, invariants and crash
+//! reasoning); the ordered map is a B+-tree with subtree counts (`tree/`: the same); the
+//! sequence is a doubly linked list of chunks of packed items (`seq.rs`: the same).
+//! Each has an exclusive handle (`open`, with self-durable operations and `_tx` ones that join
+//! a caller's transaction), a transaction-scoped view (`view`), bounded destruction
+//! (`free_step`), and a checker that `daisy pool check` runs on every one it finds
+//! ([`check_all`]).
 
 pub mod bytesmap;
 pub mod hashmap;
+pub mod seq;
 pub(crate) mod table;
+pub mod tree;
 
 pub use bytesmap::{BytesMapView, PBytesMap};
 pub use hashmap::{Batch, PHashMap};
+pub use seq::{seq_items, seq_objects, PSeq, SeqIter, SeqView};
 pub use table::MapCheck;
+pub use tree::{PTreeMap, TreeIter, TreeMapView};
 
 use crate::shared::PoolInner;
 use table::*;
@@ -96,12 +109,44 @@ pub fn bytes_map_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec
     Ok(out)
 }
 
-/// Find every hash map in the pool (objects that start with a valid map header) and check
-/// each one's invariants. Read-only; used by `daisy pool check`.
+/// Every object the ordered map at `hdr` owns: header, nodes, item objects (long entries and
+/// separators), and those of a detached subtree a `clear` or [`PTreeMap::free_step`] is still
+/// freeing. For leak checks that walk a layout from its root. Read-only.
+pub fn tree_objects(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<u64>> {
+    tree::tree_objects(&pool.inner, hdr)
+}
+
+/// Every (key, value) of the ordered map at `hdr` in key order, then those a detached subtree
+/// still holds (a `clear` or [`PTreeMap::free_step`] in progress): for checkers that follow
+/// what values own. Read-only.
+pub fn tree_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    tree::tree_entries(&pool.inner, hdr)
+}
+
+/// Find every hash map, ordered map and sequence in the pool (objects that start with a valid
+/// header of one) and check each one's invariants. Read-only; used by `daisy pool check`.
+/// A sequence's report has kind "sequence", its items as `entries` and its chunks as
+/// `segments`.
 pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
     let inner: &PoolInner = &pool.inner;
     let mut out = Vec::new();
     for o in pool.objects()? {
+        if o.size >= tree::TREE_HEADER_BYTES as u64
+            && Src::Pool(inner).read_pod::<u64>(o.off).ok() == Some(tree::TREE_MAGIC)
+        {
+            let mut h = [0u8; 16];
+            if Src::Pool(inner).read(o.off, &mut h).is_ok()
+                && Src::Pool(inner).read_pod::<u32>(o.off + 16).ok()
+                    == Some(crate::checksum::crc32c_append(0, &h))
+            {
+                out.push(tree::check_tree(inner, o.off));
+            }
+            continue;
+        }
+        if o.size >= seq::SEQ_HEADER_BYTES && seq::looks_like_seq(inner, o.off) {
+            out.push(seq::check_seq(inner, o.off));
+            continue;
+        }
         if o.size < HEADER_BYTES as u64 {
             continue;
         }

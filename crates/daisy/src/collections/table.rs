@@ -204,7 +204,7 @@ impl Src<'_, '_> {
                 if off < p.hdr.heap_off || end.is_none_or(|e| e > p.heap_end()) {
                     return Err(Error::InvalidPointer {
                         offset: off,
-                        why: "hash map points outside the pool's heap",
+                        why: "collection points outside the pool's heap",
                     });
                 }
                 p.map.read_bytes(off, out);
@@ -238,7 +238,7 @@ impl Src<'_, '_> {
                 if off < p.hdr.heap_off || end.is_none_or(|e| e > p.heap_end()) {
                     return Err(Error::InvalidPointer {
                         offset: off,
-                        why: "hash map points outside the pool's heap",
+                        why: "collection points outside the pool's heap",
                     });
                 }
                 Ok(p.map.read::<T>(off))
@@ -1510,18 +1510,19 @@ impl<'p> BatchCore<'p> {
     }
 }
 
-/// Findings of [`PHashMap::check`](crate::PHashMap::check) and [`PBytesMap::check`](crate::PBytesMap::check).
+/// Findings of [`PHashMap::check`](crate::PHashMap::check),
+/// [`PBytesMap::check`](crate::PBytesMap::check) and [`PTreeMap::check`](crate::PTreeMap::check).
 #[derive(Clone, Debug, Default)]
 pub struct MapCheck {
     /// Offset of the map's header.
     pub header: u64,
-    /// "hash map" (fixed-size entries) or "byte map".
+    /// "hash map" (fixed-size entries), "byte-string hash map" or "ordered map".
     pub kind: &'static str,
     /// Entries found.
     pub entries: u64,
-    /// Segments of the table.
+    /// Segments of the table (hash maps), or nodes of the live tree (ordered maps).
     pub segments: u64,
-    /// Global depth of the directory (2^depth words).
+    /// Global depth of the directory (2^depth words), or the tree's height in levels.
     pub depth: u32,
     /// Invariants that do not hold (empty when the map is sound).
     pub problems: Vec<String>,

@@ -1181,10 +1181,7 @@ pub fn create_restored(
 ) -> daisy::Result<(crate::keyspace::Enc, Vec<u8>)> {
     Ok(match ZVal::create(c, elems, !from_listpack)? {
         ZVal::Packed(p) => (crate::keyspace::Enc::Packed, p.bytes().to_vec()),
-        ZVal::Big(b) => (
-            crate::keyspace::Enc::SkipList,
-            super::big_payload(b.view.id().offset()),
-        ),
+        ZVal::Big(b) => (crate::keyspace::Enc::SkipList, super::big_payload_of(&b)),
     })
 }
 

@@ -18,9 +18,12 @@
 //! same as filtering; for lex ranges over different scores it gives Redis's listpack answer
 //! (Redis's skiplist answer then depends on its random levels).
 
-use super::score::{cmp_entry, LexRange, ScoreRange};
+use super::score::{cmp_entry, score_key, split_tree_key, tree_key, LexItem, LexRange, ScoreRange};
 use crate::types::packed::{ItemAt, PackedBuf};
-use daisy::{BytesMapView, Tx};
+use daisy::{BytesMapView, PTreeMap, TreeMapView, Tx};
+use std::ops::Bound;
+
+type Entry = (Vec<u8>, Vec<u8>);
 
 /// A member and its score.
 pub type Elem = (Vec<u8>, f64);
@@ -342,7 +345,8 @@ impl ZPacked {
     /// Remove the elements of indexes `[from, to)`.
     fn remove_indexes(&mut self, from: usize, to: usize) {
         if from < to {
-            if let Some(at) = self.buf.items().nth(2 * from) {
+            let at = self.buf.items().nth(2 * from);
+            if let Some(at) = at {
                 self.buf.remove(&at, 2 * (to - from));
             }
         }
@@ -442,12 +446,16 @@ impl ZIndex for ZPacked {
     }
 }
 
-// ---- the big encoding (map + the stand-in for the ordered index) ----------------------------
+// ---- the big encoding (a map and an ordered index) -----------------------------------------
 
-/// A big sorted set: its map (member -> score, 8 bytes little-endian) through a view in the
-/// command's transaction. `fresh`: created by this command (its record must be written).
+/// A big sorted set: its map (member -> score, 8 bytes little-endian: Redis's dict) and its
+/// ordered index (a `PTreeMap` whose keys are [`tree_key`]s, score bytes then member, with
+/// empty values: Redis's skiplist), both through views in the command's transaction. Every
+/// change writes both in that transaction. `fresh`: created by this command (its record must
+/// be written).
 pub struct ZBig {
     pub view: BytesMapView,
+    pub tree: TreeMapView,
     pub fresh: bool,
 }
 
@@ -456,36 +464,140 @@ pub fn map_score(v: &[u8]) -> daisy::Result<f64> {
     score_bytes(v).ok_or_else(|| damaged(format!("a score of {} bytes or NaN", v.len())))
 }
 
-impl ZBig {
-    /// Every (member, score) of the map, in its hash order.
-    pub fn entries(&self, tx: &Tx) -> daisy::Result<Vec<Elem>> {
-        let mut out = Vec::with_capacity(self.view.len(tx)? as usize);
-        let mut cursor = 0;
-        let mut found = Vec::new();
-        loop {
-            found.clear();
-            cursor = self.view.scan(tx, cursor, 1 << 12, &mut found)?;
-            for (k, e) in found.drain(..) {
-                let mut v = [0u8; 8];
-                if e.value_len() != 8 {
-                    return Err(damaged(format!("a score of {} bytes", e.value_len())));
-                }
-                self.view.read_value(tx, &e, 0, &mut v)?;
-                out.push((k, map_score(&v)?));
-            }
-            if cursor == 0 {
-                return Ok(out);
-            }
+/// The element an ordered index entry stands for.
+fn tree_elem(e: Entry) -> daisy::Result<Elem> {
+    let (s, m) = split_tree_key(&e.0).ok_or_else(|| damaged("an index key of under 8 bytes"))?;
+    Ok((m.to_vec(), s))
+}
+
+/// The key just above every key that starts with `prefix` (None: there is none).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut p = prefix.to_vec();
+    while let Some(last) = p.pop() {
+        if last < 0xff {
+            p.push(last + 1);
+            return Some(p);
         }
     }
+    None
+}
 
-    /// STAND-IN for the ordered index: every element, sorted by (score, member). The
-    /// `PTreeMap` keyed by `score::tree_key` replaces this (and every method below that calls
-    /// it) with seeks by rank and by key.
-    fn sorted(&self, tx: &Tx) -> daisy::Result<Vec<Elem>> {
-        let mut all = self.entries(tx)?;
-        all.sort_by(|a, b| cmp_entry((a.1, &a.0), (b.1, &b.0)));
-        Ok(all)
+/// Index bounds of a score range (not empty).
+fn score_bounds(r: &ScoreRange) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let lo = if r.minex {
+        match prefix_end(&score_key(r.min)) {
+            Some(k) => Bound::Included(k),
+            None => Bound::Excluded(vec![0xff; 9]),
+        }
+    } else {
+        Bound::Included(score_key(r.min).to_vec())
+    };
+    let hi = if r.maxex {
+        Bound::Excluded(score_key(r.max).to_vec())
+    } else {
+        match prefix_end(&score_key(r.max)) {
+            Some(k) => Bound::Excluded(k),
+            None => Bound::Unbounded,
+        }
+    };
+    (lo, hi)
+}
+
+/// Index bounds of a lex range over elements that all have the score whose key is `sk`.
+fn lex_bounds(r: &LexRange, sk: &[u8; 8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let with = |m: &[u8]| [&sk[..], m].concat();
+    let lo = match &r.min {
+        LexItem::Min => Bound::Included(sk.to_vec()),
+        LexItem::Max => Bound::Excluded(vec![0xff; 9]),
+        LexItem::Str(m) if r.minex => Bound::Excluded(with(m)),
+        LexItem::Str(m) => Bound::Included(with(m)),
+    };
+    let hi = match &r.max {
+        LexItem::Max => prefix_end(sk).map_or(Bound::Unbounded, Bound::Excluded),
+        LexItem::Min => Bound::Excluded(sk.to_vec()),
+        LexItem::Str(m) if r.maxex => Bound::Excluded(with(m)),
+        LexItem::Str(m) => Bound::Included(with(m)),
+    };
+    (lo, hi)
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(&k[..]),
+        Bound::Excluded(k) => Bound::Excluded(&k[..]),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// How a big set answers a selection: by index ranks, or (a lex range over elements of
+/// different scores, which Redis leaves to its skiplist's walk) by walking every element.
+enum Plan {
+    Ranks(u64, u64),
+    Walk(Vec<Elem>),
+}
+
+impl ZBig {
+    /// Create an empty big set (map and index) in the command's transaction.
+    pub fn create(c: &mut crate::commands::Ctx) -> daisy::Result<ZBig> {
+        let view = crate::types::create_table(c, std::iter::empty())?;
+        let id = PTreeMap::create_in(c.tx)?;
+        let tree = PTreeMap::view(c.ks.pool(), c.tx, id)?;
+        Ok(ZBig {
+            view,
+            tree,
+            fresh: true,
+        })
+    }
+
+    /// The half-open ranks `[a, b)` of the elements a score or lex selection names, or every
+    /// element (for a walk) where ranks cannot say.
+    fn plan(&self, tx: &Tx, sel: &Select) -> daisy::Result<Plan> {
+        let n = self.tree.len(tx)?;
+        let (lo, hi) = match sel {
+            Select::Rank { from, to } => {
+                let to = (*to).min(n.saturating_sub(1));
+                return Ok(if n == 0 || *from > to {
+                    Plan::Ranks(0, 0)
+                } else {
+                    Plan::Ranks(*from, to + 1)
+                });
+            }
+            Select::Score(r) if r.is_empty() => return Ok(Plan::Ranks(0, 0)),
+            Select::Score(r) => score_bounds(r),
+            Select::Lex(r) if r.is_empty() || n == 0 => return Ok(Plan::Ranks(0, 0)),
+            Select::Lex(r) => {
+                let first = self.tree.first(tx)?.ok_or_else(|| damaged("empty index"))?;
+                let last = self.tree.last(tx)?.ok_or_else(|| damaged("empty index"))?;
+                if first.0.len() < 8 || last.0.len() < 8 || first.0[..8] != last.0[..8] {
+                    return Ok(Plan::Walk(self.all(tx)?));
+                }
+                let sk: [u8; 8] = first.0[..8].try_into().expect("8 bytes");
+                lex_bounds(r, &sk)
+            }
+        };
+        let a = self.tree.lower_rank(tx, as_ref(&lo))?;
+        let b = self.tree.upper_rank(tx, as_ref(&hi))?;
+        Ok(Plan::Ranks(a, b.max(a)))
+    }
+
+    /// The elements of ranks `[a, b)`, ascending.
+    fn ranks(&self, tx: &Tx, a: u64, b: u64) -> daisy::Result<Vec<Elem>> {
+        if a >= b {
+            return Ok(Vec::new());
+        }
+        self.tree
+            .range_by_rank(tx, a, b - 1, false)?
+            .into_iter()
+            .map(tree_elem)
+            .collect()
+    }
+
+    /// Remove `member` (whose score is `score`) from the index.
+    fn unindex(&mut self, tx: &mut Tx, member: &[u8], score: f64) -> daisy::Result<()> {
+        if self.tree.remove(tx, &tree_key(score, member))?.is_none() {
+            return Err(damaged("a member missing from the ordered index"));
+        }
+        Ok(())
     }
 }
 
@@ -503,14 +615,24 @@ impl ZIndex for ZBig {
 
     fn set(&mut self, tx: &mut Tx, member: &[u8], score: f64) -> daisy::Result<Option<f64>> {
         let old = self.score(tx, member)?;
+        if let Some(o) = old {
+            if o.to_bits() == score.to_bits() {
+                return Ok(old);
+            }
+            if score_key(o) != score_key(score) {
+                self.unindex(tx, member, o)?;
+            }
+        }
+        self.tree.insert(tx, &tree_key(score, member), &[])?;
         self.view.insert(tx, member, &score.to_le_bytes())?;
         Ok(old)
     }
 
     fn remove(&mut self, tx: &mut Tx, member: &[u8]) -> daisy::Result<Option<f64>> {
         let old = self.score(tx, member)?;
-        if old.is_some() {
+        if let Some(o) = old {
             self.view.remove(tx, member)?;
+            self.unindex(tx, member, o)?;
         }
         Ok(old)
     }
@@ -519,13 +641,11 @@ impl ZIndex for ZBig {
         let Some(s) = self.score(tx, member)? else {
             return Ok(None);
         };
-        // Stand-in: count the elements before it.
-        let before = self
-            .entries(tx)?
-            .iter()
-            .filter(|(m, x)| cmp_entry((*x, m), (s, member)).is_lt())
-            .count();
-        Ok(Some(before as u64))
+        let (r, found) = self.tree.rank(tx, &tree_key(s, member))?;
+        if !found {
+            return Err(damaged("a member missing from the ordered index"));
+        }
+        Ok(Some(r))
     }
 
     fn range(
@@ -536,44 +656,100 @@ impl ZIndex for ZBig {
         offset: i64,
         limit: i64,
     ) -> daisy::Result<Vec<Elem>> {
-        let v = self.sorted(tx)?;
-        Ok(walk(&v[..], sel, rev, offset, limit)
-            .into_iter()
-            .map(|i| v[i].clone())
-            .collect())
+        let (a, b) = match self.plan(tx, sel)? {
+            Plan::Walk(v) => {
+                return Ok(walk(&v[..], sel, rev, offset, limit)
+                    .into_iter()
+                    .map(|i| v[i].clone())
+                    .collect())
+            }
+            Plan::Ranks(a, b) => (a, b),
+        };
+        if let Select::Rank { .. } = sel {
+            let mut v = self.ranks(tx, a, b)?;
+            if rev {
+                v.reverse();
+            }
+            return Ok(v);
+        }
+        // LIMIT: a negative offset answers nothing, a negative count means all.
+        if offset < 0 || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let n = b - a;
+        let offset = offset as u64;
+        if offset >= n {
+            return Ok(Vec::new());
+        }
+        let take = if limit < 0 {
+            n - offset
+        } else {
+            (limit as u64).min(n - offset)
+        };
+        let (x, y) = if rev {
+            (b - offset - take, b - offset)
+        } else {
+            (a + offset, a + offset + take)
+        };
+        let mut v = self.ranks(tx, x, y)?;
+        if rev {
+            v.reverse();
+        }
+        Ok(v)
     }
 
     fn count(&self, tx: &Tx, sel: &Select) -> daisy::Result<u64> {
-        let v = self.sorted(tx)?;
-        let (a, b) = span(&v[..], sel);
-        Ok((b - a) as u64)
+        Ok(match self.plan(tx, sel)? {
+            Plan::Ranks(a, b) => b - a,
+            Plan::Walk(v) => {
+                let (a, b) = span(&v[..], sel);
+                (b - a) as u64
+            }
+        })
     }
 
     fn remove_range(&mut self, tx: &mut Tx, sel: &Select) -> daisy::Result<u64> {
-        let v = self.sorted(tx)?;
-        let (a, b) = span(&v[..], sel);
-        for (m, _) in &v[a..b] {
+        let gone = match self.plan(tx, sel)? {
+            Plan::Ranks(a, b) => {
+                let gone = self.ranks(tx, a, b)?;
+                if a < b {
+                    self.tree.remove_range_by_rank(tx, a, b - 1)?;
+                }
+                gone
+            }
+            Plan::Walk(v) => {
+                let (a, b) = span(&v[..], sel);
+                for (m, s) in &v[a..b] {
+                    self.unindex(tx, m, *s)?;
+                }
+                v[a..b].to_vec()
+            }
+        };
+        for (m, _) in &gone {
             self.view.remove(tx, m)?;
         }
-        Ok((b - a) as u64)
+        Ok(gone.len() as u64)
     }
 
     fn pop(&mut self, tx: &mut Tx, max: bool, count: u64) -> daisy::Result<Vec<Elem>> {
-        let mut v = self.sorted(tx)?;
-        let k = count.min(v.len() as u64) as usize;
-        let out: Vec<Elem> = if max {
-            v.drain(v.len() - k..).rev().collect()
-        } else {
-            v.drain(..k).collect()
-        };
-        for (m, _) in &out {
-            self.view.remove(tx, m)?;
+        let mut out = Vec::new();
+        while (out.len() as u64) < count {
+            let e = if max {
+                self.tree.pop_last(tx)?
+            } else {
+                self.tree.pop_first(tx)?
+            };
+            let Some(e) = e else { break };
+            let e = tree_elem(e)?;
+            self.view.remove(tx, &e.0)?;
+            out.push(e);
         }
         Ok(out)
     }
 
     fn all(&self, tx: &Tx) -> daisy::Result<Vec<Elem>> {
-        self.sorted(tx)
+        let n = self.tree.len(tx)?;
+        self.ranks(tx, 0, n)
     }
 
     fn random(&self, tx: &Tx, rng: &mut dyn FnMut() -> u64) -> daisy::Result<Elem> {

@@ -36,37 +36,41 @@ pub mod score;
 use super::{packed, table_entries, table_owned, DataType, Score, Type, Value};
 use crate::commands::{Ctx, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
-use daisy::{PBytesMap, PPtr, Pool};
+use daisy::{PBytesMap, PPtr, PTreeMap, Pool};
 use index::{damaged, Elem, ZBig, ZIndex, ZPacked};
 use std::collections::BTreeMap;
 
 pub use commands::*;
 
-/// Bytes of a big set's payload: the map's offset, then the ordered index's (0 here).
+/// Bytes of a big set's payload: the map's offset, then the ordered index's.
 pub const BIG_PAYLOAD: usize = 16;
 
-/// A big set's payload naming `map` (and no ordered index).
-pub fn big_payload(map: u64) -> Vec<u8> {
+/// A big set's payload naming `map` and `tree`.
+pub fn big_payload(map: u64, tree: u64) -> Vec<u8> {
     let mut p = map.to_le_bytes().to_vec();
-    p.extend_from_slice(&0u64.to_le_bytes());
+    p.extend_from_slice(&tree.to_le_bytes());
     p
 }
 
-/// The map a big set's payload names (checked: 16 bytes, no ordered index).
-pub fn big_map(payload: &[u8]) -> Result<PPtr<PBytesMap>, String> {
+/// The map and the ordered index a big set's payload names (checked: 16 bytes, neither 0).
+pub fn big_ids(payload: &[u8]) -> Result<(PPtr<PBytesMap>, PPtr<PTreeMap>), String> {
     if payload.len() != BIG_PAYLOAD {
         return Err(format!(
             "sorted set payload of {} bytes (want {BIG_PAYLOAD})",
             payload.len()
         ));
     }
-    let index = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
-    if index != 0 {
-        return Err(format!(
-            "sorted set names an ordered index at {index:#x} (this build has none)"
-        ));
+    let map = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+    let tree = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
+    if map == 0 || tree == 0 {
+        return Err("sorted set payload names no map or no ordered index".into());
     }
-    super::table_id(&payload[..8])
+    Ok((PPtr::from_offset(map), PPtr::from_offset(tree)))
+}
+
+/// A big set's payload for its views.
+fn payload_of(b: &ZBig) -> Vec<u8> {
+    big_payload(b.view.id().offset(), b.tree.id().offset())
 }
 
 pub struct ZSets;
@@ -88,16 +92,39 @@ fn packed_elems(payload: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, String> {
         .collect()
 }
 
-/// The elements of a big set's map, and the map's own problems.
+/// The elements of a big set's map, and the problems of its map, of its ordered index, and
+/// of the two together (the index must hold exactly the key of every element of the map).
 fn big_elems(pool: &Pool, payload: &[u8]) -> Result<(Vec<(Vec<u8>, f64)>, Vec<String>), String> {
-    big_map(payload)?;
-    let (entries, problems) = table_entries(pool, &payload[..8])?;
+    let (_, tree) = big_ids(payload)?;
+    let (entries, mut problems) = table_entries(pool, &payload[..8])?;
     let mut out = Vec::with_capacity(entries.len());
     for (m, v) in entries {
         let w: [u8; 8] = v[..]
             .try_into()
             .map_err(|_| format!("sorted set table: a score of {} bytes", v.len()))?;
         out.push((m, f64::from_le_bytes(w)));
+    }
+    let t = PTreeMap::open(pool, tree).map_err(|e| format!("sorted set index: {e}"))?;
+    problems.extend(
+        t.check()
+            .problems
+            .into_iter()
+            .map(|p| format!("sorted set index: {p}")),
+    );
+    drop(t);
+    let keys = daisy::tree_entries(pool, tree.offset()).map_err(|e| e.to_string())?;
+    let mut want: Vec<Vec<u8>> = out.iter().map(|(m, s)| score::tree_key(*s, m)).collect();
+    want.sort_unstable();
+    let got: Vec<&Vec<u8>> = keys.iter().map(|(k, _)| k).collect();
+    if got.len() != want.len() || got.iter().zip(&want).any(|(g, w)| *g != w) {
+        problems.push(format!(
+            "sorted set index holds {} keys that do not match its table's {} elements",
+            got.len(),
+            want.len()
+        ));
+    }
+    if keys.iter().any(|(_, v)| !v.is_empty()) {
+        problems.push("sorted set index holds a value".into());
     }
     Ok((out, problems))
 }
@@ -106,8 +133,10 @@ impl DataType for ZSets {
     fn owned(&self, pool: &Pool, enc: Enc, payload: &[u8]) -> Result<Vec<u64>, String> {
         match enc {
             Enc::SkipList => {
-                big_map(payload)?;
-                table_owned(pool, &payload[..8])
+                let (_, tree) = big_ids(payload)?;
+                let mut o = table_owned(pool, &payload[..8])?;
+                o.extend(daisy::tree_objects(pool, tree.offset()).map_err(|e| e.to_string())?);
+                Ok(o)
             }
             _ => Ok(Vec::new()),
         }
@@ -177,9 +206,10 @@ impl ZVal {
         let p = c.payload(v)?;
         Ok(match v.enc {
             Enc::SkipList => {
-                let id = big_map(&p).map_err(damaged)?;
+                let (map, tree) = big_ids(&p).map_err(damaged)?;
                 ZVal::Big(ZBig {
-                    view: PBytesMap::view(c.ks.pool(), c.tx, id)?,
+                    view: PBytesMap::view(c.ks.pool(), c.tx, map)?,
+                    tree: PTreeMap::view(c.ks.pool(), c.tx, tree)?,
                     fresh: false,
                 })
             }
@@ -191,10 +221,7 @@ impl ZVal {
     pub fn new_for(c: &mut Ctx, first: &[u8]) -> daisy::Result<ZVal> {
         let cfg = &c.sv.config;
         if cfg.zset_max_listpack_entries == 0 || cfg.zset_max_listpack_value < first.len() {
-            Ok(ZVal::Big(ZBig {
-                view: super::create_table(c, std::iter::empty())?,
-                fresh: true,
-            }))
+            Ok(ZVal::Big(ZBig::create(c)?))
         } else {
             Ok(ZVal::Packed(ZPacked::new()))
         }
@@ -226,12 +253,11 @@ impl ZVal {
             let z = ZPacked::from_payload(packed::encode(flat.into_iter())).map_err(damaged)?;
             return Ok(ZVal::Packed(z));
         }
-        let scores: Vec<[u8; 8]> = elems.iter().map(|(_, s)| s.to_le_bytes()).collect();
-        let view = super::create_table(
-            c,
-            elems.iter().zip(&scores).map(|((m, _), s)| (&m[..], &s[..])),
-        )?;
-        Ok(ZVal::Big(ZBig { view, fresh: true }))
+        let mut b = ZBig::create(c)?;
+        for (m, s) in elems {
+            b.set(c.tx, m, *s)?;
+        }
+        Ok(ZVal::Big(b))
     }
 
     pub fn idx(&self) -> &dyn ZIndex {
@@ -260,12 +286,11 @@ impl ZVal {
     pub fn convert_to_big(&mut self, c: &mut Ctx) -> daisy::Result<()> {
         if let ZVal::Packed(p) = self {
             let all = p.all(c.tx)?;
-            let scores: Vec<[u8; 8]> = all.iter().map(|(_, s)| s.to_le_bytes()).collect();
-            let view = super::create_table(
-                c,
-                all.iter().zip(&scores).map(|((m, _), s)| (&m[..], &s[..])),
-            )?;
-            *self = ZVal::Big(ZBig { view, fresh: true });
+            let mut b = ZBig::create(c)?;
+            for (m, s) in &all {
+                b.set(c.tx, m, *s)?;
+            }
+            *self = ZVal::Big(b);
         }
         Ok(())
     }
@@ -304,16 +329,13 @@ impl ZVal {
                 let hdr = Header::new(Type::ZSet, Enc::Packed).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[p.bytes()], old, false)?;
             }
-            ZVal::Big(ZBig { view, fresh: true }) => {
-                let p = big_payload(view.id().offset());
-                drop(view);
+            ZVal::Big(b) if b.fresh => {
+                let p = payload_of(&b);
+                drop(b);
                 let hdr = Header::new(Type::ZSet, Enc::SkipList).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[&p], old, false)?;
             }
-            ZVal::Big(ZBig {
-                mut view,
-                fresh: false,
-            }) => super::shrink_if_sparse(c, &mut view)?,
+            ZVal::Big(mut b) => super::shrink_if_sparse(c, &mut b.view)?,
         }
         c.touch(key);
         Ok(())
@@ -332,12 +354,32 @@ pub fn open_read(c: &mut Ctx, key: &[u8]) -> daisy::Result<Result<Option<ZVal>, 
     }
 }
 
-/// A copy of a big set's payload for another key (COPY): a new map with the same entries.
+/// A copy of a big set's payload for another key (COPY): a new map and index with the same
+/// elements.
 pub fn copy_big(c: &mut Ctx, payload: &[u8]) -> daisy::Result<Vec<u8>> {
-    let id = big_map(payload).map_err(damaged)?;
-    let src = PBytesMap::view(c.ks.pool(), c.tx, id)?;
-    let items = super::table_all(c, &src)?;
-    drop(src);
-    let view = super::create_table(c, items.iter().map(|(k, v)| (&k[..], &v[..])))?;
-    Ok(big_payload(view.id().offset()))
+    let (map, tree) = big_ids(payload).map_err(damaged)?;
+    let all = {
+        let src = ZBig {
+            view: PBytesMap::view(c.ks.pool(), c.tx, map)?,
+            tree: PTreeMap::view(c.ks.pool(), c.tx, tree)?,
+            fresh: false,
+        };
+        src.all(c.tx)?
+    };
+    let mut b = ZBig::create(c)?;
+    for (m, s) in &all {
+        b.set(c.tx, m, *s)?;
+    }
+    Ok(payload_of(&b))
+}
+
+/// A sorted set's members in ascending order (SORT).
+pub fn members(c: &mut Ctx, v: &Val) -> daisy::Result<Vec<Vec<u8>>> {
+    let z = ZVal::open(c, v)?;
+    Ok(z.idx().all(c.tx)?.into_iter().map(|(m, _)| m).collect())
+}
+
+/// The payload of a big set made by [`ZVal::create`] (RESTORE).
+pub fn big_payload_of(b: &ZBig) -> Vec<u8> {
+    payload_of(b)
 }
