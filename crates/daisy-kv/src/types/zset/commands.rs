@@ -744,25 +744,102 @@ pub fn reply_mpop(c: &mut Ctx, key: &[u8], popped: &[Elem]) {
     }
 }
 
+/// Pop from the first of `keys` that holds a sorted set (only the ready key while the event
+/// loop serves a blocked client) and reply with `reply`: Ok(true) when one did, Ok(false)
+/// when none holds one (nothing replied), Err(()) after a WRONGTYPE reply (a blocked client
+/// being served answers nothing instead and stays blocked).
+fn pop_first(
+    c: &mut Ctx,
+    keys: &[&[u8]],
+    max: bool,
+    count: u64,
+    reply: fn(&mut Ctx, &[u8], &[Elem]),
+) -> daisy::Result<Result<bool, ()>> {
+    for &k in keys {
+        if !c.may_serve(k) {
+            continue;
+        }
+        match c.lookup_typed(k, Type::ZSet)? {
+            Err(_) => {
+                if c.cl.serving.is_some() {
+                    return Ok(Ok(false));
+                }
+                c.err(E_WRONGTYPE)?;
+                return Ok(Err(()));
+            }
+            Ok(None) => continue,
+            Ok(Some(_)) => {
+                let popped = pop(c, k, max, count)?;
+                reply(c, k, &popped);
+                return Ok(Ok(true));
+            }
+        }
+    }
+    Ok(Ok(false))
+}
+
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first key that holds a
 /// sorted set (WRONGTYPE if the first key that exists holds something else).
 pub fn zmpop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let Some(p) = parse_mpop(c, a, 1)? else {
         return Ok(());
     };
-    for k in &a[p.first_key..p.first_key + p.numkeys] {
-        match c.lookup_typed(k, Type::ZSet)? {
-            Err(_) => return c.err(E_WRONGTYPE),
-            Ok(None) => continue,
-            Ok(Some(_)) => {
-                let popped = pop(c, k, p.max, p.count)?;
-                reply_mpop(c, k, &popped);
-                return Ok(());
-            }
+    let keys = &a[p.first_key..p.first_key + p.numkeys];
+    if !or_return!(pop_first(c, keys, p.max, p.count, reply_mpop)?) {
+        c.null_array();
+    }
+    Ok(())
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
+pub fn bzmpop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let Some(deadline) = c.timeout_arg(a[1])? else {
+        return Ok(());
+    };
+    let Some(p) = parse_mpop(c, a, 2)? else {
+        return Ok(());
+    };
+    let keys = &a[p.first_key..p.first_key + p.numkeys];
+    if !or_return!(pop_first(c, keys, p.max, p.count, reply_mpop)?) {
+        c.block(Type::ZSet, keys, deadline, false, a);
+    }
+    Ok(())
+}
+
+/// BZPOPMIN's and BZPOPMAX's reply: key, member, score.
+fn reply_bzpop(c: &mut Ctx, key: &[u8], popped: &[Elem]) {
+    resp::array(c.out, 3);
+    resp::bulk(c.out, key);
+    match popped.first() {
+        Some((m, s)) => {
+            resp::bulk(c.out, m);
+            reply_score(c, *s);
+        }
+        None => {
+            resp::bulk(c.out, b"");
+            reply_score(c, 0.0);
         }
     }
-    c.null_array();
+}
+
+/// BZPOPMIN/BZPOPMAX key [key ...] timeout.
+fn bzpop(c: &mut Ctx, a: &[&[u8]], max: bool) -> daisy::Result<()> {
+    let Some(deadline) = c.timeout_arg(a[a.len() - 1])? else {
+        return Ok(());
+    };
+    let keys = &a[1..a.len() - 1];
+    if !or_return!(pop_first(c, keys, max, 1, reply_bzpop)?) {
+        c.block(Type::ZSet, keys, deadline, false, a);
+    }
     Ok(())
+}
+
+pub fn bzpopmin(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    bzpop(c, a, false)
+}
+
+pub fn bzpopmax(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    bzpop(c, a, true)
 }
 
 // ---- ZRANDMEMBER -------------------------------------------------------------------------------

@@ -464,11 +464,6 @@ pub fn map_score(v: &[u8]) -> daisy::Result<f64> {
     score_bytes(v).ok_or_else(|| damaged(format!("a score of {} bytes or NaN", v.len())))
 }
 
-/// The element an ordered index entry stands for.
-fn tree_elem(e: Entry) -> daisy::Result<Elem> {
-    let (s, m) = split_tree_key(&e.0).ok_or_else(|| damaged("an index key of under 8 bytes"))?;
-    Ok((m.to_vec(), s))
-}
 
 /// The key just above every key that starts with `prefix` (None: there is none).
 fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
@@ -537,6 +532,21 @@ enum Plan {
 }
 
 impl ZBig {
+    /// The element an ordered index entry stands for. The key's score is the element's but
+    /// for the sign of a zero (keys order -0 with 0, as Redis compares scores): a zero's
+    /// score is read from the map, where the sign is kept.
+    fn tree_elem(&self, tx: &Tx, e: Entry) -> daisy::Result<Elem> {
+        let (s, m) =
+            split_tree_key(&e.0).ok_or_else(|| damaged("an index key of under 8 bytes"))?;
+        if s == 0.0 {
+            let exact = self
+                .score(tx, m)?
+                .ok_or_else(|| damaged("an indexed member missing from the table"))?;
+            return Ok((m.to_vec(), exact));
+        }
+        Ok((m.to_vec(), s))
+    }
+
     /// Create an empty big set (map and index) in the command's transaction.
     pub fn create(c: &mut crate::commands::Ctx) -> daisy::Result<ZBig> {
         let view = crate::types::create_table(c, std::iter::empty())?;
@@ -588,7 +598,7 @@ impl ZBig {
         self.tree
             .range_by_rank(tx, a, b - 1, false)?
             .into_iter()
-            .map(tree_elem)
+            .map(|e| self.tree_elem(tx, e))
             .collect()
     }
 
@@ -740,7 +750,7 @@ impl ZIndex for ZBig {
                 self.tree.pop_first(tx)?
             };
             let Some(e) = e else { break };
-            let e = tree_elem(e)?;
+            let e = self.tree_elem(tx, e)?;
             self.view.remove(tx, &e.0)?;
             out.push(e);
         }
