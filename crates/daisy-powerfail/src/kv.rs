@@ -2,9 +2,11 @@
 //! to six real server commands run by `daisy_kv::commands::execute`, as the event loop's
 //! group commit runs them, on a keyspace pool: strings (SET, SET PX, INCR, APPEND, MSET,
 //! GETEX), hashes (HSET, HSETNX, HDEL, HINCRBY, HINCRBYFLOAT) and sets (SADD, SREM, SMOVE,
-//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE) that cross every encoding threshold a hash or set can
-//! (packed -> table by size and by length, intset -> packed -> table; the thresholds are set
-//! low, as CONFIG SET would), keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
+//! SINTERSTORE, SUNIONSTORE, SDIFFSTORE), sorted sets (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX,
+//! ZREMRANGEBYSCORE, ZUNIONSTORE, and a big one of 400 members freed lazily) that cross every
+//! encoding threshold a hash, set or sorted set can (packed -> table by size and by length,
+//! intset -> packed -> table, packed -> skiplist; the thresholds are set low, as CONFIG SET
+//! would), keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
 //! RESTORE of a DUMP payload), databases (SELECT, SWAPDB, FLUSHDB, FLUSHALL), MULTI/EXEC
 //! blocks, and collections big enough to be freed lazily: after each transaction one bounded
 //! lazyfree step runs in a transaction of its own, so the simulator crashes inside it too.
@@ -22,7 +24,7 @@ use anyhow::{anyhow, bail, Result};
 use daisy::{Pool, PoolOptions};
 use daisy_kv::commands::{self as cmd, Client, ServerState};
 use daisy_kv::keyspace::{self, Keyspace, LAYOUT};
-use daisy_kv::types::Value;
+use daisy_kv::types::{Score, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +47,8 @@ pub const CONFIG: &[(&str, &str)] = &[
     ("set-max-intset-entries", "6"),
     ("set-max-listpack-entries", "8"),
     ("set-max-listpack-value", "24"),
+    ("zset-max-listpack-entries", "8"),
+    ("zset-max-listpack-value", "24"),
 ];
 
 /// The commands of transaction `id`.
@@ -54,9 +58,11 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
     let skey = |rng: &mut SmallRng| format!("k{}", rng.gen_range(0..10)).into_bytes();
     let hkey = |rng: &mut SmallRng| format!("h{}", rng.gen_range(0..4)).into_bytes();
     let setkey = |rng: &mut SmallRng| format!("s{}", rng.gen_range(0..4)).into_bytes();
-    let any_key = |rng: &mut SmallRng| match rng.gen_range(0..3) {
+    let zkey = |rng: &mut SmallRng| format!("z{}", rng.gen_range(0..4)).into_bytes();
+    let any_key = |rng: &mut SmallRng| match rng.gen_range(0..4) {
         0 => skey(rng),
         1 => hkey(rng),
+        2 => zkey(rng),
         _ => setkey(rng),
     };
     let value = |rng: &mut SmallRng| {
@@ -77,7 +83,7 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         }
     };
     let one = |rng: &mut SmallRng| -> Vec<Vec<Vec<u8>>> {
-        match rng.gen_range(0..34) {
+        match rng.gen_range(0..40) {
             0 | 1 => vec![vec![v("SET"), skey(rng), value(rng)]],
             2 => vec![vec![v("SET"), skey(rng), value(rng), v("PX"), v("3600000")]],
             3 => vec![vec![v("DEL"), any_key(rng)]],
@@ -192,6 +198,47 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                 vec![rem]
             }
             33 => vec![vec![v("DEL"), v("huge")]],
+            34 | 35 => {
+                // A long member now and then converts a packed sorted set by length.
+                let mut c = vec![v("ZADD"), zkey(rng)];
+                for _ in 0..rng.gen_range(1..4) {
+                    c.push(rng.gen_range(-5i32..5).to_string().into_bytes());
+                    c.push(if rng.gen_range(0..10) == 0 {
+                        vec![b'L'; 30]
+                    } else {
+                        member(rng)
+                    });
+                }
+                vec![c]
+            }
+            36 => match rng.gen_range(0..3) {
+                0 => vec![vec![v("ZINCRBY"), zkey(rng), v("2"), member(rng)]],
+                1 => vec![vec![v("ZREM"), zkey(rng), member(rng), member(rng)]],
+                _ => vec![vec![v("ZREMRANGEBYSCORE"), zkey(rng), v("-1"), v("1")]],
+            },
+            37 => {
+                let name = if rng.gen_range(0..2) == 0 {
+                    "ZPOPMIN"
+                } else {
+                    "ZPOPMAX"
+                };
+                vec![vec![v(name), zkey(rng), v("2")]]
+            }
+            38 => vec![vec![v("ZUNIONSTORE"), zkey(rng), v("2"), zkey(rng), zkey(rng)]],
+            39 => {
+                // A sorted set big enough to be freed lazily (map and ordered index), then
+                // gone again now and then.
+                if rng.gen_range(0..3) == 0 {
+                    vec![vec![v("DEL"), v("zbig")]]
+                } else {
+                    let mut c = vec![v("ZADD"), v("zbig")];
+                    for i in 0..400 {
+                        c.push(rng.gen_range(0..50).to_string().into_bytes());
+                        c.push(format!("y{i}").into_bytes());
+                    }
+                    vec![c]
+                }
+            }
             _ => vec![vec![v("PERSIST"), any_key(rng)]],
         }
     };
@@ -450,6 +497,69 @@ impl Apply<'_> {
                 };
                 self.m.insert(self.key(&cmd[1]), (v, false));
             }
+            b"ZADD" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::ZSet(BTreeMap::new()), false));
+                if let Value::ZSet(z) = &mut e.0 {
+                    for sm in cmd[2..].chunks(2) {
+                        let s: f64 = String::from_utf8_lossy(&sm[0]).parse().unwrap();
+                        z.insert(sm[1].clone(), Score(s));
+                    }
+                }
+            }
+            b"ZINCRBY" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::ZSet(BTreeMap::new()), false));
+                if let Value::ZSet(z) = &mut e.0 {
+                    let by: f64 = String::from_utf8_lossy(&cmd[2]).parse().unwrap();
+                    let s = z.entry(cmd[3].clone()).or_insert(Score(0.0));
+                    s.0 += by;
+                }
+            }
+            b"ZREM" | b"ZPOPMIN" | b"ZPOPMAX" | b"ZREMRANGEBYSCORE" => {
+                let key = self.key(&cmd[1]);
+                if let Some((Value::ZSet(z), _)) = self.m.get_mut(&key) {
+                    let mut order: Vec<(Score, Vec<u8>)> =
+                        z.iter().map(|(m, s)| (*s, m.clone())).collect();
+                    order.sort();
+                    let gone: Vec<Vec<u8>> = match &cmd[0][..] {
+                        b"ZREM" => cmd[2..].to_vec(),
+                        b"ZPOPMIN" => order.iter().take(2).map(|x| x.1.clone()).collect(),
+                        b"ZPOPMAX" => order.iter().rev().take(2).map(|x| x.1.clone()).collect(),
+                        _ => order
+                            .iter()
+                            .filter(|x| (-1.0..=1.0).contains(&x.0 .0))
+                            .map(|x| x.1.clone())
+                            .collect(),
+                    };
+                    for m in gone {
+                        z.remove(&m);
+                    }
+                    if z.is_empty() {
+                        self.m.remove(&key);
+                    }
+                }
+            }
+            b"ZUNIONSTORE" => {
+                let get = |k: &[u8]| match self.m.get(&(self.db, k.to_vec())) {
+                    Some((Value::ZSet(z), _)) => z.clone(),
+                    _ => BTreeMap::new(),
+                };
+                let mut r = get(&cmd[3]);
+                for (m, s) in get(&cmd[4]) {
+                    r.entry(m).or_insert(Score(0.0)).0 += s.0;
+                }
+                let dst = self.key(&cmd[1]);
+                if r.is_empty() {
+                    self.m.remove(&dst);
+                } else {
+                    self.m.insert(dst, (Value::ZSet(r), false));
+                }
+            }
             b"SELECT" => self.db = String::from_utf8_lossy(&cmd[1]).parse().unwrap(),
             b"FLUSHDB" => {
                 let db = self.db;
@@ -470,6 +580,8 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             Value::String(_) => 0,
             Value::Hash(_) => 1,
             Value::Set(_) => 2,
+            Value::ZSet(_) => 3,
+            Value::List(_) => 4,
         })
     };
     let is = |k: &[u8], t: i32| ty(k).is_none_or(|x| x == t);
@@ -489,6 +601,11 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             _ => false,
         },
         b"SADD" | b"SREM" => is(&cmd[1], 2),
+        b"ZADD" | b"ZINCRBY" | b"ZREM" | b"ZPOPMIN" | b"ZPOPMAX" | b"ZREMRANGEBYSCORE" => {
+            is(&cmd[1], 3)
+        }
+        // ZUNIONSTORE reads sorted sets (or sets: none here) and replaces any destination.
+        b"ZUNIONSTORE" => is(&cmd[3], 3) && is(&cmd[4], 3),
         b"SMOVE" => ty(&cmd[1]).is_none_or(|t| t == 2) && is(&cmd[2], 2),
         b"SINTERSTORE" | b"SUNIONSTORE" | b"SDIFFSTORE" => is(&cmd[2], 2) && is(&cmd[3], 2),
         b"GETEX" => is(&cmd[1], 0),
