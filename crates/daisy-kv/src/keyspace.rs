@@ -34,11 +34,11 @@ pub const LAZY_EXPIRY_MIN_ROOM: usize = 16 * 1024;
 pub const LAYOUT: &str = "daisy.kv";
 pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
 /// Keyspace format version: 3 (version 2, databases, types and lazyfree, plus lists and
-/// sorted sets: type 1 with its encodings, type 3 with `Packed` and `SkipList` (7), the
-/// lazyfree kind `Tree`; encoding 8 is lists' big one). Version 1 (one database of strings)
-/// and version 2 are read and upgraded at open; a build that knows only version 2 would take
-/// a list's or sorted set's record for damage, so the version refuses this pool to it
-/// instead.
+/// sorted sets: their records, encodings and lazyfree kinds: lists' `Seq` (8), sorted sets'
+/// type 3 with `Packed` and `SkipList` (7), lazyfree kinds `Seq` and `Tree`). Versions 1 (one
+/// database of strings) and 2 are read and upgraded at open; a build that knows only version
+/// 2 would take a list's or sorted set's record for damage, so the version refuses this pool
+/// to it instead.
 pub const KV_VERSION: u32 = 3;
 const KV_VERSION_1: u32 = 1;
 const KV_VERSION_2: u32 = 2;
@@ -112,9 +112,11 @@ pub enum LazyKind {
     Table = 1,
     /// A database's map: its values are records that may own collections.
     Database = 2,
+    /// A big list's sequence (`daisy::PSeq`).
+    Seq = 3,
     /// A big sorted set's ordered index (a `PTreeMap`; the set's map is queued beside it as a
     /// `Table`), freed in bounded steps by `PTreeMap::free_step`.
-    Tree = 3,
+    Tree = 4,
 }
 
 /// A queue word: kind and offset.
@@ -133,7 +135,8 @@ impl LazyItem {
         let kind = match w >> 56 {
             1 => LazyKind::Table,
             2 => LazyKind::Database,
-            3 => LazyKind::Tree,
+            3 => LazyKind::Seq,
+            4 => LazyKind::Tree,
             _ => return None,
         };
         Some(LazyItem { kind, off })
@@ -166,9 +169,12 @@ pub enum Enc {
     /// `dupStringObject`): OBJECT ENCODING `int`, REFCOUNT 1.
     Int = 6,
     /// Big sorted sets (Redis's skiplist): the payload is the offset of a byte-string map
-    /// (member -> score) owned like a table's, then the offset of an ordered index (0 in
-    /// this build: `types::zset`).
+    /// (member -> score, 8 bytes) then the offset of an ordered index (a `PTreeMap` keyed by
+    /// score and member), both owned by the record (`types::zset`).
     SkipList = 7,
+    /// Big lists: a sequence of their own (`daisy::PSeq`, Redis's quicklist); the payload is
+    /// its header offset.
+    Seq = 8,
 }
 
 impl Enc {
@@ -182,6 +188,7 @@ impl Enc {
             5 => Enc::Embstr,
             6 => Enc::Int,
             7 => Enc::SkipList,
+            8 => Enc::Seq,
             _ => return None,
         })
     }
@@ -886,7 +893,7 @@ impl Keyspace {
         // length is rewritten in place, and the old payload is then gone.
         let owned = match old {
             Some(o) if !keep_owned => self.owned_table(tx, o)?,
-            _ => None,
+            _ => Vec::new(),
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
         if !self.blocking.is_empty() && matches!(hdr.ty, Type::List | Type::ZSet) {
@@ -1023,7 +1030,7 @@ impl Keyspace {
     ) -> daisy::Result<Upsert> {
         // The entry there (live or expired), the table it owns (read before the entry may be
         // rewritten in place), and the new record's expiry.
-        let (mut old, mut owned, mut new_exp, mut expired) = (None, None, false, false);
+        let (mut old, mut owned, mut new_exp, mut expired) = (None, Vec::new(), false, false);
         let op = self.map_mut(tx, db)?.upsert_tx(tx, key, |tx, e, buf| {
             let live = match e {
                 None => None,
@@ -1084,23 +1091,40 @@ impl Keyspace {
         self.adjust_expires(tx, db, -(v.expire_ms.is_some() as i64))
     }
 
-    /// The table the record `v` owns, if any. Read it before the record is removed or
+    /// The collection the record `v` owns, if any. Read it before the record is removed or
     /// rewritten (a same-length record is rewritten in place).
-    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Option<Owned>> {
+    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Vec<LazyItem>> {
         owned_table_of(tx, v)
     }
 
-    /// Free a table whose record is gone or replaced in this transaction: a small one at once,
-    /// a large one queued for [`Keyspace::lazyfree_step`].
-    fn free_owned(&mut self, tx: &mut Tx, owned: Option<Owned>) -> daisy::Result<()> {
-        let Some(o) = owned else {
-            return Ok(());
-        };
-        self.free_table(tx, o.map)?;
-        match o.tree {
-            Some(t) => self.free_tree(tx, t),
-            None => Ok(()),
+    /// Free the collections whose record is gone or replaced in this transaction: a small one
+    /// at once, a large one queued for [`Keyspace::lazyfree_step`].
+    fn free_owned(&mut self, tx: &mut Tx, owned: Vec<LazyItem>) -> daisy::Result<()> {
+        for item in owned {
+            match item.kind {
+                LazyKind::Table => self.free_table(tx, map_of(item.off))?,
+                LazyKind::Tree => self.free_tree(tx, PPtr::from_offset(item.off))?,
+                LazyKind::Seq => {
+                    // Its chunks (about 4 KiB of items each) are what freeing costs: a list of
+                    // a few chunks goes at once, a longer one is queued.
+                    if !daisy::PSeq::free_step(
+                        &self.pool,
+                        tx,
+                        PPtr::from_offset(item.off),
+                        LAZYFREE_THRESHOLD as u32,
+                    )? {
+                        lazy_push(tx, self.meta, item)?;
+                    }
+                }
+                LazyKind::Database => {
+                    return Err(Error::Unsupported(format!(
+                        "a value record cannot own a {:?}",
+                        item.kind
+                    )))
+                }
+            }
         }
+        Ok(())
     }
 
     /// Free a big sorted set's ordered index whose record is gone: a small one at once, a
@@ -1269,33 +1293,18 @@ impl Keyspace {
                 LazyKind::Table => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |_, _| Ok(()))?
                 }
+                LazyKind::Seq => {
+                    daisy::PSeq::free_step(&pool, tx, PPtr::from_offset(item.off), budget)?
+                }
                 LazyKind::Tree => {
                     PTreeMap::free_step(&pool, tx, PPtr::from_offset(item.off), budget)?
                 }
                 LazyKind::Database => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |tx, e| {
-                        // A record that owns a table (and a big sorted set's index): queue
-                        // them (they may be huge).
+                        // A record that owns collections: queue them (they may be huge).
                         let v = decode_val(tx, e)?;
-                        if let Some(o) = owned_table_of(tx, &v)? {
-                            lazy_push(
-                                tx,
-                                meta,
-                                LazyItem {
-                                    kind: LazyKind::Table,
-                                    off: o.map.offset(),
-                                },
-                            )?;
-                            if let Some(t) = o.tree {
-                                lazy_push(
-                                    tx,
-                                    meta,
-                                    LazyItem {
-                                        kind: LazyKind::Tree,
-                                        off: t.offset(),
-                                    },
-                                )?;
-                            }
+                        for owned in owned_table_of(tx, &v)? {
+                            lazy_push(tx, meta, owned)?;
                         }
                         Ok(())
                     })?
@@ -1329,24 +1338,13 @@ impl Header {
     }
 }
 
-/// What a record owns outside itself: a table (encoding `Table`: its payload is the map's
-/// offset), or a big sorted set's map and ordered index (`SkipList`: their two offsets).
-#[derive(Clone, Copy, Debug)]
-struct Owned {
-    map: PPtr<PBytesMap>,
-    tree: Option<PPtr<PTreeMap>>,
-}
-
-fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<Owned>> {
-    match v.enc {
-        Enc::Table => {
-            let mut p = [0u8; 8];
-            v.entry.read_tx(tx, v.off, &mut p)?;
-            Ok(Some(Owned {
-                map: map_of(u64::from_le_bytes(p)),
-                tree: None,
-            }))
-        }
+/// The collections a record owns: encoding `Table` a byte-string map, `Seq` a sequence (the
+/// payload is its header's offset), `SkipList` a big sorted set's map and ordered index (the
+/// payload is their two offsets).
+fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Vec<LazyItem>> {
+    let kind = match v.enc {
+        Enc::Table => LazyKind::Table,
+        Enc::Seq => LazyKind::Seq,
         Enc::SkipList => {
             let mut p = [0u8; 16];
             v.entry.read_tx(tx, v.off, &mut p)?;
@@ -1356,13 +1354,25 @@ fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<Owned>> {
                     "damaged sorted set record (run `daisy pool check`)".into(),
                 ));
             }
-            Ok(Some(Owned {
-                map: map_of(w(0)),
-                tree: Some(PPtr::from_offset(w(8))),
-            }))
+            return Ok(vec![
+                LazyItem {
+                    kind: LazyKind::Table,
+                    off: w(0),
+                },
+                LazyItem {
+                    kind: LazyKind::Tree,
+                    off: w(8),
+                },
+            ]);
         }
-        _ => Ok(None),
-    }
+        _ => return Ok(Vec::new()),
+    };
+    let mut p = [0u8; 8];
+    v.entry.read_tx(tx, v.off, &mut p)?;
+    Ok(vec![LazyItem {
+        kind,
+        off: u64::from_le_bytes(p),
+    }])
 }
 
 fn read_dbs(pool: &Pool, m: &KvMeta) -> daisy::Result<Vec<DbEntry>> {
@@ -1563,6 +1573,10 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
                         LazyKind::Table => match daisy::map_objects(pool, it.off) {
                             Ok(o) => reach.extend(o),
                             Err(e) => problems.push(format!("queued table {:#x}: {e}", it.off)),
+                        },
+                        LazyKind::Seq => match daisy::seq_objects(pool, it.off) {
+                            Ok(o) => reach.extend(o),
+                            Err(e) => problems.push(format!("queued sequence {:#x}: {e}", it.off)),
                         },
                         LazyKind::Tree => match daisy::tree_objects(pool, it.off) {
                             Ok(o) => reach.extend(o),

@@ -224,7 +224,13 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                 };
                 vec![vec![v(name), zkey(rng), v("2")]]
             }
-            38 => vec![vec![v("ZUNIONSTORE"), zkey(rng), v("2"), zkey(rng), zkey(rng)]],
+            38 => vec![vec![
+                v("ZUNIONSTORE"),
+                zkey(rng),
+                v("2"),
+                zkey(rng),
+                zkey(rng),
+            ]],
             39 => {
                 // A sorted set big enough to be freed lazily (map and ordered index), then
                 // gone again now and then.

@@ -75,7 +75,9 @@ fn conversion_at_the_thresholds() {
         .arg("3")
         .query(&mut c)
         .unwrap();
-    let _: i64 = c.zadd_multiple("w", &[(1, "a"), (2, "b"), (3, "c")]).unwrap();
+    let _: i64 = c
+        .zadd_multiple("w", &[(1, "a"), (2, "b"), (3, "c")])
+        .unwrap();
     assert_eq!(enc(&mut c, "w"), "listpack");
     let _: i64 = c.zadd("w", "d", 4).unwrap();
     assert_eq!(enc(&mut c, "w"), "skiplist");
@@ -294,8 +296,10 @@ fn blocking_pops_served_by_zadd_and_timing_out() {
         b
     };
     assert_eq!(r, b"-ERR syntax error\r\n");
-    w.write_all(b"*6\r\n$6\r\nBZMPOP\r\n$1\r\n0\r\n$1\r\n2\r\n$2\r\nx1\r\n$2\r\nx2\r\n$3\r\nMAX\r\n")
-        .unwrap();
+    w.write_all(
+        b"*6\r\n$6\r\nBZMPOP\r\n$1\r\n0\r\n$1\r\n2\r\n$2\r\nx1\r\n$2\r\nx2\r\n$3\r\nMAX\r\n",
+    )
+    .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let _: i64 = c.zadd_multiple("x2", &[(1, "a"), (3, "c")]).unwrap();
     let want = b"*2\r\n$2\r\nx2\r\n*1\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n";

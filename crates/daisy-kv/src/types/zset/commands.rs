@@ -167,7 +167,7 @@ fn zadd_generic(c: &mut Ctx, a: &[&[u8]], incr_cmd: bool) -> daisy::Result<()> {
     if f.nx && f.xx {
         return c.err("ERR XX and NX options at the same time are not compatible");
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.gt || f.lt) && (f.nx || (f.gt && f.lt)) {
         return c.err("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if f.incr && elements > 1 {
@@ -708,13 +708,7 @@ pub fn parse_mpop(c: &mut Ctx, a: &[&[u8]], numkeys_at: usize) -> daisy::Result<
         let more = a.len() - 1 - j;
         if count.is_none() && eq(a[j], "count") && more > 0 {
             j += 1;
-            match range_arg(
-                c,
-                a[j],
-                1,
-                i64::MAX,
-                Some("count should be greater than 0"),
-            )? {
+            match range_arg(c, a[j], 1, i64::MAX, Some("count should be greater than 0"))? {
                 Some(n) => count = Some(n as u64),
                 None => return Ok(None),
             }

@@ -32,7 +32,10 @@ pub type Elem = (Vec<u8>, f64);
 #[derive(Clone, Debug)]
 pub enum Select {
     /// Ranks `from..=to` (0-based, ascending order, already clamped to the set).
-    Rank { from: u64, to: u64 },
+    Rank {
+        from: u64,
+        to: u64,
+    },
     Score(ScoreRange),
     Lex(LexRange),
 }
@@ -464,7 +467,6 @@ pub fn map_score(v: &[u8]) -> daisy::Result<f64> {
     score_bytes(v).ok_or_else(|| damaged(format!("a score of {} bytes or NaN", v.len())))
 }
 
-
 /// The key just above every key that starts with `prefix` (None: there is none).
 fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut p = prefix.to_vec();
@@ -794,10 +796,22 @@ mod tests {
     fn walks_follow_redis_listpack_code() {
         let v = elems(&[("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0), ("e", 5.0)]);
         let s = |a: &[u8], b: &[u8]| Select::Score(ScoreRange::parse(a, b).unwrap());
-        assert_eq!(names(&v, &walk(&v[..], &s(b"2", b"4"), false, 0, -1)), ["b", "c", "d"]);
-        assert_eq!(names(&v, &walk(&v[..], &s(b"2", b"(4"), true, 0, -1)), ["c", "b"]);
-        assert_eq!(names(&v, &walk(&v[..], &s(b"-inf", b"inf"), false, 1, 2)), ["b", "c"]);
-        assert_eq!(names(&v, &walk(&v[..], &s(b"-inf", b"inf"), true, 1, -5)), ["d", "c", "b", "a"]);
+        assert_eq!(
+            names(&v, &walk(&v[..], &s(b"2", b"4"), false, 0, -1)),
+            ["b", "c", "d"]
+        );
+        assert_eq!(
+            names(&v, &walk(&v[..], &s(b"2", b"(4"), true, 0, -1)),
+            ["c", "b"]
+        );
+        assert_eq!(
+            names(&v, &walk(&v[..], &s(b"-inf", b"inf"), false, 1, 2)),
+            ["b", "c"]
+        );
+        assert_eq!(
+            names(&v, &walk(&v[..], &s(b"-inf", b"inf"), true, 1, -5)),
+            ["d", "c", "b", "a"]
+        );
         assert!(walk(&v[..], &s(b"-inf", b"inf"), false, -1, 3).is_empty());
         assert!(walk(&v[..], &s(b"-inf", b"inf"), false, 5, 3).is_empty());
         assert!(walk(&v[..], &s(b"2", b"4"), false, 0, 0).is_empty());
@@ -807,21 +821,36 @@ mod tests {
         assert!(walk(&v[..], &s(b"1", b"2"), false, 3, -1).is_empty());
         assert_eq!(span(&v[..], &s(b"(1", b"4")), (1, 4));
         let r = Select::Rank { from: 1, to: 9 };
-        assert_eq!(names(&v, &walk(&v[..], &r, true, 0, -1)), ["e", "d", "c", "b"]);
+        assert_eq!(
+            names(&v, &walk(&v[..], &r, true, 0, -1)),
+            ["e", "d", "c", "b"]
+        );
         assert_eq!(span(&v[..], &r), (1, 5));
         // Lex over different scores: the listpack's answer (first in range, then while
         // below the maximum).
         let w = elems(&[("b", 1.0), ("a", 2.0), ("c", 3.0), ("b", 4.0)]);
         let l = |a: &[u8], b: &[u8]| Select::Lex(LexRange::parse(a, b).unwrap());
-        assert_eq!(names(&w, &walk(&w[..], &l(b"[b", b"[c"), false, 0, -1)), ["b"]);
+        assert_eq!(
+            names(&w, &walk(&w[..], &l(b"[b", b"[c"), false, 0, -1)),
+            ["b"]
+        );
         assert_eq!(span(&w[..], &l(b"[a", b"[c")), (0, 4));
-        assert_eq!(names(&w, &walk(&w[..], &l(b"-", b"[b"), true, 0, -1)), ["b"]);
+        assert_eq!(
+            names(&w, &walk(&w[..], &l(b"-", b"[b"), true, 0, -1)),
+            ["b"]
+        );
     }
 
     #[test]
     fn packed_keeps_redis_order() {
         let mut z = ZPacked::new();
-        for (m, s) in [("b", 1.0), ("a", 1.0), ("c", -0.0), ("d", f64::INFINITY), ("e", -2.5)] {
+        for (m, s) in [
+            ("b", 1.0),
+            ("a", 1.0),
+            ("c", -0.0),
+            ("d", f64::INFINITY),
+            ("e", -2.5),
+        ] {
             z.insert(m.as_bytes(), s);
         }
         let v = z.view();
@@ -843,7 +872,9 @@ mod tests {
         assert_eq!(z.count(), 3);
         assert_eq!(z.find(b"b").map(|x| x.1), Some(1.0));
         assert!(z.find(b"a").is_none());
-        assert!(ZPacked::from_payload(crate::types::packed::encode([&b"m"[..]].into_iter())).is_err());
+        assert!(
+            ZPacked::from_payload(crate::types::packed::encode([&b"m"[..]].into_iter())).is_err()
+        );
         assert!(ZPacked::from_payload(crate::types::packed::encode(
             [&b"m"[..], &f64::NAN.to_le_bytes()[..]].into_iter()
         ))

@@ -94,7 +94,7 @@ fn packed_elems(payload: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, String> {
 
 /// The elements of a big set's map, and the problems of its map, of its ordered index, and
 /// of the two together (the index must hold exactly the key of every element of the map).
-fn big_elems(pool: &Pool, payload: &[u8]) -> Result<(Vec<(Vec<u8>, f64)>, Vec<String>), String> {
+fn big_elems(pool: &Pool, payload: &[u8]) -> Result<(Vec<Elem>, Vec<String>), String> {
     let (_, tree) = big_ids(payload)?;
     let (entries, mut problems) = table_entries(pool, &payload[..8])?;
     let mut out = Vec::with_capacity(entries.len());
@@ -161,7 +161,9 @@ impl DataType for ZSets {
                 Ok(e) if e.is_empty() => vec!["packed sorted set with no member".into()],
                 Ok(e) => {
                     let mut p = Vec::new();
-                    if e.iter().any(|(_, s)| s.is_nan() || (*s == 0.0 && s.is_sign_negative())) {
+                    if e.iter()
+                        .any(|(_, s)| s.is_nan() || (*s == 0.0 && s.is_sign_negative()))
+                    {
                         p.push("packed sorted set holds a NaN or -0 score".into());
                     } else if e
                         .windows(2)

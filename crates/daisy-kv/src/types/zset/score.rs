@@ -62,7 +62,11 @@ pub fn strtod(s: &[u8]) -> Strtod {
     let signed = |v: f64| if neg { -v } else { v };
     let rest = &s[i..];
     if starts_with_ci(rest, b"inf") {
-        let n = if starts_with_ci(rest, b"infinity") { 8 } else { 3 };
+        let n = if starts_with_ci(rest, b"infinity") {
+            8
+        } else {
+            3
+        };
         return Strtod {
             value: signed(f64::INFINITY),
             used: i + n,
