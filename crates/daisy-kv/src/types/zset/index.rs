@@ -826,18 +826,18 @@ mod tests {
             ["e", "d", "c", "b"]
         );
         assert_eq!(span(&v[..], &r), (1, 5));
-        // Lex over different scores: the listpack's answer (first in range, then while
-        // below the maximum).
+        // Lex over different scores: the listpack's answer (the first in range, then every
+        // next one while not above the maximum, whatever its order).
         let w = elems(&[("b", 1.0), ("a", 2.0), ("c", 3.0), ("b", 4.0)]);
         let l = |a: &[u8], b: &[u8]| Select::Lex(LexRange::parse(a, b).unwrap());
         assert_eq!(
             names(&w, &walk(&w[..], &l(b"[b", b"[c"), false, 0, -1)),
-            ["b"]
+            ["b", "a", "c", "b"]
         );
         assert_eq!(span(&w[..], &l(b"[a", b"[c")), (0, 4));
         assert_eq!(
             names(&w, &walk(&w[..], &l(b"-", b"[b"), true, 0, -1)),
-            ["b"]
+            ["b", "c", "a", "b"]
         );
     }
 
