@@ -4,13 +4,11 @@
 //! * [`ZPacked`]: the small encoding, a [`PackedBuf`] in the record holding member, score,
 //!   member, score, ... sorted by (score, member) (Redis's listpack), so ranges are slices of
 //!   it;
-//! * [`ZBig`]: the big encoding, a `PBytesMap` from member to score (Redis's dict). **Its
-//!   ordered operations are a stand-in**: they read every entry and sort (correct, O(n log n)
-//!   per command) until the persistent order-statistics B+-tree (`PTreeMap`, keyed by
-//!   [`super::score::tree_key`]: 8 order-preserving score bytes, then the member) joins the
-//!   map in the record's second payload word. Plugging the tree in means implementing
-//!   [`ZIndex`] for `ZBig` with the map for `score` and the tree for everything ordered;
-//!   nothing above this module changes.
+//! * [`ZBig`]: the big encoding, a `PBytesMap` from member to score (Redis's dict) and a
+//!   `PTreeMap` keyed by [`super::score::tree_key`] (score bytes, then the member: Redis's
+//!   skiplist): scores from the map, ranks, ranges, counts and pops from the tree's order
+//!   statistics in O(log n) (a lex range over elements of different scores, which Redis
+//!   leaves to its skiplist's random levels, walks every element as the listpack would).
 //!
 //! Both walk ranges the way Redis's listpack code does (`zzlFirstInRange`, `zzlNext`, ...):
 //! from the first element in range, skipping `offset` elements, then while in range. For

@@ -5,11 +5,10 @@
 //!   score, member, score, ... sorted by (score, member), each score 8 bytes (an `f64`,
 //!   little-endian). A score of -0 is stored as 0, as Redis's listpack stores it.
 //! * `SkipList` (Redis's skiplist + dict, OBJECT ENCODING `skiplist`): 16 bytes, the offset of
-//!   a `PBytesMap` from member to score (8 bytes, `f64` little-endian) owned by the record,
-//!   then the offset of the set's ordered index, 0 in this build: the ordered operations of
-//!   a big set are computed from the map (`index::ZBig`, the stand-in the persistent
-//!   order-statistics tree replaces; see [`index`] for the seam, [`score::tree_key`] for its
-//!   keys).
+//!   a `PBytesMap` from member to score (8 bytes, `f64` little-endian, -0 kept) and the offset
+//!   of a `PTreeMap` (the ordered index) whose keys are [`score::tree_key`]s (8 order-preserving
+//!   score bytes, then the member) with empty values, both owned by the record: ranks, ranges
+//!   and counts are O(log n) through the tree's order statistics (`index::ZBig`).
 //!
 //! A sorted set is created packed unless `zset-max-listpack-entries` is 0 or the first member
 //! is longer than `zset-max-listpack-value` (ZADD, ZINCRBY), and becomes big in the command
@@ -20,14 +19,15 @@
 //!
 //! Invariants (`check`): a packed blob decodes to at least one (member, score) pair, scores
 //! 8 bytes, not NaN, not -0, in strictly ascending (score, member) order, no member twice; a
-//! big set's payload is 16 bytes with the index word 0, its map is sound, has at least one
-//! entry, and every value is an 8-byte non-NaN score.
+//! big set's payload is 16 bytes naming a map and a tree, the map is sound, has at least one
+//! entry, and every value is an 8-byte non-NaN score; the tree is sound, its values are empty
+//! and its keys are exactly the tree keys of the map's elements.
 //!
 //! Crash reasoning: as every type (module `types`): a packed set is rewritten whole in the
-//! command's transaction; a big set's map changes through a view in that transaction; a
-//! conversion builds the map and rewrites the record in one transaction; a deleted big set's
-//! map is freed in the same transaction when small, else queued for lazyfree in it (the
-//! keyspace treats a `SkipList` record's first payload word as it treats a table's).
+//! command's transaction; a big set's map and tree change through views in that transaction
+//! (every change writes both); a conversion builds both and rewrites the record in one
+//! transaction; a deleted big set's map and tree are freed in the same transaction when
+//! small, else queued for lazyfree in it (`LazyKind::Table` and `LazyKind::Tree`).
 
 pub mod commands;
 pub mod index;
