@@ -227,18 +227,22 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                     println!("reachability: not checked (no walker for layout {layout:?})");
                 }
                 for m in &maps {
+                    let verdict = if m.problems.is_empty() {
+                        "invariants hold"
+                    } else {
+                        "PROBLEMS below"
+                    };
+                    // A sequence's report counts items and chunks (collections/mod.rs).
+                    if m.kind == "sequence" {
+                        println!(
+                            "{} at {:#x}: {} items in {} chunks: {verdict}",
+                            m.kind, m.header, m.entries, m.segments
+                        );
+                        continue;
+                    }
                     println!(
-                        "{} at {:#x}: {} entries in {} segments (depth {}): {}",
-                        m.kind,
-                        m.header,
-                        m.entries,
-                        m.segments,
-                        m.depth,
-                        if m.problems.is_empty() {
-                            "invariants hold"
-                        } else {
-                            "PROBLEMS below"
-                        }
+                        "{} at {:#x}: {} entries in {} segments (depth {}): {verdict}",
+                        m.kind, m.header, m.entries, m.segments, m.depth,
                     );
                 }
                 for p in &rep.problems {

@@ -4,6 +4,7 @@
 mod hashmap;
 mod kv;
 mod open;
+mod seq;
 mod tx;
 
 use anyhow::Result;
@@ -26,6 +27,10 @@ pub enum BenchCmd {
     /// side in one run; plus memory per key and restart time.
     #[command(long_about = kv::ABOUT)]
     Kv(kv::KvArgs),
+    /// The persistent sequence (Redis's lists): pushes and pops at both ends, index and range
+    /// against std's VecDeque and a PMDK list.
+    #[command(long_about = seq::ABOUT)]
+    Seq(seq::SeqArgs),
 }
 
 pub fn run(b: BenchCmd) -> Result<ExitCode> {
@@ -34,5 +39,6 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Tx(a) => tx::run(a),
         BenchCmd::Hashmap(a) => hashmap::run(a),
         BenchCmd::Kv(a) => kv::run(a),
+        BenchCmd::Seq(a) => seq::run(a),
     }
 }

@@ -2,11 +2,11 @@
 //!
 //! One test binary (`cargo test -p daisy-cli --test cli`), its tests grouped by scenario:
 //!
-//! - `pool`: `daisy pool create/info/check`, bad input, damaged allocator metadata and hash
-//!   maps.
+//! - `pool`: `daisy pool create/info/check`, bad input, damaged allocator metadata, hash
+//!   maps and sequences.
 //! - `crashtest`: the kill torture (pmem and msync mode).
-//! - `bench_tx`, `bench_hashmap`, `bench_kv`: `daisy bench tx`, `hashmap` and `kv` (the last
-//!   against redis-server, skipped where it is not installed).
+//! - `bench_tx`, `bench_hashmap`, `bench_kv`, `bench_seq`: `daisy bench tx`, `hashmap`, `kv`
+//!   (against redis-server, skipped where it is not installed) and `seq`.
 //! - `report`: `daisy report --quick`: its files, verdicts and page (headless Chromium); the
 //!   file rivals on a disk.
 //! - `help`: `--help` everywhere.
@@ -21,6 +21,7 @@ use std::process::{Command, Output};
 
 mod bench_hashmap;
 mod bench_kv;
+mod bench_seq;
 mod bench_tx;
 mod crashtest;
 mod help;
