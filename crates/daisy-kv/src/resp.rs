@@ -363,12 +363,38 @@ pub fn error(out: &mut Vec<u8>, msg: &str) {
 }
 
 // Numbers are formatted straight into the output buffer (no String per reply).
+/// `tag`, the decimal digits of `n` (with a minus sign when `negative`), CRLF: the headers
+/// of integers, bulk strings and arrays. Hand-written because it runs once per reply item
+/// (an LRANGE of 600 items writes 601 headers) and `write!`'s formatting machinery was a
+/// tenth of the server's time there.
+#[inline]
+fn header(out: &mut Vec<u8>, tag: u8, negative: bool, mut n: u64) {
+    let mut buf = [0u8; 24];
+    let mut i = buf.len() - 2;
+    buf[i..].copy_from_slice(b"\r\n");
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    i -= 1;
+    buf[i] = tag;
+    out.extend_from_slice(&buf[i..]);
+}
+
 pub fn int(out: &mut Vec<u8>, v: i64) {
-    let _ = write!(out, ":{v}\r\n");
+    header(out, b':', v < 0, v.unsigned_abs());
 }
 
 pub fn bulk_header(out: &mut Vec<u8>, len: usize) {
-    let _ = write!(out, "${len}\r\n");
+    header(out, b'$', false, len as u64);
 }
 
 pub fn bulk(out: &mut Vec<u8>, v: &[u8]) {
@@ -378,7 +404,7 @@ pub fn bulk(out: &mut Vec<u8>, v: &[u8]) {
 }
 
 pub fn array(out: &mut Vec<u8>, n: usize) {
-    let _ = write!(out, "*{n}\r\n");
+    header(out, b'*', false, n as u64);
 }
 
 /// The null reply: `$-1` in RESP2, `_` in RESP3.
@@ -718,6 +744,27 @@ mod tests {
             b"9223372036854775808",
         ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn headers_print_every_width_and_sign() {
+        for v in [0i64, 7, -7, 10, 99, -100, 123_456_789, i64::MIN, i64::MAX] {
+            let mut out = Vec::new();
+            int(&mut out, v);
+            assert_eq!(out, format!(":{v}\r\n").into_bytes(), "{v}");
+        }
+        for n in [0usize, 9, 10, 600, usize::MAX] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            array(&mut a, n);
+            bulk_header(&mut b, n);
+            assert_eq!(a, format!("*{n}\r\n").into_bytes());
+            assert_eq!(b, format!("${n}\r\n").into_bytes());
         }
     }
 }

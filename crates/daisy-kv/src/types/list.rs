@@ -934,8 +934,26 @@ pub fn lrange(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     match clamp_range(start, end, l.len()) {
         Some((s, e)) => {
-            let items = l.range(c, s, e, false)?;
-            reply_items(c, &items);
+            resp::array(c.out, e - s + 1);
+            match &l {
+                ListVal::Packed(v) => {
+                    for i in &v[s..=e] {
+                        resp::bulk(c.out, i);
+                    }
+                }
+                // Straight from the chunks into the reply (no copy per item).
+                ListVal::Seq { view, .. } => {
+                    let mark = c.out.len();
+                    let out = &mut *c.out;
+                    if let Err(err) = view.range_each(c.tx, s as i64, e as i64, false, |item| {
+                        resp::bulk(out, item)
+                    }) {
+                        // A damaged chunk: no half reply goes out with the error.
+                        c.out.truncate(mark);
+                        return Err(err);
+                    }
+                }
+            }
         }
         None => resp::array(c.out, 0),
     }

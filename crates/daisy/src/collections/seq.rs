@@ -714,6 +714,34 @@ impl Core {
         Ok(out)
     }
 
+    /// [`range`](Self::range)'s items handed to `f` one by one, without a vector of copies:
+    /// a small item as a slice of its chunk's window, a big one read into a reused buffer.
+    fn range_each(
+        &self,
+        src: &Src,
+        start: i64,
+        end: i64,
+        rev: bool,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<u64> {
+        let h = self.header(src)?;
+        let Some((s, e)) = redis_range(start, end, h.len) else {
+            return Ok(0);
+        };
+        let (from, stop) = if rev { (e, s) } else { (s, e) };
+        let mut big = Vec::new();
+        self.visit(src, from, rev, |i, w, el| {
+            if el.big() {
+                big = self.value(src, w, el)?;
+                f(&big);
+            } else {
+                f(el.payload(w));
+            }
+            Ok(i != stop)
+        })?;
+        Ok(e - s + 1)
+    }
+
     fn position(
         &self,
         src: &Src,
@@ -1788,6 +1816,22 @@ impl PSeq {
         self.core.range(&Src::Tx(tx), start, end, rev)
     }
 
+    /// Items from `start` to `end` (LRANGE's bounds) as `tx` sees them, handed to `f` in turn
+    /// (last first when `rev`) without copying each into a vector of its own (a reply can be
+    /// written straight from the chunks); returns how many were handed over. A damaged chunk
+    /// ends the walk with an error after the items before it.
+    pub fn range_each_tx(
+        &self,
+        tx: &Tx,
+        start: i64,
+        end: i64,
+        rev: bool,
+        f: impl FnMut(&[u8]),
+    ) -> Result<u64> {
+        self.same_pool(tx)?;
+        self.core.range_each(&Src::Tx(tx), start, end, rev, f)
+    }
+
     /// [`iter`](Self::iter) as `tx` sees the sequence.
     pub fn iter_tx<'a, 'p>(&self, tx: &'a Tx<'p>, from: i64, rev: bool) -> Result<SeqIter<'a, 'p>> {
         self.same_pool(tx)?;
@@ -2094,6 +2138,17 @@ impl SeqView {
     /// Items from `start` to `end` (see [`PSeq::range`]); `rev`: last first.
     pub fn range(&self, tx: &Tx, start: i64, end: i64, rev: bool) -> Result<Vec<Vec<u8>>> {
         self.0.range_tx(tx, start, end, rev)
+    }
+    /// Items from `start` to `end` handed to `f` (see [`PSeq::range_each_tx`]).
+    pub fn range_each(
+        &self,
+        tx: &Tx,
+        start: i64,
+        end: i64,
+        rev: bool,
+        f: impl FnMut(&[u8]),
+    ) -> Result<u64> {
+        self.0.range_each_tx(tx, start, end, rev, f)
     }
     /// Iterate from `from` (see [`PSeq::iter`]).
     pub fn iter<'a, 'p>(&self, tx: &'a Tx<'p>, from: i64, rev: bool) -> Result<SeqIter<'a, 'p>> {
