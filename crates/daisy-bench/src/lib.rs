@@ -15,4 +15,5 @@ pub mod report;
 pub mod stats;
 pub mod table;
 pub mod ticks;
+pub mod treebench;
 pub mod txbench;

@@ -4,6 +4,7 @@
 mod hashmap;
 mod kv;
 mod open;
+mod tree;
 mod tx;
 
 use anyhow::Result;
@@ -26,6 +27,10 @@ pub enum BenchCmd {
     /// side in one run; plus memory per key and restart time.
     #[command(long_about = kv::ABOUT)]
     Kv(kv::KvArgs),
+    /// The persistent ordered map (sorted-set shaped keys): inserts, gets, ranks, range scans
+    /// and removals against std's BTreeMap and PMDK's B-tree.
+    #[command(long_about = tree::ABOUT)]
+    Tree(tree::TreeArgs),
 }
 
 pub fn run(b: BenchCmd) -> Result<ExitCode> {
@@ -34,5 +39,6 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Tx(a) => tx::run(a),
         BenchCmd::Hashmap(a) => hashmap::run(a),
         BenchCmd::Kv(a) => kv::run(a),
+        BenchCmd::Tree(a) => tree::run(a),
     }
 }
