@@ -82,6 +82,10 @@ enum Op {
     Push,
     Pop,
     Blob(u64),
+    /// The blob rewritten in place through the log with this transaction's bytes: a redo
+    /// record larger than the log slot, which continues in an overflow extent (docs/FORMAT.md
+    /// section 2.3).
+    Rewrite,
     Big,
     MapInsert(Vec<(u32, u32)>),
     MapRemove(Vec<u32>),
@@ -156,6 +160,15 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
         }
         if id % 32 == 20 {
             return Op::AbortElsewhere;
+        }
+        // A blob of 200 KB, rewritten by the next transaction through the log (an overflow
+        // record), then replaced by a large object at once: the chunks it takes are where the
+        // overflow extent would be reused if reuse did not wait for the watermark.
+        match id % 64 {
+            3 => return Op::Blob(200_000),
+            4 => return Op::Rewrite,
+            5 => return Op::Blob(300_000),
+            _ => {}
         }
         match id % 16 {
             // A logged insert of a hot key, then at once a self-durable update of it, which
@@ -334,6 +347,11 @@ impl Model {
                 self.list.remove(0);
             }
             Op::Blob(len) => self.blob = Some((len, id)),
+            Op::Rewrite => {
+                if let Some((len, _)) = self.blob {
+                    self.blob = Some((len, id));
+                }
+            }
             Op::Big => {
                 self.slots.iter_mut().for_each(|s| *s = id);
                 for k in 0..3 {
@@ -511,6 +529,14 @@ impl Ct {
                 }
                 Op::Push => push_node(tx, root, id)?,
                 Op::Pop => pop_node(tx, root)?,
+                Op::Rewrite => {
+                    let r: CtRoot = tx.read(root)?;
+                    if !r.blob.is_null() {
+                        let data: Vec<u8> = (0..r.blob_len).map(|i| blob_byte(id, i)).collect();
+                        tx.write_bytes(r.blob.offset(), &data)?;
+                        tx.write(root.byte_add(40), &id)?;
+                    }
+                }
                 Op::Blob(len) => {
                     let data: Vec<u8> = (0..len).map(|i| blob_byte(id, i)).collect();
                     let b = tx.alloc_bytes(&data)?;

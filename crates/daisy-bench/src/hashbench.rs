@@ -1023,7 +1023,10 @@ mod tests {
             assert_eq!(entry(n).unwrap().name, n);
         }
         let e = entry("bogus").err().unwrap();
-        assert!(e.to_string().contains("bogus") && e.to_string().contains("msync-op"), "{e}");
+        assert!(
+            e.to_string().contains("bogus") && e.to_string().contains("msync-op"),
+            "{e}"
+        );
         assert_eq!(capacity(1000), 2048);
         assert_eq!(capacity(1024), 2048);
         assert_eq!(capacity(1), 2);

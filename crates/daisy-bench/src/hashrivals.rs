@@ -881,7 +881,11 @@ mod tests {
     fn reserved_keys_are_refused() {
         let d = tmpdir();
         let mut m = open("store-flush", d.path(), 10, None).unwrap();
-        assert!(m.insert(EMPTY_KEY, 1).unwrap_err().to_string().contains("reserved"));
+        assert!(m
+            .insert(EMPTY_KEY, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("reserved"));
         assert!(m.insert(TOMBSTONE_KEY, 1).is_err());
     }
 }

@@ -340,7 +340,11 @@ fn apply(m: &mut Model, req: &[Vec<Vec<u8>>]) -> Vec<Reply> {
         return vec![apply_one(m, &req[0])];
     }
     let mut out = vec![Reply::Simple("OK".into())];
-    out.extend(req[1..req.len() - 1].iter().map(|_| Reply::Simple("QUEUED".into())));
+    out.extend(
+        req[1..req.len() - 1]
+            .iter()
+            .map(|_| Reply::Simple("QUEUED".into())),
+    );
     let exec: Vec<Reply> = req[1..req.len() - 1]
         .iter()
         .map(|c| apply_one(m, c))

@@ -71,6 +71,8 @@ pub struct ClientState {
     pub argv_mem: usize,
     /// Commands CLIENT PAUSE holds, in order: they run when it ends.
     pub postponed: Vec<Vec<Vec<u8>>>,
+    /// Commands that waited behind a blocking command, to run now that it was answered.
+    pub resume: Vec<Vec<Vec<u8>>>,
 }
 
 /// The event loop's figures INFO reports.
@@ -121,8 +123,12 @@ pub struct AdminState {
     /// sends them once the commands' transaction commits).
     pub monitors: usize,
     pub feed: Vec<u8>,
-    /// Connections whose commands CLIENT PAUSE holds (INFO's blocked_clients).
+    /// Connections whose commands CLIENT PAUSE holds or that a blocking command blocks
+    /// (INFO's blocked_clients).
     pub blocked_clients: usize,
+    /// Blocked clients CLIENT UNBLOCK released: (id, with an error instead of a timeout
+    /// reply). The event loop answers them once the command's transaction commits.
+    pub unblock: Vec<(u64, bool)>,
     /// Latency histograms (INFO latencystats), by stat slot: a command's index in
     /// `COMMANDS`, or `COMMANDS.len()` + a subcommand's index in `meta::all()`.
     pub latency: Vec<Option<Box<Histogram>>>,

@@ -53,6 +53,38 @@ pub struct Client {
     pub multi: Option<Multi>,
     /// What CLIENT, INFO and the event loop keep per connection (`admin::ClientState`).
     pub admin: crate::admin::ClientState,
+    /// A blocking command (BLPOP, BZPOPMIN, ...) waits for one of its keys (Redis's
+    /// `blockForKeys`): set by the command, managed by the event loop (`server.rs`, "Blocked
+    /// clients").
+    pub blocked: Option<Box<Blocked>>,
+    /// While the event loop runs a blocked command again because `serving` (one of its keys)
+    /// got elements: the command looks at that key only, and when it finds nothing there (or
+    /// a value of another type) it answers nothing and stays blocked.
+    pub serving: Option<Vec<u8>>,
+    /// Inside EXEC: a blocking command answers as if it timed out at once (Redis's
+    /// `CLIENT_DENY_BLOCKING`).
+    pub deny_blocking: bool,
+}
+
+/// What a blocked client waits for.
+#[derive(Clone, Debug)]
+pub struct Blocked {
+    /// The type the command pops (a list or a sorted set); a key that gets a value of
+    /// another type does not serve it.
+    pub ty: Type,
+    pub db: usize,
+    /// Its keys, each once, in the command's order.
+    pub keys: Vec<Vec<u8>>,
+    /// When it times out (ms since the epoch); 0: never.
+    pub deadline_ms: i64,
+    /// Its timeout reply is a null bulk string (BLMOVE, BRPOPLPUSH), else a null array.
+    pub null_bulk: bool,
+    /// The command, run again when a key is ready.
+    pub args: Vec<Vec<u8>>,
+    /// Arrival order among blocked clients (set by the event loop).
+    pub seq: u64,
+    /// Commands of the client that arrived after it: they run once it is served.
+    pub pending: Vec<Vec<Vec<u8>>>,
 }
 
 /// Counters of one command (INFO commandstats).
@@ -190,8 +222,19 @@ impl Spec {
 pub fn member_arg(s: &Spec) -> bool {
     matches!(
         s.name,
-        "hset" | "hsetnx" | "hget" | "hmget" | "hdel" | "hexists" | "hstrlen" | "hincrby"
-            | "hincrbyfloat" | "sadd" | "srem" | "sismember" | "smismember"
+        "hset"
+            | "hsetnx"
+            | "hget"
+            | "hmget"
+            | "hdel"
+            | "hexists"
+            | "hstrlen"
+            | "hincrby"
+            | "hincrbyfloat"
+            | "sadd"
+            | "srem"
+            | "sismember"
+            | "smismember"
     )
 }
 
@@ -307,6 +350,81 @@ impl Ctx<'_, '_> {
     pub fn random(&mut self) -> u64 {
         self.sv.next_random()
     }
+
+    /// Block the client on `keys` until one gets a value of type `ty` or `deadline_ms` passes
+    /// (0: never); the command answers nothing now. Where blocking is not allowed (inside
+    /// EXEC) it answers as a timeout would, at once. While the event loop serves the client
+    /// (it is blocked already), nothing changes: it stays blocked.
+    pub fn block(
+        &mut self,
+        ty: Type,
+        keys: &[&[u8]],
+        deadline_ms: i64,
+        null_bulk: bool,
+        args: &[&[u8]],
+    ) {
+        if self.cl.serving.is_some() {
+            return;
+        }
+        if self.cl.deny_blocking {
+            if null_bulk {
+                self.nil();
+            } else {
+                self.null_array();
+            }
+            return;
+        }
+        let mut unique: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
+        for k in keys {
+            if !unique.iter().any(|u| u == k) {
+                unique.push(k.to_vec());
+            }
+        }
+        self.cl.blocked = Some(Box::new(Blocked {
+            ty,
+            db: self.cl.db,
+            keys: unique,
+            deadline_ms,
+            null_bulk,
+            args: args.iter().map(|a| a.to_vec()).collect(),
+            seq: 0,
+            pending: Vec::new(),
+        }));
+    }
+
+    /// Whether `key` is one a blocking command may look at now: every key normally, only the
+    /// ready key while the event loop serves the blocked client.
+    pub fn may_serve(&self, key: &[u8]) -> bool {
+        self.cl.serving.as_deref().is_none_or(|k| k == key)
+    }
+
+    /// A blocking command's timeout argument in seconds (a float, Redis's
+    /// `getTimeoutFromObjectOrReply`): the deadline in ms since the epoch (0: none), or None
+    /// after the error reply.
+    pub fn timeout_arg(&mut self, arg: &[u8]) -> daisy::Result<Option<i64>> {
+        let secs = crate::longdouble::parse(arg)
+            .and_then(|_| std::str::from_utf8(arg).ok())
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|f| !f.is_nan());
+        let Some(secs) = secs else {
+            self.err("ERR timeout is not a float or out of range")?;
+            return Ok(None);
+        };
+        let ms = (secs * 1000.0).ceil();
+        if ms < 0.0 {
+            self.err("ERR timeout is negative")?;
+            return Ok(None);
+        }
+        if ms == 0.0 {
+            return Ok(Some(0));
+        }
+        // Beyond any clock: never (Redis's deadline would overflow; it waits as long).
+        Ok(Some(if ms >= (i64::MAX / 2) as f64 {
+            i64::MAX
+        } else {
+            self.now_ms.saturating_add(ms as i64)
+        }))
+    }
 }
 
 /// Uppercase copy of an option argument.
@@ -324,14 +442,22 @@ pub use crate::resp::parse_i64;
 
 /// An integer argument in `min..=max` (Redis's `getRangeLongFromObjectOrReply`): None after
 /// the error reply, which is `msg` for either failure when given, else Redis's texts.
-pub fn range_arg(c: &mut Ctx, arg: &[u8], min: i64, max: i64, msg: Option<&str>) -> daisy::Result<Option<i64>> {
+pub fn range_arg(
+    c: &mut Ctx,
+    arg: &[u8],
+    min: i64,
+    max: i64,
+    msg: Option<&str>,
+) -> daisy::Result<Option<i64>> {
     match parse_i64(arg) {
         Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
         parsed => {
             let text = match (msg, parsed) {
                 (Some(m), _) => format!("ERR {m}"),
                 (None, None) => E_INT.to_string(),
-                (None, Some(_)) => format!("ERR value is out of range, value must between {min} and {max}"),
+                (None, Some(_)) => {
+                    format!("ERR value is out of range, value must between {min} and {max}")
+                }
             };
             c.err(&text)?;
             Ok(None)
@@ -362,7 +488,7 @@ macro_rules! spec {
     };
 }
 
-use crate::types::{hash as h, set as st, string as s};
+use crate::types::{hash as h, list as l, set as st, string as s};
 use crate::{admin as a, keys as k, multi as m};
 
 #[rustfmt::skip]
@@ -390,6 +516,32 @@ pub static COMMANDS: &[Spec] = &[
     spec!("decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::decrby),
     spec!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, s::incrbyfloat),
     spec!("lcs", -3, ["readonly"], 1, 2, 1, s::lcs),
+    // lists (types::list)
+    spec!("lpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, l::lpush),
+    spec!("rpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, l::rpush),
+    spec!("lpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, l::lpushx),
+    spec!("rpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, l::rpushx),
+    spec!("linsert", 5, ["write", "denyoom"], 1, 1, 1, l::linsert),
+    spec!("lpop", -2, ["write", "fast"], 1, 1, 1, l::lpop),
+    spec!("rpop", -2, ["write", "fast"], 1, 1, 1, l::rpop),
+    spec!("lmpop", -4, ["write", "movablekeys"], 0, 0, 0, l::lmpop),
+    spec!("brpop", -3, ["write", "noscript", "blocking"], 1, -2, 1, l::brpop),
+    spec!("blpop", -3, ["write", "noscript", "blocking"], 1, -2, 1, l::blpop),
+    spec!("blmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, l::blmpop),
+    spec!("brpoplpush", 4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, l::brpoplpush),
+    spec!("blmove", 6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, l::blmove),
+    spec!("llen", 2, ["readonly", "fast"], 1, 1, 1, l::llen),
+    spec!("lindex", 3, ["readonly"], 1, 1, 1, l::lindex),
+    spec!("lset", 4, ["write", "denyoom"], 1, 1, 1, l::lset),
+    spec!("lrange", 4, ["readonly"], 1, 1, 1, l::lrange),
+    spec!("ltrim", 4, ["write"], 1, 1, 1, l::ltrim),
+    spec!("lpos", -3, ["readonly"], 1, 1, 1, l::lpos),
+    spec!("lrem", 4, ["write"], 1, 1, 1, l::lrem),
+    spec!("rpoplpush", 3, ["write", "denyoom"], 1, 2, 1, l::rpoplpush),
+    spec!("lmove", 5, ["write", "denyoom"], 1, 2, 1, l::lmove),
+    // SORT (sort)
+    spec!("sort", -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, crate::sort::sort),
+    spec!("sort_ro", -2, ["readonly", "movablekeys"], 1, 1, 1, crate::sort::sort_ro),
     // hashes (types::hash)
     spec!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hset),
     spec!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hmset),
@@ -513,7 +665,10 @@ impl std::hash::Hasher for NameHasher {
 
 impl Table {
     pub fn new() -> Table {
-        assert!(COMMANDS.iter().all(|s| s.name.len() <= NAME_MAX), "a command name exceeds NAME_MAX");
+        assert!(
+            COMMANDS.iter().all(|s| s.name.len() <= NAME_MAX),
+            "a command name exceeds NAME_MAX"
+        );
         Table {
             by_name: COMMANDS
                 .iter()
@@ -531,7 +686,8 @@ impl Table {
             return None;
         }
         buf[..name.len()].copy_from_slice(name);
-        let slot = &self.recent[(name.len() + (name.first().map_or(0, |&c| c | 0x20) as usize)) & 7];
+        let slot =
+            &self.recent[(name.len() + (name.first().map_or(0, |&c| c | 0x20) as usize)) & 7];
         let (cached, cached_len, cached_spec) = slot.get();
         if cached_len == name.len() && cached == buf {
             return cached_spec;

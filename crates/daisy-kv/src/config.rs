@@ -291,6 +291,9 @@ pub struct Config {
     pub set_max_intset_entries: usize,
     pub set_max_listpack_entries: usize,
     pub set_max_listpack_value: usize,
+    /// list-max-listpack-size: a packed list's limit (negative: -1..-5 = 4..64 KiB of items,
+    /// positive: that many items).
+    pub list_max_listpack_size: i64,
     /// latency-tracking: INFO latencystats is kept.
     pub latency_tracking: bool,
 }
@@ -304,6 +307,7 @@ impl Default for Config {
             set_max_intset_entries: 0,
             set_max_listpack_entries: 0,
             set_max_listpack_value: 0,
+            list_max_listpack_size: -2,
             latency_tracking: true,
         };
         c.refresh();
@@ -679,6 +683,10 @@ impl Config {
         self.set_max_intset_entries = self.num("set-max-intset-entries");
         self.set_max_listpack_entries = self.num("set-max-listpack-entries");
         self.set_max_listpack_value = self.num("set-max-listpack-value");
+        let i = Self::lookup("list-max-listpack-size")
+            .expect("known parameter")
+            .0;
+        self.list_max_listpack_size = self.values[i].parse::<i64>().unwrap_or(-2);
         self.latency_tracking = self.get("latency-tracking") == Some("yes");
     }
 

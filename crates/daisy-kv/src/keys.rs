@@ -4,8 +4,8 @@
 use crate::commands::{lossy, parse_i64, range_arg, upper, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::rdb;
-use crate::types::{self, hash, set, string, Type};
 use crate::resp;
+use crate::types::{self, hash, list, set, string, Type};
 
 pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut n = 0;
@@ -276,11 +276,10 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         c.nil();
         return Ok(());
     };
-    let lfu = c
-        .sv
-        .config
-        .get("maxmemory-policy")
-        .is_some_and(|p| p.ends_with("lfu"));
+    let lfu =
+        c.sv.config
+            .get("maxmemory-policy")
+            .is_some_and(|p| p.ends_with("lfu"));
     match &sub[..] {
         b"ENCODING" => {
             let name = match (v.ty, v.enc) {
@@ -288,6 +287,8 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     let p = c.payload(&v)?;
                     string::encoding_name(enc, &p)
                 }
+                // Redis 7.0 keeps every list in a quicklist.
+                (Type::List, _) => "quicklist",
                 (_, Enc::Table) => "hashtable",
                 (_, Enc::IntSet) => "intset",
                 _ => "listpack",
@@ -331,8 +332,11 @@ fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)>
         Type::String => rdb::Value::String(c.payload(v)?),
         Type::Hash => rdb::Value::Hash(hash::HashVal::open(c, v)?.all(c)?),
         Type::Set => rdb::Value::Set(set::SetVal::open(c, v)?.all(c)?),
-        Type::List | Type::ZSet => {
-            return Err(daisy::Error::Unsupported("type not supported by this build".into()))
+        Type::List => rdb::Value::List(list::ListVal::open(c, v)?.all(c)?),
+        Type::ZSet => {
+            return Err(daisy::Error::Unsupported(
+                "type not supported by this build".into(),
+            ))
         }
     };
     Ok((value, compact))
@@ -402,9 +406,10 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         Err(e) => return c.err(e),
     };
     match &value {
-        rdb::Value::List(_) | rdb::Value::ZSet(_) => {
-            return c.err("ERR Bad data format (lists and sorted sets are not in this build yet)")
+        rdb::Value::ZSet(_) => {
+            return c.err("ERR Bad data format (sorted sets are not in this build yet)")
         }
+        rdb::Value::List(x) if x.is_empty() => return c.err("ERR Bad data format"),
         rdb::Value::Hash(x) if x.is_empty() => return c.err("ERR Bad data format"),
         rdb::Value::Set(x) if x.is_empty() => return c.err("ERR Bad data format"),
         _ => {}
@@ -445,9 +450,22 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             resp::ok(c.out);
             return Ok(());
         }
+        rdb::Value::List(items) => {
+            let refs: Vec<&[u8]> = items.iter().map(|i| &i[..]).collect();
+            let mut l = list::ListVal::new();
+            l.push(c, &refs, list::End::Tail)?;
+            l.store(c, a[1], None)?;
+            if let Some(t) = expire {
+                if let Some(v) = c.lookup(a[1])? {
+                    c.ks.set_expire(c.tx, db, a[1], &v, Some(t))?;
+                }
+            }
+            resp::ok(c.out);
+            return Ok(());
+        }
         // A string is stored as SET would (Redis: `tryObjectEncoding`).
         rdb::Value::String(s) => (Type::String, Enc::Auto, s),
-        rdb::Value::List(_) | rdb::Value::ZSet(_) => unreachable!("refused above"),
+        rdb::Value::ZSet(_) => unreachable!("refused above"),
     };
     let hdr = Header::new(ty, enc).with_expire(expire);
     c.ks.put(c.tx, db, a[1], hdr, &[&payload], None, false)?;

@@ -209,8 +209,10 @@ impl Header {
         let Some(&f) = rec.first() else {
             return Err("empty value record".into());
         };
-        let ty = Type::from_bits((f >> 1) & 7).ok_or_else(|| format!("unknown type in flags {f:#x}"))?;
-        let enc = Enc::from_bits(f >> 4).ok_or_else(|| format!("unknown encoding in flags {f:#x}"))?;
+        let ty =
+            Type::from_bits((f >> 1) & 7).ok_or_else(|| format!("unknown type in flags {f:#x}"))?;
+        let enc =
+            Enc::from_bits(f >> 4).ok_or_else(|| format!("unknown encoding in flags {f:#x}"))?;
         if !types::valid_encoding(ty, enc) {
             return Err(format!("type {} cannot have encoding {enc:?}", ty.name()));
         }
@@ -418,6 +420,12 @@ pub struct Keyspace {
     pub watches: Watches,
     /// The last key [`Keyspace::prefetch_member`] looked up: (database, key, its table or 0).
     member_memo: std::cell::RefCell<(usize, Vec<u8>, u64)>,
+    /// Keys that blocked clients wait on, and in which databases (kept by the event loop).
+    pub blocking: std::collections::HashMap<Vec<u8>, Vec<usize>>,
+    /// Keys that got a list or a sorted set while clients wait on them (Redis's
+    /// `signalKeyAsReady`), in the order they got it: the event loop serves those clients
+    /// after the command.
+    pub ready: Vec<(usize, Vec<u8>)>,
 }
 
 fn map_of(id: u64) -> PPtr<PBytesMap> {
@@ -425,6 +433,15 @@ fn map_of(id: u64) -> PPtr<PBytesMap> {
 }
 
 impl Keyspace {
+    /// Note that `key` of database `db` got a list or sorted set, if clients wait on it.
+    pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        if self.blocking.get(key).is_some_and(|dbs| dbs.contains(&db))
+            && !self.ready.iter().any(|(d, k)| *d == db && k == key)
+        {
+            self.ready.push((db, key.to_vec()));
+        }
+    }
+
     /// Reach (or, in a new pool, create) the keyspace, with at least `databases` databases.
     /// Refuses a pool whose root is some other program's, a keyspace format this build does
     /// not know, and fewer databases than the pool holds data in. A version-1 keyspace is
@@ -437,9 +454,9 @@ impl Keyspace {
                 "databases must be between 1 and {MAX_DATABASES} (got {databases})"
             ));
         }
-        let root = pool.root::<KvRoot>().map_err(|e| {
-            format!("{path}: not a daisy serve pool ({e}); use another --pool")
-        })?;
+        let root = pool
+            .root::<KvRoot>()
+            .map_err(|e| format!("{path}: not a daisy serve pool ({e}); use another --pool"))?;
         let r = pool.read(root);
         if r.magic == 0 && r.meta == 0 && r.word2 == 0 {
             pool.transaction(|tx| {
@@ -457,7 +474,9 @@ impl Keyspace {
             })
             .map_err(what)?;
         } else if r.magic != KV_MAGIC {
-            return Err(format!("{path}: the pool's root is not a daisy serve keyspace"));
+            return Err(format!(
+                "{path}: the pool's root is not a daisy serve keyspace"
+            ));
         } else if r.version == KV_VERSION_1 {
             // Upgrade: database 0 is the old map, with its expires count.
             pool.transaction(|tx| {
@@ -530,6 +549,8 @@ impl Keyspace {
             lazyfreed_objects: 0,
             watches: Watches::default(),
             member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
+            blocking: std::collections::HashMap::new(),
+            ready: Vec::new(),
         })
     }
 
@@ -693,7 +714,13 @@ impl Keyspace {
 
     /// FLUSHDB / SWAPDB of `db` (replaced by `other`'s keys for SWAPDB): Redis's
     /// `touchAllWatchedKeysInDb`, run before the change with the databases as they are.
-    fn touch_all_in_db(&mut self, tx: &Tx, db: usize, other: Option<usize>, now_ms: i64) -> daisy::Result<()> {
+    fn touch_all_in_db(
+        &mut self,
+        tx: &Tx,
+        db: usize,
+        other: Option<usize>,
+        now_ms: i64,
+    ) -> daisy::Result<()> {
         for key in self.watches.keys_of(db as u32) {
             let in_db = self.peek(tx, db, &key)?.is_some();
             let in_other = match other {
@@ -843,6 +870,9 @@ impl Keyspace {
             _ => None,
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
+        if !self.blocking.is_empty() && matches!(hdr.ty, Type::List | Type::ZSet) {
+            self.signal_ready(db, key);
+        }
         let old_exp = old.is_some_and(|o| o.expire_ms.is_some());
         self.adjust_expires(tx, db, hdr.expire_ms.is_some() as i64 - old_exp as i64)?;
         self.free_owned(tx, owned)
@@ -946,7 +976,8 @@ impl Keyspace {
             result = f(old.as_deref());
             match &result {
                 Ok(n) => Ok(Some((
-                    Header::new(Type::String, Enc::Auto).with_expire(live.and_then(|v| v.expire_ms)),
+                    Header::new(Type::String, Enc::Auto)
+                        .with_expire(live.and_then(|v| v.expire_ms)),
                     Cow::Owned(n.clone()),
                 ))),
                 Err(_) => Ok(None),
@@ -1061,10 +1092,14 @@ impl Keyspace {
         {
             return Ok(());
         }
-        lazy_push(tx, self.meta, LazyItem {
-            kind: LazyKind::Table,
-            off: id.offset(),
-        })
+        lazy_push(
+            tx,
+            self.meta,
+            LazyItem {
+                kind: LazyKind::Table,
+                off: id.offset(),
+            },
+        )
     }
 
     /// One SCAN step over `db` as `tx` sees it (see [`PBytesMap::scan_tx`]).
@@ -1112,10 +1147,14 @@ impl Keyspace {
         self.touch_all_in_db(tx, db, None, now_ms)?;
         self.maps[db] = None; // release the claim: lazyfree takes the map
         tx.write(self.db_ptr(db), &DbEntry::default())?;
-        lazy_push(tx, self.meta, LazyItem {
-            kind: LazyKind::Database,
-            off: e.map,
-        })
+        lazy_push(
+            tx,
+            self.meta,
+            LazyItem {
+                kind: LazyKind::Database,
+                off: e.map,
+            },
+        )
     }
 
     /// Swap databases `a` and `b` (SWAPDB): two words each. Watched keys that exist in
@@ -1130,6 +1169,20 @@ impl Keyspace {
         tx.write(self.db_ptr(a), &eb)?;
         tx.write(self.db_ptr(b), &ea)?;
         self.maps.swap(a, b);
+        // Clients blocked on a key of either database may find it there now (Redis's
+        // `scanDatabaseForReadyKeys`): serving checks what the key holds.
+        let waiting: Vec<(usize, Vec<u8>)> = self
+            .blocking
+            .iter()
+            .flat_map(|(k, dbs)| {
+                dbs.iter()
+                    .filter(|&&d| d == a || d == b)
+                    .map(move |&d| (d, k.clone()))
+            })
+            .collect();
+        for (d, k) in waiting {
+            self.signal_ready(d, &k);
+        }
         Ok(())
     }
 
@@ -1183,10 +1236,14 @@ impl Keyspace {
                         if v.enc == Enc::Table {
                             let mut p = [0u8; 8];
                             e.read_tx(tx, v.off, &mut p)?;
-                            lazy_push(tx, meta, LazyItem {
-                                kind: LazyKind::Table,
-                                off: u64::from_le_bytes(p),
-                            })?;
+                            lazy_push(
+                                tx,
+                                meta,
+                                LazyItem {
+                                    kind: LazyKind::Table,
+                                    off: u64::from_le_bytes(p),
+                                },
+                            )?;
                         }
                         Ok(())
                     })?
@@ -1353,7 +1410,10 @@ fn lazy_items(pool: &Pool, m: &KvMeta) -> Result<(Vec<LazyItem>, Vec<u64>), Stri
     let mut nodes = Vec::new();
     let mut take = |w: u64| -> Result<(), String> {
         if w != 0 {
-            items.push(LazyItem::from_word(w).ok_or_else(|| format!("lazyfree queue word {w:#x} is not an item"))?);
+            items.push(
+                LazyItem::from_word(w)
+                    .ok_or_else(|| format!("lazyfree queue word {w:#x} is not an item"))?,
+            );
         }
         Ok(())
     };
@@ -1455,7 +1515,10 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
     for (i, d) in dbs.iter().enumerate() {
         if d.map == 0 {
             if d.expires != 0 {
-                problems.push(format!("db {i} has no keys but counts {} with expiry", d.expires));
+                problems.push(format!(
+                    "db {i} has no keys but counts {} with expiry",
+                    d.expires
+                ));
             }
             continue;
         }

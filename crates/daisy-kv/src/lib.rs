@@ -10,10 +10,10 @@
 //! - `server`: the event loop and group commit;
 //! - `commands`: the command table, the checks before a command runs, MULTI queueing, and
 //!   the context handlers get; the handlers live with what they work on:
-//!   - `types::{string, hash, set}`: each type's persistent layout, invariants and commands,
+//!   - `types::{string, list, hash, set}`: each type's persistent layout, invariants and commands,
 //!     behind the `types::DataType` trait (with `types::packed` and `types::intset`, the
 //!     compact encodings);
-//!   - `keys`: key and database commands; `multi`: MULTI/EXEC/WATCH; `admin`: connection and
+//!   - `keys`: key and database commands; `sort`: SORT; `multi`: MULTI/EXEC/WATCH; `admin`: connection and
 //!     server commands; `config`: CONFIG's parameters; `rdb`: DUMP/RESTORE's format;
 //! - `keyspace`: databases in the pool, value records, lookup with lazy expiry, lazyfree,
 //!   WATCH's registry (Redis's db.c);
@@ -30,6 +30,7 @@ pub mod multi;
 pub mod rdb;
 pub mod resp;
 pub mod server;
+pub mod sort;
 pub mod types;
 
 pub use server::{serve, Options, BUSY_POLL_US};

@@ -68,6 +68,14 @@ pub fn exec(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     resp::array(c.out, m.queued.len());
+    // A blocking command inside EXEC answers at once, as if its timeout passed.
+    c.cl.deny_blocking = true;
+    let r = exec_queued(c, &m);
+    c.cl.deny_blocking = false;
+    r
+}
+
+fn exec_queued(c: &mut Ctx, m: &Multi) -> daisy::Result<()> {
     for cmd in &m.queued {
         let args: Vec<&[u8]> = cmd.iter().map(|a| &a[..]).collect();
         let Some(spec) = c.table.find(args[0]) else {
@@ -91,10 +99,9 @@ pub fn watch(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if !c.ks.watches.is_dirty(id) {
         let db = c.db();
         for k in &a[1..] {
-            let expired = c
-                .ks
-                .peek(c.tx, db, k)?
-                .is_some_and(|v| v.expire_ms.is_some_and(|t| t < c.now_ms));
+            let expired =
+                c.ks.peek(c.tx, db, k)?
+                    .is_some_and(|v| v.expire_ms.is_some_and(|t| t < c.now_ms));
             c.ks.watches.watch(id, db as u32, k, expired);
         }
     }

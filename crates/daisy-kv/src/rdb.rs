@@ -223,7 +223,10 @@ pub fn dump_intset(values: &[i64], width: u8) -> Vec<u8> {
 /// such a hash compact whatever its values' lengths, converting it only past
 /// `hash-max-listpack-entries` (a plain or zipmap hash also converts for a long value).
 pub fn is_packed_hash(payload: &[u8]) -> bool {
-    matches!(payload.first(), Some(&(RDB_TYPE_HASH_ZIPLIST | RDB_TYPE_HASH_LISTPACK)))
+    matches!(
+        payload.first(),
+        Some(&(RDB_TYPE_HASH_ZIPLIST | RDB_TYPE_HASH_LISTPACK))
+    )
 }
 
 /// The width of the intset in a valid payload of `RDB_TYPE_SET_INTSET` (None for any other

@@ -24,6 +24,7 @@ use crate::resp::{self, Limits, Parsed};
 use daisy::{ModeChoice, Pool, PoolOptions};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
+use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -449,6 +450,10 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         postponed: Vec::new(),
         owned: Vec::new(),
         metrics: Metrics::default(),
+        blocking: HashMap::new(),
+        blocked: Vec::new(),
+        block_seq: 0,
+        unblocked: Vec::new(),
     };
     s.lazy_work = s.store.lazy_pending() > 0;
     ready(addr);
@@ -512,6 +517,14 @@ struct Server {
     owned: Vec<u8>,
     /// INFO's instantaneous metrics and recent client buffer peaks (`clients_cron`).
     metrics: Metrics,
+    /// Blocked clients (see "Blocked clients" below): per (database, key), the connections
+    /// waiting on it in arrival order; every blocked connection; the arrival counter.
+    blocking: HashMap<(usize, Vec<u8>), VecDeque<usize>>,
+    blocked: Vec<usize>,
+    block_seq: u64,
+    /// Connections unblocked in this round: the commands that waited behind their blocking
+    /// command run at its end.
+    unblocked: Vec<usize>,
 }
 
 /// Samples behind INFO's instantaneous metrics (Redis's `trackInstantaneousMetric`: the
@@ -552,6 +565,10 @@ impl Server {
             if self.accept_pending {
                 deadline = deadline.min(waited + Duration::from_millis(10));
                 self.accept(poll, listener);
+            }
+            if let Some(t) = self.next_block_deadline() {
+                let left = t.saturating_sub(now_ms()).max(0) as u64;
+                deadline = deadline.min(waited + Duration::from_millis(left));
             }
             if !self.postponed.is_empty() {
                 // Wake when CLIENT PAUSE ends (at once after CLIENT UNPAUSE).
@@ -606,6 +623,12 @@ impl Server {
                 }
             }
             self.process(&ready);
+            if !self.blocked.is_empty() {
+                self.time_out_blocked(self.round_ms.max(now_ms()));
+            }
+            if !self.unblocked.is_empty() {
+                self.resume_unblocked();
+            }
             if !self.postponed.is_empty()
                 && self
                     .sv
@@ -980,6 +1003,9 @@ impl Server {
                 if !c.cl.admin.postponed.is_empty() {
                     self.sv.admin.blocked_clients -= 1;
                 }
+                if c.cl.blocked.is_some() {
+                    self.unregister_blocked(i, &c.cl);
+                }
             }
         }
     }
@@ -1011,7 +1037,11 @@ impl Server {
                 };
                 // A connection with commands CLIENT PAUSE postponed runs those first: its input
                 // waits until they ran.
-                if c.close_after || !c.cl.admin.postponed.is_empty() {
+                if c.close_after
+                    || !c.cl.admin.postponed.is_empty()
+                    || c.cl.blocked.is_some()
+                    || !c.cl.admin.resume.is_empty()
+                {
                     continue;
                 }
                 let unauth = need_auth && !c.cl.authed;
@@ -1093,6 +1123,9 @@ impl Server {
                     }
                     failed_at.set(j);
                     self.exec(tx, w, ranges, now)?;
+                    if !self.store.ready.is_empty() {
+                        self.serve_blocked(tx, now, &mut saved, group)?;
+                    }
                     j += 1;
                 }
                 Ok::<_, daisy::Error>(j)
@@ -1104,11 +1137,16 @@ impl Server {
                     if !self.sv.admin.kill.is_empty() {
                         self.apply_kills();
                     }
+                    if !self.sv.admin.unblock.is_empty() {
+                        self.apply_unblocks();
+                    }
                     i = j;
                 }
                 Err(e) => {
                     self.shutdown = false;
                     self.sv.admin.kill.clear();
+                    self.sv.admin.unblock.clear();
+                    self.store.ready.clear();
                     self.sv.admin.feed.truncate(feed_len);
                     let restored_postponed = !self.postponed.is_empty();
                     (self.sv.counters, self.store.expired_keys) = counters;
@@ -1123,6 +1161,8 @@ impl Server {
                     if restored_postponed {
                         self.recount_blocked();
                     }
+                    // Clients the group blocked or served are as they were before it.
+                    self.rebuild_blocked();
                     if alone {
                         // Failed on its own: its error is its reply. A failed EXEC ends the
                         // client's transaction, as any EXEC does.
@@ -1230,6 +1270,11 @@ impl Server {
                 .collect();
             &big
         };
+        // A blocked client's commands that came after its blocking command wait for it.
+        if let Some(b) = c.cl.blocked.as_mut() {
+            b.pending.push(args.iter().map(|a| a.to_vec()).collect());
+            return Ok(());
+        }
         // CLIENT PAUSE: the command waits (every command, or those that may write), and so
         // do the ones after it from the same connection (Redis's `blockPostponeClient`).
         // A command refused anyway (unknown, arity, ...) answers at once.
@@ -1264,6 +1309,10 @@ impl Server {
             &mut c.wbuf,
         )?;
         c.cl.admin.argv_mem = 0;
+        if c.cl.blocked.is_some() {
+            self.register_blocked(w.conn);
+            return Ok(());
+        }
         // CLIENT REPLY OFF / SKIP: the reply is dropped (Redis's `prepareClientToWrite`); a
         // SKIP covers the command after it.
         let mode = c.cl.admin.reply;
@@ -1311,14 +1360,14 @@ impl Server {
         let conns = &self.conns;
         self.postponed
             .retain(|&i| matches!(conns.get(i), Some(Some(c)) if !c.cl.admin.postponed.is_empty()));
-        self.sv.admin.blocked_clients = self.postponed.len();
+        self.sv.admin.blocked_clients = self.postponed.len() + self.blocked.len();
     }
 
     /// Run the commands CLIENT PAUSE postponed, once the pause is over, then the rest of those
     /// connections' input.
     fn resume_postponed(&mut self) {
         let conns = std::mem::take(&mut self.postponed);
-        self.sv.admin.blocked_clients = 0;
+        self.sv.admin.blocked_clients = self.blocked.len();
         let (mut work, mut ranges) = (Vec::new(), Vec::new());
         let mut owned = std::mem::take(&mut self.owned);
         owned.clear();
@@ -1346,6 +1395,285 @@ impl Server {
         }
         self.process(&conns);
         self.woken.extend(conns);
+    }
+
+    // ---- Blocked clients ----------------------------------------------------------------
+    //
+    // A blocking command that finds nothing (BLPOP on empty lists) sets `Client::blocked`
+    // and answers nothing; `exec` then registers the connection under each of its keys, in
+    // arrival order, and the connection's later commands wait in `Blocked::pending`, its
+    // input unparsed. A command that stores a list or sorted set under a key clients wait on
+    // marks it ready (`Keyspace::signal_ready`); right after that command, inside the same
+    // group transaction, `serve_blocked` runs the waiting clients' commands again, oldest
+    // first, each looking at the ready key only (Redis's `handleClientsBlockedOnKeys`). A
+    // served client's reply goes out with the group, after its commit, like any reply: the
+    // pop it reports is durable. Its waiting commands run at the end of the round
+    // (`resume_unblocked`). When a group fails, the clients it touched are restored with
+    // the rest of its state and the registry is rebuilt from them. A timeout, CLIENT UNBLOCK
+    // or a disconnect ends the wait without touching the pool. Nothing about blocked clients
+    // is persistent: after a restart they are simply gone (their connections were).
+
+    /// Register connection `i`, whose command just blocked it.
+    fn register_blocked(&mut self, i: usize) {
+        let Some(Some(c)) = self.conns.get_mut(i) else {
+            return;
+        };
+        let Some(b) = c.cl.blocked.as_mut() else {
+            return;
+        };
+        self.block_seq += 1;
+        b.seq = self.block_seq;
+        for k in &b.keys {
+            self.blocking
+                .entry((b.db, k.clone()))
+                .or_default()
+                .push_back(i);
+            let dbs = self.store.blocking.entry(k.clone()).or_default();
+            if !dbs.contains(&b.db) {
+                dbs.push(b.db);
+            }
+        }
+        self.blocked.push(i);
+        self.sv.admin.blocked_clients = self.postponed.len() + self.blocked.len();
+    }
+
+    /// Remove connection `i` (whose client is `cl`) from the registry.
+    fn unregister_blocked(&mut self, i: usize, cl: &Client) {
+        if let Some(b) = &cl.blocked {
+            for k in &b.keys {
+                let key = (b.db, k.clone());
+                if let Some(q) = self.blocking.get_mut(&key) {
+                    q.retain(|&x| x != i);
+                    if q.is_empty() {
+                        self.blocking.remove(&key);
+                        if let Some(dbs) = self.store.blocking.get_mut(k) {
+                            dbs.retain(|&d| d != b.db);
+                            if dbs.is_empty() {
+                                self.store.blocking.remove(k);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.blocked.retain(|&x| x != i);
+        self.sv.admin.blocked_clients = self.postponed.len() + self.blocked.len();
+    }
+
+    /// The registry again from the clients' own state (after a failed group restored them).
+    fn rebuild_blocked(&mut self) {
+        self.blocking.clear();
+        self.store.blocking.clear();
+        self.blocked.clear();
+        let mut waiting: Vec<(u64, usize)> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((c.as_ref()?.cl.blocked.as_ref()?.seq, i)))
+            .collect();
+        waiting.sort_unstable();
+        for (_, i) in waiting {
+            let b = self.conns[i].as_ref().unwrap().cl.blocked.as_ref().unwrap();
+            for k in &b.keys {
+                self.blocking
+                    .entry((b.db, k.clone()))
+                    .or_default()
+                    .push_back(i);
+                let dbs = self.store.blocking.entry(k.clone()).or_default();
+                if !dbs.contains(&b.db) {
+                    dbs.push(b.db);
+                }
+            }
+            self.blocked.push(i);
+        }
+        let conns = &self.conns;
+        self.unblocked.retain(|&i| {
+            matches!(conns.get(i), Some(Some(c)) if c.cl.blocked.is_none() && !c.cl.admin.resume.is_empty())
+        });
+        self.sv.admin.blocked_clients = self.postponed.len() + self.blocked.len();
+    }
+
+    /// End connection `i`'s wait: its waiting commands run at the end of the round.
+    fn end_block(&mut self, i: usize) {
+        let Some(Some(c)) = self.conns.get_mut(i) else {
+            return;
+        };
+        let cl = c.cl.clone();
+        self.unregister_blocked(i, &cl);
+        let c = self.conns[i].as_mut().unwrap();
+        if let Some(b) = c.cl.blocked.take() {
+            c.cl.admin.resume = b.pending;
+        }
+        self.unblocked.push(i);
+        self.woken.push(i);
+    }
+
+    /// Serve the clients waiting on the keys that became ready (inside the group's
+    /// transaction `tx`, right after the command that made them ready).
+    fn serve_blocked(
+        &mut self,
+        tx: &mut daisy::Tx,
+        now: i64,
+        saved: &mut Vec<(usize, usize, bool, Client)>,
+        group: u64,
+    ) -> daisy::Result<()> {
+        // Serving may make more keys ready (BLMOVE pushes): loop until none is.
+        while !self.store.ready.is_empty() {
+            let ready = std::mem::take(&mut self.store.ready);
+            for (db, key) in ready {
+                let Some(q) = self.blocking.get(&(db, key.clone())) else {
+                    continue;
+                };
+                let waiting: Vec<usize> = q.iter().copied().collect();
+                for i in waiting {
+                    let Some(v) = self.store.lookup(tx, db, &key, now, false)? else {
+                        break; // emptied: the others keep waiting
+                    };
+                    let Some(Some(c)) = self.conns.get_mut(i) else {
+                        continue;
+                    };
+                    let Some(b) = c.cl.blocked.as_ref() else {
+                        continue;
+                    };
+                    if b.ty != v.ty {
+                        continue; // waits for another type (Redis 7.0's `btype`)
+                    }
+                    if self.saved_mark.len() <= i {
+                        self.saved_mark.resize(i + 1, 0);
+                    }
+                    if self.saved_mark[i] != group {
+                        self.saved_mark[i] = group;
+                        saved.push((i, c.wbuf.len(), c.close_after, c.cl.clone()));
+                    }
+                    let args = b.args.clone();
+                    let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                    c.cl.serving = Some(key.clone());
+                    let before = c.wbuf.len();
+                    let r = cmd::execute(
+                        &self.table,
+                        &mut self.store,
+                        tx,
+                        &mut c.cl,
+                        &mut self.sv,
+                        &argv,
+                        now,
+                        &mut c.wbuf,
+                    );
+                    c.cl.serving = None;
+                    r?;
+                    if c.wbuf.len() > before {
+                        self.end_block(i);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The earliest deadline of a blocked client, if any has one.
+    fn next_block_deadline(&self) -> Option<i64> {
+        self.blocked
+            .iter()
+            .filter_map(|&i| {
+                let d = self
+                    .conns
+                    .get(i)?
+                    .as_ref()?
+                    .cl
+                    .blocked
+                    .as_ref()?
+                    .deadline_ms;
+                (d != 0).then_some(d)
+            })
+            .min()
+    }
+
+    /// Answer the blocked clients whose timeout passed (a null reply).
+    fn time_out_blocked(&mut self, now: i64) {
+        let due: Vec<usize> = self
+            .blocked
+            .iter()
+            .copied()
+            .filter(|&i| {
+                matches!(self.conns.get(i), Some(Some(c))
+                    if c.cl.blocked.as_ref().is_some_and(|b| b.deadline_ms != 0 && b.deadline_ms <= now))
+            })
+            .collect();
+        for i in due {
+            self.reply_timeout(i);
+            self.end_block(i);
+        }
+    }
+
+    /// A blocked client's timeout reply.
+    fn reply_timeout(&mut self, i: usize) {
+        if let Some(Some(c)) = self.conns.get_mut(i) {
+            if let Some(b) = &c.cl.blocked {
+                if b.null_bulk {
+                    resp::null(&mut c.wbuf, c.cl.resp3);
+                } else {
+                    resp::null_array(&mut c.wbuf, c.cl.resp3);
+                }
+            }
+        }
+    }
+
+    /// Release the clients CLIENT UNBLOCK named, now that its transaction committed.
+    fn apply_unblocks(&mut self) {
+        for (id, error) in std::mem::take(&mut self.sv.admin.unblock) {
+            let Some(i) = self.conns.iter().position(|c| {
+                c.as_ref()
+                    .is_some_and(|c| c.cl.id == id && c.cl.blocked.is_some())
+            }) else {
+                continue;
+            };
+            if error {
+                let c = self.conns[i].as_mut().unwrap();
+                let msg = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+                resp::error(&mut c.wbuf, msg);
+                self.sv.count_error(msg);
+            } else {
+                self.reply_timeout(i);
+            }
+            self.end_block(i);
+        }
+    }
+
+    /// Run the commands that waited behind the blocking commands of the clients unblocked in
+    /// this round, then the rest of their input.
+    fn resume_unblocked(&mut self) {
+        while !self.unblocked.is_empty() {
+            let mut conns = std::mem::take(&mut self.unblocked);
+            conns.sort_unstable();
+            conns.dedup();
+            let (mut work, mut ranges) = (Vec::new(), Vec::new());
+            let mut owned = std::mem::take(&mut self.owned);
+            owned.clear();
+            for &i in &conns {
+                let Some(Some(c)) = self.conns.get_mut(i) else {
+                    continue;
+                };
+                for cmd in std::mem::take(&mut c.cl.admin.resume) {
+                    let start = ranges.len();
+                    for a in cmd {
+                        ranges.push(owned.len()..owned.len() + a.len());
+                        owned.extend_from_slice(&a);
+                    }
+                    work.push(Work {
+                        conn: i,
+                        args: start..ranges.len(),
+                        proto_error: None,
+                        owned: true,
+                    });
+                }
+            }
+            self.owned = owned;
+            if !work.is_empty() {
+                self.run_work(&work, &ranges);
+            }
+            self.process(&conns);
+            self.woken.extend(conns);
+        }
     }
 
     /// Send MONITOR's lines to the connections in MONITOR mode.

@@ -159,7 +159,11 @@ fn run(name: &'static str, resp3: bool, salt: u64) {
     let mut counts: Vec<_> = run.counts.iter().collect();
     counts.sort_by(|a, b| b.1.cmp(a.1));
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    let outcomes: Vec<String> = run.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let outcomes: Vec<String> = run
+        .outcomes
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
     eprintln!(
         "differential::{name}: seed {seed}: {ops} operations, {} commands to each server in {:.1} s\n  \
          commands: {}\n  answers: {}",
@@ -253,7 +257,10 @@ fn sorted(v: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 fn multiset(r: &Reply, pairs: bool) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
     let items = r.items()?;
     let mut elems: Vec<Vec<u8>> = if pairs {
-        items.chunks(2).map(|p| p.iter().flat_map(|x| x.raw.clone()).collect()).collect()
+        items
+            .chunks(2)
+            .map(|p| p.iter().flat_map(|x| x.raw.clone()).collect())
+            .collect()
     } else {
         items.iter().map(|x| x.raw.clone()).collect()
     };
@@ -281,7 +288,8 @@ impl Run {
     fn note(&mut self, who: Id, args: &[Vec<u8>]) {
         let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
         *self.counts.entry(name).or_default() += 1;
-        self.history.push_back(format!("[{who:?}] {}", show_cmd(args)));
+        self.history
+            .push_back(format!("[{who:?}] {}", show_cmd(args)));
         if let Some(t) = &mut self.trace {
             use std::io::Write;
             let _ = writeln!(t, "{}", self.history.back().unwrap());
@@ -372,7 +380,12 @@ impl Run {
 
     fn thresholds(&mut self, values: &[(&str, &str)]) {
         for (p, v) in values {
-            let args = vec![b"CONFIG".to_vec(), b"SET".to_vec(), p.as_bytes().to_vec(), v.as_bytes().to_vec()];
+            let args = vec![
+                b"CONFIG".to_vec(),
+                b"SET".to_vec(),
+                p.as_bytes().to_vec(),
+                v.as_bytes().to_vec(),
+            ];
             let (r, d) = self.both(Id::C, &args);
             assert_eq!(r.raw, b"+OK\r\n", "redis: CONFIG SET {p} {v}");
             assert_eq!(d.raw, b"+OK\r\n", "daisy: CONFIG SET {p} {v}");
@@ -440,7 +453,9 @@ impl Run {
         let ok = match cmp {
             Cmp::Exact => false,
             Cmp::Sorted => multiset(r, false).is_some() && multiset(r, false) == multiset(d, false),
-            Cmp::SortedPairs => multiset(r, true).is_some() && multiset(r, true) == multiset(d, true),
+            Cmp::SortedPairs => {
+                multiset(r, true).is_some() && multiset(r, true) == multiset(d, true)
+            }
             Cmp::HashOrder { key, pairs } => {
                 if multiset(r, *pairs).is_none() || multiset(r, *pairs) != multiset(d, *pairs) {
                     false
@@ -525,7 +540,9 @@ impl Run {
         let read = |x: &Reply| -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
             let s = x.strings()?;
             let mut v: Vec<(Vec<u8>, Vec<u8>)> = if pairs {
-                s.chunks(2).map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default())).collect()
+                s.chunks(2)
+                    .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
+                    .collect()
             } else {
                 s.into_iter().map(|m| (m, Vec::new())).collect()
             };
@@ -688,12 +705,26 @@ impl Run {
                 return self.fail("the set left after SPOP is wrong", &sm, &rl, &dl);
             }
             let intset = expect.len() <= self.intset_max
-                && expect.iter().all(|m| int_of(m).is_some_and(|n| n.to_string().as_bytes() == &m[..]));
-            let enc = enc.bytes().map(|e| if e == b"listpack" { &b"hashtable"[..] } else { e });
+                && expect
+                    .iter()
+                    .all(|m| int_of(m).is_some_and(|n| n.to_string().as_bytes() == &m[..]));
+            let enc = enc.bytes().map(|e| {
+                if e == b"listpack" {
+                    &b"hashtable"[..]
+                } else {
+                    e
+                }
+            });
             let ok = match enc {
                 None => expect.is_empty(),
                 Some(e) if rebuilt => e == if intset { &b"intset"[..] } else { b"hashtable" },
-                Some(e) => e == if enc_before == b"listpack" { &b"hashtable"[..] } else { &enc_before[..] },
+                Some(e) => {
+                    e == if enc_before == b"listpack" {
+                        &b"hashtable"[..]
+                    } else {
+                        &enc_before[..]
+                    }
+                }
             };
             if !ok {
                 return self.fail("the set's encoding after SPOP", &oe, &re, &de);
@@ -704,7 +735,12 @@ impl Run {
                 let mut add = vec![b"SADD".to_vec(), args[1].clone()];
                 add.extend(got.iter().cloned());
                 let n = side.a.call(&add);
-                assert_eq!(n.int(), Some(got.len() as i64), "{}: re-adding popped members", side.a.who);
+                assert_eq!(
+                    n.int(),
+                    Some(got.len() as i64),
+                    "{}: re-adding popped members",
+                    side.a.who
+                );
             }
         }
     }
@@ -726,7 +762,12 @@ impl Run {
             side.a.call(&[b"EXISTS".to_vec(), k]).int() == Some(1)
         });
         if exists.contains(&false) {
-            self.fail("RANDOMKEY answered a key that does not exist", &args, &r, &d);
+            self.fail(
+                "RANDOMKEY answered a key that does not exist",
+                &args,
+                &r,
+                &d,
+            );
         }
     }
 
@@ -795,7 +836,9 @@ impl Run {
         if r.is_null() || d.is_null() {
             return self.compare(Id::A, &dump, &Cmp::Exact, &r, &d);
         }
-        let (Some(mut rp), Some(mut dp)) = (r.bytes().map(|x| x.to_vec()), d.bytes().map(|x| x.to_vec())) else {
+        let (Some(mut rp), Some(mut dp)) =
+            (r.bytes().map(|x| x.to_vec()), d.bytes().map(|x| x.to_vec()))
+        else {
             return self.compare(Id::A, &dump, &Cmp::Exact, &r, &d);
         };
         // Compact encodings serialize in a defined order: the payloads must be the same bytes.
@@ -830,7 +873,13 @@ impl Run {
         // fields in different orders, rightly. Compare regardless of order, then give both
         // Redis's payload so that they hold the same listpack again.
         self.check_key(Id::A, dst, false);
-        let mut same = vec![b"RESTORE".to_vec(), dst.to_vec(), opts[0].clone(), rp, b"REPLACE".to_vec()];
+        let mut same = vec![
+            b"RESTORE".to_vec(),
+            dst.to_vec(),
+            opts[0].clone(),
+            rp,
+            b"REPLACE".to_vec(),
+        ];
         if opts.iter().any(|o| o == b"ABSTTL") {
             same.push(b"ABSTTL".to_vec());
         }
@@ -852,7 +901,10 @@ impl Run {
             return;
         }
         let checks: Vec<(Args, Cmp)> = vec![
-            (a(&[b"OBJECT", b"ENCODING", key]), Cmp::Encoding { key: key.to_vec() }),
+            (
+                a(&[b"OBJECT", b"ENCODING", key]),
+                Cmp::Encoding { key: key.to_vec() },
+            ),
             (a(&[b"PTTL", key]), Cmp::Ttl { tol: 3000 }),
             match &ty[..] {
                 b"string" => (a(&[b"GET", key]), Cmp::Exact),
@@ -864,7 +916,12 @@ impl Run {
                         pairs: true,
                     },
                 ),
-                _ => (a(&[b"SMEMBERS", key]), Cmp::SetOrder { keys: vec![key.to_vec()] }),
+                _ => (
+                    a(&[b"SMEMBERS", key]),
+                    Cmp::SetOrder {
+                        keys: vec![key.to_vec()],
+                    },
+                ),
             },
         ];
         for (args, cmp) in checks {

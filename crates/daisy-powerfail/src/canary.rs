@@ -30,6 +30,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             NoRunBitmapZero,
             GrowWithoutSync,
             EarlyRecoveryWatermark,
+            OverflowEarlyReuse,
         ],
         Threads => &[
             SkipSlotReuseCheck,
@@ -37,6 +38,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             NoRunBitmapZero,
             GrowWithoutSync,
             EarlyRecoveryWatermark,
+            OverflowEarlyReuse,
         ],
         Concurrent => &[
             SkipSlotReuseCheck,
@@ -60,6 +62,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             SharedMsyncPending,
             GrowWithoutSync,
             EarlyRecoveryWatermark,
+            OverflowEarlyReuse,
         ],
     };
     let in_place = if w == Kv { &[][..] } else { IN_PLACE };

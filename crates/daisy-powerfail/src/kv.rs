@@ -83,7 +83,13 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
             3 => vec![vec![v("DEL"), any_key(rng)]],
             4 => vec![vec![v("INCR"), v("counter")]],
             5 => vec![vec![v("APPEND"), skey(rng), value(rng)]],
-            6 => vec![vec![v("MSET"), skey(rng), value(rng), skey(rng), value(rng)]],
+            6 => vec![vec![
+                v("MSET"),
+                skey(rng),
+                value(rng),
+                skey(rng),
+                value(rng),
+            ]],
             7 => vec![vec![v("EXPIRE"), any_key(rng), v("3600")]],
             8 => vec![vec![v("PERSIST"), any_key(rng)]],
             9 | 10 => {
@@ -130,7 +136,11 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
             28 => vec![vec![v("GETEX"), skey(rng), v("EX"), v("3600")]],
             29 => {
                 // RESTORE of a value serialized by DUMP's format (a hash or a set).
-                let k = if rng.gen_range(0..2) == 0 { hkey(rng) } else { setkey(rng) };
+                let k = if rng.gen_range(0..2) == 0 {
+                    hkey(rng)
+                } else {
+                    setkey(rng)
+                };
                 let val = if k[0] == b'h' {
                     daisy_kv::rdb::Value::Hash(
                         (0..rng.gen_range(1..10))
@@ -139,7 +149,9 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                     )
                 } else {
                     daisy_kv::rdb::Value::Set(
-                        (0..rng.gen_range(1..20)).map(|i| format!("{}", i * 7).into_bytes()).collect(),
+                        (0..rng.gen_range(1..20))
+                            .map(|i| format!("{}", i * 7).into_bytes())
+                            .collect(),
                     )
                 };
                 let payload = daisy_kv::rdb::dump(&val, daisy_kv::rdb::Encoding::Compact);
@@ -216,7 +228,8 @@ impl Apply<'_> {
         let k = |i: usize| cmd[i].clone();
         match &cmd[0][..] {
             b"SET" => {
-                self.m.insert(self.key(&cmd[1]), (Value::String(k(2)), cmd.len() > 3));
+                self.m
+                    .insert(self.key(&cmd[1]), (Value::String(k(2)), cmd.len() > 3));
             }
             b"DEL" => {
                 for key in &cmd[1..] {
@@ -245,7 +258,8 @@ impl Apply<'_> {
             }
             b"MSET" => {
                 for kv in cmd[1..].chunks(2) {
-                    self.m.insert(self.key(&kv[0]), (Value::String(kv[1].clone()), false));
+                    self.m
+                        .insert(self.key(&kv[0]), (Value::String(kv[1].clone()), false));
                 }
             }
             b"EXPIRE" => {
@@ -381,7 +395,21 @@ impl Apply<'_> {
                 let all = std::mem::take(self.m);
                 *self.m = all
                     .into_iter()
-                    .map(|((d, k), v)| ((if d == 0 { 1 } else if d == 1 { 0 } else { d }, k), v))
+                    .map(|((d, k), v)| {
+                        (
+                            (
+                                if d == 0 {
+                                    1
+                                } else if d == 1 {
+                                    0
+                                } else {
+                                    d
+                                },
+                                k,
+                            ),
+                            v,
+                        )
+                    })
                     .collect();
             }
             b"FLUSHALL" => self.m.clear(),

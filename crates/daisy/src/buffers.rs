@@ -148,6 +148,10 @@ impl std::ops::DerefMut for RecordBuf {
     }
 }
 
+/// A lane keeps its record buffer between transactions up to this size; a transaction that
+/// grew it beyond (one larger than its log slot, say) gives it back at its end.
+const RECORD_KEEP_MAX: usize = 4 << 20;
+
 /// Reusable buffers of a lane's current transaction.
 pub(crate) struct TxBuffers {
     /// The log record being built: [`LOG_HEADER_SIZE`] bytes reserved for the header (filled
@@ -488,6 +492,11 @@ impl TxBuffers {
     #[inline(always)]
     pub(crate) fn clear(&mut self) {
         self.record.truncate(LOG_HEADER_SIZE);
+        if self.record.buf.len() > RECORD_KEEP_MAX {
+            // A big transaction's buffers are not kept for the lane's next ones.
+            *self = TxBuffers::default();
+            return;
+        }
         self.n_entries = 0;
         self.copies.clear();
         self.bitops.clear();

@@ -104,7 +104,15 @@ impl PoolInner {
             for (slot, seq) in seqs.iter_mut().enumerate() {
                 let off = log::slot_offset(&self.hdr, lane, slot);
                 match log::parse_slot(&self.map, off, self.hdr.slot_size, bounds) {
-                    SlotState::Valid(rec) => {
+                    SlotState::Valid(mut rec) => {
+                        // An overflow record that recovery would replay must find its payload;
+                        // a retired one's extent may hold other objects by now.
+                        if rec.seq > st.watermark {
+                            if let Err(why) = log::load_overflow(&self.map, &mut rec, bounds) {
+                                r.problems
+                                    .push(format!("log lane {lane} slot {slot}: {why}"));
+                            }
+                        }
                         r.log_records += 1;
                         *seq = rec.seq;
                         if !seen.insert(rec.seq) {

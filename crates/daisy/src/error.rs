@@ -102,13 +102,33 @@ pub enum Error {
         /// The size it may grow to.
         max_size: u64,
     },
-    /// A transaction wrote more log data than one log slot holds.
-    #[error("transaction too large: {needed} bytes of redo log, a log slot holds {capacity} (create the pool with a larger --log-slot-size)")]
+    /// A transaction wrote more log data than one redo record can carry (its length is a
+    /// 32-bit field: 4 GiB).
+    #[error(
+        "transaction too large: {needed} bytes of redo log, a record carries at most {capacity}"
+    )]
     TxTooLarge {
         /// Bytes of redo record the transaction needed.
         needed: usize,
-        /// Bytes a log slot holds.
+        /// Bytes a record may carry.
         capacity: usize,
+    },
+    /// A transaction's redo record outgrew its log slot and the pool has no free extent for
+    /// the rest of it (docs/FORMAT.md section 2.3, "Overflow records").
+    #[error("transaction too large for the pool {}: its redo log of {needed} bytes outgrows its {slot}-byte log slot and needs {needed} bytes free in one piece; the pool has {free} bytes free (size {size}, at most {max_size})", path.display())]
+    TxTooLargeForPool {
+        /// The pool file.
+        path: PathBuf,
+        /// Bytes of log the transaction needed.
+        needed: u64,
+        /// Bytes of a log slot.
+        slot: u32,
+        /// Bytes free in the pool (free chunks, plus the room it may still grow by).
+        free: u64,
+        /// The pool's size (end of its heap).
+        size: u64,
+        /// The size it may grow to.
+        max_size: u64,
     },
     /// A persistent pointer does not point at a live object of this pool.
     #[error("invalid persistent pointer: offset {offset:#x}: {why}")]
@@ -168,6 +188,15 @@ pub enum Error {
     /// A collection cannot take the operation (documented limits, e.g. an oversized key).
     #[error("{0}")]
     Unsupported(String),
+    /// A sequence has no item at this index (a server answers Redis's
+    /// `ERR index out of range`).
+    #[error("index out of range: {index} (length {len})")]
+    IndexOutOfRange {
+        /// The index asked for (negative: from the end).
+        index: i64,
+        /// The sequence's length.
+        len: u64,
+    },
 }
 
 impl Error {

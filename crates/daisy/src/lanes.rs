@@ -245,10 +245,14 @@ impl Lane {
         };
         for slot in 0..pool.hdr.slots_per_lane as usize {
             let off = crate::log::slot_offset(&pool.hdr, self.index, slot);
-            if let crate::log::SlotState::Valid(rec) =
+            if let crate::log::SlotState::Valid(mut rec) =
                 crate::log::parse_slot(&pool.map, off, pool.hdr.slot_size, bounds)
             {
-                if rec.seq <= last {
+                // An overflow record whose extent no longer holds its payload was retired
+                // (its extent is reused only once a durable claim covers it): its lines are
+                // durable, nothing to flush.
+                if rec.seq <= last && crate::log::load_overflow(&pool.map, &mut rec, bounds).is_ok()
+                {
                     for e in &rec.entries {
                         let len = e.len as usize;
                         pool.persist.flush(pool.map.at(e.target, len), len);

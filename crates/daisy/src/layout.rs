@@ -23,9 +23,10 @@ use bytemuck::{Pod, Zeroable};
 /// First 8 bytes of every pool file.
 pub const MAGIC: [u8; 8] = *b"DAISYPL\0";
 /// The format this build writes. Version 3 added the run classes of 80 and 112 KiB
-/// ([`SIZE_CLASSES`]); a version-2 pool is a valid version-3 pool and is marked 3 when this
-/// build opens it (docs/FORMAT.md, the versions list at the top).
-pub const FORMAT_VERSION: u32 = 3;
+/// ([`SIZE_CLASSES`]); version 4 the overflow records of transactions larger than a log slot
+/// (log.rs). Older pools are valid version-4 pools and are marked 4 when this build opens
+/// them (docs/FORMAT.md, the versions list at the top).
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format this build reads (and upgrades to [`FORMAT_VERSION`] at open).
 pub const OLDEST_READ_VERSION: u32 = 2;
 /// Bytes reserved for the header (one page).

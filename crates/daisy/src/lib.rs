@@ -41,8 +41,8 @@
 // Module map. Each module uses only modules listed below it (`sim`, the simulator's hooks in
 // builds with feature `sim`, is called from everywhere and calls nothing back but `map`):
 //
-//   collections  persistent hash maps and ordered maps, on transactions
-//                (collections/table.rs and collections/tree/: formats)
+//   collections  persistent hash maps, ordered maps and sequences, on transactions (formats:
+//                collections/table.rs, collections/tree/, collections/seq.rs)
 //   pool         Pool: create, open, info, the API handle
 //   check        pool check: allocator metadata, logs, reachability
 //   tx           Tx: reads, writes, allocation, commit
@@ -117,8 +117,9 @@ pub use check::CheckReport;
 pub use collections::{
     bytes_map_entries,
     bytesmap::{EntryRef, Upsert},
-    check_all, map_objects, tree_entries, tree_objects, Batch, BytesMapView, MapCheck, PBytesMap,
-    PHashMap, PTreeMap, TreeIter, TreeMapView,
+    check_all, map_objects, seq_items, seq_objects, tree_entries, tree_objects, Batch,
+    BytesMapView, MapCheck, PBytesMap, PHashMap, PSeq, PTreeMap, SeqIter, SeqView, TreeIter,
+    TreeMapView,
 };
 pub use error::{Error, Result};
 pub use layout::{DEFAULT_LANES, DEFAULT_SLOT_SIZE};
@@ -140,8 +141,9 @@ pub mod internals {
     pub use crate::checksum::crc32c_append;
     pub use crate::layout::*;
     pub use crate::log::{
-        record_checksum, EntryHeader, EntryKind, LogHeader, ENTRY_HEADER_SIZE, LOG_HEADER_SIZE,
-        LOG_MAGIC, MAX_SEQ, TARGET_MASK, WORD_ENTRY_SIZE, WORD_ENTRY_TAG,
+        overflow_checksum, record_checksum, EntryHeader, EntryKind, LogHeader, OverflowDesc,
+        ENTRY_HEADER_SIZE, LOG_HEADER_SIZE, LOG_MAGIC, LOG_OVERFLOW_MAGIC, MAX_SEQ,
+        OVERFLOW_DESC_SIZE, OVERFLOW_PREFIX, TARGET_MASK, WORD_ENTRY_SIZE, WORD_ENTRY_TAG,
     };
     pub use crate::map::{fs_type_name, is_tmpfs, msync, page_size, Mapping};
     pub use crate::persist::Persister;

@@ -9,6 +9,13 @@
 //!   full entry: u64 target | u64 kind | len << 8 | data (Copy: len bytes padded to 8;
 //!               Or/AndNot: an 8-byte mask; Zero: none)
 //!   word entry: u64 0x57 << 56 | target | u64 data     (a Copy of exactly 8 bytes)
+//!
+//! overflow record (a transaction whose entries outgrow its slot; format version 4):
+//!   slot: LogHeader with magic "DLOX" (payload_len, n_entries: of the whole payload), then
+//!         OverflowDesc (32 bytes); the checksum covers header and descriptor only
+//!   heap extent at OverflowDesc.off (whole chunks, FREE in the chunk table, held by the
+//!   committing lane until the watermark passes the record): u64 seq | u64 payload_len |
+//!   the payload; OverflowDesc.crc is crc32c over those bytes
 //! ```
 //!
 //! A record is *valid* when its magic and crc32c match and every entry lies inside the pool's
@@ -39,6 +46,31 @@ pub struct LogHeader {
 
 /// Magic of a log record: "DLOG".
 pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"DLOG");
+/// Magic of an overflow record, whose payload lives in a heap extent: "DLOX".
+pub const LOG_OVERFLOW_MAGIC: u32 = u32::from_le_bytes(*b"DLOX");
+
+/// What an overflow record's slot holds after its [`LogHeader`]: where its payload is.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct OverflowDesc {
+    /// Pool offset of the extent (a chunk start in the heap).
+    pub off: u64,
+    /// Bytes of the extent (whole chunks).
+    pub cap: u64,
+    /// crc32c of the extent's first `OVERFLOW_PREFIX + payload_len` bytes.
+    pub crc: u32,
+    /// Zero.
+    pub reserved: [u32; 3],
+}
+
+/// Bytes of an [`OverflowDesc`].
+pub const OVERFLOW_DESC_SIZE: usize = std::mem::size_of::<OverflowDesc>();
+const _: () = assert!(OVERFLOW_DESC_SIZE == 32);
+/// Bytes before the payload in an overflow extent: the record's seq and payload length, so
+/// that an extent's bytes validate only for the record that wrote them.
+pub const OVERFLOW_PREFIX: usize = 16;
+/// Largest payload a record may carry (its length is a u32).
+pub const MAX_PAYLOAD: usize = u32::MAX as usize;
 /// Largest sequence number (and watermark) a valid pool holds. At one commit per nanosecond a
 /// pool needs 146 years to get there, so a larger value on media is damage; refusing it keeps
 /// `seq + 1` and the watermark arithmetic free of overflow.
@@ -200,8 +232,12 @@ pub struct Record {
     pub seq: u64,
     pub claim: u64,
     /// The entries, as written (a copy out of the slot: the checksum was computed over it).
+    /// Empty for an overflow record until [`load_overflow`] read its extent.
     pub payload: Vec<u8>,
     pub entries: Vec<Entry>,
+    /// An overflow record: where its payload is, its length and entry count (`None` once
+    /// loaded, and for a record held in its slot).
+    pub overflow: Option<(OverflowDesc, u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -253,11 +289,17 @@ pub fn record_checksum(hdr: &LogHeader, payload: &[u8]) -> u32 {
     crate::checksum::crc32c_append(c, payload)
 }
 
-/// Parse the slot at `slot_off` (size `slot_size`).
+/// Parse the slot at `slot_off` (size `slot_size`). An overflow record is validated as far as
+/// its slot goes (header, descriptor, checksum): its payload stays in its extent until
+/// [`load_overflow`] reads it, which only records that may still be needed get (a retired
+/// record's extent may hold another object by now).
 pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBounds) -> SlotState {
     let hdr: LogHeader = map.read(slot_off);
     if bytemuck::bytes_of(&hdr).iter().all(|&b| b == 0) {
         return SlotState::Empty;
+    }
+    if hdr.magic == LOG_OVERFLOW_MAGIC {
+        return parse_overflow_slot(map, slot_off, hdr, bounds);
     }
     if hdr.magic != LOG_MAGIC {
         return SlotState::Invalid("bad record magic".into());
@@ -273,24 +315,116 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
     if record_checksum(&hdr, &payload) != hdr.checksum {
         return SlotState::Invalid("record checksum mismatch".into());
     }
+    if let Err(why) = check_seq(&hdr) {
+        return SlotState::Invalid(why);
+    }
+    match parse_entries(&payload, hdr.n_entries, bounds) {
+        Ok(entries) => SlotState::Valid(Record {
+            seq: hdr.seq,
+            claim: hdr.claim,
+            payload,
+            entries,
+            overflow: None,
+        }),
+        Err(why) => SlotState::Invalid(why),
+    }
+}
+
+fn check_seq(hdr: &LogHeader) -> Result<(), String> {
     if hdr.seq == 0 || hdr.seq > MAX_SEQ || hdr.claim >= hdr.seq {
-        return SlotState::Invalid(format!(
+        return Err(format!(
             "checksummed record with impossible seq {} / claim {}",
             hdr.seq, hdr.claim
         ));
     }
-    // Walk the entries; a checksummed record with malformed entries is corruption, not a tear.
+    Ok(())
+}
+
+/// The slot part of an overflow record: header and descriptor, checksummed together.
+fn parse_overflow_slot(map: &Mapping, slot_off: u64, hdr: LogHeader, b: TargetBounds) -> SlotState {
+    let desc: OverflowDesc = map.read(slot_off + LOG_HEADER_SIZE as u64);
+    if record_checksum(&hdr, bytemuck::bytes_of(&desc)) != hdr.checksum {
+        return SlotState::Invalid("overflow record checksum mismatch".into());
+    }
+    if let Err(why) = check_seq(&hdr) {
+        return SlotState::Invalid(why);
+    }
+    let need = OVERFLOW_PREFIX as u64 + hdr.payload_len as u64;
+    if desc.cap < need
+        || desc.reserved != [0; 3]
+        || desc.off < b.chunk_table_off
+        || desc
+            .off
+            .checked_add(desc.cap)
+            .is_none_or(|e| e > b.data_end)
+    {
+        return SlotState::Invalid(format!(
+            "checksummed overflow record with an impossible extent {:#x}+{} for {} bytes",
+            desc.off, desc.cap, hdr.payload_len
+        ));
+    }
+    SlotState::Valid(Record {
+        seq: hdr.seq,
+        claim: hdr.claim,
+        payload: Vec::new(),
+        entries: Vec::new(),
+        overflow: Some((desc, hdr.payload_len, hdr.n_entries)),
+    })
+}
+
+/// The crc32c an overflow extent holding `payload` for record `seq` carries.
+pub fn overflow_checksum(seq: u64, payload: &[u8]) -> u32 {
+    let mut prefix = [0u8; OVERFLOW_PREFIX];
+    prefix[..8].copy_from_slice(&seq.to_le_bytes());
+    prefix[8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    let c = crate::checksum::crc32c_append(0, &prefix);
+    crate::checksum::crc32c_append(c, payload)
+}
+
+/// Read an overflow record's payload from its extent, check it against the descriptor and
+/// parse its entries. Nothing to do for a record held in its slot. An error means the extent
+/// does not hold this record's payload: a commit torn before its fence (the extent's lines
+/// did not all persist), an extent reused after the record was retired, or damage.
+pub fn load_overflow(map: &Mapping, rec: &mut Record, bounds: TargetBounds) -> Result<(), String> {
+    let Some((desc, len, n)) = rec.overflow else {
+        return Ok(());
+    };
+    let prefix: [u64; 2] = map.read(desc.off);
+    if prefix != [rec.seq, len as u64] {
+        return Err(format!(
+            "overflow extent {:#x} holds record {} of {} bytes, not record {} of {len}",
+            desc.off, prefix[0], prefix[1], rec.seq
+        ));
+    }
+    let payload = map.snapshot(desc.off + OVERFLOW_PREFIX as u64, len as usize);
+    if overflow_checksum(rec.seq, &payload) != desc.crc {
+        return Err(format!(
+            "overflow extent {:#x}: checksum mismatch",
+            desc.off
+        ));
+    }
+    rec.entries = parse_entries(&payload, n, bounds)?;
+    rec.payload = payload;
+    rec.overflow = None;
+    Ok(())
+}
+
+/// Walk a checksummed payload's entries; malformed entries are corruption, not a tear.
+fn parse_entries(
+    payload: &[u8],
+    n_entries: u32,
+    bounds: TargetBounds,
+) -> Result<Vec<Entry>, String> {
     // Every entry takes at least a header, so a larger count is caught by the walk; cap the
     // reservation so a damaged count cannot ask for an absurd allocation first.
-    let mut entries =
-        Vec::with_capacity((hdr.n_entries as usize).min(payload.len() / WORD_ENTRY_SIZE));
+    let mut entries = Vec::with_capacity((n_entries as usize).min(payload.len() / WORD_ENTRY_SIZE));
     let mut pos = 0usize;
-    for i in 0..hdr.n_entries {
+    for i in 0..n_entries {
         if pos + 8 > payload.len() {
-            return SlotState::Invalid(format!("entry {i} runs past the payload"));
+            return Err(format!("entry {i} runs past the payload"));
         }
         let Some((target, kind, len, hsize)) = decode_entry(&payload[pos..]) else {
-            return SlotState::Invalid(format!(
+            return Err(format!(
                 "entry {i} has unknown kind or runs past the payload"
             ));
         };
@@ -299,16 +433,16 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
             EntryKind::Zero => 0,
             EntryKind::Or | EntryKind::AndNot => {
                 if len != 8 || target % 8 != 0 {
-                    return SlotState::Invalid(format!("entry {i}: bad bit-operation entry"));
+                    return Err(format!("entry {i}: bad bit-operation entry"));
                 }
                 8
             }
         };
         if pos + hsize + data_len > payload.len() {
-            return SlotState::Invalid(format!("entry {i} data runs past the payload"));
+            return Err(format!("entry {i} data runs past the payload"));
         }
         if !bounds.contains(target, len) {
-            return SlotState::Invalid(format!(
+            return Err(format!(
                 "entry {i} targets {:#x}+{len}, outside the pool's data area",
                 target
             ));
@@ -322,14 +456,9 @@ pub fn parse_slot(map: &Mapping, slot_off: u64, slot_size: u32, bounds: TargetBo
         pos += hsize + data_len;
     }
     if pos != payload.len() {
-        return SlotState::Invalid("payload has trailing bytes".into());
+        return Err("payload has trailing bytes".into());
     }
-    SlotState::Valid(Record {
-        seq: hdr.seq,
-        claim: hdr.claim,
-        payload,
-        entries,
-    })
+    Ok(entries)
 }
 
 /// Apply a payload's entries to the pool (a committing transaction's record, or a record that

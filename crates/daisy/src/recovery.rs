@@ -122,8 +122,11 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
     }
     let retired =
         |h: &LogHeader| h.magic == LOG_MAGIC && h.seq != 0 && h.claim < h.seq && h.seq <= w0;
-    let mut records = Vec::new();
-    let mut lane_slots = Vec::with_capacity(lanes);
+    // (lane, slot, record) of every valid record parsed; per lane, each slot's seq and the
+    // invalid slots.
+    let mut records: Vec<(usize, usize, Record)> = Vec::new();
+    let mut lane_seqs: Vec<Vec<u64>> = Vec::with_capacity(lanes);
+    let mut lane_invalid: Vec<Vec<(usize, String)>> = Vec::with_capacity(lanes);
     let mut watermark = w0;
     for lane in 0..lanes {
         let mut seqs = vec![0u64; k];
@@ -149,11 +152,52 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
                     report.log_bytes_read += r.payload.len() as u64;
                     seqs[slot] = r.seq;
                     watermark = watermark.max(r.claim);
-                    records.push(r);
+                    records.push((lane, slot, r));
                 }
                 SlotState::Invalid(why) => invalid.push((slot, why)),
             }
         }
+        lane_seqs.push(seqs);
+        lane_invalid.push(invalid);
+    }
+    // Overflow records to replay: read their extents. A record whose extent does not hold its
+    // payload was torn before its commit fence if it is its lane's newest record (the fence
+    // covers slot and extent; the lane wrote nothing after it), and is then dropped like any
+    // torn record; anywhere else it is corruption. (Retired records' extents are not read:
+    // they may hold other objects by now.)
+    let mut torn_overflow = Vec::new();
+    // A torn overflow record keeps its seq taken: its slot still holds a checksummed header
+    // until its lane writes there again, and no other record may carry that seq meanwhile.
+    let max_seq = records
+        .iter()
+        .map(|r| r.2.seq)
+        .max()
+        .unwrap_or(0)
+        .max(watermark);
+    for (i, (lane, slot, r)) in records.iter_mut().enumerate() {
+        if r.seq <= watermark || r.overflow.is_none() {
+            continue;
+        }
+        if let Err(why) = log::load_overflow(map, r, bounds) {
+            let newest = lane_seqs[*lane].iter().max().copied() == Some(r.seq);
+            if !newest {
+                return Err(Error::corrupt(
+                    path,
+                    format!("log lane {lane} slot {slot}: {why} (not the lane's newest record)"),
+                ));
+            }
+            lane_seqs[*lane][*slot] = 0;
+            torn_overflow.push(i);
+        } else {
+            report.log_bytes_read += r.payload.len() as u64;
+        }
+    }
+    for &i in torn_overflow.iter().rev() {
+        records.remove(i);
+        report.records_torn += 1;
+    }
+    let mut lane_slots = Vec::with_capacity(lanes);
+    for (lane, (seqs, invalid)) in lane_seqs.into_iter().zip(lane_invalid).enumerate() {
         // Slots are written round-robin, so the only slot that may legitimately hold a torn
         // record is the one after the lane's newest valid record (slot 0 if none).
         let newest = (0..k).filter(|&s| seqs[s] != 0).max_by_key(|&s| seqs[s]);
@@ -167,15 +211,9 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
             }
             report.records_torn += 1;
         }
-        let next_slot = newest.map(|s| (s + 1) % k).unwrap_or(0) as u32;
-        lane_slots.push((next_slot, seqs));
+        lane_slots.push((in_flight as u32, seqs));
     }
-    let max_seq = records
-        .iter()
-        .map(|r| r.seq)
-        .max()
-        .unwrap_or(0)
-        .max(watermark);
+    let mut records: Vec<Record> = records.into_iter().map(|(_, _, r)| r).collect();
     // Sequence numbers must be unique among valid records.
     records.sort_by_key(|r| r.seq);
     for w in records.windows(2) {

@@ -106,6 +106,15 @@ pub enum Fault {
     /// leaves the entries that moved to the new sibling in neither node
     /// (collections/tree/ops.rs, `put_item`).
     TreeSplitEarly = 18,
+    /// A sequence that grows a new chunk at an end stores the old end chunk's link to it
+    /// durably at once instead of through the transaction's log: a crash before the commit
+    /// leaves the old chunk naming a block that was never allocated
+    /// (collections/seq.rs, "Crash reasoning").
+    SeqLinkOutsideTx = 19,
+    /// A record that outgrew its log slot gives its overflow extent back to the heap as soon
+    /// as it is applied, instead of when the watermark passes it: the next large allocation
+    /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
+    OverflowEarlyReuse = 20,
 }
 
 impl Fault {
@@ -130,6 +139,8 @@ impl Fault {
         Fault::LazyQueueLate,
         Fault::ShrinkHeaderEarly,
         Fault::TreeSplitEarly,
+        Fault::SeqLinkOutsideTx,
+        Fault::OverflowEarlyReuse,
     ];
 
     fn bit(self) -> u32 {
@@ -157,11 +168,13 @@ pub enum Event {
     DeferredReuse = 5,
     /// A commit took its sequence number while another lane was inside a commit.
     OverlappingCommit = 6,
+    /// A commit wrote a record too large for its slot through an overflow extent.
+    OverflowRecord = 7,
 }
 
 impl Event {
     /// Every event.
-    pub const ALL: [Event; 7] = [
+    pub const ALL: [Event; 8] = [
         Event::Help,
         Event::SlotWait,
         Event::InPlaceWord,
@@ -169,6 +182,7 @@ impl Event {
         Event::Grow,
         Event::DeferredReuse,
         Event::OverlappingCommit,
+        Event::OverflowRecord,
     ];
 
     /// A short name for reports.
@@ -181,6 +195,7 @@ impl Event {
             Event::Grow => "grow",
             Event::DeferredReuse => "deferred-reuse",
             Event::OverlappingCommit => "overlapping-commit",
+            Event::OverflowRecord => "overflow-record",
         }
     }
 }
@@ -188,7 +203,7 @@ impl Event {
 static FAULTS: AtomicU32 = AtomicU32::new(0);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static REACHED: [AtomicU64; 32] = [const { AtomicU64::new(0) }; 32];
-static EVENTS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+static EVENTS: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
 
 /// Inject `f` (process-wide) until [`clear_faults`].
 pub fn inject(f: Fault) {

@@ -840,11 +840,12 @@ fn a_full_pool_reuses_memory_freed_just_before() {
     assert!(pool.check(None).ok());
 }
 
-/// Format version 3 added the 80 and 112 KiB run classes. A version-2 pool (the previous
-/// build's) is read, keeps its data, and is marked version 3 at open (one atomic store of the
-/// version and checksum word), so version-2 builds refuse it once it may hold the new classes;
-/// versions 1 and 4 are refused. A 100 KB object now shares a chunk with another one instead of
-/// taking a whole 256 KiB chunk.
+/// Format version 3 added the 80 and 112 KiB run classes, version 4 the overflow records of
+/// transactions larger than a log slot. Version-2 and version-3 pools (earlier builds') are
+/// read, keep their data, and are marked version 4 at open (one atomic store of the version and
+/// checksum word), so older builds refuse them once they may hold what those builds would
+/// misread; versions 1 and 5 are refused. A 100 KB object now shares a chunk with another one
+/// instead of taking a whole 256 KiB chunk.
 #[test]
 fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
     let (_d, path) = tmp_pool("v2");
@@ -864,8 +865,8 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
         b
     };
     let v3 = std::fs::read(&path).unwrap();
-    assert_eq!(v3[8..12], 3u32.to_le_bytes());
-    for refused in [1u32, 4] {
+    assert_eq!(v3[8..12], 4u32.to_le_bytes());
+    for refused in [1u32, 5] {
         let p = path.with_extension(format!("v{refused}"));
         std::fs::write(&p, header(&v3, refused)).unwrap();
         let e = Pool::open(&p, "test").err().unwrap();
@@ -873,12 +874,17 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
             matches!(e, Error::UnsupportedVersion { found, .. } if found == refused),
             "{e}"
         );
-        assert!(e.to_string().contains("versions 2 to 3"), "{e}");
+        assert!(e.to_string().contains("versions 2 to 4"), "{e}");
     }
+    // Version 3 upgrades the same way.
+    let p3 = path.with_extension("v3");
+    std::fs::write(&p3, header(&v3, 3)).unwrap();
+    assert_eq!(Pool::open(&p3, "test").unwrap().info().format_version, 4);
+    assert_eq!(std::fs::read(&p3).unwrap()[8..12], 4u32.to_le_bytes());
     std::fs::write(&path, header(&v3, 2)).unwrap();
     {
         let pool = Pool::open(&path, "test").unwrap();
-        assert_eq!(pool.info().format_version, 3);
+        assert_eq!(pool.info().format_version, 4);
         let root = pool.root::<Root>().unwrap();
         assert_eq!(list_values(&pool, root), vec![42]);
         // Two 100 KB objects land in one 112 KiB-class run (one chunk), not two chunks.
@@ -895,10 +901,10 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
             "100 KB objects {gap} bytes apart"
         );
     }
-    // On the file: version 3 with a valid checksum (it opens again).
+    // On the file: version 4 with a valid checksum (it opens again).
     let after = std::fs::read(&path).unwrap();
-    assert_eq!(after[8..12], 3u32.to_le_bytes());
-    assert_eq!(after[..16], header(&after, 3)[..16]);
+    assert_eq!(after[8..12], 4u32.to_le_bytes());
+    assert_eq!(after[..16], header(&after, 4)[..16]);
     let pool = Pool::open(&path, "test").unwrap();
     let root = pool.root::<Root>().unwrap();
     assert_eq!(list_values(&pool, root), vec![42]);

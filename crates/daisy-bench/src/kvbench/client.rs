@@ -319,7 +319,9 @@ pub fn multi_exec_load(
                                 }
                                 match conn.read_reply()? {
                                     Reply::Array(Some(a)) if a.len() == 3 => {}
-                                    r => return Err(anyhow!("EXEC: expected 3 replies, got {r:?}")),
+                                    r => {
+                                        return Err(anyhow!("EXEC: expected 3 replies, got {r:?}"))
+                                    }
                                 }
                             }
                             if batch > 0 {
@@ -336,7 +338,10 @@ pub fn multi_exec_load(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a load thread panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a load thread panicked")))
+            })
             .collect()
     });
     let secs = t0.elapsed().as_secs_f64();

@@ -70,7 +70,9 @@ pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"]
 /// Tests `--tests` accepts: redis-benchmark's (`hset` and `sadd` write one big hash and set,
 /// `spop` pops from the set `sadd` filled), and `multi`, the bench's own MULTI/EXEC loader
 /// (transactions per second; see `client::multi_exec_load`).
-pub const TESTS: &[&str] = &["set", "get", "incr", "mset", "hset", "sadd", "spop", "multi"];
+pub const TESTS: &[&str] = &[
+    "set", "get", "incr", "mset", "hset", "sadd", "spop", "multi",
+];
 /// Requests per case by default (seed 000's Redis table without its largest).
 pub const DEFAULT_NS: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
 /// The N `--full` adds.
@@ -642,13 +644,18 @@ pub fn run(
             let _ = std::fs::remove_dir_all(&sub);
             match r {
                 Ok(rows) => rep.memory.extend(rows),
-                Err(e) => rep
-                    .unavailable
-                    .push(unavailable(name, format!("memory per hash field: {e:#}"), "failed")),
+                Err(e) => rep.unavailable.push(unavailable(
+                    name,
+                    format!("memory per hash field: {e:#}"),
+                    "failed",
+                )),
             }
         }
         if cfg.restart_keys > 0 && cfg.servers.iter().any(|s| s == "daisy") {
-            prog.show(&format!("daisy: restart with {} keys of mixed types", cfg.restart_keys));
+            prog.show(&format!(
+                "daisy: restart with {} keys of mixed types",
+                cfg.restart_keys
+            ));
             let sub = base.join("daisy-mixed");
             let r = restart::mixed_restart(cfg, &tools, &sub, &fs);
             let _ = std::fs::remove_dir_all(&sub);

@@ -291,7 +291,13 @@ pub const LARGE_HASH_FIELDS: u64 = 100_000;
 
 /// Bytes per field of small and of large hashes on a fresh server: used_memory before and
 /// after loading each kind, divided by the fields loaded.
-pub(super) fn hash_memory(tools: &Tools, name: &str, sub: &Path, cfg: &Config, fs: &str) -> Result<Vec<MemoryRow>> {
+pub(super) fn hash_memory(
+    tools: &Tools,
+    name: &str,
+    sub: &Path,
+    cfg: &Config,
+    fs: &str,
+) -> Result<Vec<MemoryRow>> {
     let server = Server::start(tools, name, sub, Duration::from_secs(10))?;
     let res = (|| -> Result<Vec<MemoryRow>> {
         let mut c = server.conn()?;
@@ -306,7 +312,15 @@ pub(super) fn hash_memory(tools: &Tools, name: &str, sub: &Path, cfg: &Config, f
             pipelined(&mut c, hashes * fields, 1000, |j, buf| {
                 let key = format!("{kind}:{}", j % hashes);
                 let field = format!("field:{}", j / hashes);
-                encode(buf, &[b"HSET", key.as_bytes(), field.as_bytes(), load_value(j).as_bytes()]);
+                encode(
+                    buf,
+                    &[
+                        b"HSET",
+                        key.as_bytes(),
+                        field.as_bytes(),
+                        load_value(j).as_bytes(),
+                    ],
+                );
             })?;
             let load_ms = t.elapsed().as_secs_f64() * 1e3;
             let after = c.info_field("memory", "used_memory")?;
@@ -341,34 +355,78 @@ fn load_mixed(c: &mut Conn, k: u64) -> Result<()> {
     let (hashes, sets) = (small / 5, small / 10);
     let strings = small - hashes - sets;
     pipelined(c, strings, 1000, |j, buf| {
-        encode(buf, &[b"SET", format!("key:{j}").as_bytes(), load_value(j).as_bytes()])
+        encode(
+            buf,
+            &[
+                b"SET",
+                format!("key:{j}").as_bytes(),
+                load_value(j).as_bytes(),
+            ],
+        )
     })?;
     pipelined(c, hashes, 500, |j, buf| {
         let v = load_value(j);
         let key = format!("hash:{j}");
         encode(
             buf,
-            &[b"HSET", key.as_bytes(), b"a", v.as_bytes(), b"b", v.as_bytes(), b"c", b"1", b"d", b"2"],
+            &[
+                b"HSET",
+                key.as_bytes(),
+                b"a",
+                v.as_bytes(),
+                b"b",
+                v.as_bytes(),
+                b"c",
+                b"1",
+                b"d",
+                b"2",
+            ],
         )
     })?;
     pipelined(c, sets, 500, |j, buf| {
         let key = format!("set:{j}");
         let m: Vec<String> = (0..4).map(|i| (j * 4 + i).to_string()).collect();
-        encode(buf, &[b"SADD", key.as_bytes(), m[0].as_bytes(), m[1].as_bytes(), m[2].as_bytes(), m[3].as_bytes()])
+        encode(
+            buf,
+            &[
+                b"SADD",
+                key.as_bytes(),
+                m[0].as_bytes(),
+                m[1].as_bytes(),
+                m[2].as_bytes(),
+                m[3].as_bytes(),
+            ],
+        )
     })?;
     pipelined(c, LARGE * LARGE_SIZE, 1000, |j, buf| {
         let (key, f) = (format!("bighash:{}", j % LARGE), format!("f{}", j / LARGE));
-        encode(buf, &[b"HSET", key.as_bytes(), f.as_bytes(), load_value(j).as_bytes()])
+        encode(
+            buf,
+            &[
+                b"HSET",
+                key.as_bytes(),
+                f.as_bytes(),
+                load_value(j).as_bytes(),
+            ],
+        )
     })?;
     pipelined(c, LARGE * LARGE_SIZE, 1000, |j, buf| {
-        let (key, m) = (format!("bigset:{}", j % LARGE), format!("member:{}", j / LARGE));
+        let (key, m) = (
+            format!("bigset:{}", j % LARGE),
+            format!("member:{}", j / LARGE),
+        );
         encode(buf, &[b"SADD", key.as_bytes(), m.as_bytes()])
     })
 }
 
 /// daisy's restart with `k` keys of mixed types (see [`load_mixed`]): loaded into a fresh
 /// pool, SHUTDOWN, then started `cfg.runs` times and timed from spawn to the first PONG.
-pub(super) fn mixed_restart(cfg: &Config, tools: &Tools, sub: &Path, fs: &str) -> Result<RestartRow> {
+pub(super) fn mixed_restart(
+    cfg: &Config,
+    tools: &Tools,
+    sub: &Path,
+    fs: &str,
+) -> Result<RestartRow> {
     let k = cfg.restart_keys;
     let server = Server::start(tools, "daisy", sub, Duration::from_secs(10))?;
     let loaded = (|| -> Result<()> {

@@ -233,7 +233,10 @@ pub fn types_table(rep: &Report) -> Option<Table> {
             .find(|m| m.server == server && m.kind == kind)
             .map(|m| format!("{:.1}", m.bytes_per_key))
     };
-    let mixed = rep.restarts.iter().find(|r| r.after == "shutdown, mixed types");
+    let mixed = rep
+        .restarts
+        .iter()
+        .find(|r| r.after == "shutdown, mixed types");
     if mixed.is_none() && !rep.memory.iter().any(|m| m.kind != "memory") {
         return None;
     }

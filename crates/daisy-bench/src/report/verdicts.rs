@@ -217,7 +217,10 @@ pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec
         .map(|u| Verdict {
             name: format!("not run: data types and MULTI/EXEC, {}", u.server),
             passed: u.status != "failed",
-            text: format!("Data types and MULTI/EXEC: {} {}: {}", u.server, u.status, u.reason),
+            text: format!(
+                "Data types and MULTI/EXEC: {} {}: {}",
+                u.server, u.status, u.reason
+            ),
         })
         .collect();
     let Some(n) = rep.rows.iter().map(|r| r.requests).max() else {
@@ -225,7 +228,10 @@ pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec
     };
     let at = |server: &str, test: &str, p: usize| {
         rep.rows.iter().find(|r| {
-            r.requests == n && r.server == server && r.test.eq_ignore_ascii_case(test) && r.pipeline == p
+            r.requests == n
+                && r.server == server
+                && r.test.eq_ignore_ascii_case(test)
+                && r.pipeline == p
         })
     };
     let mut parts = vec![];
@@ -295,7 +301,11 @@ pub(super) fn types_memory_verdicts(kv: &Outcome<kvbench::Report>) -> Vec<Verdic
             ));
         }
     }
-    if let Some(r) = rep.restarts.iter().find(|r| r.after == "shutdown, mixed types") {
+    if let Some(r) = rep
+        .restarts
+        .iter()
+        .find(|r| r.after == "shutdown, mixed types")
+    {
         any = true;
         let ok = r.restart_ms <= 12.0 && r.dbsize_ok;
         all &= ok;
@@ -730,8 +740,17 @@ mod tests {
         let v = types_verdicts(Some(&ok));
         let t = v.last().unwrap();
         assert!(t.passed, "{}", t.text);
-        assert!(t.text.contains("HSET P16 vs redis-none: 1.05x (faster in 2 of 3"), "{}", t.text);
-        assert!(t.text.contains("MULTI P1 vs redis-aof-always: 1.01x"), "{}", t.text);
+        assert!(
+            t.text
+                .contains("HSET P16 vs redis-none: 1.05x (faster in 2 of 3"),
+            "{}",
+            t.text
+        );
+        assert!(
+            t.text.contains("MULTI P1 vs redis-aof-always: 1.01x"),
+            "{}",
+            t.text
+        );
         let slow = Ok(rep(&[90.0, 120.0, 95.0]));
         let v = types_verdicts(Some(&slow));
         assert!(!v.last().unwrap().passed, "{}", v.last().unwrap().text);

@@ -15,6 +15,8 @@ pub struct ClientRow {
     pub laddr: String,
     /// Its CLIENT LIST line, without the newline.
     pub line: String,
+    /// A blocking command blocks it.
+    pub blocked: bool,
 }
 
 impl ClientRow {
@@ -26,6 +28,7 @@ impl ClientRow {
             addr: cl.addr.clone(),
             laddr: cl.laddr.clone(),
             line: client_line(cl, now_ms, dirty, closing),
+            blocked: cl.blocked.is_some(),
         }
     }
 }
@@ -38,6 +41,9 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     }
     if cl.multi.is_some() {
         flags.push('x');
+    }
+    if cl.blocked.is_some() {
+        flags.push('b');
     }
     if dirty {
         flags.push('d');
@@ -376,11 +382,21 @@ pub fn client(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             if a.len() == 4 && !matches!(&upper(a[3])[..], b"TIMEOUT" | b"ERROR") {
                 return c.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
             }
-            if parse_i64(a[2]).is_none() {
+            let Some(id) = parse_i64(a[2]) else {
                 return c.err(E_INT);
+            };
+            let error = a.len() == 4 && upper(a[3]) == b"ERROR";
+            // A client blocked on keys (not one CLIENT PAUSE holds): the event loop answers
+            // it once this command's transaction commits.
+            let blocked =
+                c.sv.admin
+                    .others
+                    .iter()
+                    .any(|r| r.id as i64 == id && r.blocked);
+            if blocked && !c.sv.admin.unblock.iter().any(|u| u.0 as i64 == id) {
+                c.sv.admin.unblock.push((id as u64, error));
             }
-            // No command here ever blocks a client: there is none to unblock.
-            resp::int(c.out, 0);
+            resp::int(c.out, blocked as i64);
         }
         (b"SETNAME", 3) => {
             if set_name(c, a[2])? {

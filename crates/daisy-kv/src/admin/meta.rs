@@ -371,6 +371,13 @@ impl Cmd {
     /// `getKeysFromCommandWithSpecs`. None when the arguments do not fit the key specs
     /// (Redis: "Invalid arguments specified for command").
     pub fn keys(&self, args: &[&[u8]]) -> Option<Vec<(usize, Vec<&'static str>)>> {
+        // SORT and SORT_RO name keys their specs cannot find (BY and GET patterns, STORE
+        // anywhere): db.c's `sortGetKeys` / `sortROGetKeys`.
+        match self.name.as_str() {
+            "sort_ro" => return Some(vec![(1, vec!["RO", "access"])]),
+            "sort" => return Some(sort_keys(args)),
+            _ => {}
+        }
         let variable = self.key_specs.iter().any(|k| k.has("VARIABLE_FLAGS"));
         if !variable && self.key_specs.iter().any(|k| !k.has("NOT_KEY")) {
             if let Some(keys) = keys_from_specs(self, args) {
@@ -396,6 +403,34 @@ impl Cmd {
             _ => None,
         }
     }
+}
+
+/// SORT's keys: the sorted key, then the destination of the last STORE (db.c's `sortGetKeys`:
+/// the words after LIMIT, GET and BY are skipped, so a key named "store" is not mistaken).
+fn sort_keys(args: &[&[u8]]) -> Vec<(usize, Vec<&'static str>)> {
+    let mut out = vec![(1, vec!["RO", "access"])];
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args[i];
+        let skip = if a.eq_ignore_ascii_case(b"limit") {
+            2
+        } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+            1
+        } else if a.eq_ignore_ascii_case(b"store") {
+            if i + 1 < args.len() {
+                store = Some(i + 1);
+            }
+            1
+        } else {
+            0
+        };
+        i += 1 + skip;
+    }
+    if let Some(s) = store {
+        out.push((s, vec!["OW", "update"]));
+    }
+    out
 }
 
 /// BITFIELD only reads: GET and OVERFLOW subcommands only (db.c's `bitfieldGetKeys`).

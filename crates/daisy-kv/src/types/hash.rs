@@ -158,7 +158,8 @@ impl HashVal {
     pub fn set(&mut self, c: &mut Ctx, field: &[u8], value: &[u8]) -> daisy::Result<bool> {
         self.convert_for_items(c, &[field, value])?;
         let new = self.set_here(c, field, value)?;
-        if matches!(self, HashVal::Packed(p) if p.count() / 2 > c.sv.config.hash_max_listpack_entries) {
+        if matches!(self, HashVal::Packed(p) if p.count() / 2 > c.sv.config.hash_max_listpack_entries)
+        {
             self.convert_to_table(c)?;
         }
         Ok(new)
@@ -208,7 +209,9 @@ impl HashVal {
     /// `hash-max-listpack-value` (Redis's `hashTypeTryConversion`, before the change).
     fn convert_for_items(&mut self, c: &mut Ctx, items: &[&[u8]]) -> daisy::Result<()> {
         if matches!(self, HashVal::Packed(_))
-            && items.iter().any(|i| i.len() > c.sv.config.hash_max_listpack_value)
+            && items
+                .iter()
+                .any(|i| i.len() > c.sv.config.hash_max_listpack_value)
         {
             self.convert_to_table(c)?;
         }
@@ -302,7 +305,9 @@ macro_rules! or_return {
 fn hset_generic(c: &mut Ctx, a: &[&[u8]], reply_count: bool) -> daisy::Result<()> {
     if a.len() % 2 == 1 {
         let name = if reply_count { "hset" } else { "hmset" };
-        return c.err(&format!("ERR wrong number of arguments for '{name}' command"));
+        return c.err(&format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ));
     }
     let (mut h, old) = or_return!(open_write(c, a[1])?);
     h.convert_for_items(c, &a[2..])?;
@@ -452,10 +457,12 @@ pub fn hincrby(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     let (mut h, old) = or_return!(open_write(c, a[1])?);
     let cur = match h.get(c, a[2])? {
-        Some(v) => match super::intset::as_int(&v).or_else(|| parse_i64(&v).filter(|_| v.len() <= 20)) {
-            Some(n) => n,
-            None => return c.err("ERR hash value is not an integer"),
-        },
+        Some(v) => {
+            match super::intset::as_int(&v).or_else(|| parse_i64(&v).filter(|_| v.len() <= 20)) {
+                Some(n) => n,
+                None => return c.err("ERR hash value is not an integer"),
+            }
+        }
         None => 0,
     };
     let Some(n) = cur.checked_add(incr) else {
@@ -631,7 +638,11 @@ pub fn hscan(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 /// more than `hash-max-listpack-entries` fields and, if `check_values`, no field or value
 /// longer than `hash-max-listpack-value` (Redis does not look at the lengths of a hash that
 /// arrives as a listpack); else a new table.
-pub fn create(c: &mut Ctx, pairs: Vec<(Vec<u8>, Vec<u8>)>, check_values: bool) -> daisy::Result<(Enc, Vec<u8>)> {
+pub fn create(
+    c: &mut Ctx,
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    check_values: bool,
+) -> daisy::Result<(Enc, Vec<u8>)> {
     let cfg = &c.sv.config;
     let max = cfg.hash_max_listpack_value;
     if pairs.len() <= cfg.hash_max_listpack_entries

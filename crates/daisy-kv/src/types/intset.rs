@@ -35,7 +35,10 @@ pub fn width_of(v: i64) -> u8 {
 /// The encoded set of `sorted` (ascending, no duplicates), at least `width` bytes wide.
 pub fn encode(sorted: &[i64], width: u8) -> Vec<u8> {
     debug_assert!(sorted.windows(2).all(|w| w[0] < w[1]));
-    let w = sorted.iter().map(|&v| width_of(v)).fold(width.max(2), u8::max);
+    let w = sorted
+        .iter()
+        .map(|&v| width_of(v))
+        .fold(width.max(2), u8::max);
     let mut out = Vec::with_capacity(1 + w as usize * sorted.len());
     out.push(w);
     for &v in sorted {
@@ -83,14 +86,28 @@ mod tests {
         assert_eq!(as_int(b"-5"), Some(-5));
         assert_eq!(as_int(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(as_int(b"-9223372036854775808"), Some(i64::MIN));
-        for s in [&b"007"[..], b"+1", b"-0", b"", b" 1", b"1 ", b"9223372036854775808", b"1.0"] {
+        for s in [
+            &b"007"[..],
+            b"+1",
+            b"-0",
+            b"",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+            b"1.0",
+        ] {
             assert_eq!(as_int(s), None, "{:?}", String::from_utf8_lossy(s));
         }
     }
 
     #[test]
     fn widths_and_order() {
-        for set in [vec![], vec![1, 2, 3], vec![-70000, 5], vec![i64::MIN, 0, i64::MAX]] {
+        for set in [
+            vec![],
+            vec![1, 2, 3],
+            vec![-70000, 5],
+            vec![i64::MIN, 0, i64::MAX],
+        ] {
             let b = encode(&set, 2);
             let w = set.iter().map(|&v| width_of(v)).max().unwrap_or(2);
             assert_eq!(decode(&b).unwrap(), (set.clone(), w));
@@ -100,7 +117,10 @@ mod tests {
         assert_eq!(encode(&[1, 40000], 2)[0], 4);
         assert_eq!(encode(&[1, 1 << 40], 2)[0], 8);
         // Wider than the values need (a wide member was removed): kept, as Redis keeps it.
-        assert_eq!(encode(&[1, 2], 8), [8, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            encode(&[1, 2], 8),
+            [8, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]
+        );
         assert_eq!(decode(&[4, 1, 0, 0, 0]).unwrap(), (vec![1], 4));
         assert!(decode(&[2, 2, 0, 1, 0]).is_err(), "descending");
         assert!(decode(&[3, 1, 0, 0]).is_err());

@@ -21,6 +21,7 @@
 
 pub mod hash;
 pub mod intset;
+pub mod list;
 pub mod packed;
 pub mod set;
 pub mod string;
@@ -67,19 +68,20 @@ impl Type {
 
     /// The type named `n` (SCAN's TYPE option), if this server has it.
     pub fn by_name(n: &[u8]) -> Option<Type> {
-        [Type::String, Type::Set, Type::Hash]
+        [Type::String, Type::List, Type::Set, Type::Hash]
             .into_iter()
             .find(|t| t.name().as_bytes().eq_ignore_ascii_case(n))
     }
 }
 
-/// Whether a record may have type `ty` with encoding `enc` (lists and sorted sets are not in
-/// this build: their records are refused as damage).
+/// Whether a record may have type `ty` with encoding `enc` (sorted sets are not in this
+/// build: their records are refused as damage).
 pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
     matches!(
         (ty, enc),
         (Type::String, Enc::Auto | Enc::Raw | Enc::Embstr | Enc::Int)
             | (Type::Hash, Enc::Packed | Enc::Table)
+            | (Type::List, Enc::Packed)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
     )
 }
@@ -88,6 +90,7 @@ pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Value {
     String(Vec<u8>),
+    List(Vec<Vec<u8>>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
 }
@@ -109,8 +112,9 @@ pub fn of(ty: Type) -> &'static dyn DataType {
         Type::String => &string::Strings,
         Type::Hash => &hash::Hashes,
         Type::Set => &set::Sets,
+        Type::List => &list::Lists,
         // Never decoded (valid_encoding refuses them): the records read as damage.
-        Type::List | Type::ZSet => &Unsupported,
+        Type::ZSet => &Unsupported,
     }
 }
 
@@ -126,6 +130,17 @@ impl DataType for Unsupported {
     fn dump(&self, _: &Pool, _: Enc, _: &[u8]) -> Result<Value, String> {
         Err("type not supported by this build".into())
     }
+}
+
+/// A sorted set's members in score order (SORT). Sorted sets are not in this build: no record
+/// can be one (`valid_encoding` refuses them), so this is never reached with a value.
+pub fn zset_members(
+    _c: &mut crate::commands::Ctx,
+    _v: &crate::keyspace::Val,
+) -> daisy::Result<Vec<Vec<u8>>> {
+    Err(daisy::Error::Unsupported(
+        "sorted sets are not in this build".into(),
+    ))
 }
 
 /// The map a table-encoded payload names.
@@ -168,10 +183,7 @@ pub fn create_table<'i>(
 }
 
 /// Every (key, value) of a table, in its hash order.
-pub fn table_all(
-    c: &crate::commands::Ctx,
-    view: &daisy::BytesMapView,
-) -> daisy::Result<Pairs> {
+pub fn table_all(c: &crate::commands::Ctx, view: &daisy::BytesMapView) -> daisy::Result<Pairs> {
     let (_, out) = table_scan_all(c, view, 0, usize::MAX)?;
     Ok(out)
 }
@@ -211,7 +223,10 @@ fn table_scan_all(
 /// A SCAN-family cursor (Redis: an unsigned number, else "invalid cursor"); None after the
 /// error reply.
 pub fn parse_cursor(c: &mut crate::commands::Ctx, arg: &[u8]) -> daisy::Result<Option<u64>> {
-    match std::str::from_utf8(arg).ok().and_then(|s| s.parse::<u64>().ok()) {
+    match std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
         Some(n) => Ok(Some(n)),
         None => {
             c.err("ERR invalid cursor")?;
@@ -238,7 +253,11 @@ pub struct ScanOpts {
 impl ScanOpts {
     /// Parse from `a[from..]` (Redis's `scanGenericCommand`); None after an error reply.
     /// TYPE is accepted only when `from` is 2 (SCAN itself).
-    pub fn parse(c: &mut crate::commands::Ctx, a: &[&[u8]], from: usize) -> daisy::Result<Option<ScanOpts>> {
+    pub fn parse(
+        c: &mut crate::commands::Ctx,
+        a: &[&[u8]],
+        from: usize,
+    ) -> daisy::Result<Option<ScanOpts>> {
         let mut o = ScanOpts {
             pattern: None,
             count: 10,
@@ -294,7 +313,10 @@ const SHRINK_MAX_SEGMENTS: usize = 4096;
 /// command's transaction (`BytesMapView::shrink`: the entries' slots move into new segments,
 /// nothing is copied per entry). Amortized O(1) per removal: a shrink costs the old table's
 /// segments, and at least most of its entries were removed since it was that big.
-pub fn shrink_if_sparse(c: &mut crate::commands::Ctx, view: &mut daisy::BytesMapView) -> daisy::Result<()> {
+pub fn shrink_if_sparse(
+    c: &mut crate::commands::Ctx,
+    view: &mut daisy::BytesMapView,
+) -> daisy::Result<()> {
     let len = view.len(c.tx)?;
     let cap = view.capacity(c.tx)?;
     // One segment (1024 slots) is as small as a table gets.

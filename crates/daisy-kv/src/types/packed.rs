@@ -46,20 +46,28 @@ pub fn decode(b: &[u8]) -> Result<Vec<&[u8]>, String> {
     let mut pos = 0;
     let n = get_varint(b, &mut pos).ok_or("packed value: truncated count")?;
     if n > b.len() as u64 {
-        return Err(format!("packed value: count {n} exceeds its {} bytes", b.len()));
+        return Err(format!(
+            "packed value: count {n} exceeds its {} bytes",
+            b.len()
+        ));
     }
     let mut items = Vec::with_capacity(n as usize);
     for i in 0..n {
-        let len = get_varint(b, &mut pos).ok_or_else(|| format!("packed value: item {i} truncated"))?;
+        let len =
+            get_varint(b, &mut pos).ok_or_else(|| format!("packed value: item {i} truncated"))?;
         let end = (pos as u64)
             .checked_add(len)
             .filter(|&e| e <= b.len() as u64)
-            .ok_or_else(|| format!("packed value: item {i} runs past the end"))? as usize;
+            .ok_or_else(|| format!("packed value: item {i} runs past the end"))?
+            as usize;
         items.push(&b[pos..end]);
         pos = end;
     }
     if pos != b.len() {
-        return Err(format!("packed value: {} bytes after the last item", b.len() - pos));
+        return Err(format!(
+            "packed value: {} bytes after the last item",
+            b.len() - pos
+        ));
     }
     Ok(items)
 }
@@ -125,7 +133,10 @@ impl PackedBuf {
             }
         }
         if pos != end {
-            return Err(format!("packed value: {} bytes after the last item", end - pos));
+            return Err(format!(
+                "packed value: {} bytes after the last item",
+                end - pos
+            ));
         }
         Ok(PackedBuf {
             buf,

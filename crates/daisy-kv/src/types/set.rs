@@ -71,13 +71,20 @@ impl DataType for Sets {
 
     fn dump(&self, pool: &Pool, enc: Enc, payload: &[u8]) -> Result<Value, String> {
         let members: Vec<Vec<u8>> = match enc {
-            Enc::Table => table_entries(pool, payload)?.0.into_iter().map(|e| e.0).collect(),
+            Enc::Table => table_entries(pool, payload)?
+                .0
+                .into_iter()
+                .map(|e| e.0)
+                .collect(),
             Enc::IntSet => intset::decode(payload)?
                 .0
                 .into_iter()
                 .map(|n| n.to_string().into_bytes())
                 .collect(),
-            _ => packed::decode(payload)?.into_iter().map(|m| m.to_vec()).collect(),
+            _ => packed::decode(payload)?
+                .into_iter()
+                .map(|m| m.to_vec())
+                .collect(),
         };
         Ok(Value::Set(members.into_iter().collect()))
     }
@@ -119,7 +126,8 @@ impl SetVal {
         let cfg = &c.sv.config;
         if intset::as_int(first).is_some() && hint <= cfg.set_max_intset_entries {
             Ok(SetVal::Ints(Vec::new(), 2))
-        } else if hint <= cfg.set_max_listpack_entries && first.len() <= cfg.set_max_listpack_value {
+        } else if hint <= cfg.set_max_listpack_entries && first.len() <= cfg.set_max_listpack_value
+        {
             Ok(SetVal::Packed(PackedBuf::new()))
         } else {
             let view = super::create_table(c, std::iter::empty())?;
@@ -147,7 +155,11 @@ impl SetVal {
     pub fn add(&mut self, c: &mut Ctx, m: &[u8]) -> daisy::Result<bool> {
         let (max_ints, max_lp, max_lp_value) = {
             let cfg = &c.sv.config;
-            (cfg.set_max_intset_entries, cfg.set_max_listpack_entries, cfg.set_max_listpack_value)
+            (
+                cfg.set_max_intset_entries,
+                cfg.set_max_listpack_entries,
+                cfg.set_max_listpack_value,
+            )
         };
         match self {
             SetVal::Ints(v, width) => {
@@ -224,7 +236,10 @@ impl SetVal {
         Ok(match self {
             SetVal::Ints(v, _) => v.iter().map(|n| n.to_string().into_bytes()).collect(),
             SetVal::Packed(v) => v.items().map(|at| v.get(&at).to_vec()).collect(),
-            SetVal::Table { view, .. } => super::table_all(c, view)?.into_iter().map(|e| e.0).collect(),
+            SetVal::Table { view, .. } => super::table_all(c, view)?
+                .into_iter()
+                .map(|e| e.0)
+                .collect(),
         })
     }
 
@@ -246,10 +261,13 @@ impl SetVal {
 
     pub fn random(&self, c: &mut Ctx) -> daisy::Result<Vec<u8>> {
         Ok(match self {
-            SetVal::Ints(v, _) => v[(c.random() % v.len() as u64) as usize].to_string().into_bytes(),
+            SetVal::Ints(v, _) => v[(c.random() % v.len() as u64) as usize]
+                .to_string()
+                .into_bytes(),
             SetVal::Packed(v) => {
                 let i = (c.random() % v.count() as u64) as usize;
-                v.get(&v.items().nth(i).expect("a member of the blob")).to_vec()
+                v.get(&v.items().nth(i).expect("a member of the blob"))
+                    .to_vec()
             }
             SetVal::Table { view, .. } => {
                 let sv = &mut *c.sv;
@@ -286,7 +304,9 @@ impl SetVal {
         let (enc, payload) = match self {
             SetVal::Ints(v, width) => (Enc::IntSet, intset::encode(&v, width)),
             SetVal::Packed(v) => (Enc::Packed, v.bytes().to_vec()),
-            SetVal::Table { view, fresh: true } => (Enc::Table, view.id().offset().to_le_bytes().to_vec()),
+            SetVal::Table { view, fresh: true } => {
+                (Enc::Table, view.id().offset().to_le_bytes().to_vec())
+            }
             SetVal::Table {
                 mut view,
                 fresh: false,
@@ -487,7 +507,13 @@ pub fn spop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return c.err(E_SYNTAX);
     }
     let count = if a.len() == 3 {
-        match range_arg(c, a[2], 0, i64::MAX, Some("value is out of range, must be positive"))? {
+        match range_arg(
+            c,
+            a[2],
+            0,
+            i64::MAX,
+            Some("value is out of range, must be positive"),
+        )? {
             Some(n) => Some(n as u64),
             None => return Ok(()),
         }
@@ -624,18 +650,29 @@ struct Computed {
 
 /// Redis 7.0's `sinterGenericCommand` and `sunionDiffGenericCommand` over the members of
 /// `keys` (None: a missing key). `limit` stops an intersection early (SINTERCARD; 0: none).
-fn compute(c: &Ctx, keys: &[&[u8]], sets: &[Option<Vec<Vec<u8>>>], op: &Op, limit: usize) -> Computed {
+fn compute(
+    c: &Ctx,
+    keys: &[&[u8]],
+    sets: &[Option<Vec<Vec<u8>>>],
+    op: &Op,
+    limit: usize,
+) -> Computed {
     use std::collections::HashSet;
     let members = match op {
         Op::Inter => {
             if sets.iter().any(|s| s.is_none()) {
-                return Computed { members: Vec::new(), intset: true };
+                return Computed {
+                    members: Vec::new(),
+                    intset: true,
+                };
             }
             // The smallest set is iterated (its order is the reply's).
             let mut order: Vec<&Vec<Vec<u8>>> = sets.iter().flatten().collect();
             order.sort_by_key(|s| s.len());
-            let others: Vec<HashSet<&[u8]>> =
-                order[1..].iter().map(|s| s.iter().map(|m| &m[..]).collect()).collect();
+            let others: Vec<HashSet<&[u8]>> = order[1..]
+                .iter()
+                .map(|s| s.iter().map(|m| &m[..]).collect())
+                .collect();
             let mut out = Vec::new();
             for m in order[0] {
                 if others.iter().all(|o| o.contains(&m[..])) {
@@ -659,21 +696,43 @@ fn compute(c: &Ctx, keys: &[&[u8]], sets: &[Option<Vec<Vec<u8>>>], op: &Op, limi
         }
         Op::Diff => {
             let Some(first) = &sets[0] else {
-                return Computed { members: Vec::new(), intset: true };
+                return Computed {
+                    members: Vec::new(),
+                    intset: true,
+                };
             };
             // The first key given again: nothing is left (Redis's `sameset`).
-            if keys[1..].iter().zip(&sets[1..]).any(|(k, s)| *k == keys[0] && s.is_some()) {
-                return Computed { members: Vec::new(), intset: true };
+            if keys[1..]
+                .iter()
+                .zip(&sets[1..])
+                .any(|(k, s)| *k == keys[0] && s.is_some())
+            {
+                return Computed {
+                    members: Vec::new(),
+                    intset: true,
+                };
             }
-            let rest: HashSet<&[u8]> = sets[1..].iter().flatten().flatten().map(|m| &m[..]).collect();
-            let out: Vec<Vec<u8>> = first.iter().filter(|m| !rest.contains(&m[..])).cloned().collect();
+            let rest: HashSet<&[u8]> = sets[1..]
+                .iter()
+                .flatten()
+                .flatten()
+                .map(|m| &m[..])
+                .collect();
+            let out: Vec<Vec<u8>> = first
+                .iter()
+                .filter(|m| !rest.contains(&m[..]))
+                .cloned()
+                .collect();
             // Redis's second algorithm copies the whole first set into its dstset before
             // removing the others' members: the dstset's encoding is then the first set's.
             let one: usize = sets.iter().flatten().map(|_| first.len()).sum::<usize>() / 2;
             let two: usize = sets.iter().flatten().map(|s| s.len()).sum();
             if one > two {
                 let intset = intset_fits(c, first);
-                return Computed { members: out, intset };
+                return Computed {
+                    members: out,
+                    intset,
+                };
             }
             out
         }
@@ -737,7 +796,14 @@ pub fn sdiffstore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit].
 pub fn sintercard(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let Some(numkeys) = range_arg(c, a[1], 1, i64::MAX, Some("numkeys should be greater than 0"))? else {
+    let Some(numkeys) = range_arg(
+        c,
+        a[1],
+        1,
+        i64::MAX,
+        Some("numkeys should be greater than 0"),
+    )?
+    else {
         return Ok(());
     };
     let numkeys = numkeys as usize;
@@ -804,7 +870,9 @@ fn create_encoded(c: &mut Ctx, members: &[Vec<u8>], intset: bool) -> daisy::Resu
     }
     let cfg = &c.sv.config;
     if members.len() <= cfg.set_max_listpack_entries
-        && members.iter().all(|m| m.len() <= cfg.set_max_listpack_value)
+        && members
+            .iter()
+            .all(|m| m.len() <= cfg.set_max_listpack_value)
     {
         let mut p = PackedBuf::new();
         for m in members {

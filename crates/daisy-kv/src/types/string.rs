@@ -56,7 +56,12 @@ struct Extended<'a> {
 }
 
 /// Parse from `a[start..]`; `set` for SET's options, else GETEX's. Err: the reply was sent.
-fn parse_extended<'a>(c: &mut Ctx, a: &[&'a [u8]], start: usize, set: bool) -> Result<Extended<'a>, ()> {
+fn parse_extended<'a>(
+    c: &mut Ctx,
+    a: &[&'a [u8]],
+    start: usize,
+    set: bool,
+) -> Result<Extended<'a>, ()> {
     let mut o = Extended::default();
     let mut j = start;
     while j < a.len() {
@@ -322,7 +327,12 @@ fn too_big(c: &mut Ctx) -> daisy::Result<()> {
 }
 
 /// Store a string changed in place (APPEND, SETRANGE: encoding `raw`), keeping its expiry.
-fn put_raw(c: &mut Ctx, key: &[u8], val: &[u8], old: Option<&crate::keyspace::Val>) -> daisy::Result<()> {
+fn put_raw(
+    c: &mut Ctx,
+    key: &[u8],
+    val: &[u8],
+    old: Option<&crate::keyspace::Val>,
+) -> daisy::Result<()> {
     let hdr = Header::new(Type::String, Enc::Raw).with_expire(old.and_then(|v| v.expire_ms));
     let db = c.db();
     c.ks.put(c.tx, db, key, hdr, &[val], old, false)?;
@@ -335,7 +345,15 @@ pub fn append(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let Some(old) = old else {
         // A new key holds the argument as SET would store it (Redis: `tryObjectEncoding`).
         let db = c.db();
-        c.ks.put(c.tx, db, a[1], Header::new(Type::String, Enc::Auto), &[a[2]], None, false)?;
+        c.ks.put(
+            c.tx,
+            db,
+            a[1],
+            Header::new(Type::String, Enc::Auto),
+            &[a[2]],
+            None,
+            false,
+        )?;
         c.touch(a[1]);
         resp::int(c.out, a[2].len() as i64);
         return Ok(());
@@ -533,7 +551,8 @@ pub fn lcs(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let (alen, blen) = (sa.len(), sb.len());
     let cells = (alen as u128 + 1) * (blen as u128 + 1);
     if cells * 4 > MAX_STRING as u128 {
-        return c.err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+        return c
+            .err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
     }
     let w = blen + 1;
     let mut t = vec![0u32; cells as usize];

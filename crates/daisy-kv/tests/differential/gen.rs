@@ -145,36 +145,124 @@ impl AsArg for &Vec<u8> {
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5"];
 
 const VALUES: &[&str] = &[
-    "v", "", "0", "1", "-1", "7", "42", "100", "9999", "10000", "-0", "01", "1.5", "3.0e2",
-    "abc", "hello world", "9223372036854775807", "-9223372036854775808",
-    "9223372036854775808", "12345678901234567890", " 1", "0x10", "inf",
+    "v",
+    "",
+    "0",
+    "1",
+    "-1",
+    "7",
+    "42",
+    "100",
+    "9999",
+    "10000",
+    "-0",
+    "01",
+    "1.5",
+    "3.0e2",
+    "abc",
+    "hello world",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775808",
+    "12345678901234567890",
+    " 1",
+    "0x10",
+    "inf",
 ];
 
 /// The set key whose members are integers (see [`Gen::member`]).
 const INT_KEY: &str = "k4";
 
 const INT_MEMBERS: &[&str] = &[
-    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "-1", "-2", "100",
-    "-70000", "70000", "4294967296", "-9223372036854775808", "9223372036854775807",
+    "0",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "6",
+    "7",
+    "8",
+    "9",
+    "10",
+    "11",
+    "12",
+    "-1",
+    "-2",
+    "100",
+    "-70000",
+    "70000",
+    "4294967296",
+    "-9223372036854775808",
+    "9223372036854775807",
 ];
 
 const FIELDS: &[&str] = &["f0", "f1", "f2", "f3", "f4", "1", "2", "-3", ""];
 
 const MEMBERS: &[&str] = &[
-    "0", "1", "2", "3", "5", "7", "-1", "100", "01", "1.0", "a", "b", "c", "d", "",
-    "9223372036854775807", "-9223372036854775808", "18446744073709551616", " 2",
+    "0",
+    "1",
+    "2",
+    "3",
+    "5",
+    "7",
+    "-1",
+    "100",
+    "01",
+    "1.0",
+    "a",
+    "b",
+    "c",
+    "d",
+    "",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551616",
+    " 2",
 ];
 
 /// Integer arguments: small ones mostly, and the edges of what parses.
 const INT_EDGES: &[&str] = &[
-    "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-    "-9223372036854775809", "abc", "1.5", "", "01", " 1", "+1", "1 ", "0x1", "-0",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "abc",
+    "1.5",
+    "",
+    "01",
+    " 1",
+    "+1",
+    "1 ",
+    "0x1",
+    "-0",
 ];
 
 const FLOATS: &[&str] = &[
-    "1", "1.5", "-0.25", "3", "1e2", "0.1", "-7", "2.5e-3", "10.000", "-0", "1e400", "inf",
-    "-inf", "+inf", "nan", "abc", "", " 1", "0x10", "1.7976931348623157e308", "5.0e3",
-    "1e-400", ".5", "5.",
+    "1",
+    "1.5",
+    "-0.25",
+    "3",
+    "1e2",
+    "0.1",
+    "-7",
+    "2.5e-3",
+    "10.000",
+    "-0",
+    "1e400",
+    "inf",
+    "-inf",
+    "+inf",
+    "nan",
+    "abc",
+    "",
+    " 1",
+    "0x10",
+    "1.7976931348623157e308",
+    "5.0e3",
+    "1e-400",
+    ".5",
+    "5.",
 ];
 
 pub struct Gen {
@@ -318,8 +406,16 @@ impl Gen {
     /// A bad time argument.
     fn bad_time(&mut self) -> Vec<u8> {
         b(self.rng.pick(&[
-            "0", "-1", "abc", "9223372036854775807", "-9223372036854775808", "1.5", "",
-            "9223372036854775", "9223372036854776", "-100",
+            "0",
+            "-1",
+            "abc",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "1.5",
+            "",
+            "9223372036854775",
+            "9223372036854776",
+            "-100",
         ]))
     }
 
@@ -412,11 +508,17 @@ impl Gen {
             (6, Str, |g| {
                 let name = if g.rng.pct(50) { "SETEX" } else { "PSETEX" };
                 let ms = name == "PSETEX";
-                let t = if g.rng.pct(80) { g.rel(ms) } else { g.bad_time() };
+                let t = if g.rng.pct(80) {
+                    g.rel(ms)
+                } else {
+                    g.bad_time()
+                };
                 let (k, v) = (g.key(), g.value());
                 Op::Cmd(args![name, k, t, v], Cmp::Exact)
             }),
-            (6, Str, |g| Op::Cmd(g.key_items("GETSET", Gen::value, 1), Cmp::Exact)),
+            (6, Str, |g| {
+                Op::Cmd(g.key_items("GETSET", Gen::value, 1), Cmp::Exact)
+            }),
             (5, Str, |g| Op::Cmd(args!["GETDEL", g.key()], Cmp::Exact)),
             (10, Str, Self::getex),
             (8, Str, |g| {
@@ -430,7 +532,9 @@ impl Gen {
                 g.pairs(&mut a, Gen::key);
                 Op::Cmd(a, Cmp::Exact)
             }),
-            (12, Str, |g| Op::Cmd(g.key_items("APPEND", Gen::value, 1), Cmp::Exact)),
+            (12, Str, |g| {
+                Op::Cmd(g.key_items("APPEND", Gen::value, 1), Cmp::Exact)
+            }),
             (6, Str, |g| Op::Cmd(args!["STRLEN", g.key()], Cmp::Exact)),
             (8, Str, |g| {
                 let name = if g.rng.pct(80) { "GETRANGE" } else { "SUBSTR" };
@@ -448,7 +552,11 @@ impl Gen {
                 };
                 let v = if g.rng.pct(10) { b("") } else { g.value() };
                 // Huge offsets only where Redis refuses them (past 512 MB), never a 512 MB value.
-                let v = if off.starts_with(b"53687091") { b("ab") } else { v };
+                let v = if off.starts_with(b"53687091") {
+                    b("ab")
+                } else {
+                    v
+                };
                 Op::Cmd(args!["SETRANGE", k, off, v], Cmp::Exact)
             }),
             (20, Str, |g| {
@@ -512,8 +620,12 @@ impl Gen {
                 let (k, f) = (g.key(), g.field());
                 Op::Cmd(args!["HGET", k, f], Cmp::Exact)
             }),
-            (6, H, |g| Op::Cmd(g.key_items("HMGET", Gen::field, 3), Cmp::Exact)),
-            (12, H, |g| Op::Cmd(g.key_items("HDEL", Gen::field, 3), Cmp::Exact)),
+            (6, H, |g| {
+                Op::Cmd(g.key_items("HMGET", Gen::field, 3), Cmp::Exact)
+            }),
+            (12, H, |g| {
+                Op::Cmd(g.key_items("HDEL", Gen::field, 3), Cmp::Exact)
+            }),
             (10, H, |g| {
                 let name = g.rng.pick(&["HLEN", "HSTRLEN", "HEXISTS"]);
                 let k = g.key();
@@ -562,7 +674,9 @@ impl Gen {
                 g.scan(args!["HSCAN", k], ScanKind::Pairs)
             }),
             // sets
-            (40, S, |g| Op::Cmd(g.key_items("SADD", Gen::member, 4), Cmp::Exact)),
+            (40, S, |g| {
+                Op::Cmd(g.key_items("SADD", Gen::member, 4), Cmp::Exact)
+            }),
             (2, S, |g| {
                 // Past set-max-intset-entries (or the listpack's) at once.
                 let mut a = args!["SADD", g.key()];
@@ -575,7 +689,9 @@ impl Gen {
                 }
                 Op::Cmd(a, Cmp::Exact)
             }),
-            (15, S, |g| Op::Cmd(g.key_items("SREM", Gen::member, 3), Cmp::Exact)),
+            (15, S, |g| {
+                Op::Cmd(g.key_items("SREM", Gen::member, 3), Cmp::Exact)
+            }),
             (12, S, |g| {
                 let a = match g.rng.below(3) {
                     0 => args!["SCARD", g.key()],
@@ -858,7 +974,9 @@ impl Gen {
                 }
                 4 if kind == ScanKind::Keys => {
                     a.push(b("TYPE"));
-                    a.push(b(self.rng.pick(&["string", "hash", "set", "list", "HASH", "nosuch"])));
+                    a.push(b(self
+                        .rng
+                        .pick(&["string", "hash", "set", "list", "HASH", "nosuch"])));
                 }
                 5 => a.push(b("COUNT")),
                 _ => a.push(b("BAD")),
@@ -997,7 +1115,10 @@ impl Gen {
             };
             steps.push(step);
         }
-        steps.push((Who::A, args![if self.rng.pct(90) { "EXEC" } else { "DISCARD" }]));
+        steps.push((
+            Who::A,
+            args![if self.rng.pct(90) { "EXEC" } else { "DISCARD" }],
+        ));
         Op::Multi(steps)
     }
 

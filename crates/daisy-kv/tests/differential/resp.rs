@@ -68,7 +68,11 @@ impl Reply {
 
     /// The first line of an aggregate (its type byte and count), or the whole of a scalar.
     pub fn header(&self) -> &[u8] {
-        let end = self.raw.windows(2).position(|w| w == b"\r\n").unwrap_or(self.raw.len());
+        let end = self
+            .raw
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .unwrap_or(self.raw.len());
         &self.raw[..end]
     }
 
@@ -177,7 +181,12 @@ impl Conn {
             Err(e) => panic!("{}: reading a reply: {e}", self.who),
         }
         let l = &raw[start..];
-        assert!(l.ends_with(b"\r\n"), "{}: reply line without CRLF: {}", self.who, show(l));
+        assert!(
+            l.ends_with(b"\r\n"),
+            "{}: reply line without CRLF: {}",
+            self.who,
+            show(l)
+        );
         l[1..l.len() - 2].to_vec()
     }
 
@@ -207,7 +216,12 @@ impl Conn {
                 self.r
                     .read_exact(&mut raw[at..])
                     .unwrap_or_else(|e| panic!("{}: reading a bulk: {e}", self.who));
-                assert_eq!(&raw[raw.len() - 2..], b"\r\n", "{}: bulk without CRLF", self.who);
+                assert_eq!(
+                    &raw[raw.len() - 2..],
+                    b"\r\n",
+                    "{}: bulk without CRLF",
+                    self.who
+                );
                 let body = raw[at..at + n as usize].to_vec();
                 match t {
                     b'$' => V::Bulk(body),

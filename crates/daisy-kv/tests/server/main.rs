@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod collections;
 #[path = "../common/serve.rs"]
 mod common;
-mod collections;
 mod connection;
 mod inline;
 mod introspection;

@@ -132,7 +132,11 @@ fn redis_7_0_15_replies() {
             }
             Len(head, n) => {
                 let got = roundtrip(c, &request(args), *n);
-                assert!(got.starts_with(head) && got.len() == *n, "step {i}: {cmd:?}: {}", show(&got));
+                assert!(
+                    got.starts_with(head) && got.len() == *n,
+                    "step {i}: {cmd:?}: {}",
+                    show(&got)
+                );
             }
         }
     }

@@ -602,7 +602,11 @@ impl PBytesMap {
 
     /// The (segment, slot offset, entry object) of a random pick (see
     /// [`random_entry_tx`](Self::random_entry_tx)).
-    fn random_slot(&self, src: &Src, rng: &mut dyn FnMut() -> u64) -> Result<Option<(u64, u64, u64)>> {
+    fn random_slot(
+        &self,
+        src: &Src,
+        rng: &mut dyn FnMut() -> u64,
+    ) -> Result<Option<(u64, u64, u64)>> {
         /// Bucket draws before the fallback (each reads a directory word and one bucket).
         const DRAWS: usize = 8;
         /// Entries the fallback gathers before it picks one.
@@ -680,7 +684,11 @@ impl PBytesMap {
             let (seg, _) = decode_dir(src.read_u64(at)?, g, at)?;
             let at = seg + b * BUCKET as u64;
             src.read(at, &mut run)?;
-            found.extend(occupied(&run, at).into_iter().map(|(slot, obj)| (seg, slot, obj)));
+            found.extend(
+                occupied(&run, at)
+                    .into_iter()
+                    .map(|(slot, obj)| (seg, slot, obj)),
+            );
             pos = (pos + RUN) % buckets;
             if found.len() >= GATHER || pos == start {
                 break;

@@ -2,19 +2,27 @@
 //!
 //! * [`PHashMap`]: fixed-size plain-old-data keys and values stored inline;
 //! * [`PBytesMap`]: byte-string keys and values of any length;
-//! * [`PTreeMap`]: an ordered map from byte strings to byte strings, with ranks.
+//! * [`PTreeMap`]: an ordered map from byte strings to byte strings, with ranks;
+//! * [`PSeq`]: a sequence (deque) of byte strings: pushes and pops at both ends, indexes,
+//!   middle edits (Redis's lists).
 //!
-//! The first two are extendible hash tables (`table.rs`: format, invariants and crash
-//! reasoning); the third is a B+-tree with subtree counts (`tree/`: the same for it).
-//! `check_all` finds both kinds in a pool by their headers and checks each one.
+//! The hash maps are extendible hash tables (`table.rs`: format, invariants and crash
+//! reasoning); the ordered map is a B+-tree with subtree counts (`tree/`: the same); the
+//! sequence is a doubly linked list of chunks of packed items (`seq.rs`: the same).
+//! Each has an exclusive handle (`open`, with self-durable operations and `_tx` ones that join
+//! a caller's transaction), a transaction-scoped view (`view`), bounded destruction
+//! (`free_step`), and a checker that `daisy pool check` runs on every one it finds
+//! ([`check_all`]).
 
 pub mod bytesmap;
 pub mod hashmap;
+pub mod seq;
 pub(crate) mod table;
 pub mod tree;
 
 pub use bytesmap::{BytesMapView, PBytesMap};
 pub use hashmap::{Batch, PHashMap};
+pub use seq::{seq_items, seq_objects, PSeq, SeqIter, SeqView};
 pub use table::MapCheck;
 pub use tree::{PTreeMap, TreeIter, TreeMapView};
 
@@ -115,8 +123,10 @@ pub fn tree_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec<u8>,
     tree::tree_entries(&pool.inner, hdr)
 }
 
-/// Find every hash map and ordered map in the pool (objects that start with a valid map or
-/// tree header) and check each one's invariants. Read-only; used by `daisy pool check`.
+/// Find every hash map, ordered map and sequence in the pool (objects that start with a valid
+/// header of one) and check each one's invariants. Read-only; used by `daisy pool check`.
+/// A sequence's report has kind "sequence", its items as `entries` and its chunks as
+/// `segments`.
 pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
     let inner: &PoolInner = &pool.inner;
     let mut out = Vec::new();
@@ -131,6 +141,10 @@ pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
             {
                 out.push(tree::check_tree(inner, o.off));
             }
+            continue;
+        }
+        if o.size >= seq::SEQ_HEADER_BYTES && seq::looks_like_seq(inner, o.off) {
+            out.push(seq::check_seq(inner, o.off));
             continue;
         }
         if o.size < HEADER_BYTES as u64 {

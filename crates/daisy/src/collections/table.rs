@@ -683,7 +683,10 @@ impl<S: SlotKind> Table<S> {
             return Err(Error::NotACollection {
                 offset: hdr,
                 what,
-                why: format!("map format version {} must be upgraded first (open it)", h.format),
+                why: format!(
+                    "map format version {} must be upgraded first (open it)",
+                    h.format
+                ),
             });
         }
         Self::claim(pool, hdr, &h, what)
@@ -868,9 +871,9 @@ impl<S: SlotKind> Table<S> {
                 ));
             }
             let mut imgs = vec![new_segment_image::<S>(); 1usize << g];
-            let fits = slots
-                .iter()
-                .all(|(h, slot)| place::<S>(&mut imgs[dir_index(*h, g) as usize], *h, &slot[..S::SLOT]));
+            let fits = slots.iter().all(|(h, slot)| {
+                place::<S>(&mut imgs[dir_index(*h, g) as usize], *h, &slot[..S::SLOT])
+            });
             if fits {
                 break imgs;
             }

@@ -52,6 +52,15 @@ impl<'p> Tx<'p> {
         Ok(off)
     }
 
+    /// Allocate `size` bytes without writing them; returns the offset. For a collection that
+    /// fills only part of a new object: its writes through [`Tx::write_bytes`] go in place
+    /// (the object is this transaction's) and only those bytes are made durable at commit.
+    /// The bytes not written hold whatever the block held before: nothing may read them as
+    /// data.
+    pub(crate) fn alloc_uninit(&mut self, size: u64) -> Result<u64> {
+        self.alloc_raw(size.max(1))
+    }
+
     /// Usable size of an allocated object (at least what was asked for).
     pub fn usable_size<T>(&self, p: PPtr<T>) -> Result<u64> {
         let off = p.offset();
@@ -100,7 +109,7 @@ impl<'p> Tx<'p> {
     }
 
     /// Take `n` chunks from the heap (growing the pool if needed).
-    fn take_chunks(&mut self, n: u64, requested: u64) -> Result<u64> {
+    pub(super) fn take_chunks(&mut self, n: u64, requested: u64) -> Result<u64> {
         let pool = self.pool;
         let ready;
         let start;

@@ -60,6 +60,13 @@ impl<'p> Tx<'p> {
         if !self.st.buf.fresh_dirty.is_empty() || self.st.buf.fresh_unfenced {
             self.persist_fresh()?;
         }
+        // A record that outgrew its slot: its payload goes to an extent taken now, before the
+        // seq (taking chunks may grow the pool or advance the watermark).
+        let overflow = if self.st.buf.record.len() > pool.hdr.slot_size as usize {
+            Some(self.take_overflow()?)
+        } else {
+            None
+        };
         let st = &mut *self.st;
         let slot = st.next_slot as usize;
 
@@ -87,6 +94,13 @@ impl<'p> Tx<'p> {
             });
             lane.inflight_lb.store(lb, Ordering::Release);
         }
+        // Every early return below gives the overflow extent back (nothing names it yet).
+        let give_back = |pool: &crate::shared::PoolInner| {
+            if let Some((chunk, n)) = overflow {
+                let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+                h.insert_extent(chunk, n);
+            }
+        };
         #[cfg(feature = "sim")]
         if pool.lanes[..pool
             .lanes
@@ -108,6 +122,7 @@ impl<'p> Tx<'p> {
             sim_event!(SlotWait);
             if let Err(e) = pool.advance_watermark(old) {
                 lane.inflight_lb.store(u64::MAX, Ordering::Release);
+                give_back(pool);
                 return Err(e);
             }
         }
@@ -127,7 +142,34 @@ impl<'p> Tx<'p> {
         crate::log::seal(&mut st.buf.record, seq, claim, st.buf.n_entries);
         let rec = &st.buf.record;
         let slot_off = crate::log::slot_offset(&pool.hdr, st.index, slot);
-        if rec.len() <= 64 {
+        if let Some((chunk, n)) = overflow {
+            // The payload was copied to the extent (and written back) by `take_overflow`; its
+            // prefix binds it to this seq. The slot gets the header and the descriptor, one
+            // line, and the commit fence below covers both.
+            let ext = pool.geo.chunk_start(chunk);
+            let payload = &rec[LOG_HEADER_SIZE..];
+            let prefix = [seq, payload.len() as u64];
+            pool.map.write(ext, &prefix);
+            if !sim_fault!(NoRecordFlush) {
+                pool.persist.flush(pool.map.at(ext, 16), 16);
+            }
+            let desc = OverflowDesc {
+                off: ext,
+                cap: n * CHUNK_SIZE,
+                crc: overflow_checksum(seq, payload),
+                reserved: [0; 3],
+            };
+            let mut head: LogHeader = bytemuck::pod_read_unaligned(&rec[..LOG_HEADER_SIZE]);
+            head.magic = LOG_OVERFLOW_MAGIC;
+            head.checksum = record_checksum(&head, bytemuck::bytes_of(&desc));
+            let mut line = [0u8; 64];
+            line[..LOG_HEADER_SIZE].copy_from_slice(bytemuck::bytes_of(&head));
+            line[LOG_HEADER_SIZE..].copy_from_slice(bytemuck::bytes_of(&desc));
+            let at = pool.map.write_line(slot_off, &line);
+            if !sim_fault!(NoRecordFlush) {
+                pool.persist.flush(at, 64);
+            }
+        } else if rec.len() <= 64 {
             // One line, the tail past the record included (slots are multiples of 64 bytes,
             // so it stays in the slot; recovery reads only `payload_len` bytes).
             let at = pool.map.write_line(slot_off, st.buf.record.first_line());
@@ -159,6 +201,7 @@ impl<'p> Tx<'p> {
         };
         if let Err(e) = fenced {
             lane.inflight_lb.store(u64::MAX, Ordering::Release);
+            give_back(pool);
             return Err(pool.io_err("persist", e));
         }
         st.commit_no = lc;
@@ -190,6 +233,20 @@ impl<'p> Tx<'p> {
             self.apply(seq, lc);
         }
         let st = &mut *self.st;
+        if let Some((chunk, chunks)) = overflow {
+            // The extent holds the record's payload until no claim can need the record: it is
+            // reused once the watermark passes `seq`, as any freed chunk (section 7). It is
+            // FREE in the chunk table all along, so after a crash recovery reads it before
+            // anything can allocate it.
+            if sim_fault!(OverflowEarlyReuse) {
+                let mut h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+                h.insert_extent(chunk, chunks);
+            } else {
+                st.alloc
+                    .deferred
+                    .push_back((seq, Freed::Large { chunk, chunks }));
+            }
+        }
         if st.buf.durable_apply {
             // Every line this lane applied so far, this transaction's included, becomes
             // durable now: the lane then holds nothing undurable (see `Tx::durable_apply`).
@@ -274,6 +331,46 @@ impl<'p> Tx<'p> {
         stored
     }
 
+    /// Take an extent for the payload of a record that outgrew its slot and copy the payload
+    /// there, written back (the commit fence makes it durable with the slot's part). The
+    /// extent is not logged as allocated: the committing lane holds it in DRAM until the
+    /// watermark passes the record (then it is reused like a freed chunk), and after a crash
+    /// its chunks are FREE, read by recovery before anything allocates.
+    #[cold]
+    fn take_overflow(&mut self) -> Result<(u64, u64)> {
+        let pool = self.pool;
+        let payload_len = self.st.buf.record.len() - LOG_HEADER_SIZE;
+        let need = (OVERFLOW_PREFIX + payload_len) as u64;
+        let n = need.div_ceil(CHUNK_SIZE);
+        sim_event!(OverflowRecord);
+        let chunk = match self.take_chunks(n, need) {
+            Ok(c) => c,
+            Err(Error::PoolFull { .. }) => {
+                let h = pool.heap.lock().unwrap_or_else(|e| e.into_inner());
+                let free_chunks: u64 = h.free_extents.values().sum();
+                return Err(Error::TxTooLargeForPool {
+                    path: pool.path.clone(),
+                    needed: need,
+                    slot: pool.hdr.slot_size,
+                    free: free_chunks * CHUNK_SIZE
+                        + pool.hdr.max_size.saturating_sub(pool.heap_end()),
+                    size: pool.heap_end(),
+                    max_size: pool.hdr.max_size,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let ext = pool.geo.chunk_start(chunk);
+        let payload = &self.st.buf.record[LOG_HEADER_SIZE..];
+        if !sim_fault!(NoRecordFlush) {
+            pool.persist
+                .copy_nodrain(&pool.map, ext + OVERFLOW_PREFIX as u64, payload);
+        } else {
+            pool.map.write_bytes(ext + OVERFLOW_PREFIX as u64, payload);
+        }
+        Ok((chunk, n))
+    }
+
     /// Make the bytes written in place into this transaction's new objects durable no later
     /// than its log record: a record that reached the media must never be replayed while the
     /// objects it links to hold garbage. Small contents are logged (they become durable
@@ -284,7 +381,7 @@ impl<'p> Tx<'p> {
         let ranges = std::mem::take(&mut self.st.buf.fresh_dirty);
         let total: u64 = ranges.iter().map(|&(a, b)| b - a).sum();
         let overhead = ranges.len() as u64 * (ENTRY_HEADER_SIZE as u64 + 8);
-        let room = pool.hdr.slot_size as u64 - self.st.buf.record.len() as u64;
+        let room = (pool.hdr.slot_size as u64).saturating_sub(self.st.buf.record.len() as u64);
         if total <= FRESH_LOG_MAX && total + overhead <= room && !self.st.buf.fresh_unfenced {
             // Logged straight from the objects into the record. These entries come last and
             // are not applied again at commit: the bytes are already in place.

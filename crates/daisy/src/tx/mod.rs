@@ -181,11 +181,13 @@ impl<'p> Tx<'p> {
 
     #[inline(always)]
     fn reserve_log(&self, extra: usize) -> Result<()> {
+        // A record that outgrows its slot continues in an overflow extent at commit (log.rs);
+        // only the 32-bit payload length limits it.
         let needed = self.st.buf.record.len() + extra;
-        if needed > self.pool.hdr.slot_size as usize {
+        if needed > LOG_HEADER_SIZE + MAX_PAYLOAD {
             return Err(Error::TxTooLarge {
                 needed,
-                capacity: self.pool.hdr.slot_size as usize,
+                capacity: LOG_HEADER_SIZE + MAX_PAYLOAD,
             });
         }
         Ok(())
@@ -328,9 +330,12 @@ impl<'p> Tx<'p> {
         self.pool.hdr.slot_size as usize
     }
 
-    /// Bytes of redo log still free in this transaction's record. A caller that packs many
+    /// Bytes of redo log still free in this transaction's log slot. A caller that packs many
     /// operations into one transaction (group commit) ends it and starts another before this
-    /// runs low; a transaction that outgrows its record fails with [`Error::TxTooLarge`].
+    /// runs low, to keep its commits cheap: a transaction that outgrows its slot still commits,
+    /// its record continuing in an extent allocated from the pool for the commit (one more
+    /// copy and allocation; docs/FORMAT.md section 2.3), or fails with
+    /// [`Error::TxTooLargeForPool`] when the pool has no room for it.
     #[inline(always)]
     pub fn log_room(&self) -> usize {
         self.log_capacity().saturating_sub(self.log_used())

@@ -81,7 +81,8 @@ fn free_step_frees_a_big_map_in_bounded_transactions() {
         }
     }
     // Unlinked (the caller's part), then freed step by step.
-    pool.transaction(|tx| tx.write(root, &PPtr::null())).unwrap();
+    pool.transaction(|tx| tx.write(root, &PPtr::null()))
+        .unwrap();
     let mut steps = 0;
     let mut entries_seen = 0u64;
     let mut crashed = false;
@@ -155,8 +156,14 @@ fn random_entries_are_uniform() {
         // Degrees of freedom n-1; mean n-1, sd sqrt(2(n-1)): allow 6 sd.
         let dof = (n - 1) as f64;
         let bound = dof + 6.0 * (2.0 * dof).sqrt() + 10.0;
-        eprintln!("n {n}: chi2 {chi2:.1} (bound {bound:.1}), segments {}", m.check().segments);
-        assert!(chi2 < bound, "n {n}: chi2 {chi2:.1} over {bound:.1}: {count:?}");
+        eprintln!(
+            "n {n}: chi2 {chi2:.1} (bound {bound:.1}), segments {}",
+            m.check().segments
+        );
+        assert!(
+            chi2 < bound,
+            "n {n}: chi2 {chi2:.1} over {bound:.1}: {count:?}"
+        );
         assert!(count.iter().all(|&c| c > 0), "n {n}: a key never picked");
     }
 }
@@ -181,13 +188,13 @@ fn values_edited_in_place_read_back_and_roll_back() {
         let k = format!("k{}", rng() % 20).into_bytes();
         let mut v = model[&k].clone();
         match rng() % 5 {
-            0 => v.extend_from_slice(&[b'x'; 7]),              // append
+            0 => v.extend_from_slice(&[b'x'; 7]), // append
             1 => {
                 let i = (rng() as usize) % v.len();
-                v[i] = b'0' + (step % 10) as u8;                // one byte changes
+                v[i] = b'0' + (step % 10) as u8; // one byte changes
             }
             2 => v.truncate(v.len().saturating_sub(3).max(1)), // shrink
-            3 => v = vec![b'z'; (v.len() + 300).min(3000)], // much changes: a new entry
+            3 => v = vec![b'z'; (v.len() + 300).min(3000)],    // much changes: a new entry
             _ => v.insert(0, b'p'),                            // everything shifts
         }
         let objects_before = pool.objects().unwrap().len();
@@ -202,7 +209,11 @@ fn values_edited_in_place_read_back_and_roll_back() {
         });
         if abort {
             assert!(r.is_err());
-            assert_eq!(m.get(&k).unwrap().as_deref(), Some(&model[&k][..]), "step {step}");
+            assert_eq!(
+                m.get(&k).unwrap().as_deref(),
+                Some(&model[&k][..]),
+                "step {step}"
+            );
             assert_eq!(pool.objects().unwrap().len(), objects_before);
         } else {
             r.unwrap();
@@ -219,7 +230,11 @@ fn values_edited_in_place_read_back_and_roll_back() {
     let pool = Pool::open(dir.path().join("edit.pool"), "test.hashmap").unwrap();
     let m = PBytesMap::open(&pool, id).unwrap();
     for (k, v) in &model {
-        assert_eq!(m.get(k).unwrap().as_deref(), Some(&v[..]), "after the crash");
+        assert_eq!(
+            m.get(k).unwrap().as_deref(),
+            Some(&v[..]),
+            "after the crash"
+        );
     }
     assert_ok(&m.check());
 }
@@ -234,7 +249,8 @@ fn shrink_rebuilds_an_emptied_table_smaller() {
     let id = create_bytes(&pool, 8);
     let mut m = PBytesMap::open(&pool, id).unwrap();
     for i in 0..20_000u32 {
-        m.insert(format!("k{i}").as_bytes(), &i.to_le_bytes()).unwrap();
+        m.insert(format!("k{i}").as_bytes(), &i.to_le_bytes())
+            .unwrap();
     }
     for i in 0..19_500u32 {
         m.remove(format!("k{i}").as_bytes()).unwrap();
@@ -255,11 +271,19 @@ fn shrink_rebuilds_an_emptied_table_smaller() {
     assert!(pool.transaction(|tx| m.shrink_tx(tx, 4096)).unwrap());
     let after = m.check();
     assert_ok(&after);
-    assert!(after.segments < before.segments / 4, "{} -> {}", before.segments, after.segments);
+    assert!(
+        after.segments < before.segments / 4,
+        "{} -> {}",
+        before.segments,
+        after.segments
+    );
     assert_eq!(after.entries, 500);
     assert!(pool.objects().unwrap().len() < objects);
     for i in 19_500..20_000u32 {
-        assert_eq!(m.get(format!("k{i}").as_bytes()).unwrap(), Some(i.to_le_bytes().to_vec()));
+        assert_eq!(
+            m.get(format!("k{i}").as_bytes()).unwrap(),
+            Some(i.to_le_bytes().to_vec())
+        );
     }
     // Small enough already: nothing to do.
     assert!(!pool.transaction(|tx| m.shrink_tx(tx, 4096)).unwrap());
