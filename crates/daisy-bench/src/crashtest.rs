@@ -14,10 +14,15 @@
 //! any failure replays from the printed seed. Transactions exercise every log path: single and
 //! multi-line updates, allocation, free, large objects spanning several chunks, big logs; and
 //! the hash maps: inserts and removes in a transaction (segment splits and directory doublings
-//! as the map grows), batches (copy-on-write segments), byte-string entries.
+//! as the map grows), batches (copy-on-write segments), byte-string entries; and the ordered
+//! map (`PTreeMap` of 256-byte nodes, [`crate::cttree`]): inserts and bursts of them (leaf and
+//! internal splits, new roots), removals, pops, key-range and rank-range removals (merges,
+//! redistributions, collapsed roots, nodes freed) and rank queries, compared entry by entry
+//! and rank by rank with a `BTreeMap` after every kill.
 
 use bytemuck::{Pod, Zeroable};
-use daisy::{Error, PBytesMap, PHashMap, PPtr, Pool, PoolOptions, Tx};
+use crate::cttree::{self, TreeModel, TreeOp};
+use daisy::{Error, PBytesMap, PHashMap, PPtr, PTreeMap, Pool, PoolOptions, Tx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -58,6 +63,10 @@ pub struct CtRoot {
     /// The object [`Op::Recycle`] replaces, and the transaction that wrote it.
     pub recycle: PPtr<u8>,
     pub recycle_gen: u64,
+    /// The ordered map ([`cttree::NODE_SIZE`]-byte nodes) and the last [`TreeOp::Probe`]'s
+    /// result.
+    pub tree: PPtr<PTreeMap>,
+    pub tree_probe: cttree::Probe,
 }
 
 /// Size of the objects [`Op::Recycle`] replaces: over 4 KiB, so that a new one's contents are
@@ -109,6 +118,8 @@ enum Op {
     /// alone, on this pool. In msync mode the aborted copy's pages wait for an msync that this
     /// pool's commit must not run (issue 16, bug 1).
     AbortElsewhere,
+    /// An ordered-map operation, in the transaction with the id (see [`TreeOp`]).
+    Tree(TreeOp),
 }
 
 /// Which transactions a workload runs.
@@ -132,6 +143,10 @@ pub enum Mix {
     /// not yet durable, still waits to be retired: the case the slot-reuse rule exists for
     /// (docs/FORMAT.md section 5).
     Threads,
+    /// Ordered-map operations only (and the recycled objects of every mix): the power-failure
+    /// simulator's `tree` workload, so that splits, merges, node allocation and free fall
+    /// under every crash point.
+    Tree,
 }
 
 /// Transactions per burst of the `threads` workload (see [`Mix::Threads`]); more than a lane's
@@ -144,6 +159,17 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
     // segments, come too seldom for a reuse to fall within the window where it would harm).
     if id % 16 == 8 || id % 16 == 9 {
         return Op::Recycle;
+    }
+    if mix == Mix::Tree {
+        return Op::Tree(cttree::plan(&mut rng, cttree::TREE_KEYS));
+    }
+    // The kill torture runs the ordered map's operations too, a fifth of its transactions (a
+    // random stream of their own, so the other mixes' plans are unchanged).
+    if mix == Mix::Kill {
+        let mut trng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xA24B_AED4_963E_E407));
+        if trng.gen_ratio(1, 5) {
+            return Op::Tree(cttree::plan(&mut trng, cttree::KILL_KEYS));
+        }
     }
     if mix != Mix::Maps {
         // Transaction 1 allocates a blob of three chunks and transaction 2 replaces it with a
@@ -183,6 +209,7 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
         Mix::Mixed | Mix::Threads => (rng.gen_range(0..100), MIXED_MAP_KEYS),
         Mix::Kill => (rng.gen_range(0..100), MAP_KEYS),
         Mix::Maps => (rng.gen_range(60..100), MAP_KEYS),
+        Mix::Tree => unreachable!("planned above"),
     };
     match roll {
         0..=4 => Op::IdOnly,
@@ -320,6 +347,8 @@ pub struct Model {
     /// The last applied transaction was an [`Op::MapOwn`]: its effect may be in a crash image
     /// whose root still names the transaction before.
     pub last_op_own: bool,
+    /// The ordered map and the last probe.
+    pub tree: TreeModel,
 }
 
 impl Model {
@@ -340,6 +369,7 @@ impl Model {
         self.last_op_own = matches!(op, Op::MapOwn(..));
         match op {
             Op::IdOnly | Op::AbortElsewhere => {}
+            Op::Tree(op) => self.tree.apply(op, id),
             Op::Recycle => self.recycle = id,
             Op::Slots(s) => s.iter().for_each(|&i| self.slots[i] = id),
             Op::Push => self.list.insert(0, id),
@@ -440,19 +470,26 @@ pub struct Ct {
     bmap: Mutex<PBytesMap>,
 }
 
-/// Create the root and the two maps if the pool has none yet (transaction 0).
+/// Create the root, the two maps and the ordered map if the pool has none yet (transaction
+/// 0).
 pub fn setup(pool: &Pool, seed: u64) -> daisy::Result<PPtr<CtRoot>> {
     let root = pool.root::<CtRoot>()?;
     if pool.read(root).map.is_null() {
         pool.transaction(|tx| {
             let m = PHashMap::<u32, u32>::create_in_with_seed(tx, seed)?;
             let b = PBytesMap::create_in_with_seed(tx, seed ^ 1)?;
+            let t = PTreeMap::create_in_with(tx, cttree::NODE_SIZE)?;
             tx.write(root.byte_add(48), &m)?;
-            tx.write(root.byte_add(56), &b)
+            tx.write(root.byte_add(56), &b)?;
+            tx.write(root.byte_add(TREE_OFF), &t)
         })?;
     }
     Ok(root)
 }
+
+/// Offsets of `tree` and `tree_probe` in [`CtRoot`].
+const TREE_OFF: u64 = std::mem::offset_of!(CtRoot, tree) as u64;
+const TREE_PROBE_OFF: u64 = std::mem::offset_of!(CtRoot, tree_probe) as u64;
 
 impl Ct {
     pub fn open(pool: &Pool, seed: u64) -> daisy::Result<Ct> {
@@ -511,6 +548,10 @@ impl Ct {
             let r = tx.read(root)?;
             match op {
                 Op::IdOnly | Op::AbortElsewhere => {}
+                Op::Tree(op) => {
+                    let probe = root.byte_add::<cttree::Probe>(TREE_PROBE_OFF);
+                    cttree::run(pool, tx, r.tree, probe, op, id)?;
+                }
                 Op::Recycle => {
                     if !r.recycle.is_null() {
                         // A last, logged write into the old object, then its free.
@@ -659,6 +700,9 @@ pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
             out.extend(daisy::map_objects(pool, m)?);
         }
     }
+    if !r.tree.is_null() {
+        out.extend(daisy::tree_objects(pool, r.tree.offset())?);
+    }
     Ok(out)
 }
 
@@ -710,6 +754,15 @@ impl Ct {
     pub fn map_shape(&self) -> (u64, u32, u64) {
         let c = self.map.lock().unwrap_or_else(|e| e.into_inner()).check();
         (c.segments, c.depth, c.entries)
+    }
+
+    /// (nodes, height in levels, entries) of the ordered map.
+    pub fn tree_shape(&self) -> (u64, u32, u64) {
+        let tree = self.pool.read(self.root).tree.offset();
+        let c = daisy::check_all(&self.pool)
+            .ok()
+            .and_then(|cs| cs.into_iter().find(|c| c.header == tree));
+        c.map_or((0, 0, 0), |c| (c.segments, c.depth, c.entries))
     }
 
     /// [`verify`] through this context's open maps.
@@ -811,6 +864,13 @@ fn verify_with(
     // runs on every crash image of the simulator).
     let mut reach = reachable_outside_maps(pool)?;
     reach.extend(verify_maps(m, b, model, &mut bad)?);
+    reach.extend(cttree::verify(
+        pool,
+        r.tree,
+        r.tree_probe,
+        &model.tree,
+        &mut bad,
+    )?);
     let rep = pool.check(Some(&reach));
     bad.extend(rep.problems.into_iter().map(|p| format!("pool check: {p}")));
     Ok(bad)
@@ -904,6 +964,10 @@ pub struct Summary {
     pub map_entries: u64,
     pub map_segments: u64,
     pub map_depth: u32,
+    /// The ordered map after the last recovery: entries, nodes, height in levels.
+    pub tree_entries: u64,
+    pub tree_nodes: u64,
+    pub tree_height: u32,
     pub seed: u64,
     pub mode: String,
     pub fs: String,
@@ -1037,13 +1101,16 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
         }
         sum.transactions_verified += n;
         let r = pool.read(pool.root::<CtRoot>()?);
-        if let Some(c) = daisy::check_all(&pool)?
-            .into_iter()
-            .find(|c| c.header == r.map.offset())
-        {
+        let checks = daisy::check_all(&pool)?;
+        if let Some(c) = checks.iter().find(|c| c.header == r.map.offset()) {
             sum.map_entries = c.entries;
             sum.map_segments = c.segments;
             sum.map_depth = c.depth;
+        }
+        if let Some(c) = checks.iter().find(|c| c.header == r.tree.offset()) {
+            sum.tree_entries = c.entries;
+            sum.tree_nodes = c.segments;
+            sum.tree_height = c.depth;
         }
         pool.close()?;
         progress(&sum);
@@ -1070,6 +1137,74 @@ mod tests {
             p = n.next;
         }
         Ok(out)
+    }
+
+    /// The ordered-map mix in-process matches the model step by step, while the tree grows
+    /// to three levels and shrinks (merges) again; every kind of operation runs; a wrong
+    /// model is detected.
+    #[test]
+    fn tree_workload_matches_model() {
+        let seed = 20261125;
+        eprintln!("seed {seed}");
+        let d = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+        let path = d.path().join("ct.pool");
+        let pool = Pool::create(
+            &path,
+            &PoolOptions::new(LAYOUT)
+                .size(8 << 20)
+                .max_size(64 << 20)
+                .lanes(2),
+        )
+        .unwrap();
+        let ct = Ct::open_mix(&pool, seed, Mix::Tree).unwrap();
+        let mut model = Model::with_mix(Mix::Tree);
+        let tree = pool.read(ct.root).tree.offset();
+        let shape = || {
+            let c = daisy::check_all(&pool)
+                .unwrap()
+                .into_iter()
+                .find(|c| c.header == tree)
+                .unwrap();
+            (c.entries, c.segments, c.depth)
+        };
+        let mut kinds = std::collections::BTreeSet::new();
+        let (mut max_depth, mut max_nodes, mut shrank) = (0, 0, false);
+        for id in 1..=3000 {
+            if let Op::Tree(op) = plan(seed, id, 0, Mix::Tree) {
+                kinds.insert(format!("{op:?}").split('(').next().unwrap().to_string());
+            }
+            ct.run_tx(seed, id).unwrap();
+            model.advance_to(seed, id);
+            if id % 50 == 0 {
+                let (entries, nodes, depth) = shape();
+                assert_eq!(entries, model.tree.map.len() as u64, "after {id}");
+                max_depth = max_depth.max(depth);
+                shrank |= nodes + 3 < max_nodes;
+                max_nodes = max_nodes.max(nodes);
+            }
+            if id % 250 == 0 {
+                let diffs = ct.verify(&model).unwrap();
+                assert!(diffs.is_empty(), "after {id}: {diffs:?}");
+            }
+        }
+        eprintln!(
+            "{} entries, at most {max_nodes} nodes and {max_depth} levels; ops {kinds:?}",
+            model.tree.map.len()
+        );
+        assert!(max_depth >= 3, "the tree reached {max_depth} levels");
+        assert!(shrank, "the tree never lost nodes (merges)");
+        assert_eq!(kinds.len(), 7, "{kinds:?}");
+        assert!(model.tree.map.len() > 50, "{}", model.tree.map.len());
+        // A wrong model is detected: a missing entry, a changed value, a wrong probe.
+        let mut wrong = model.clone();
+        wrong.tree.map.pop_last();
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
+        let mut wrong = model.clone();
+        wrong.tree.map.values_mut().nth(7).unwrap().push(1);
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
+        let mut wrong = model.clone();
+        wrong.tree.probe[0] ^= 2;
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
     }
 
     /// Running the workload in-process matches the model step by step.

@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod crashtest;
+pub mod cttree;
 pub mod hashbench;
 pub mod hashbench_daisy;
 pub mod hashrivals;

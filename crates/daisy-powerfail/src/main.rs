@@ -26,6 +26,8 @@ enum WorkloadArg {
     Kv,
     /// `single` on a pool in msync mode.
     Msync,
+    /// Ordered-map inserts, removals, pops, range removals and ranks (splits and merges).
+    Tree,
 }
 
 /// Simulate power failures at every fence: build crash images from what may or may not have
@@ -56,8 +58,9 @@ struct Cli {
 }
 
 fn print_workload(r: &WorkloadResult) {
-    // The fixed-size map's shape means something only where the workload has one.
-    let shape = if r.map_after.0 > 0 {
+    // The fixed-size map's shape means something only where the workload fills it, the
+    // ordered map's where it has one.
+    let shape = if r.map_after.2 > 0 {
         format!(
             "; hash map {} -> {} segments (depth {} -> {}, {} -> {} entries)",
             r.map_before.0,
@@ -66,6 +69,11 @@ fn print_workload(r: &WorkloadResult) {
             r.map_after.1,
             r.map_before.2,
             r.map_after.2
+        )
+    } else if r.tree_after.0 > 0 {
+        format!(
+            "; ordered map {} nodes, {} levels, {} entries",
+            r.tree_after.0, r.tree_after.1, r.tree_after.2
         )
     } else {
         String::new()
@@ -127,6 +135,7 @@ fn main() -> ExitCode {
         WorkloadArg::Concurrent => vec![Workload::Concurrent],
         WorkloadArg::Kv => vec![Workload::Kv],
         WorkloadArg::Msync => vec![Workload::Msync],
+        WorkloadArg::Tree => vec![Workload::Tree],
     };
     let cfg = Config {
         dir: cli.dir,
