@@ -13,9 +13,15 @@
 //! * `range`: min(N, 100,000) scans of 10 entries from a random key (ZRANGEBYSCORE ... LIMIT
 //!   0 10; not in PMDK's example);
 //! * `remove`: each key, durable per operation where the structure is persistent.
+//!
+//! Every structure runs in the same process on the same keys and orders, one after the other
+//! for each N; the notes before the table say what was measured and how (pool directory, file
+//! system, Daisy's persistence mode and flush instruction, PMDK's version and forced mode),
+//! and each row carries its ratios to std's BTreeMap and (Daisy's rows) to PMDK's B-tree.
 
+use crate::hashbench::dir_mode;
 use anyhow::{anyhow, Result};
-use daisy::{Error, PPtr, PTreeMap, Pool, PoolOptions};
+use daisy::{Error, FlushInstr, Mode, PPtr, PTreeMap, Pool, PoolOptions};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -46,6 +52,11 @@ pub struct Row {
     pub op: String,
     pub n: u64,
     pub structure: String,
+    /// How the structure persists: Daisy's pool mode ("pmem (clwb)", "msync"), PMDK's
+    /// ("pmem (forced)": PMEM_IS_PMEM_FORCE=1), "none" for DRAM.
+    pub mode: String,
+    /// File system of the pool directory.
+    pub fs: String,
     /// Operations timed.
     pub ops: u64,
     pub secs: f64,
@@ -55,6 +66,9 @@ pub struct Row {
     pub fences_per_op: Option<f64>,
     /// This structure's time per operation over std's BTreeMap's (same op and N).
     pub vs_dram: Option<f64>,
+    /// Daisy's rows: PMDK's B-tree's time per operation over Daisy's (same op and N; above 1:
+    /// Daisy is faster).
+    pub speedup_vs_pmdk: Option<f64>,
 }
 
 /// The data of one N: sorted-set keys and the orders operations visit them in.
@@ -119,12 +133,15 @@ fn row(op: &str, n: u64, s: &str, t: (u64, f64, u64, u64), counted: bool) -> Row
         op: op.into(),
         n,
         structure: s.into(),
+        mode: String::new(),
+        fs: String::new(),
         ops,
         secs,
         ns_per_op: secs * 1e9 / ops.max(1) as f64,
         lines_per_op: per(fl),
         fences_per_op: per(fe),
         vs_dram: None,
+        speedup_vs_pmdk: None,
     }
 }
 
@@ -146,6 +163,7 @@ fn daisy_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
         Ok::<_, Error>(id)
     })?;
     let mut m = PTreeMap::open(&pool, id)?;
+    let mode = pool.mode().describe();
     let mut rows = vec![];
     let t = timed(n, || {
         for k in &d.keys {
@@ -195,6 +213,12 @@ fn daisy_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
         Ok(())
     })?;
     rows.push(row("remove", n, "daisy", t, true));
+    if !m.is_empty()? {
+        return Err(anyhow!("daisy: the tree is not empty after removing every key"));
+    }
+    for r in &mut rows {
+        r.mode = mode.clone();
+    }
     Ok(rows)
 }
 
@@ -248,6 +272,9 @@ fn dram_rows(n: u64, d: &Data) -> Result<Vec<Row>> {
         Ok(())
     })?;
     rows.push(row("remove", n, "dram", t, false));
+    for r in &mut rows {
+        r.mode = "none".into();
+    }
     Ok(rows)
 }
 
@@ -285,6 +312,9 @@ fn pmdk_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
         Ok(())
     })?;
     rows.push(row("remove", n, "pmdk-btree", t, false));
+    for r in &mut rows {
+        r.mode = "pmem (forced)".into();
+    }
     Ok(rows)
 }
 
@@ -293,15 +323,77 @@ fn daisy_bench_pmdk_btree(
     path: &std::path::Path,
     size: usize,
 ) -> Result<crate::pmdk::PmdkBtree> {
-    crate::pmdk::PmdkBtree::create(
-        &dir.join(format!(".daisy-bench-btree-build-{}", std::process::id())),
-        path,
-        size,
-    )
+    // A build directory of this process's own, removed whatever the outcome.
+    let build = dir.join(format!(".daisy-bench-btree-build-{}", std::process::id()));
+    let r = crate::pmdk::PmdkBtree::create(&build, path, size);
+    let _ = std::fs::remove_dir_all(&build);
+    r
 }
 
-/// Run every structure for every N; `note` gets progress lines and skipped rivals' reasons.
+/// What was measured and how: the lines printed before the table.
+pub fn describe(cfg: &Config, mode: Mode, fs: &str, pmdk: Option<&str>) -> Vec<String> {
+    let mut v = vec![
+        format!(
+            "daisy bench tree: N = {} sorted-set keys (8-byte random score + member, 16 to 22 \
+             bytes, values empty), seed {}; each structure in turn in this process, same keys \
+             and visiting orders; one timed pass per operation",
+            cfg.ns
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            cfg.seed
+        ),
+        format!(
+            "daisy: PTreeMap, {}-byte nodes, every insert and removal its own transaction \
+             (durable when it returns); pmdk-btree: PMDK's btree_map example (order 8, u64 \
+             keys: the score alone), every insert and removal its own PMDK transaction; dram: \
+             std BTreeMap<Vec<u8>, Vec<u8>>, nothing persisted",
+            cfg.node_size
+        ),
+    ];
+    let flush = FlushInstr::available()
+        .iter()
+        .map(|f| f.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    v.push(format!(
+        "dir {} on {fs} ({}), Daisy's persistence mode {}; CPU flush instructions: {}",
+        cfg.dir.display(),
+        if fs == "tmpfs" {
+            "DRAM emulating NVM"
+        } else {
+            "disk"
+        },
+        mode.describe(),
+        if flush.is_empty() { "none" } else { &flush }
+    ));
+    if let Some(p) = pmdk {
+        v.push(format!(
+            "PMDK: {p} (libpmemobj, forced pmem mode: PMEM_IS_PMEM_FORCE=1{})",
+            if fs == "tmpfs" {
+                ""
+            } else {
+                "; on a disk its cache-line flushes persist nothing, so its figures are not durable"
+            }
+        ));
+    }
+    v
+}
+
+/// Run every structure for every N; `note` gets what was measured and how, progress lines
+/// and skipped rivals' reasons.
 pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Vec<Row>> {
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| anyhow!("{}: {e}", cfg.dir.display()))?;
+    let (mode, fs) = dir_mode(&cfg.dir)?;
+    let pmdk = if cfg.structures.iter().any(|s| s == "pmdk-btree") {
+        crate::pmdk::Pmdk::load().ok().map(|p| p.version.clone())
+    } else {
+        None
+    };
+    for l in describe(cfg, mode, fs, pmdk.as_deref()) {
+        note(&l);
+    }
     daisy::counters::enable(true);
     let mut rows = vec![];
     for &n in &cfg.ns {
@@ -321,7 +413,10 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Vec<Row>> {
                 },
                 other => Err(anyhow!("unknown structure {other}")),
             };
-            rows.extend(r?);
+            rows.extend(r?.into_iter().map(|mut r| {
+                r.fs = fs.to_string();
+                r
+            }));
         }
     }
     daisy::counters::enable(false);
@@ -330,9 +425,19 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Vec<Row>> {
         .filter(|r| r.structure == "dram")
         .map(|r| (r.op.clone(), r.n, r.ns_per_op))
         .collect();
+    let pmdk: Vec<(String, u64, f64)> = rows
+        .iter()
+        .filter(|r| r.structure == "pmdk-btree")
+        .map(|r| (r.op.clone(), r.n, r.ns_per_op))
+        .collect();
     for r in &mut rows {
         if let Some(d) = dram.iter().find(|d| d.0 == r.op && d.1 == r.n) {
             r.vs_dram = Some(r.ns_per_op / d.2);
+        }
+        if r.structure == "daisy" {
+            if let Some(p) = pmdk.iter().find(|p| p.0 == r.op && p.1 == r.n) {
+                r.speedup_vs_pmdk = Some(p.2 / r.ns_per_op);
+            }
         }
     }
     Ok(rows)
@@ -343,7 +448,16 @@ pub fn table(rows: &[Row]) -> String {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header([
-        "op", "N", "structure", "ns/op", "ops/s", "lines/op", "fences/op", "vs BTreeMap",
+        "op",
+        "N",
+        "structure",
+        "mode",
+        "ns/op",
+        "ops/s",
+        "lines/op",
+        "fences/op",
+        "vs BTreeMap",
+        "PMDK / Daisy",
     ]);
     let mut order: Vec<&Row> = rows.iter().collect();
     order.sort_by_key(|r| {
@@ -359,16 +473,22 @@ pub fn table(rows: &[Row]) -> String {
             r.op.clone(),
             r.n.to_string(),
             r.structure.clone(),
+            r.mode.clone(),
             format!("{:.0}", r.ns_per_op),
             format!("{:.0}", 1e9 / r.ns_per_op.max(1e-9)),
             opt(r.lines_per_op, 2),
             opt(r.fences_per_op, 2),
             r.vs_dram.map(|v| format!("{v:.1}x")).unwrap_or("-".into()),
+            r.speedup_vs_pmdk
+                .map(|v| format!("{v:.2}x"))
+                .unwrap_or("-".into()),
         ]);
     }
     format!(
         "{t}\nkeys: 8-byte score + member (16 to 22 bytes), values empty; pmdk-btree: the score \
          alone (u64 keys). insert/remove: durable per operation (Daisy, PMDK); range: scans of \
-         {SCAN} entries from a random key; rank: ZRANK (Daisy only).\n"
+         {SCAN} entries from a random key; rank: ZRANK (Daisy only). vs BTreeMap: time per \
+         operation over std's BTreeMap's; PMDK / Daisy: PMDK's time per operation over \
+         Daisy's (above 1: Daisy is faster).\n"
     )
 }

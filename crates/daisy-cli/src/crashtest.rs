@@ -88,6 +88,10 @@ pub fn run(a: CrashtestArgs) -> Result<ExitCode> {
             "hash map after the last recovery: {} entries in {} segments (directory depth {})",
             sum.map_entries, sum.map_segments, sum.map_depth
         );
+        println!(
+            "ordered map after the last recovery: {} entries in {} nodes ({} levels)",
+            sum.tree_entries, sum.tree_nodes, sum.tree_height
+        );
     }
     Ok(
         if sum.lost == 0 && sum.failures == 0 && sum.kills == a.kills {

@@ -184,7 +184,8 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
             };
             let mut rep = pool.check(reach.as_deref());
             rep.problems.extend(layout_problems);
-            // Every hash map in the pool (found by its header) checks its own invariants.
+            // Every hash map, ordered map and sequence in the pool (found by its header)
+            // checks its own invariants.
             let maps = daisy::check_all(&pool)?;
             for m in &maps {
                 rep.problems.extend(
@@ -227,13 +228,17 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                     println!("reachability: not checked (no walker for layout {layout:?})");
                 }
                 for m in &maps {
+                    // MapCheck's counts mean nodes and levels for an ordered map.
+                    let shape = if m.kind == "ordered map" {
+                        format!("{} nodes ({} levels)", m.segments, m.depth)
+                    } else {
+                        format!("{} segments (depth {})", m.segments, m.depth)
+                    };
                     println!(
-                        "{} at {:#x}: {} entries in {} segments (depth {}): {}",
+                        "{} at {:#x}: {} entries in {shape}: {}",
                         m.kind,
                         m.header,
                         m.entries,
-                        m.segments,
-                        m.depth,
                         if m.problems.is_empty() {
                             "invariants hold"
                         } else {

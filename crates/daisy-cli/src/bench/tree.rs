@@ -64,12 +64,21 @@ pub fn run(a: TreeArgs) -> Result<ExitCode> {
         seed: a.seed,
     };
     let json = a.format == TableFormat::Json;
-    let rows = treebench::run(&cfg, |s| eprintln!("{s}"))?;
+    // What was measured and how, and progress: above the table, or on stderr when stdout
+    // carries JSON.
+    let rows = treebench::run(&cfg, |s| {
+        if json {
+            eprintln!("{s}")
+        } else {
+            println!("{s}")
+        }
+    })?;
     if json {
         for r in &rows {
             println!("{}", serde_json::to_string(r)?);
         }
     } else {
+        println!();
         print!("{}", treebench::table(&rows));
     }
     Ok(ExitCode::SUCCESS)

@@ -5,8 +5,9 @@
 //! - `pool`: `daisy pool create/info/check`, bad input, damaged allocator metadata and hash
 //!   maps.
 //! - `crashtest`: the kill torture (pmem and msync mode).
-//! - `bench_tx`, `bench_hashmap`, `bench_kv`: `daisy bench tx`, `hashmap` and `kv` (the last
-//!   against redis-server, skipped where it is not installed).
+//! - `bench_tx`, `bench_hashmap`, `bench_kv`, `bench_tree`: `daisy bench tx`, `hashmap`, `kv`
+//!   (against redis-server, skipped where it is not installed) and `tree` (against std's
+//!   BTreeMap and PMDK's btree_map example).
 //! - `report`: `daisy report --quick`: its files, verdicts and page (headless Chromium); the
 //!   file rivals on a disk.
 //! - `help`: `--help` everywhere.
@@ -21,6 +22,7 @@ use std::process::{Command, Output};
 
 mod bench_hashmap;
 mod bench_kv;
+mod bench_tree;
 mod bench_tx;
 mod crashtest;
 mod help;
