@@ -20,8 +20,8 @@
 //! redistributions, collapsed roots, nodes freed) and rank queries, compared entry by entry
 //! and rank by rank with a `BTreeMap` after every kill.
 
-use bytemuck::{Pod, Zeroable};
 use crate::cttree::{self, TreeModel, TreeOp};
+use bytemuck::{Pod, Zeroable};
 use daisy::{Error, PBytesMap, PHashMap, PPtr, PTreeMap, Pool, PoolOptions, Tx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -53,7 +53,7 @@ pub enum TreeOp {
 /// The key of key number `k`.
 pub fn key(k: u32) -> Vec<u8> {
     let mut v = (k as u64).to_be_bytes().to_vec();
-    if k % 11 == 0 {
+    if k.is_multiple_of(11) {
         v.extend_from_slice(format!("{k:m>40}").as_bytes());
     } else {
         v.extend_from_slice(format!("m{k}").as_bytes());
@@ -173,8 +173,7 @@ pub fn run(
             let at = if len == 0 {
                 None
             } else {
-                v.entry_at_rank(tx, raw % len)?
-                    .map(|(k, _)| key_number(&k))
+                v.entry_at_rank(tx, raw % len)?.map(|(k, _)| key_number(&k))
             };
             drop(v);
             return tx.write(probe, &probe_word(rank, found, at));
@@ -240,9 +239,8 @@ impl TreeModel {
                 let key = key(k);
                 let rank = m.range(..key.clone()).count() as u64;
                 let len = m.len() as u64;
-                let at = (len > 0).then(|| {
-                    key_number(m.keys().nth((raw % len) as usize).expect("in range"))
-                });
+                let at = (len > 0)
+                    .then(|| key_number(m.keys().nth((raw % len) as usize).expect("in range")));
                 self.probe = probe_word(rank, m.contains_key(&key), at);
             }
         }

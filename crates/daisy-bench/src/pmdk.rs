@@ -366,17 +366,32 @@ impl PmdkBtree {
                 *s
             }};
         }
-        let open = sym!(b"dbt_open", unsafe extern "C" fn(*const c_char, usize) -> *mut c_void);
-        let insert = sym!(b"dbt_insert", unsafe extern "C" fn(*mut c_void, u64) -> c_int);
-        let lookup = sym!(b"dbt_lookup", unsafe extern "C" fn(*mut c_void, u64) -> c_int);
-        let remove = sym!(b"dbt_remove", unsafe extern "C" fn(*mut c_void, u64) -> c_int);
+        let open = sym!(
+            b"dbt_open",
+            unsafe extern "C" fn(*const c_char, usize) -> *mut c_void
+        );
+        let insert = sym!(
+            b"dbt_insert",
+            unsafe extern "C" fn(*mut c_void, u64) -> c_int
+        );
+        let lookup = sym!(
+            b"dbt_lookup",
+            unsafe extern "C" fn(*mut c_void, u64) -> c_int
+        );
+        let remove = sym!(
+            b"dbt_remove",
+            unsafe extern "C" fn(*mut c_void, u64) -> c_int
+        );
         let close = sym!(b"dbt_close", unsafe extern "C" fn(*mut c_void));
         let _ = std::fs::remove_file(path);
         let cpath = CString::new(path.as_os_str().as_encoded_bytes())?;
         // SAFETY: a valid C string; PMDK creates the file.
         let h = unsafe { open(cpath.as_ptr(), size) };
         if h.is_null() {
-            return Err(anyhow!("creating a PMDK pool for btree_map at {}", path.display()));
+            return Err(anyhow!(
+                "creating a PMDK pool for btree_map at {}",
+                path.display()
+            ));
         }
         Ok(PmdkBtree {
             _lib: lib,

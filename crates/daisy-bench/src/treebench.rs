@@ -146,7 +146,9 @@ fn row(op: &str, n: u64, s: &str, t: (u64, f64, u64, u64), counted: bool) -> Row
 }
 
 fn daisy_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
-    let path = cfg.dir.join(format!("daisy-bench-tree-{}.pool", std::process::id()));
+    let path = cfg
+        .dir
+        .join(format!("daisy-bench-tree-{}.pool", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let size = (n * 96 + (64 << 20)).next_multiple_of(1 << 20);
     let pool = Pool::create(
@@ -192,7 +194,13 @@ fn daisy_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
     rows.push(row("rank", n, "daisy", t, true));
     let t = timed(d.scans.len() as u64, || {
         for &i in &d.scans {
-            let r = m.range(Bound::Included(&d.keys[i]), Bound::Unbounded, false, 0, SCAN)?;
+            let r = m.range(
+                Bound::Included(&d.keys[i]),
+                Bound::Unbounded,
+                false,
+                0,
+                SCAN,
+            )?;
             if r.is_empty() {
                 return Err(anyhow!("daisy: empty scan"));
             }
@@ -214,7 +222,9 @@ fn daisy_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
     })?;
     rows.push(row("remove", n, "daisy", t, true));
     if !m.is_empty()? {
-        return Err(anyhow!("daisy: the tree is not empty after removing every key"));
+        return Err(anyhow!(
+            "daisy: the tree is not empty after removing every key"
+        ));
     }
     for r in &mut rows {
         r.mode = mode.clone();
@@ -279,9 +289,10 @@ fn dram_rows(n: u64, d: &Data) -> Result<Vec<Row>> {
 }
 
 fn pmdk_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
-    let path = cfg
-        .dir
-        .join(format!("daisy-bench-pmdk-btree-{}.pool", std::process::id()));
+    let path = cfg.dir.join(format!(
+        "daisy-bench-pmdk-btree-{}.pool",
+        std::process::id()
+    ));
     let _cleanup = Remove(path.clone());
     // Order-8 nodes of 7 24-byte items: about 400 bytes per 5 entries, plus undo logs.
     let size = (n as usize * 160 + (64 << 20)).next_multiple_of(1 << 20);

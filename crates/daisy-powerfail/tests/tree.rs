@@ -27,16 +27,28 @@ fn tree_workload_passes_clean_and_catches_an_early_split() {
     assert_eq!(clean.failures, 0, "{:?}", clean.messages);
     assert_eq!(clean.fences_without_point, 0, "{clean:?}");
     assert!(clean.images >= budget, "{clean:?}");
-    assert!(clean.tree_after.1 >= 3, "tree levels: {:?}", clean.tree_after);
+    assert!(
+        clean.tree_after.1 >= 3,
+        "tree levels: {:?}",
+        clean.tree_after
+    );
     assert!(clean.second_life_from.is_some(), "{clean:?}");
     for f in [Fault::TreeSplitEarly, Fault::EarlyBlockReuse] {
-        assert!(clean.reached[&format!("{f:?}")] > 0, "{f:?}: {:?}", clean.reached);
+        assert!(
+            clean.reached[&format!("{f:?}")] > 0,
+            "{f:?}: {:?}",
+            clean.reached
+        );
     }
     sim::inject(Fault::TreeSplitEarly);
     let r = run_workload(d.path(), seed, Workload::Tree, budget, 32).unwrap();
     sim::clear_faults();
     eprintln!("injected: {} images; {:?}", r.images, r.messages.first());
-    assert!(r.failures > 0, "TreeSplitEarly not caught in {} images", r.images);
+    assert!(
+        r.failures > 0,
+        "TreeSplitEarly not caught in {} images",
+        r.images
+    );
     assert!(
         r.messages[0].contains("replay: daisy crashtest --power-fail --seed")
             && r.messages[0].contains("--workload tree"),

@@ -56,7 +56,10 @@ pub fn run(a: TreeArgs) -> Result<ExitCode> {
             a.ns.into_iter().map(|n| n as u64).collect()
         },
         structures: if a.structures.is_empty() {
-            treebench::STRUCTURES.iter().map(|s| s.to_string()).collect()
+            treebench::STRUCTURES
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
         } else {
             a.structures
         },

@@ -7,7 +7,9 @@ use super::*;
 fn bench_tree_reports_every_structure() {
     let d = tmpdir();
     let o = run(daisy()
-        .args(["bench", "tree", "--n", "600", "--seed", "7", "--format", "json"])
+        .args([
+            "bench", "tree", "--n", "600", "--seed", "7", "--format", "json",
+        ])
         .arg("--dir")
         .arg(d.path()));
     assert!(o.status.success(), "{}", text(&o));
@@ -89,7 +91,11 @@ fn bench_tree_reports_every_structure() {
     ] {
         assert!(out.contains(s), "{s:?} missing: {out}");
     }
-    assert!(out.lines().any(|l| l.contains("insert") && l.contains("daisy")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("insert") && l.contains("daisy")),
+        "{out}"
+    );
     assert!(!out.contains("pmdk-btree  "), "{out}");
 
     // Bad input is refused.

@@ -258,7 +258,8 @@ fn pool_check_verifies_ordered_maps() {
             .unwrap();
         let mut m = PTreeMap::open(&pool, id).unwrap();
         for k in 0..3000u32 {
-            m.insert(&(k * 7919 % 3001).to_be_bytes(), b"value").unwrap();
+            m.insert(&(k * 7919 % 3001).to_be_bytes(), b"value")
+                .unwrap();
         }
         id
     };
@@ -270,7 +271,9 @@ fn pool_check_verifies_ordered_maps() {
         .find(|l| l.starts_with("ordered map at"))
         .unwrap_or_else(|| panic!("no ordered map reported: {t}"));
     assert!(
-        line.contains("3000 entries") && line.contains("levels") && line.ends_with("invariants hold"),
+        line.contains("3000 entries")
+            && line.contains("levels")
+            && line.ends_with("invariants hold"),
         "{line}"
     );
     assert!(t.contains("check: OK"), "{t}");

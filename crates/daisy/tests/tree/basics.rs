@@ -94,9 +94,7 @@ fn handles_and_bad_input_are_refused() {
     let root = pool.root::<PPtr<PTreeMap>>().unwrap();
     let e = PTreeMap::open(&pool, root.cast()).unwrap_err();
     assert!(matches!(e, Error::NotACollection { .. }), "{e}");
-    let bm = pool
-        .transaction(|tx| daisy::PBytesMap::create_in(tx))
-        .unwrap();
+    let bm = pool.transaction(daisy::PBytesMap::create_in).unwrap();
     let e = PTreeMap::open(&pool, PPtr::from_offset(bm.offset())).unwrap_err();
     assert!(matches!(e, Error::NotACollection { .. }), "{e}");
     let e = PTreeMap::open(&pool, PPtr::from_offset(1 << 40)).unwrap_err();

@@ -252,7 +252,7 @@ impl Img {
             return Err(damaged(self.off, "ordered map node is at the wrong level"));
         }
         let heap = self.heap();
-        if heap % 8 != 0 || heap > b.len() || NODE_HDR + self.count() > heap {
+        if !heap.is_multiple_of(8) || heap > b.len() || NODE_HDR + self.count() > heap {
             return Err(damaged(
                 self.off,
                 "ordered map node's heap bounds are invalid",
