@@ -14,18 +14,22 @@
 //! any failure replays from the printed seed. Transactions exercise every log path: single and
 //! multi-line updates, allocation, free, large objects spanning several chunks, big logs; and
 //! the hash maps: inserts and removes in a transaction (segment splits and directory doublings
-//! as the map grows), batches (copy-on-write segments), byte-string entries; and the ordered
-//! map (`PTreeMap` of 256-byte nodes, [`crate::cttree`]): inserts and bursts of them (leaf and
-//! internal splits, new roots), removals, pops, key-range and rank-range removals (merges,
-//! redistributions, collapsed roots, nodes freed) and rank queries, compared entry by entry
-//! and rank by rank with a `BTreeMap` after every kill.
+//! as the map grows), batches (copy-on-write segments), byte-string entries; the sequence
+//! (`PSeq`, small chunks so that chunks are allocated and freed all the time): pushes and pops
+//! at both ends, middle inserts, sets and removes, removals by value, trims, and sequences
+//! retired and freed by `free_step` in bounded steps; and the ordered map (`PTreeMap` of
+//! 256-byte nodes, [`crate::cttree`]): inserts and bursts of them (leaf and internal splits,
+//! new roots), removals, pops, key-range and rank-range removals (merges, redistributions,
+//! collapsed roots, nodes freed) and rank queries, compared entry by entry and rank by rank
+//! with a `BTreeMap` after every kill.
 
 use crate::cttree::{self, TreeModel, TreeOp};
 use bytemuck::{Pod, Zeroable};
-use daisy::{Error, PBytesMap, PHashMap, PPtr, PTreeMap, Pool, PoolOptions, Tx};
+use daisy::{Error, PBytesMap, PHashMap, PPtr, PSeq, PTreeMap, Pool, PoolOptions, Tx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -63,11 +67,27 @@ pub struct CtRoot {
     /// The object [`Op::Recycle`] replaces, and the transaction that wrote it.
     pub recycle: PPtr<u8>,
     pub recycle_gen: u64,
+    /// The live sequence ([`SEQ_CHUNK`]-byte chunks).
+    pub seq: PPtr<PSeq>,
+    /// A retired sequence being freed by [`SeqOp::FreeStep`]s (null: none).
+    pub seq_dead: PPtr<PSeq>,
     /// The ordered map ([`cttree::NODE_SIZE`]-byte nodes) and the last [`TreeOp::Probe`]'s
     /// result.
     pub tree: PPtr<PTreeMap>,
     pub tree_probe: cttree::Probe,
 }
+
+/// Chunk size of the workload's sequences: small (232 bytes of items, items over 58 bytes out
+/// of line), so that pushes, pops and edits cross chunk boundaries every few operations.
+pub const SEQ_CHUNK: u32 = 256;
+/// Items past which the sequence ops of a plan drain the sequence (pops and trims) instead
+/// of growing it: the sequence stays small enough to verify on every crash image.
+const SEQ_HIGH: u64 = 160;
+/// Objects a [`SeqOp::FreeStep`] frees at most (several steps per retired sequence).
+const SEQ_FREE_BUDGET: u32 = 3;
+/// The two values that recur among the sequence's items (one inline, one out of line), so
+/// that removals by value find several.
+const SEQ_DUPS: [&[u8]; 2] = [b"dup", &[b'D'; 90]];
 
 /// Size of the objects [`Op::Recycle`] replaces: over 4 KiB, so that a new one's contents are
 /// written in place and flushed before its record, not logged (tx.rs, `FRESH_LOG_MAX`).
@@ -113,6 +133,8 @@ enum Op {
     /// reused if reuse did not wait for the watermark (the first's record, replayed over the
     /// new owner, would then corrupt it: docs/FORMAT.md section 7).
     Recycle,
+    /// Sequence operations, each in the transaction with the id (see [`SeqOp`]).
+    Seq(SeqOp),
     /// A transaction on another pool (`Ct::side_dir`, same mode) that copies 2 MiB into a new
     /// object and aborts, that pool dropped with nothing left to make durable; then the id
     /// alone, on this pool. In msync mode the aborted copy's pages wait for an msync that this
@@ -120,6 +142,33 @@ enum Op {
     AbortElsewhere,
     /// An ordered-map operation, in the transaction with the id (see [`TreeOp`]).
     Tree(TreeOp),
+}
+
+/// A transaction's operation on the workload's sequences (its plan; positions are raw numbers
+/// taken modulo the length when it runs, so the plan needs no more of the state than the
+/// length).
+#[derive(Clone, Debug)]
+pub enum SeqOp {
+    /// Push these items at the back (else the front), in one transaction.
+    Push(bool, Vec<Vec<u8>>),
+    /// Pop this many from the back (else the front).
+    Pop(bool, u64),
+    /// Insert at `raw % (len + 1)`.
+    Insert(u64, Vec<u8>),
+    /// Replace the item at `raw % len`.
+    Set(u64, Vec<u8>),
+    /// Remove the item at `raw % len`.
+    RemoveAt(u64),
+    /// Redis's LREM of one of [`SEQ_DUPS`] with this count.
+    RemoveValue(usize, i64),
+    /// Drop this many items from the front and from the back (Redis's LTRIM of the rest).
+    Trim(u64, u64),
+    /// Retire the live sequence: finish freeing the retired one if any (in this transaction),
+    /// make the live one the retired one, and start a new live one with these items.
+    Retire(Vec<Vec<u8>>),
+    /// One bounded `free_step` of the retired sequence (nothing when there is none); the
+    /// pointer is cleared in the transaction whose step frees its header.
+    FreeStep,
 }
 
 /// Which transactions a workload runs.
@@ -143,6 +192,10 @@ pub enum Mix {
     /// not yet durable, still waits to be retired: the case the slot-reuse rule exists for
     /// (docs/FORMAT.md section 5).
     Threads,
+    /// Sequence operations only (and the recycled objects of every mix): the power-failure
+    /// simulator's `seq` workload, so that chunk allocation and freeing, pushes and pops at
+    /// both ends, middle edits and `free_step` fall under every crash point.
+    Seq,
     /// Ordered-map operations only (and the recycled objects of every mix): the power-failure
     /// simulator's `tree` workload, so that splits, merges, node allocation and free fall
     /// under every crash point.
@@ -153,12 +206,15 @@ pub enum Mix {
 /// log slots there (4), so the burst wraps around them.
 pub const THREADS_BURST: u64 = 12;
 
-fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
+fn plan(seed: u64, id: u64, list_len: u64, seq_len: u64, mix: Mix) -> Op {
     let mut rng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     // Recycled objects in pairs, in every mix (the hash-map workload's own frees, of split
     // segments, come too seldom for a reuse to fall within the window where it would harm).
     if id % 16 == 8 || id % 16 == 9 {
         return Op::Recycle;
+    }
+    if mix == Mix::Seq {
+        return Op::Seq(seq_plan(&mut rng, id, seq_len));
     }
     if mix == Mix::Tree {
         return Op::Tree(cttree::plan(&mut rng, cttree::TREE_KEYS));
@@ -201,12 +257,19 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
         Mix::Mixed | Mix::Threads => (rng.gen_range(0..100), MIXED_MAP_KEYS),
         Mix::Kill => (rng.gen_range(0..100), MAP_KEYS),
         Mix::Maps => (rng.gen_range(60..100), MAP_KEYS),
-        Mix::Tree => unreachable!("planned above"),
+        Mix::Seq | Mix::Tree => unreachable!("planned above"),
     };
-    // The kill torture runs the ordered map's operations too: a third of the transactions
-    // that would not touch the hash maps (a fifth of all), so the maps grow as fast as they
-    // did without them; a random stream of their own, so the other mixes' plans are unchanged.
+    // The kill torture runs the sequence's operations too, in place of two fifths of the
+    // transactions that touch no map (about a quarter of all), so the maps still grow (and
+    // split) as fast per transaction as before; from a stream of its own, so the other mixes'
+    // plans are unchanged.
     if mix == Mix::Kill && roll < 60 {
+        let mut srng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        if srng.gen_ratio(2, 5) {
+            return Op::Seq(seq_plan(&mut srng, id, seq_len));
+        }
+        // And the ordered map's, in place of a third of the rest (an eighth of all), from a
+        // stream of their own too.
         let mut trng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xA24B_AED4_963E_E407));
         if trng.gen_ratio(1, 3) {
             return Op::Tree(cttree::plan(&mut trng, cttree::KILL_KEYS));
@@ -264,6 +327,60 @@ fn plan(seed: u64, id: u64, list_len: u64, mix: Mix) -> Op {
         ),
         91..=96 => Op::BytesInsert(rng.gen_range(0..BMAP_KEYS), rng.gen_range(0..60)),
         _ => Op::BytesRemove(rng.gen_range(0..BMAP_KEYS)),
+    }
+}
+
+/// An item of transaction `id`: one of [`SEQ_DUPS`] now and then, else distinct bytes of a
+/// length that is mostly short, sometimes near the inline limit (58 bytes), sometimes out of
+/// line.
+fn seq_item(rng: &mut SmallRng, id: u64, k: u64) -> Vec<u8> {
+    if rng.gen_ratio(1, 6) {
+        return SEQ_DUPS[rng.gen_range(0..SEQ_DUPS.len())].to_vec();
+    }
+    let len = match rng.gen_range(0..10) {
+        0..=6 => rng.gen_range(0..24),
+        7 | 8 => rng.gen_range(24..59),
+        _ => rng.gen_range(59..200),
+    };
+    (0..len)
+        .map(|i| (id.wrapping_mul(131) ^ k.wrapping_mul(29) ^ i as u64) as u8)
+        .collect()
+}
+
+fn seq_items(rng: &mut SmallRng, id: u64, n: u64) -> Vec<Vec<u8>> {
+    (0..n).map(|k| seq_item(rng, id, k)).collect()
+}
+
+/// The sequence operation of transaction `id` when the live sequence holds `len` items.
+fn seq_plan(rng: &mut SmallRng, id: u64, len: u64) -> SeqOp {
+    let roll = rng.gen_range(0..100);
+    if len > SEQ_HIGH && roll < 60 {
+        return match roll % 3 {
+            0 => SeqOp::Pop(rng.gen_bool(0.5), rng.gen_range(5..30)),
+            1 => SeqOp::Trim(rng.gen_range(0..20), rng.gen_range(0..20)),
+            _ => SeqOp::RemoveValue(rng.gen_range(0..2), 0),
+        };
+    }
+    match roll {
+        0..=27 => {
+            let n = rng.gen_range(1..=3);
+            SeqOp::Push(rng.gen_bool(0.5), seq_items(rng, id, n))
+        }
+        28..=31 => {
+            let n = rng.gen_range(10..40);
+            SeqOp::Push(rng.gen_bool(0.5), seq_items(rng, id, n))
+        }
+        32..=47 => SeqOp::Pop(rng.gen_bool(0.5), rng.gen_range(1..=3)),
+        48..=57 => SeqOp::Insert(rng.gen(), seq_item(rng, id, 0)),
+        58..=65 => SeqOp::Set(rng.gen(), seq_item(rng, id, 0)),
+        66..=73 => SeqOp::RemoveAt(rng.gen()),
+        74..=78 => SeqOp::RemoveValue(rng.gen_range(0..2), rng.gen_range(-2..=2)),
+        79..=83 => SeqOp::Trim(rng.gen_range(0..3), rng.gen_range(0..3)),
+        84..=95 => SeqOp::FreeStep,
+        _ => {
+            let n = rng.gen_range(0..12);
+            SeqOp::Retire(seq_items(rng, id, n))
+        }
     }
 }
 
@@ -348,6 +465,12 @@ pub struct Model {
     /// The last applied transaction was an [`Op::MapOwn`]: its effect may be in a crash image
     /// whose root still names the transaction before.
     pub last_op_own: bool,
+    /// The live sequence's items.
+    pub seq: VecDeque<Vec<u8>>,
+    /// The items the retired sequence held when it was retired (None: none was ever retired).
+    /// How far `free_step` got is not modelled: a crash image's retired sequence is either
+    /// gone, being freed, or intact with these items.
+    pub seq_dead: Option<Vec<Vec<u8>>>,
     /// The ordered map and the last probe.
     pub tree: TreeModel,
 }
@@ -366,10 +489,17 @@ impl Model {
     }
 
     fn apply(&mut self, seed: u64, id: u64) {
-        let op = plan(seed, id, self.list.len() as u64, self.mix);
+        let op = plan(
+            seed,
+            id,
+            self.list.len() as u64,
+            self.seq.len() as u64,
+            self.mix,
+        );
         self.last_op_own = matches!(op, Op::MapOwn(..));
         match op {
             Op::IdOnly | Op::AbortElsewhere => {}
+            Op::Seq(op) => self.seq_apply(op),
             Op::Tree(op) => self.tree.apply(op, id),
             Op::Recycle => self.recycle = id,
             Op::Slots(s) => s.iter().for_each(|&i| self.slots[i] = id),
@@ -420,6 +550,60 @@ impl Model {
             }
         }
         self.last_tx = id;
+    }
+
+    fn seq_apply(&mut self, op: SeqOp) {
+        let q = &mut self.seq;
+        let len = q.len() as u64;
+        match op {
+            SeqOp::Push(true, items) => q.extend(items),
+            SeqOp::Push(false, items) => items.into_iter().for_each(|i| q.push_front(i)),
+            SeqOp::Pop(back, n) => {
+                for _ in 0..n.min(len) {
+                    if back {
+                        q.pop_back();
+                    } else {
+                        q.pop_front();
+                    }
+                }
+            }
+            SeqOp::Insert(raw, it) => q.insert((raw % (len + 1)) as usize, it),
+            SeqOp::Set(raw, it) if len > 0 => q[(raw % len) as usize] = it,
+            SeqOp::RemoveAt(raw) if len > 0 => {
+                q.remove((raw % len) as usize);
+            }
+            SeqOp::Set(..) | SeqOp::RemoveAt(_) => {}
+            SeqOp::RemoveValue(which, count) => {
+                let v = SEQ_DUPS[which];
+                let limit = if count == 0 {
+                    usize::MAX
+                } else {
+                    count.unsigned_abs() as usize
+                };
+                let mut at: Vec<usize> = (0..q.len()).filter(|&i| q[i] == v).collect();
+                if count < 0 {
+                    at.reverse();
+                }
+                at.truncate(limit);
+                at.sort_unstable();
+                for &i in at.iter().rev() {
+                    q.remove(i);
+                }
+            }
+            SeqOp::Trim(front, back) => {
+                if front + back >= len {
+                    q.clear();
+                } else {
+                    q.truncate((len - back) as usize);
+                    q.drain(..front as usize);
+                }
+            }
+            SeqOp::Retire(items) => {
+                self.seq_dead = Some(std::mem::take(q).into());
+                self.seq = items.into();
+            }
+            SeqOp::FreeStep => {}
+        }
     }
 
     fn map_insert(&mut self, k: u32, v: u32) {
@@ -479,15 +663,20 @@ pub fn setup(pool: &Pool, seed: u64) -> daisy::Result<PPtr<CtRoot>> {
         pool.transaction(|tx| {
             let m = PHashMap::<u32, u32>::create_in_with_seed(tx, seed)?;
             let b = PBytesMap::create_in_with_seed(tx, seed ^ 1)?;
-            let t = PTreeMap::create_in_with(tx, cttree::NODE_SIZE)?;
+            let s = PSeq::create_in_with(tx, SEQ_CHUNK)?;
             tx.write(root.byte_add(48), &m)?;
             tx.write(root.byte_add(56), &b)?;
+            let t = PTreeMap::create_in_with(tx, cttree::NODE_SIZE)?;
+            tx.write(root.byte_add(SEQ_OFF), &s)?;
             tx.write(root.byte_add(TREE_OFF), &t)
         })?;
     }
     Ok(root)
 }
 
+/// Offsets of `seq` and `seq_dead` in [`CtRoot`].
+const SEQ_OFF: u64 = std::mem::offset_of!(CtRoot, seq) as u64;
+const SEQ_DEAD_OFF: u64 = std::mem::offset_of!(CtRoot, seq_dead) as u64;
 /// Offsets of `tree` and `tree_probe` in [`CtRoot`].
 const TREE_OFF: u64 = std::mem::offset_of!(CtRoot, tree) as u64;
 const TREE_PROBE_OFF: u64 = std::mem::offset_of!(CtRoot, tree_probe) as u64;
@@ -517,8 +706,14 @@ impl Ct {
     /// Run transaction `id` of the workload.
     pub fn run_tx(&self, seed: u64, id: u64) -> daisy::Result<()> {
         let (pool, root) = (&self.pool, self.root);
-        let list_len = pool.read(root).list_len;
-        let op = plan(seed, id, list_len, self.mix);
+        let r = pool.read(root);
+        // Only the mixes with sequence operations plan by the sequence's length.
+        let seq_len = if r.seq.is_null() || !matches!(self.mix, Mix::Seq | Mix::Kill) {
+            0
+        } else {
+            pool.transaction(|tx| PSeq::view(pool, tx, r.seq)?.len(tx))?
+        };
+        let op = plan(seed, id, r.list_len, seq_len, self.mix);
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Op::MapOwn(ins, k, v) = op {
             if ins {
@@ -612,6 +807,7 @@ impl Ct {
                     }
                 }
                 Op::MapBatch(_) | Op::MapOwn(..) => unreachable!("handled above"),
+                Op::Seq(op) => seq_run(pool, tx, root, &r, op)?,
                 Op::BytesInsert(k, len) => {
                     bmap.insert_tx(tx, &bkey(k), &bvalue(id, k, len))?;
                 }
@@ -622,6 +818,72 @@ impl Ct {
             tx.write(root.cast::<u64>(), &id)
         })
     }
+}
+
+fn refs(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(|x| x.as_slice()).collect()
+}
+
+/// Run a sequence operation inside the workload's transaction (through a view).
+fn seq_run(
+    pool: &Pool,
+    tx: &mut Tx<'_>,
+    root: PPtr<CtRoot>,
+    r: &CtRoot,
+    op: SeqOp,
+) -> daisy::Result<()> {
+    match op {
+        SeqOp::FreeStep => {
+            if !r.seq_dead.is_null() && PSeq::free_step(pool, tx, r.seq_dead, SEQ_FREE_BUDGET)? {
+                tx.write(root.byte_add(SEQ_DEAD_OFF), &PPtr::<PSeq>::null())?;
+            }
+            return Ok(());
+        }
+        SeqOp::Retire(items) => {
+            if !r.seq_dead.is_null() {
+                while !PSeq::free_step(pool, tx, r.seq_dead, u32::MAX)? {}
+            }
+            let s = PSeq::create_in_with(tx, SEQ_CHUNK)?;
+            PSeq::view(pool, tx, s)?.push_back_many(tx, &refs(&items))?;
+            tx.write(root.byte_add(SEQ_DEAD_OFF), &r.seq)?;
+            return tx.write(root.byte_add(SEQ_OFF), &s);
+        }
+        _ => {}
+    }
+    let mut v = PSeq::view(pool, tx, r.seq)?;
+    let len = v.len(tx)?;
+    match op {
+        SeqOp::Push(true, items) => {
+            v.push_back_many(tx, &refs(&items))?;
+        }
+        SeqOp::Push(false, items) => {
+            v.push_front_many(tx, &refs(&items))?;
+        }
+        SeqOp::Pop(true, n) => {
+            v.pop_back_n(tx, n)?;
+        }
+        SeqOp::Pop(false, n) => {
+            v.pop_front_n(tx, n)?;
+        }
+        SeqOp::Insert(raw, it) => {
+            v.insert_at(tx, raw % (len + 1), &it)?;
+        }
+        SeqOp::Set(raw, it) if len > 0 => v.set(tx, (raw % len) as i64, &it)?,
+        SeqOp::RemoveAt(raw) if len > 0 => {
+            v.remove_at(tx, (raw % len) as i64)?;
+        }
+        SeqOp::Set(..) | SeqOp::RemoveAt(_) => {}
+        SeqOp::RemoveValue(which, count) => {
+            v.remove_value(tx, SEQ_DUPS[which], count)?;
+        }
+        SeqOp::Trim(front, back) => {
+            // LTRIM front -(back + 1); the chunks it detaches are freed in this transaction.
+            v.trim(tx, front as i64, -(back as i64) - 1)?;
+            while !v.collect_garbage(tx, 64)? {}
+        }
+        SeqOp::FreeStep | SeqOp::Retire(_) => unreachable!("handled above"),
+    }
+    Ok(())
 }
 
 /// Bytes [`Op::AbortElsewhere`] copies into its aborted object: 2 MiB, so that the pages the
@@ -699,6 +961,11 @@ pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
     for m in [r.map.offset(), r.bmap.offset()] {
         if m != 0 {
             out.extend(daisy::map_objects(pool, m)?);
+        }
+    }
+    for s in [r.seq.offset(), r.seq_dead.offset()] {
+        if s != 0 {
+            out.extend(daisy::seq_objects(pool, s)?);
         }
     }
     if !r.tree.is_null() {
@@ -865,6 +1132,7 @@ fn verify_with(
     // runs on every crash image of the simulator).
     let mut reach = reachable_outside_maps(pool)?;
     reach.extend(verify_maps(m, b, model, &mut bad)?);
+    reach.extend(verify_seqs(pool, &r, model, &mut bad));
     reach.extend(cttree::verify(
         pool,
         r.tree,
@@ -875,6 +1143,62 @@ fn verify_with(
     let rep = pool.check(Some(&reach));
     bad.extend(rep.problems.into_iter().map(|p| format!("pool check: {p}")));
     Ok(bad)
+}
+
+/// Compare the sequences with the model: the live one item by item, the retired one (if its
+/// pointer is still set) intact with the items it was retired with or being freed; both
+/// sound (`seq_objects` walks and checks them). Returns the objects they own.
+fn verify_seqs(pool: &Pool, r: &CtRoot, model: &Model, bad: &mut Vec<String>) -> Vec<u64> {
+    let mut objects = vec![];
+    if r.seq.is_null() {
+        bad.push("the sequence is missing".into());
+        return objects;
+    }
+    match daisy::seq_items(pool, r.seq.offset()) {
+        Ok(items) if items.len() == model.seq.len() && items.iter().eq(model.seq.iter()) => {}
+        Ok(items) => {
+            let first = (0..items.len().min(model.seq.len()))
+                .find(|&i| items[i] != model.seq[i])
+                .unwrap_or(items.len().min(model.seq.len()));
+            bad.push(format!(
+                "sequence: {} items, model {}; first difference at {first}",
+                items.len(),
+                model.seq.len()
+            ));
+        }
+        Err(e) => bad.push(format!("sequence: {e}")),
+    }
+    match daisy::seq_objects(pool, r.seq.offset()) {
+        Ok(o) => objects.extend(o),
+        Err(e) => bad.push(format!("sequence objects: {e}")),
+    }
+    if r.seq_dead.is_null() {
+        return objects;
+    }
+    let Some(want) = &model.seq_dead else {
+        bad.push("a retired sequence, but the model retired none".into());
+        return objects;
+    };
+    // Flags word (docs/FORMAT.md section 8d): bit 0, being freed.
+    let freeing = pool
+        .try_read(PPtr::<u32>::from_offset(r.seq_dead.offset() + 20))
+        .map(|f| f & 1 != 0)
+        .unwrap_or(false);
+    match daisy::seq_items(pool, r.seq_dead.offset()) {
+        Ok(items) if freeing && items.is_empty() => {}
+        Ok(items) if !freeing && items == *want => {}
+        Ok(items) => bad.push(format!(
+            "retired sequence: {} items (being freed: {freeing}), model {}",
+            items.len(),
+            want.len()
+        )),
+        Err(e) => bad.push(format!("retired sequence: {e}")),
+    }
+    match daisy::seq_objects(pool, r.seq_dead.offset()) {
+        Ok(o) => objects.extend(o),
+        Err(e) => bad.push(format!("retired sequence objects: {e}")),
+    }
+    objects
 }
 
 /// Compare both maps with the model: entry count, an order-independent digest of the
@@ -965,6 +1289,12 @@ pub struct Summary {
     pub map_entries: u64,
     pub map_segments: u64,
     pub map_depth: u32,
+    /// The live sequence after the last recovery (items, chunks of [`SEQ_CHUNK`] bytes), and
+    /// the most chunks it had after any recovery (it grows and shrinks through chunk
+    /// allocations and frees while processes are being killed).
+    pub seq_items: u64,
+    pub seq_chunks: u64,
+    pub seq_max_chunks: u64,
     /// The ordered map after the last recovery: entries, nodes, height in levels.
     pub tree_entries: u64,
     pub tree_nodes: u64,
@@ -1102,16 +1432,20 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
         }
         sum.transactions_verified += n;
         let r = pool.read(pool.root::<CtRoot>()?);
-        let checks = daisy::check_all(&pool)?;
-        if let Some(c) = checks.iter().find(|c| c.header == r.map.offset()) {
-            sum.map_entries = c.entries;
-            sum.map_segments = c.segments;
-            sum.map_depth = c.depth;
-        }
-        if let Some(c) = checks.iter().find(|c| c.header == r.tree.offset()) {
-            sum.tree_entries = c.entries;
-            sum.tree_nodes = c.segments;
-            sum.tree_height = c.depth;
+        for c in daisy::check_all(&pool)? {
+            if c.header == r.map.offset() {
+                sum.map_entries = c.entries;
+                sum.map_segments = c.segments;
+                sum.map_depth = c.depth;
+            } else if c.header == r.seq.offset() {
+                sum.seq_items = c.entries;
+                sum.seq_chunks = c.segments;
+                sum.seq_max_chunks = sum.seq_max_chunks.max(c.segments);
+            } else if c.header == r.tree.offset() {
+                sum.tree_entries = c.entries;
+                sum.tree_nodes = c.segments;
+                sum.tree_height = c.depth;
+            }
         }
         pool.close()?;
         progress(&sum);
@@ -1171,7 +1505,7 @@ mod tests {
         let mut kinds = std::collections::BTreeSet::new();
         let (mut max_depth, mut max_nodes, mut shrank) = (0, 0, false);
         for id in 1..=3000 {
-            if let Op::Tree(op) = plan(seed, id, 0, Mix::Tree) {
+            if let Op::Tree(op) = plan(seed, id, 0, 0, Mix::Tree) {
                 kinds.insert(format!("{op:?}").split('(').next().unwrap().to_string());
             }
             ct.run_tx(seed, id).unwrap();
@@ -1261,5 +1595,67 @@ mod tests {
             list_ids(&Pool::open(&path, LAYOUT).unwrap()).unwrap(),
             model.list
         );
+    }
+
+    /// The sequence mixes (the simulator's `seq` workload and the kill torture's) match the
+    /// model step by step: sequences grow, shrink, get retired and freed; a wrong model of
+    /// either sequence is detected.
+    #[test]
+    fn sequence_workloads_match_model() {
+        for mix in [Mix::Seq, Mix::Kill] {
+            let d =
+                tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+            let path = d.path().join("seq.pool");
+            let pool = Pool::create(
+                &path,
+                &PoolOptions::new(LAYOUT)
+                    .size(32 << 20)
+                    .max_size(128 << 20)
+                    .lanes(4),
+            )
+            .unwrap();
+            let ct = Ct::open_mix(&pool, 7, mix).unwrap();
+            let mut model = Model::with_mix(mix);
+            let (mut longest, mut retired, mut freed) = (0, 0, 0);
+            for id in 1..=3000 {
+                let had_dead = !pool.read(ct.root).seq_dead.is_null();
+                ct.run_tx(7, id).unwrap();
+                model.advance_to(7, id);
+                longest = longest.max(model.seq.len());
+                let r = pool.read(ct.root);
+                retired += matches!(plan(7, id, 0, 0, mix), Op::Seq(SeqOp::Retire(_))) as u32;
+                freed += (had_dead && r.seq_dead.is_null()) as u32;
+                if id % 250 == 0 {
+                    let diffs = ct.verify(&model).unwrap();
+                    assert!(diffs.is_empty(), "{mix:?} after {id}: {diffs:?}");
+                }
+            }
+            eprintln!("{mix:?}: longest {longest}, retired {retired}, freed {freed}");
+            assert!(
+                longest > 40,
+                "{mix:?}: the sequence grew to {longest} items"
+            );
+            if mix == Mix::Seq {
+                assert!(
+                    retired > 5 && freed > 0,
+                    "{mix:?}: {retired} retired, {freed} freed"
+                );
+            }
+            let mut wrong = model.clone();
+            wrong.seq.push_back(b"extra".to_vec());
+            assert!(!ct.verify(&wrong).unwrap().is_empty());
+            if let Some(mut dead) = model.seq_dead.clone() {
+                if !pool.read(ct.root).seq_dead.is_null() && !dead.is_empty() {
+                    let freeing: u32 =
+                        pool.read(PPtr::from_offset(pool.read(ct.root).seq_dead.offset() + 20));
+                    if freeing == 0 {
+                        dead.pop();
+                        let mut wrong = model.clone();
+                        wrong.seq_dead = Some(dead);
+                        assert!(!ct.verify(&wrong).unwrap().is_empty());
+                    }
+                }
+            }
+        }
     }
 }

@@ -6,7 +6,9 @@
 //! a model. A request is a command (SET, SET PX, DEL, INCR, APPEND, MSET, EXPIRE, PERSIST on
 //! strings with values up to 120 KB; HSET, HDEL, HINCRBY on hashes that grow past 128 fields
 //! and become tables; SADD, SREM on sets of integers and strings that go intset -> listpack ->
-//! table; DEL of any of them, big ones freed lazily) or a MULTI/EXEC block of up to four.
+//! table; RPUSH, LPUSH, LPOP, RPOP with counts, LSET, LREM, LTRIM, LMOVE on lists that
+//! outgrow a packed record and become sequences; DEL of any of them, big ones freed lazily)
+//! or a MULTI/EXEC block of up to four.
 //! Replies come in order, so after a restart each client's keys must be its acknowledged
 //! requests plus some prefix of the requests it still had in flight: an EXEC is whole or
 //! absent. Between the kill and the restart, `daisy pool check` must pass (records, types,
@@ -106,6 +108,7 @@ pub enum Val {
     Str(Vec<u8>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
+    List(std::collections::VecDeque<Vec<u8>>),
 }
 
 /// A key's value and whether it has an expiry time.
@@ -136,6 +139,13 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
     let key = |rng: &mut Rng| format!("c{c}:k{}", rng.below(KEYS)).into_bytes();
     let hkey = |rng: &mut Rng| format!("c{c}:h{}", rng.below(COLL_KEYS)).into_bytes();
     let skey = |rng: &mut Rng| format!("c{c}:s{}", rng.below(COLL_KEYS)).into_bytes();
+    let lkey = |rng: &mut Rng| format!("c{c}:l{}", rng.below(COLL_KEYS)).into_bytes();
+    // List items: few distinct short ones (LREM finds them), now and then a long one (a list
+    // passes 8 KiB of items, the packed limit, after a few dozen pushes).
+    let item = |rng: &mut Rng| match rng.below(10) {
+        0 => vec![b'A' + rng.below(26) as u8; 300 + rng.below(1500) as usize],
+        _ => format!("i{}", rng.below(8)).into_bytes(),
+    };
     let value = |rng: &mut Rng| {
         let n = match rng.below(50) {
             0 => 60_000 + rng.below(60_000),
@@ -148,7 +158,7 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
         _ => rng.below(1000).to_string().into_bytes(),
     };
     let v = |s: &str| s.as_bytes().to_vec();
-    match rng.below(16) {
+    match rng.below(22) {
         0 | 1 => vec![v("SET"), key(rng), value(rng)],
         2 => vec![
             v("SET"),
@@ -158,9 +168,10 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             v(&TTL_MS.to_string()),
         ],
         3 => {
-            let k = match rng.below(3) {
+            let k = match rng.below(4) {
                 0 => key(rng),
                 1 => hkey(rng),
+                2 => lkey(rng),
                 _ => skey(rng),
             };
             vec![v("DEL"), k]
@@ -202,6 +213,27 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             cmd
         }
         14 => vec![v("SREM"), skey(rng), member(rng), member(rng)],
+        16 | 17 => {
+            let mut cmd = vec![
+                v(if rng.below(2) == 0 { "RPUSH" } else { "LPUSH" }),
+                lkey(rng),
+            ];
+            for _ in 0..1 + rng.below(12) {
+                cmd.push(item(rng));
+            }
+            cmd
+        }
+        18 => vec![
+            v(if rng.below(2) == 0 { "LPOP" } else { "RPOP" }),
+            lkey(rng),
+            (1 + rng.below(6)).to_string().into_bytes(),
+        ],
+        19 => match rng.below(3) {
+            0 => vec![v("LSET"), lkey(rng), v("0"), item(rng)],
+            1 => vec![v("LREM"), lkey(rng), v("0"), item(rng)],
+            _ => vec![v("LTRIM"), lkey(rng), v("1"), v("-2")],
+        },
+        20 => vec![v("LMOVE"), lkey(rng), lkey(rng), v("LEFT"), v("RIGHT")],
         _ => vec![v("EXPIRE"), hkey(rng), v("3600")],
     }
 }
@@ -329,6 +361,90 @@ fn apply_one(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
             }
             int_ok(n)
         }
+        b"RPUSH" | b"LPUSH" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::List(Default::default()), false));
+            let Val::List(l) = &mut e.0 else {
+                unreachable!("list keys hold lists")
+            };
+            for x in &cmd[2..] {
+                if cmd[0] == b"RPUSH" {
+                    l.push_back(x.clone());
+                } else {
+                    l.push_front(x.clone());
+                }
+            }
+            int_ok(l.len())
+        }
+        b"LPOP" | b"RPOP" => {
+            let Some((Val::List(l), _)) = m.get_mut(&cmd[1]) else {
+                return Reply::Array(None);
+            };
+            let n: usize = String::from_utf8_lossy(&cmd[2]).parse().unwrap_or(1);
+            let mut out = Vec::new();
+            for _ in 0..n {
+                let x = if cmd[0] == b"LPOP" {
+                    l.pop_front()
+                } else {
+                    l.pop_back()
+                };
+                match x {
+                    Some(x) => out.push(Reply::Bulk(Some(x))),
+                    None => break,
+                }
+            }
+            if l.is_empty() {
+                m.remove(&cmd[1]);
+            }
+            Reply::Array(Some(out))
+        }
+        b"LSET" => match m.get_mut(&cmd[1]) {
+            Some((Val::List(l), _)) => {
+                l[0] = cmd[3].clone();
+                Reply::Simple("OK".into())
+            }
+            _ => Reply::Error("ERR no such key".into()),
+        },
+        b"LREM" => {
+            let mut n = 0;
+            if let Some((Val::List(l), _)) = m.get_mut(&cmd[1]) {
+                let before = l.len();
+                l.retain(|x| *x != cmd[3]);
+                n = before - l.len();
+                if l.is_empty() {
+                    m.remove(&cmd[1]);
+                }
+            }
+            int_ok(n)
+        }
+        b"LTRIM" => {
+            if let Some((Val::List(l), _)) = m.get_mut(&cmd[1]) {
+                l.pop_front();
+                l.pop_back();
+                if l.is_empty() {
+                    m.remove(&cmd[1]);
+                }
+            }
+            Reply::Simple("OK".into())
+        }
+        b"LMOVE" => {
+            let Some((Val::List(l), _)) = m.get_mut(&cmd[1]) else {
+                return Reply::Bulk(None);
+            };
+            let x = l.pop_front().expect("lists in the model are never empty");
+            if l.is_empty() {
+                m.remove(&cmd[1]);
+            }
+            let e = m
+                .entry(cmd[2].clone())
+                .or_insert((Val::List(Default::default()), false));
+            let Val::List(d) = &mut e.0 else {
+                unreachable!("list keys hold lists")
+            };
+            d.push_back(x.clone());
+            Reply::Bulk(Some(x))
+        }
         other => unreachable!("{}", String::from_utf8_lossy(other)),
     }
 }
@@ -361,6 +477,7 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
     for i in 0..COLL_KEYS {
         keys.push(format!("c{c}:h{i}"));
         keys.push(format!("c{c}:s{i}"));
+        keys.push(format!("c{c}:l{i}"));
     }
     let bulk = |r: &Reply| match r {
         Reply::Bulk(Some(b)) => Ok(b.clone()),
@@ -377,6 +494,10 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
                         .collect::<Result<_>>()?,
                 ),
                 r => return Err(anyhow!("HGETALL {k}: {r:?}")),
+            },
+            Reply::Simple(t) if t == "list" => match call(port, &["LRANGE", &k, "0", "-1"])? {
+                Reply::Array(Some(a)) => Val::List(a.iter().map(bulk).collect::<Result<_>>()?),
+                r => return Err(anyhow!("LRANGE {k}: {r:?}")),
             },
             Reply::Simple(t) if t == "set" => match call(port, &["SMEMBERS", &k])? {
                 Reply::Array(Some(a)) => Val::Set(a.iter().map(bulk).collect::<Result<_>>()?),

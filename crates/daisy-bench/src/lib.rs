@@ -13,6 +13,7 @@ pub mod openbench;
 pub mod pmdk;
 pub mod progress;
 pub mod report;
+pub mod seqbench;
 pub mod stats;
 pub mod table;
 pub mod ticks;

@@ -228,6 +228,19 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                     println!("reachability: not checked (no walker for layout {layout:?})");
                 }
                 for m in &maps {
+                    let verdict = if m.problems.is_empty() {
+                        "invariants hold"
+                    } else {
+                        "PROBLEMS below"
+                    };
+                    // A sequence's report counts items and chunks (collections/mod.rs).
+                    if m.kind == "sequence" {
+                        println!(
+                            "{} at {:#x}: {} items in {} chunks: {verdict}",
+                            m.kind, m.header, m.entries, m.segments
+                        );
+                        continue;
+                    }
                     // MapCheck's counts mean nodes and levels for an ordered map.
                     let shape = if m.kind == "ordered map" {
                         format!("{} nodes ({} levels)", m.segments, m.depth)
@@ -235,15 +248,8 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                         format!("{} segments (depth {})", m.segments, m.depth)
                     };
                     println!(
-                        "{} at {:#x}: {} entries in {shape}: {}",
-                        m.kind,
-                        m.header,
-                        m.entries,
-                        if m.problems.is_empty() {
-                            "invariants hold"
-                        } else {
-                            "PROBLEMS below"
-                        }
+                        "{} at {:#x}: {} entries in {shape}: {verdict}",
+                        m.kind, m.header, m.entries,
                     );
                 }
                 for p in &rep.problems {

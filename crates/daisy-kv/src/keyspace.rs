@@ -33,10 +33,13 @@ pub const LAZY_EXPIRY_MIN_ROOM: usize = 16 * 1024;
 /// Pool layout name of a KV server's pool.
 pub const LAYOUT: &str = "daisy.kv";
 pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
-/// Keyspace format version: 2 (databases, types, lazyfree). Version 1 (one database of
-/// strings) is read and upgraded at open; builds that know only version 1 refuse version 2.
-pub const KV_VERSION: u32 = 2;
+/// Keyspace format version: 3 (version 2, databases, types and lazyfree, plus lists and
+/// sorted sets: their records, encodings and lazyfree kinds). Versions 1 (one database of
+/// strings) and 2 are read and upgraded at open; a build that knows only version 2 would take
+/// a list's record for damage, so the version refuses this pool to it instead.
+pub const KV_VERSION: u32 = 3;
 const KV_VERSION_1: u32 = 1;
+const KV_VERSION_2: u32 = 2;
 /// Most databases a pool may have (Redis allows any positive int; more than this is surely a
 /// typo, and each costs 16 bytes of pool even when unused).
 pub const MAX_DATABASES: usize = 1 << 16;
@@ -106,6 +109,8 @@ pub enum LazyKind {
     Table = 1,
     /// A database's map: its values are records that may own collections.
     Database = 2,
+    /// A big list's sequence (`daisy::PSeq`).
+    Seq = 3,
 }
 
 /// A queue word: kind and offset.
@@ -124,6 +129,7 @@ impl LazyItem {
         let kind = match w >> 56 {
             1 => LazyKind::Table,
             2 => LazyKind::Database,
+            3 => LazyKind::Seq,
             _ => return None,
         };
         Some(LazyItem { kind, off })
@@ -155,6 +161,9 @@ pub enum Enc {
     /// Integer strings that are not shared (COPY's copy of an integer, Redis's
     /// `dupStringObject`): OBJECT ENCODING `int`, REFCOUNT 1.
     Int = 6,
+    /// Big lists: a sequence of their own (`daisy::PSeq`, Redis's quicklist); the payload is
+    /// its header offset.
+    Seq = 8,
 }
 
 impl Enc {
@@ -167,6 +176,7 @@ impl Enc {
             4 => Enc::Table,
             5 => Enc::Embstr,
             6 => Enc::Int,
+            8 => Enc::Seq,
             _ => return None,
         })
     }
@@ -497,9 +507,13 @@ impl Keyspace {
                 )
             })
             .map_err(what)?;
+        } else if r.version == KV_VERSION_2 {
+            // Version 2 is version 3 without lists and sorted sets: only the number changes.
+            pool.transaction(|tx| tx.update(root, |r| r.version = KV_VERSION))
+                .map_err(what)?;
         } else if r.version != KV_VERSION {
             return Err(format!(
-                "{path}: keyspace format version {} (this build reads {KV_VERSION_1} and {KV_VERSION})",
+                "{path}: keyspace format version {} (this build reads {KV_VERSION_1} to {KV_VERSION})",
                 r.version
             ));
         }
@@ -1065,17 +1079,42 @@ impl Keyspace {
         self.adjust_expires(tx, db, -(v.expire_ms.is_some() as i64))
     }
 
-    /// The table the record `v` owns, if any. Read it before the record is removed or
+    /// The collection the record `v` owns, if any. Read it before the record is removed or
     /// rewritten (a same-length record is rewritten in place).
-    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Option<PPtr<PBytesMap>>> {
+    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Option<LazyItem>> {
         owned_table_of(tx, v)
     }
 
-    /// Free a table whose record is gone or replaced in this transaction: a small one at once,
-    /// a large one queued for [`Keyspace::lazyfree_step`].
-    fn free_owned(&mut self, tx: &mut Tx, owned: Option<PPtr<PBytesMap>>) -> daisy::Result<()> {
+    /// Free a collection whose record is gone or replaced in this transaction: a small one at
+    /// once, a large one queued for [`Keyspace::lazyfree_step`].
+    fn free_owned(&mut self, tx: &mut Tx, owned: Option<LazyItem>) -> daisy::Result<()> {
         match owned {
-            Some(id) => self.free_table(tx, id),
+            Some(LazyItem {
+                kind: LazyKind::Table,
+                off,
+            }) => self.free_table(tx, map_of(off)),
+            Some(
+                item @ LazyItem {
+                    kind: LazyKind::Seq,
+                    off,
+                },
+            ) => {
+                // Its chunks (about 4 KiB of items each) are what freeing costs: a list of a
+                // few chunks goes at once, a longer one is queued.
+                if daisy::PSeq::free_step(
+                    &self.pool,
+                    tx,
+                    PPtr::from_offset(off),
+                    LAZYFREE_THRESHOLD as u32,
+                )? {
+                    return Ok(());
+                }
+                lazy_push(tx, self.meta, item)
+            }
+            Some(item) => Err(Error::Unsupported(format!(
+                "a value record cannot own a {:?}",
+                item.kind
+            ))),
             None => Ok(()),
         }
     }
@@ -1229,21 +1268,15 @@ impl Keyspace {
                 LazyKind::Table => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |_, _| Ok(()))?
                 }
+                LazyKind::Seq => {
+                    daisy::PSeq::free_step(&pool, tx, PPtr::from_offset(item.off), budget)?
+                }
                 LazyKind::Database => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |tx, e| {
-                        // A record that owns a table: queue the table (it may be huge).
+                        // A record that owns a collection: queue it (it may be huge).
                         let v = decode_val(tx, e)?;
-                        if v.enc == Enc::Table {
-                            let mut p = [0u8; 8];
-                            e.read_tx(tx, v.off, &mut p)?;
-                            lazy_push(
-                                tx,
-                                meta,
-                                LazyItem {
-                                    kind: LazyKind::Table,
-                                    off: u64::from_le_bytes(p),
-                                },
-                            )?;
+                        if let Some(owned) = owned_table_of(tx, &v)? {
+                            lazy_push(tx, meta, owned)?;
                         }
                         Ok(())
                     })?
@@ -1277,14 +1310,20 @@ impl Header {
     }
 }
 
-/// The table a record owns (encoding `Table`: its payload is the map's offset).
-fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<PPtr<PBytesMap>>> {
-    if v.enc != Enc::Table {
-        return Ok(None);
-    }
+/// The collection a record owns: encoding `Table` a byte-string map, `Seq` a sequence (the
+/// payload is its header's offset).
+fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<LazyItem>> {
+    let kind = match v.enc {
+        Enc::Table => LazyKind::Table,
+        Enc::Seq => LazyKind::Seq,
+        _ => return Ok(None),
+    };
     let mut p = [0u8; 8];
     v.entry.read_tx(tx, v.off, &mut p)?;
-    Ok(Some(map_of(u64::from_le_bytes(p))))
+    Ok(Some(LazyItem {
+        kind,
+        off: u64::from_le_bytes(p),
+    }))
 }
 
 fn read_dbs(pool: &Pool, m: &KvMeta) -> daisy::Result<Vec<DbEntry>> {
@@ -1452,7 +1491,7 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
     if r.magic == 0 && r.meta == 0 && r.word2 == 0 {
         return Ok((reach, problems)); // never served: empty
     }
-    if r.magic != KV_MAGIC || (r.version != KV_VERSION && r.version != KV_VERSION_1) {
+    if r.magic != KV_MAGIC || !(KV_VERSION_1..=KV_VERSION).contains(&r.version) {
         problems.push(format!(
             "keyspace root: magic {:#x} version {} (want {KV_MAGIC:#x} version {KV_VERSION})",
             r.magic, r.version
@@ -1485,6 +1524,10 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
                         LazyKind::Table => match daisy::map_objects(pool, it.off) {
                             Ok(o) => reach.extend(o),
                             Err(e) => problems.push(format!("queued table {:#x}: {e}", it.off)),
+                        },
+                        LazyKind::Seq => match daisy::seq_objects(pool, it.off) {
+                            Ok(o) => reach.extend(o),
+                            Err(e) => problems.push(format!("queued sequence {:#x}: {e}", it.off)),
                         },
                         LazyKind::Database => {
                             // Its records and what they own.

@@ -1929,10 +1929,12 @@ fn wants_others(name: &[u8], cl: &Client) -> bool {
             }))
 }
 
-/// The reply for a failed transaction: Redis's OOM text for a full pool.
+/// The reply for a failed transaction: Redis's OOM text for a full pool, and for a command
+/// whose redo record needs more room than the pool has free (both are "out of memory" to a
+/// Redis client, and the command changed nothing).
 fn error_reply(e: &daisy::Error) -> String {
     match e {
-        daisy::Error::PoolFull { .. } => {
+        daisy::Error::PoolFull { .. } | daisy::Error::TxTooLargeForPool { .. } => {
             "OOM command not allowed when used memory > 'maxmemory'.".into()
         }
         e => format!("ERR daisy: {e}"),

@@ -4,7 +4,9 @@
 //! GETEX), hashes (HSET, HSETNX, HDEL, HINCRBY, HINCRBYFLOAT) and sets (SADD, SREM, SMOVE,
 //! SINTERSTORE, SUNIONSTORE, SDIFFSTORE) that cross every encoding threshold a hash or set can
 //! (packed -> table by size and by length, intset -> packed -> table; the thresholds are set
-//! low, as CONFIG SET would), keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
+//! low, as CONFIG SET would), lists (RPUSH, LPUSH, LPOP, RPOP, LSET, LREM, LTRIM, LMOVE) that
+//! outgrow a packed record and become sequences, grow and lose chunks, and a big one freed
+//! lazily, keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
 //! RESTORE of a DUMP payload), databases (SELECT, SWAPDB, FLUSHDB, FLUSHALL), MULTI/EXEC
 //! blocks, and collections big enough to be freed lazily: after each transaction one bounded
 //! lazyfree step runs in a transaction of its own, so the simulator crashes inside it too.
@@ -45,6 +47,7 @@ pub const CONFIG: &[(&str, &str)] = &[
     ("set-max-intset-entries", "6"),
     ("set-max-listpack-entries", "8"),
     ("set-max-listpack-value", "24"),
+    ("list-max-listpack-size", "8"),
 ];
 
 /// The commands of transaction `id`.
@@ -54,10 +57,21 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
     let skey = |rng: &mut SmallRng| format!("k{}", rng.gen_range(0..10)).into_bytes();
     let hkey = |rng: &mut SmallRng| format!("h{}", rng.gen_range(0..4)).into_bytes();
     let setkey = |rng: &mut SmallRng| format!("s{}", rng.gen_range(0..4)).into_bytes();
-    let any_key = |rng: &mut SmallRng| match rng.gen_range(0..3) {
+    let lkey = |rng: &mut SmallRng| format!("l{}", rng.gen_range(0..4)).into_bytes();
+    let any_key = |rng: &mut SmallRng| match rng.gen_range(0..4) {
         0 => skey(rng),
         1 => hkey(rng),
+        2 => lkey(rng),
         _ => setkey(rng),
+    };
+    // List items: a few distinct short ones (LREM finds them), now and then a long one (a
+    // chunk of its own).
+    let item = |rng: &mut SmallRng| {
+        if rng.gen_range(0..10) == 0 {
+            vec![b'L'; rng.gen_range(500..3000)]
+        } else {
+            format!("i{}", rng.gen_range(0..5)).into_bytes()
+        }
     };
     let value = |rng: &mut SmallRng| {
         // Mostly small; now and then a few KB (a new, larger block).
@@ -77,7 +91,7 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         }
     };
     let one = |rng: &mut SmallRng| -> Vec<Vec<Vec<u8>>> {
-        match rng.gen_range(0..34) {
+        match rng.gen_range(0..40) {
             0 | 1 => vec![vec![v("SET"), skey(rng), value(rng)]],
             2 => vec![vec![v("SET"), skey(rng), value(rng), v("PX"), v("3600000")]],
             3 => vec![vec![v("DEL"), any_key(rng)]],
@@ -192,6 +206,46 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                 vec![rem]
             }
             33 => vec![vec![v("DEL"), v("huge")]],
+            34 | 35 => {
+                let mut c = vec![v(["RPUSH", "LPUSH"][rng.gen_range(0..2)]), lkey(rng)];
+                for _ in 0..rng.gen_range(1..6) {
+                    c.push(item(rng));
+                }
+                vec![c]
+            }
+            36 => vec![vec![
+                v(["LPOP", "RPOP"][rng.gen_range(0..2)]),
+                lkey(rng),
+                rng.gen_range(1..4).to_string().into_bytes(),
+            ]],
+            37 => match rng.gen_range(0..4) {
+                0 => vec![vec![v("LSET"), lkey(rng), v("-1"), item(rng)]],
+                1 => vec![vec![v("LREM"), lkey(rng), v("0"), item(rng)]],
+                2 => vec![vec![v("LTRIM"), lkey(rng), v("1"), v("-2")]],
+                _ => vec![vec![
+                    v("LMOVE"),
+                    lkey(rng),
+                    lkey(rng),
+                    v("LEFT"),
+                    v("RIGHT"),
+                ]],
+            },
+            38 => {
+                // A list of a hundred chunks (items of 3,000 bytes, one a chunk), trimmed
+                // (whole chunks onto the garbage chain) and pushed again (garbage freed)...
+                let mut add = vec![v("RPUSH"), v("biglist")];
+                add.extend((0..100).map(|i| vec![b'a' + (i % 26) as u8; 3000]));
+                vec![
+                    vec![v("DEL"), v("biglist")],
+                    add,
+                    vec![v("LTRIM"), v("biglist"), v("30"), v("-30")],
+                    vec![v("LPUSH"), v("biglist"), v("head")],
+                ]
+            }
+            39 => {
+                // ...and deleted: freed lazily, in bounded steps.
+                vec![vec![v("DEL"), v("biglist")]]
+            }
             _ => vec![vec![v("PERSIST"), any_key(rng)]],
         }
     };
@@ -455,6 +509,71 @@ impl Apply<'_> {
                 let db = self.db;
                 self.m.retain(|(d, _), _| *d != db);
             }
+            b"RPUSH" | b"LPUSH" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::List(Vec::new()), false));
+                if let Value::List(l) = &mut e.0 {
+                    for x in &cmd[2..] {
+                        if cmd[0] == b"RPUSH" {
+                            l.push(x.clone());
+                        } else {
+                            l.insert(0, x.clone());
+                        }
+                    }
+                }
+            }
+            b"LPOP" | b"RPOP" | b"LSET" | b"LREM" | b"LTRIM" => {
+                let key = self.key(&cmd[1]);
+                if let Some((Value::List(l), _)) = self.m.get_mut(&key) {
+                    match &cmd[0][..] {
+                        b"LPOP" | b"RPOP" => {
+                            let n: usize = String::from_utf8_lossy(&cmd[2]).parse().unwrap();
+                            let n = n.min(l.len());
+                            if cmd[0] == b"LPOP" {
+                                l.drain(..n);
+                            } else {
+                                l.truncate(l.len() - n);
+                            }
+                        }
+                        b"LSET" => *l.last_mut().expect("lists are never empty") = cmd[3].clone(),
+                        b"LREM" => l.retain(|x| *x != cmd[3]),
+                        _ => {
+                            // LTRIM key 1 -2 (the workload's only form), or 30 -30.
+                            let s: usize = String::from_utf8_lossy(&cmd[2]).parse().unwrap();
+                            let e: i64 = String::from_utf8_lossy(&cmd[3]).parse().unwrap();
+                            let end = l.len() as i64 + e; // inclusive
+                            if (s as i64) > end {
+                                l.clear();
+                            } else {
+                                l.truncate(end as usize + 1);
+                                l.drain(..s);
+                            }
+                        }
+                    }
+                    if l.is_empty() {
+                        self.m.remove(&key);
+                    }
+                }
+            }
+            b"LMOVE" => {
+                let src = self.key(&cmd[1]);
+                let Some((Value::List(l), _)) = self.m.get_mut(&src) else {
+                    return;
+                };
+                let x = l.remove(0);
+                if l.is_empty() {
+                    self.m.remove(&src);
+                }
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[2]))
+                    .or_insert((Value::List(Vec::new()), false));
+                if let Value::List(d) = &mut e.0 {
+                    d.push(x);
+                }
+            }
             b"MULTI" | b"EXEC" => {}
             other => unreachable!("{other:?}"),
         }
@@ -470,7 +589,6 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             Value::String(_) => 0,
             Value::Hash(_) => 1,
             Value::Set(_) => 2,
-            // The workload sends no list command; a list key is a type of its own.
             Value::List(_) => 3,
         })
     };
@@ -491,6 +609,10 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             _ => false,
         },
         b"SADD" | b"SREM" => is(&cmd[1], 2),
+        b"RPUSH" | b"LPUSH" | b"LPOP" | b"RPOP" | b"LREM" | b"LTRIM" => is(&cmd[1], 3),
+        // LSET of a missing key is an error.
+        b"LSET" => ty(&cmd[1]) == Some(3),
+        b"LMOVE" => is(&cmd[1], 3) && is(&cmd[2], 3),
         b"SMOVE" => ty(&cmd[1]).is_none_or(|t| t == 2) && is(&cmd[2], 2),
         b"SINTERSTORE" | b"SUNIONSTORE" | b"SDIFFSTORE" => is(&cmd[2], 2) && is(&cmd[3], 2),
         b"GETEX" => is(&cmd[1], 0),

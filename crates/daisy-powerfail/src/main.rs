@@ -26,6 +26,8 @@ enum WorkloadArg {
     Kv,
     /// `single` on a pool in msync mode.
     Msync,
+    /// Sequence pushes, pops, middle edits, trims and bounded freeing.
+    Seq,
     /// Ordered-map inserts, removals, pops, range removals and ranks (splits and merges).
     Tree,
 }
@@ -58,8 +60,8 @@ struct Cli {
 }
 
 fn print_workload(r: &WorkloadResult) {
-    // The fixed-size map's shape means something only where the workload fills it, the
-    // ordered map's where it has one.
+    // The fixed-size map's shape means something only where the workload fills it (the seq
+    // and tree workloads' roots hold an untouched map), the ordered map's where it has one.
     let shape = if r.map_after.2 > 0 {
         format!(
             "; hash map {} -> {} segments (depth {} -> {}, {} -> {} entries)",
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
         WorkloadArg::Concurrent => vec![Workload::Concurrent],
         WorkloadArg::Kv => vec![Workload::Kv],
         WorkloadArg::Msync => vec![Workload::Msync],
+        WorkloadArg::Seq => vec![Workload::Seq],
         WorkloadArg::Tree => vec![Workload::Tree],
     };
     let cfg = Config {

@@ -37,6 +37,18 @@
 //! wholly absent after the next open, which recovers in milliseconds without reading the data.
 //! Isolation between threads is the program's: hold your own locks across transactions that
 //! touch the same data. The format and the argument are in docs/FORMAT.md.
+//!
+//! # Collections
+//!
+//! Built on transactions, each with its invariants checked by `check` (and by `daisy pool
+//! check`, which finds them by their headers: [`check_all`]), its operations self-durable or
+//! joined to a caller's transaction, and its crash reasoning beside its code:
+//! * [`PHashMap`] (plain-old-data keys and values) and [`PBytesMap`] (byte strings):
+//!   extendible hash tables (docs/FORMAT.md section 8a);
+//! * [`PTreeMap`]: a B+-tree from byte strings to byte strings with ranks (section 8c);
+//! * [`PSeq`]: a deque of byte strings in chunks of packed items, as Redis's quicklist: O(1)
+//!   pushes and pops at both ends, index, set, insert, remove by value, trim and ranges
+//!   (section 8d).
 
 // Module map. Each module uses only modules listed below it (`sim`, the simulator's hooks in
 // builds with feature `sim`, is called from everywhere and calls nothing back but `map`):

@@ -68,11 +68,32 @@ pub const SERVERS: &[&str] = &[
 /// Servers whose restart time is measured (the others only their memory).
 pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"];
 /// Tests `--tests` accepts: redis-benchmark's (`hset` and `sadd` write one big hash and set,
-/// `spop` pops from the set `sadd` filled), and `multi`, the bench's own MULTI/EXEC loader
-/// (transactions per second; see `client::multi_exec_load`).
+/// `spop` pops from the set `sadd` filled; `lpush`/`rpush` push onto one list, `lpop`/`rpop`
+/// pop from it; each `lrange_N` first pushes N items onto a list of its own and then reads its
+/// first N; `zadd` adds random members to one sorted set, `zpopmin` pops from it), and
+/// `multi`, the bench's own MULTI/EXEC loader (transactions per second; see
+/// `client::multi_exec_load`).
 pub const TESTS: &[&str] = &[
-    "set", "get", "incr", "mset", "hset", "sadd", "spop", "multi",
+    "set",
+    "get",
+    "incr",
+    "mset",
+    "hset",
+    "sadd",
+    "spop",
+    "lpush",
+    "rpush",
+    "lpop",
+    "rpop",
+    "lrange_100",
+    "lrange_300",
+    "lrange_600",
+    "zadd",
+    "zpopmin",
+    "multi",
 ];
+/// The tests that only read (the report compares them with redis-none at every pipeline).
+pub const READ_TESTS: &[&str] = &["get", "lrange_100", "lrange_300", "lrange_600"];
 /// Requests per case by default (seed 000's Redis table without its largest).
 pub const DEFAULT_NS: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
 /// The N `--full` adds.
@@ -786,6 +807,20 @@ mod tests {
         assert_eq!(r[0].max_ms, 7.607);
         assert_eq!(r[1].test, "mset");
         assert!(parse_csv("Could not connect to Redis at 127.0.0.1:1\n").is_err());
+    }
+
+    #[test]
+    fn csv_lrange_rows_name_their_test_and_drop_the_setup_push() {
+        let out = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\
+                   \"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"\n\
+                   \"LPUSH\",\"1000\",\"1\",\"1\",\"1\",\"1\",\"1\",\"1\"\n\
+                   \"LPUSH (needed to benchmark LRANGE)\",\"9\",\"1\",\"1\",\"1\",\"1\",\"1\",\"1\"\n\
+                   \"LRANGE_100 (first 100 elements)\",\"500\",\"1\",\"1\",\"1\",\"1\",\"1\",\"1\"\n";
+        let r = parse_csv(out).unwrap();
+        let names: Vec<&str> = r.iter().map(|r| r.test.as_str()).collect();
+        assert_eq!(names, ["lpush", "lrange_100"]);
+        assert_eq!(r[0].rps, 1000.0);
+        assert!(names.iter().all(|t| TESTS.contains(t)));
     }
 
     #[test]

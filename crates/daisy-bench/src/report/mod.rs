@@ -216,11 +216,11 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
     let functional = functional.map_err(|e| anyhow!("functional test could not run: {e}"))?;
 
     // 1b. Power-failure simulation.
-    // Default: the simulator's own default (every canary is caught within it, about 22 s);
+    // Default: the simulator's own default (every canary is caught within it, about 27 s);
     // full: the million images of a release check (about 6 minutes).
     let budget = match cfg.level {
         Level::Quick => 6_000,
-        Level::Default => 70_000,
+        Level::Default => 80_000,
         Level::Full => 1_000_000,
     };
     let power_fail = match &cfg.powerfail {
@@ -445,15 +445,18 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         run_kv(&pcfg)
     });
 
-    // 4c. Data types and transactions: hset, sadd, spop (redis-benchmark) and MULTI/EXEC (the
-    // bench's loader), against Redis with no persistence and with an fsynced AOF.
+    // 4c. Data types and transactions: hashes, sets, lists and sorted sets (redis-benchmark)
+    // and MULTI/EXEC (the bench's loader), against Redis with no persistence and with an
+    // fsynced AOF.
     let kv_types = {
         let (ns, runs) = match cfg.level {
             Level::Quick => (vec![10_000], 1),
             Level::Default | Level::Full => (vec![100_000], TYPES_ROUNDS),
         };
         note(&format!(
-            "performance test: data types and MULTI/EXEC: hset, sadd, spop and MULTI/EXEC              against redis-none and redis-aof-always, N = {ns:?}, {runs} rounds"
+            "performance test: data types and MULTI/EXEC: {} against redis-none and \
+             redis-aof-always, N = {ns:?}, {runs} rounds",
+            TYPES_TESTS.join(", ")
         ));
         let tcfg = kvbench::Config {
             ns,
@@ -524,8 +527,22 @@ fn run_kv(kcfg: &kvbench::Config) -> Outcome<kvbench::Report> {
 /// run's 5 rounds and about 1 in 30 with 15; at p = 0.6 still in about 1 in 3 with 15. This
 /// stage takes 1-2 minutes.
 pub const P1_TARGET_ROUNDS: usize = 10;
-/// The data-type and MULTI/EXEC tests of the report (issue 18's targets).
-pub const TYPES_TESTS: &[&str] = &["hset", "sadd", "spop", "multi"];
+/// The data-type and MULTI/EXEC tests of the report (issues 18's and 19's targets).
+pub const TYPES_TESTS: &[&str] = &[
+    "hset",
+    "sadd",
+    "spop",
+    "lpush",
+    "rpush",
+    "lpop",
+    "rpop",
+    "lrange_100",
+    "lrange_300",
+    "lrange_600",
+    "zadd",
+    "zpopmin",
+    "multi",
+];
 /// Rounds of the data-type stage (paired, as the Redis benchmark's).
 pub const TYPES_ROUNDS: usize = 5;
 /// Numbers joined by spaces, with `prec` decimals.

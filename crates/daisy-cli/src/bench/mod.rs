@@ -4,6 +4,7 @@
 mod hashmap;
 mod kv;
 mod open;
+mod seq;
 mod tree;
 mod tx;
 
@@ -27,6 +28,10 @@ pub enum BenchCmd {
     /// side in one run; plus memory per key and restart time.
     #[command(long_about = kv::ABOUT)]
     Kv(kv::KvArgs),
+    /// The persistent sequence (Redis's lists): pushes and pops at both ends, index and range
+    /// against std's VecDeque and a PMDK list.
+    #[command(long_about = seq::ABOUT)]
+    Seq(seq::SeqArgs),
     /// The persistent ordered map (sorted-set shaped keys): inserts, gets, ranks, range scans
     /// and removals against std's BTreeMap and PMDK's B-tree.
     #[command(long_about = tree::ABOUT)]
@@ -39,6 +44,7 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Tx(a) => tx::run(a),
         BenchCmd::Hashmap(a) => hashmap::run(a),
         BenchCmd::Kv(a) => kv::run(a),
+        BenchCmd::Seq(a) => seq::run(a),
         BenchCmd::Tree(a) => tree::run(a),
     }
 }

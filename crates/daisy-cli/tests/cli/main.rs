@@ -2,12 +2,12 @@
 //!
 //! One test binary (`cargo test -p daisy-cli --test cli`), its tests grouped by scenario:
 //!
-//! - `pool`: `daisy pool create/info/check`, bad input, damaged allocator metadata and hash
-//!   maps.
+//! - `pool`: `daisy pool create/info/check`, bad input, damaged allocator metadata, hash
+//!   maps and sequences.
 //! - `crashtest`: the kill torture (pmem and msync mode).
-//! - `bench_tx`, `bench_hashmap`, `bench_kv`, `bench_tree`: `daisy bench tx`, `hashmap`, `kv`
-//!   (against redis-server, skipped where it is not installed) and `tree` (against std's
-//!   BTreeMap and PMDK's btree_map example).
+//! - `bench_tx`, `bench_hashmap`, `bench_kv`, `bench_seq`, `bench_tree`: `daisy bench tx`,
+//!   `hashmap`, `kv` (against redis-server, skipped where it is not installed), `seq` and
+//!   `tree` (against std's BTreeMap and PMDK's btree_map example).
 //! - `report`: `daisy report --quick`: its files, verdicts and page (headless Chromium); the
 //!   file rivals on a disk.
 //! - `help`: `--help` everywhere.
@@ -22,6 +22,7 @@ use std::process::{Command, Output};
 
 mod bench_hashmap;
 mod bench_kv;
+mod bench_seq;
 mod bench_tree;
 mod bench_tx;
 mod crashtest;

@@ -239,6 +239,72 @@ fn pool_check_verifies_hash_maps() {
     );
 }
 
+/// `pool check` finds sequences in any pool (by their header), reports their items and chunks
+/// and verifies their invariants; a header whose length disagrees with the chunks fails it.
+#[test]
+fn pool_check_verifies_sequences() {
+    use daisy::{PPtr, PSeq, Pool, PoolOptions};
+    let d = tmpdir();
+    let path = d.path().join("seq.pool");
+    let hdr = {
+        let pool = Pool::create(&path, &PoolOptions::new("app").size(16 << 20)).unwrap();
+        let root = pool.root::<PPtr<PSeq>>().unwrap();
+        let id = pool
+            .transaction(|tx| {
+                // 256-byte chunks: a thousand items span many of them.
+                let id = PSeq::create_in_with(tx, 256)?;
+                tx.write(root, &id)?;
+                Ok::<_, daisy::Error>(id)
+            })
+            .unwrap();
+        let mut s = PSeq::open(&pool, id).unwrap();
+        for i in 0..1000u32 {
+            let item = format!("item-{i}");
+            if i % 2 == 0 {
+                s.push_back(item.as_bytes()).unwrap();
+            } else {
+                s.push_front(item.as_bytes()).unwrap();
+            }
+        }
+        id.offset()
+    };
+    let o = run(daisy()
+        .args(["pool", "check", "--format", "json"])
+        .arg(&path));
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = json_lines(&o).pop().unwrap();
+    let found: Vec<&Value> = v["hash_maps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["kind"] == "sequence")
+        .collect();
+    assert_eq!(found.len(), 1, "{v}");
+    assert_eq!(found[0]["header"], hdr, "{v}");
+    assert_eq!(found[0]["entries"], 1000, "{v}");
+    assert!(found[0]["segments"].as_u64().unwrap() > 20, "{v}");
+    let o = run(daisy().args(["pool", "check"]).arg(&path));
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains(&format!("sequence at {hdr:#x}: 1000 items in"))
+            && t.contains("chunks: invariants hold"),
+        "{t}"
+    );
+    // Damage: the header's length (offset 24) one more than the chunks hold.
+    {
+        let pool = Pool::open(&path, "app").unwrap();
+        let len: u64 = pool.read(PPtr::from_offset(hdr + 24));
+        assert_eq!(len, 1000);
+        pool.transaction(|tx| tx.write(PPtr::<u64>::from_offset(hdr + 24), &1001))
+            .unwrap();
+    }
+    let o = run(daisy().args(["pool", "check"]).arg(&path));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains(&format!("PROBLEM: sequence at {hdr:#x}")), "{t}");
+}
+
 /// `pool check` finds ordered maps in any pool and verifies their invariants (shape, counts,
 /// order); a wrong entry count in the header fails it.
 #[test]

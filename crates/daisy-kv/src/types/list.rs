@@ -8,6 +8,9 @@
 //!   payload is its header offset, owned by the record. A list that outgrows a packed blob
 //!   becomes one, in the command that crosses the limit, and never goes back.
 //!
+//! A big list's LTRIM unlinks whole chunks onto the sequence's garbage chain; each later write
+//! to the list frees up to [`GARBAGE_BUDGET`] of them, and deleting the list frees the rest.
+//!
 //! OBJECT ENCODING answers `quicklist` for both, as Redis 7.0 does for every list. An empty
 //! list is deleted.
 //!
@@ -26,30 +29,41 @@ use super::{packed, DataType, Type, Value};
 use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
 use crate::{resp, typed};
-use daisy::Pool;
+use daisy::{PPtr, PSeq, Pool, SeqView};
 
 pub struct Lists;
 
+/// A list's items as a checker reads them (read-only, no transaction).
+fn items_of(pool: &Pool, enc: Enc, payload: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    match enc {
+        Enc::Seq => daisy::seq_items(pool, seq_id(payload)?.offset()).map_err(|e| e.to_string()),
+        _ => Ok(packed::decode(payload)?
+            .into_iter()
+            .map(|i| i.to_vec())
+            .collect()),
+    }
+}
+
 impl DataType for Lists {
-    fn owned(&self, _pool: &Pool, _enc: Enc, _payload: &[u8]) -> Result<Vec<u64>, String> {
-        Ok(Vec::new())
+    fn owned(&self, pool: &Pool, enc: Enc, payload: &[u8]) -> Result<Vec<u64>, String> {
+        match enc {
+            Enc::Seq => {
+                daisy::seq_objects(pool, seq_id(payload)?.offset()).map_err(|e| e.to_string())
+            }
+            _ => Ok(Vec::new()),
+        }
     }
 
-    fn check(&self, _pool: &Pool, _enc: Enc, payload: &[u8]) -> Vec<String> {
-        match packed::decode(payload) {
-            Ok(items) if items.is_empty() => vec!["packed list with no item".into()],
+    fn check(&self, pool: &Pool, enc: Enc, payload: &[u8]) -> Vec<String> {
+        match items_of(pool, enc, payload) {
+            Ok(items) if items.is_empty() => vec![format!("{enc:?} list with no item")],
             Ok(_) => Vec::new(),
             Err(e) => vec![e],
         }
     }
 
-    fn dump(&self, _pool: &Pool, _enc: Enc, payload: &[u8]) -> Result<Value, String> {
-        Ok(Value::List(
-            packed::decode(payload)?
-                .into_iter()
-                .map(|i| i.to_vec())
-                .collect(),
-        ))
+    fn dump(&self, pool: &Pool, enc: Enc, payload: &[u8]) -> Result<Value, String> {
+        Ok(Value::List(items_of(pool, enc, payload)?))
     }
 }
 
@@ -82,15 +96,40 @@ impl End {
 pub enum ListVal {
     /// The items, head first (a packed record, decoded).
     Packed(Vec<Vec<u8>>),
+    /// A sequence, through a view in the command's transaction; `fresh` when this command
+    /// created it (its record is still to be written); `len` its length as the command left it.
+    Seq {
+        view: SeqView,
+        fresh: bool,
+        len: usize,
+    },
 }
+
+/// Chunks of a big list's sequence freed per write after an LTRIM (the rest wait for the next
+/// write, or the list's deletion: they stay reachable from the sequence's garbage chain).
+const GARBAGE_BUDGET: u32 = 1024;
 
 impl ListVal {
     pub fn open(c: &mut Ctx, v: &Val) -> daisy::Result<ListVal> {
         let p = c.payload(v)?;
-        let items = packed::decode(&p).map_err(damaged)?;
-        Ok(ListVal::Packed(
-            items.into_iter().map(|i| i.to_vec()).collect(),
-        ))
+        match v.enc {
+            Enc::Seq => {
+                let id = seq_id(&p).map_err(damaged)?;
+                let view = PSeq::view(c.ks.pool(), c.tx, id)?;
+                let len = view.len(c.tx)? as usize;
+                Ok(ListVal::Seq {
+                    view,
+                    fresh: false,
+                    len,
+                })
+            }
+            _ => {
+                let items = packed::decode(&p).map_err(damaged)?;
+                Ok(ListVal::Packed(
+                    items.into_iter().map(|i| i.to_vec()).collect(),
+                ))
+            }
+        }
     }
 
     pub fn new() -> ListVal {
@@ -100,6 +139,7 @@ impl ListVal {
     pub fn len(&self) -> usize {
         match self {
             ListVal::Packed(v) => v.len(),
+            ListVal::Seq { len, .. } => *len,
         }
     }
 
@@ -108,7 +148,7 @@ impl ListVal {
     }
 
     /// Push `items` one by one at `end` (LPUSH a b c leaves c first).
-    pub fn push(&mut self, _c: &mut Ctx, items: &[&[u8]], end: End) -> daisy::Result<()> {
+    pub fn push(&mut self, c: &mut Ctx, items: &[&[u8]], end: End) -> daisy::Result<()> {
         match self {
             ListVal::Packed(v) => match end {
                 End::Tail => v.extend(items.iter().map(|i| i.to_vec())),
@@ -118,12 +158,18 @@ impl ListVal {
                     *v = front;
                 }
             },
+            ListVal::Seq { view, len, .. } => {
+                *len = match end {
+                    End::Tail => view.push_back_many(c.tx, items)?,
+                    End::Head => view.push_front_many(c.tx, items)?,
+                } as usize;
+            }
         }
         Ok(())
     }
 
     /// Remove up to `n` items from `end`, in the order they were popped.
-    pub fn pop(&mut self, _c: &mut Ctx, end: End, n: usize) -> daisy::Result<Vec<Vec<u8>>> {
+    pub fn pop(&mut self, c: &mut Ctx, end: End, n: usize) -> daisy::Result<Vec<Vec<u8>>> {
         match self {
             ListVal::Packed(v) => {
                 let n = n.min(v.len());
@@ -132,16 +178,25 @@ impl ListVal {
                     End::Tail => v.drain(v.len() - n..).rev().collect(),
                 })
             }
+            ListVal::Seq { view, len, .. } => {
+                let out = match end {
+                    End::Head => view.pop_front_n(c.tx, n as u64)?,
+                    End::Tail => view.pop_back_n(c.tx, n as u64)?,
+                };
+                *len -= out.len();
+                Ok(out)
+            }
         }
     }
 
     /// The item at a Redis index (negative from the tail).
-    pub fn get(&self, _c: &Ctx, index: i64) -> daisy::Result<Option<Vec<u8>>> {
+    pub fn get(&self, c: &Ctx, index: i64) -> daisy::Result<Option<Vec<u8>>> {
         let Some(i) = self.resolve(index) else {
             return Ok(None);
         };
         match self {
             ListVal::Packed(v) => Ok(Some(v[i].clone())),
+            ListVal::Seq { view, .. } => view.get(c.tx, i as i64),
         }
     }
 
@@ -154,12 +209,13 @@ impl ListVal {
     }
 
     /// Replace the item at a Redis index; false when out of range.
-    pub fn set(&mut self, _c: &mut Ctx, index: i64, value: &[u8]) -> daisy::Result<bool> {
+    pub fn set(&mut self, c: &mut Ctx, index: i64, value: &[u8]) -> daisy::Result<bool> {
         let Some(i) = self.resolve(index) else {
             return Ok(false);
         };
         match self {
             ListVal::Packed(v) => v[i] = value.to_vec(),
+            ListVal::Seq { view, .. } => view.set(c.tx, i as i64, value)?,
         }
         Ok(true)
     }
@@ -174,7 +230,7 @@ impl ListVal {
     /// `reverse`.
     pub fn range(
         &self,
-        _c: &Ctx,
+        c: &Ctx,
         start: usize,
         end: usize,
         reverse: bool,
@@ -187,13 +243,14 @@ impl ListVal {
                 }
                 Ok(out)
             }
+            ListVal::Seq { view, .. } => view.range(c.tx, start as i64, end as i64, reverse),
         }
     }
 
     /// Insert `value` before or after the first item equal to `pivot`; false when none is.
     pub fn insert(
         &mut self,
-        _c: &mut Ctx,
+        c: &mut Ctx,
         pivot: &[u8],
         value: &[u8],
         after: bool,
@@ -206,12 +263,19 @@ impl ListVal {
                 }
                 None => Ok(false),
             },
+            ListVal::Seq { view, len, .. } => {
+                let Some(&p) = view.position(c.tx, pivot, 1, 1, 0)?.first() else {
+                    return Ok(false);
+                };
+                *len = view.insert_at(c.tx, p + after as u64, value)? as usize;
+                Ok(true)
+            }
         }
     }
 
     /// Remove items equal to `value`: `count` > 0 the first that many from the head, < 0 from
     /// the tail, 0 all. Returns how many went.
-    pub fn remove_value(&mut self, _c: &mut Ctx, value: &[u8], count: i64) -> daisy::Result<usize> {
+    pub fn remove_value(&mut self, c: &mut Ctx, value: &[u8], count: i64) -> daisy::Result<usize> {
         match self {
             ListVal::Packed(v) => {
                 let limit = if count == 0 {
@@ -242,17 +306,32 @@ impl ListVal {
                 }
                 Ok(removed)
             }
+            ListVal::Seq { view, len, .. } => {
+                let removed = view.remove_value(c.tx, value, count)? as usize;
+                *len -= removed;
+                Ok(removed)
+            }
         }
     }
 
     /// Drop `head` items from the head and `tail` from the tail.
-    pub fn trim(&mut self, _c: &mut Ctx, head: usize, tail: usize) -> daisy::Result<()> {
+    pub fn trim(&mut self, c: &mut Ctx, head: usize, tail: usize) -> daisy::Result<()> {
         match self {
             ListVal::Packed(v) => {
                 let head = head.min(v.len());
                 v.drain(..head);
                 let tail = tail.min(v.len());
                 v.truncate(v.len() - tail);
+            }
+            ListVal::Seq { view, len, .. } => {
+                let head = head.min(*len);
+                let tail = tail.min(*len - head);
+                if head + tail == *len {
+                    view.clear(c.tx)?;
+                } else if head + tail > 0 {
+                    view.trim(c.tx, head as i64, (*len - tail - 1) as i64)?;
+                }
+                *len -= head + tail;
             }
         }
         Ok(())
@@ -262,7 +341,7 @@ impl ListVal {
     /// returns true; indexes count from the head.
     pub fn walk(
         &self,
-        _c: &Ctx,
+        c: &Ctx,
         from_tail: bool,
         mut f: impl FnMut(usize, &[u8]) -> bool,
     ) -> daisy::Result<()> {
@@ -282,30 +361,107 @@ impl ListVal {
                     }
                 }
             }
+            ListVal::Seq { view, len, .. } => {
+                if *len == 0 {
+                    return Ok(());
+                }
+                let mut i = if from_tail { *len - 1 } else { 0 };
+                for item in view.iter(c.tx, if from_tail { -1 } else { 0 }, from_tail)? {
+                    if !f(i, &item?) {
+                        break;
+                    }
+                    if from_tail {
+                        i = i.wrapping_sub(1);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
         }
         Ok(())
     }
 
-    /// Write the list back under `key` after a change: an empty list is deleted. `old` is the
+    /// Whether a packed list of these items outgrows one packed record
+    /// (`list-max-listpack-size`: negative -1..-5 for 4..64 KiB of items, positive an item
+    /// count, as Redis's quicklist node limits).
+    fn outgrows_packed(c: &Ctx, items: &[Vec<u8>]) -> bool {
+        let limit = c.sv.config.list_max_listpack_size;
+        if limit > 0 {
+            return items.len() as i64 > limit;
+        }
+        let bytes = 4096usize << (limit.unsigned_abs().clamp(1, 5) - 1);
+        // Each item costs its bytes and a few of header in the packed blob.
+        items.iter().map(|i| i.len() + 2).sum::<usize>() > bytes
+    }
+
+    /// Write the list back under `key` after a change: an empty list is deleted; a packed one
+    /// that outgrew a packed record becomes a sequence (never back, as in Redis). `old` is the
     /// key's record before the command (None: the key is new).
-    pub fn store(self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
+    pub fn store(mut self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
         let db = c.db();
         if self.is_empty() {
+            drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
             }
             c.touch(key);
             return Ok(());
         }
+        if let ListVal::Packed(v) = &self {
+            if Self::outgrows_packed(c, v) {
+                let id = PSeq::create_in(c.tx)?;
+                let mut view = PSeq::view(c.ks.pool(), c.tx, id)?;
+                let items: Vec<&[u8]> = v.iter().map(|i| &i[..]).collect();
+                let len = view.push_back_many(c.tx, &items)? as usize;
+                self = ListVal::Seq {
+                    view,
+                    fresh: true,
+                    len,
+                };
+            }
+        }
         let exp = old.and_then(|v| v.expire_ms);
-        let payload = match self {
-            ListVal::Packed(v) => packed::encode(v.iter().map(|i| &i[..])),
-        };
-        let hdr = Header::new(Type::List, Enc::Packed).with_expire(exp);
-        c.ks.put(c.tx, db, key, hdr, &[&payload], old, false)?;
+        match self {
+            ListVal::Packed(v) => {
+                let payload = packed::encode(v.iter().map(|i| &i[..]));
+                let hdr = Header::new(Type::List, Enc::Packed).with_expire(exp);
+                c.ks.put(c.tx, db, key, hdr, &[&payload], old, false)?;
+            }
+            ListVal::Seq {
+                view, fresh: true, ..
+            } => {
+                let id = view.id().offset().to_le_bytes();
+                drop(view);
+                let hdr = Header::new(Type::List, Enc::Seq).with_expire(exp);
+                c.ks.put(c.tx, db, key, hdr, &[&id], old, false)?;
+            }
+            ListVal::Seq {
+                mut view,
+                fresh: false,
+                ..
+            } => {
+                if view.has_garbage(c.tx)? {
+                    view.collect_garbage(c.tx, GARBAGE_BUDGET)?;
+                }
+            }
+        }
         c.touch(key);
         Ok(())
     }
+}
+
+/// A view of the big list whose record's payload is `payload` (COPY).
+pub fn seq_view(c: &mut Ctx, payload: &[u8]) -> daisy::Result<SeqView> {
+    let id = seq_id(payload).map_err(damaged)?;
+    PSeq::view(c.ks.pool(), c.tx, id)
+}
+
+/// A big list's sequence from its record's payload.
+fn seq_id(payload: &[u8]) -> Result<PPtr<PSeq>, String> {
+    let b: [u8; 8] = payload
+        .try_into()
+        .map_err(|_| format!("sequence list payload of {} bytes (want 8)", payload.len()))?;
+    Ok(PPtr::from_offset(u64::from_le_bytes(b)))
 }
 
 impl Default for ListVal {
@@ -430,8 +586,8 @@ fn pop_generic(c: &mut Ctx, a: &[&[u8]], end: End) -> daisy::Result<()> {
     let count = if a.len() == 3 {
         match parse_i64(a[2]) {
             Some(n) if n >= 0 => Some(n as usize),
-            Some(_) => return c.err("ERR value is out of range, must be positive"),
-            None => return c.err(E_INT),
+            // getPositiveLongFromObjectOrReply: one message for both failures.
+            _ => return c.err("ERR value is out of range, must be positive"),
         }
     } else {
         None
@@ -871,7 +1027,13 @@ pub fn lpos(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         j += 2;
     }
     let from_tail = rank < 0;
-    let rank = rank.unsigned_abs();
+    // Redis negates a negative rank in a signed long: LLONG_MIN stays negative, and every
+    // match then reaches it, as rank 1 from the tail.
+    let rank = if rank == i64::MIN {
+        1
+    } else {
+        rank.unsigned_abs()
+    };
     let Some((_, l)) = or_return!(open_typed(c, a[1], true)?) else {
         if count.is_some() {
             resp::array(c.out, 0);

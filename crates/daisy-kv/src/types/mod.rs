@@ -81,7 +81,7 @@ pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
         (ty, enc),
         (Type::String, Enc::Auto | Enc::Raw | Enc::Embstr | Enc::Int)
             | (Type::Hash, Enc::Packed | Enc::Table)
-            | (Type::List, Enc::Packed)
+            | (Type::List, Enc::Packed | Enc::Seq)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
     )
 }
@@ -333,6 +333,21 @@ pub fn copy_payload(
     enc: Enc,
     payload: &[u8],
 ) -> daisy::Result<Vec<u8>> {
+    if enc == Enc::Seq {
+        let src = list::seq_view(c, payload)?;
+        let n = src.len(c.tx)?;
+        let items = if n == 0 {
+            Vec::new()
+        } else {
+            src.range(c.tx, 0, n as i64 - 1, false)?
+        };
+        drop(src);
+        let id = daisy::PSeq::create_in(c.tx)?;
+        let mut view = daisy::PSeq::view(c.ks.pool(), c.tx, id)?;
+        let refs: Vec<&[u8]> = items.iter().map(|i| &i[..]).collect();
+        view.push_back_many(c.tx, &refs)?;
+        return Ok(id.offset().to_le_bytes().to_vec());
+    }
     if enc != Enc::Table {
         return Ok(payload.to_vec());
     }

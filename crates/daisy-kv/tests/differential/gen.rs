@@ -142,7 +142,7 @@ impl AsArg for &Vec<u8> {
     }
 }
 
-const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5"];
+const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
 
 const VALUES: &[&str] = &[
     "v",
@@ -286,11 +286,12 @@ enum Fam {
     Str,
     Hash,
     Set,
+    List,
     Any,
 }
 
 type Maker = fn(&mut Gen) -> Op;
-use Fam::{Any, Hash as H, Set as S, Str};
+use Fam::{Any, Hash as H, List as L, Set as S, Str};
 
 impl Gen {
     pub fn new(seed: u64, base_s: i64) -> Gen {
@@ -311,6 +312,7 @@ impl Gen {
             Fam::Str => &KEYS[0..2],
             Fam::Hash => &KEYS[2..4],
             Fam::Set => &KEYS[4..6],
+            Fam::List => &KEYS[6..8],
             Fam::Any => KEYS,
         };
         let k = match self.rng.below(200) {
@@ -429,6 +431,33 @@ impl Gen {
             3 => b("1.5"),
             _ => (self.rng.below(16) as i64 - 5).to_string().into_bytes(),
         }
+    }
+
+    /// A list index or range bound: mostly small, either sign, now and then far out or not a
+    /// number.
+    fn index(&mut self) -> Vec<u8> {
+        match self.rng.below(40) {
+            0 => b("-9223372036854775808"),
+            1 => b("9223372036854775807"),
+            2 => b("x"),
+            3 => b("100"),
+            _ => (self.rng.below(14) as i64 - 7).to_string().into_bytes(),
+        }
+    }
+
+    /// A list item: few distinct ones (LREM, LPOS, LINSERT find them), now and then long or
+    /// binary.
+    fn item(&mut self) -> Vec<u8> {
+        match self.rng.below(30) {
+            0 => self.long(b'i'),
+            1 => b"\x00\r\n".to_vec(),
+            2 => format!("{}", self.rng.below(100)).into_bytes(),
+            _ => b(self.rng.pick(&["a", "b", "c", "d", "e"])),
+        }
+    }
+
+    fn end(&mut self) -> Vec<u8> {
+        b(self.rng.pick(&["LEFT", "RIGHT", "left", "Right", "UP"]))
     }
 
     fn pattern(&mut self) -> Vec<u8> {
@@ -672,6 +701,91 @@ impl Gen {
             (6, H, |g| {
                 let k = g.key();
                 g.scan(args!["HSCAN", k], ScanKind::Pairs)
+            }),
+            // lists
+            (30, L, |g| {
+                let name = g.rng.pick(&["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]);
+                Op::Cmd(g.key_items(name, Gen::item, 4), Cmp::Exact)
+            }),
+            (2, L, |g| {
+                // Past a packed record's limit at once (the sequence encoding).
+                let mut a = args![if g.rng.pct(50) { "RPUSH" } else { "LPUSH" }, g.key()];
+                for i in 0..300 {
+                    a.push(format!("item-{}", i % 37).into_bytes());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (16, L, |g| {
+                let name = g.rng.pick(&["LPOP", "RPOP"]);
+                Op::Cmd(g.key_count(name, 40), Cmp::Exact)
+            }),
+            (16, L, |g| {
+                let (k, s, e) = (g.key(), g.index(), g.index());
+                Op::Cmd(args!["LRANGE", k, s, e], Cmp::Exact)
+            }),
+            (8, L, |g| {
+                let a = match g.rng.below(3) {
+                    0 => args!["LLEN", g.key()],
+                    1 => args!["LINDEX", g.key(), g.index()],
+                    _ => args!["LSET", g.key(), g.index(), g.item()],
+                };
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (6, L, |g| {
+                let k = g.key();
+                let w = g.rng.pick(&["BEFORE", "AFTER", "after", "NEAR"]);
+                let (p, v) = (g.item(), g.item());
+                Op::Cmd(args!["LINSERT", k, w, p, v], Cmp::Exact)
+            }),
+            (6, L, |g| {
+                let (k, n, v) = (g.key(), g.index(), g.item());
+                Op::Cmd(args!["LREM", k, n, v], Cmp::Exact)
+            }),
+            (4, L, |g| {
+                let (k, s, e) = (g.key(), g.index(), g.index());
+                Op::Cmd(args!["LTRIM", k, s, e], Cmp::Exact)
+            }),
+            (6, L, |g| {
+                let mut a = args!["LPOS", g.key(), g.item()];
+                for _ in 0..g.rng.below(3) {
+                    let opt = g.rng.pick(&["RANK", "COUNT", "MAXLEN", "rank", "BAD"]);
+                    a.push(b(opt));
+                    a.push(g.index());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (6, L, |g| {
+                let (s, d) = (g.key(), g.key());
+                let a = if g.rng.pct(70) {
+                    let (f, t) = (g.end(), g.end());
+                    args!["LMOVE", s, d, f, t]
+                } else {
+                    args!["RPOPLPUSH", s, d]
+                };
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (4, L, |g| {
+                let n = 1 + g.rng.below(3);
+                let mut a = args!["LMPOP", n.to_string()];
+                for _ in 0..n {
+                    a.push(g.key());
+                }
+                a.push(g.end());
+                if g.rng.pct(50) {
+                    a.push(b("COUNT"));
+                    a.push(g.count());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (4, L, |g| {
+                // Blocking pops that find an item, or (timeout 0.01) time out with a null.
+                let name = g.rng.pick(&["BLPOP", "BRPOP"]);
+                let mut a = args![name];
+                for _ in 0..1 + g.rng.below(2) {
+                    a.push(g.key());
+                }
+                a.push(b(g.rng.pick(&["0.01", "0.01", "-1", "x"])));
+                Op::Cmd(a, Cmp::Exact)
             }),
             // sets
             (40, S, |g| {
@@ -1129,7 +1243,7 @@ impl Gen {
             return self.exact();
         }
         let key = watched[self.rng.below(watched.len())].clone();
-        match self.rng.below(17) {
+        match self.rng.below(19) {
             0 => args!["SET", key, self.value()],
             1 => args!["DEL", key],
             2 => args!["EXPIRE", key, self.rel(false)],
@@ -1146,6 +1260,8 @@ impl Gen {
             13 => args!["EXPIRE", key, "-1"],
             14 => args!["SET", key, self.value(), "NX"],
             15 => args!["FLUSHDB"],
+            16 => args!["RPUSH", key, self.item()],
+            17 => args!["LPOP", key],
             _ => args!["GET", key],
         }
     }

@@ -7,7 +7,7 @@ Run by the `server` test binary (tests/server/redis_py.rs) with the server's hos
 
 Covers pipelines with and without a transaction, WATCH with retries (`Redis.transaction`,
 forced to retry by a second client, and raced by threads), hashes (HSET with a mapping,
-HGETALL, counters), sets, the scan iterators over small (packed) and large (table)
+HGETALL, counters), sets, lists as a job queue (blocking pops included), the scan iterators over small (packed) and large (table)
 collections, and `Lock` acquire. Exits 0 after printing "redis-py: N checks passed"; any
 failure is an exception with its traceback (exit status 1).
 """
@@ -221,6 +221,44 @@ eq(r.exists("s:a"), 0, "an emptied set is gone")
 members = {f"m{i}".encode() for i in range(700)}
 r.sadd("s:big", *members)
 eq(r.smembers("s:big"), members, "SMEMBERS of a big set")
+
+# ---- lists (a job queue, as RQ, Celery and Sidekiq use them) ----------------------------------
+
+eq(r.rpush("q:jobs", "j1", "j2", "j3"), 3, "RPUSH")
+eq(r.lpush("q:jobs", "j0"), 4, "LPUSH")
+eq(r.lrange("q:jobs", 0, -1), [b"j0", b"j1", b"j2", b"j3"], "LRANGE")
+eq(r.llen("q:jobs"), 4, "LLEN")
+eq(r.lindex("q:jobs", -1), b"j3", "LINDEX")
+eq(r.lpop("q:jobs"), b"j0", "LPOP")
+eq(r.rpop("q:jobs", 2), [b"j3", b"j2"], "RPOP with a count")
+# Reliable fetch: move a job onto a processing list, then acknowledge it.
+eq(r.lmove("q:jobs", "q:processing", "LEFT", "RIGHT"), b"j1", "LMOVE")
+eq(r.lrem("q:processing", 1, "j1"), 1, "LREM acknowledges")
+eq(r.exists("q:jobs", "q:processing"), 0, "emptied lists are gone")
+eq(r.blpop(["q:empty", "q:other"], timeout=0.1), None, "BLPOP times out with None")
+r.rpush("q:other", "late")
+eq(r.blpop(["q:empty", "q:other"], timeout=1), (b"q:other", b"late"), "BLPOP finds an item")
+
+
+def pusher():
+    import time
+    time.sleep(0.2)
+    client().rpush("q:wait", "woken")
+
+
+t = threading.Thread(target=pusher)
+t.start()
+eq(r.brpop("q:wait", timeout=5), (b"q:wait", b"woken"), "BRPOP served by another client's push")
+t.join()
+r.rpush("q:big", *[f"item:{i}" for i in range(5000)])
+eq(r.object("encoding", "q:big"), b"quicklist", "lists report quicklist")
+eq(r.lrange("q:big", 4998, -1), [b"item:4998", b"item:4999"], "LRANGE at the tail of a big list")
+eq(r.lpos("q:big", "item:4321"), 4321, "LPOS")
+eq(r.linsert("q:big", "BEFORE", "item:1", "new"), 5001, "LINSERT")
+eq(r.lset("q:big", 0, "first"), True, "LSET")
+eq(r.ltrim("q:big", 0, 2), True, "LTRIM")
+eq(r.lrange("q:big", 0, -1), [b"first", b"new", b"item:1"], "after LTRIM")
+eq(r.sort("q:sortme") if r.rpush("q:sortme", 3, 1, 2) else None, [b"1", b"2", b"3"], "SORT")
 
 # ---- scan iterators ----------------------------------------------------------------------------
 

@@ -10,15 +10,17 @@
 //! - `protocol`: malformed requests close only that client; RESP3 through HELLO 3; a long
 //!   request arriving in pieces.
 //! - `collections`: every encoding survives a restart, a big DEL is freed in the background,
-//!   an EXEC that meets a full pool stores nothing, huge HSET/SADD refused whole, a client
+//!   an EXEC that meets a full pool stores nothing, huge HSET/SREM applied whole, a client
 //!   gone inside MULTI, a version-1 pool upgraded.
 //! - `connection`: connection and server commands, max-clients; `requirepass` and AUTH.
 //! - `inline`: inline commands quoted as Redis reads them; unbalanced quotes.
 //! - `introspection`: CLIENT (LIST, INFO, KILL, REPLY, PAUSE), COMMAND, CONFIG, INFO and
 //!   MONITOR as Redis 7.0 answers them.
 //! - `pipelining`: pipelines share transactions; a slow reader and a flooding client.
-//! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over too many keys
-//!   for one redo record.
+//! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over more keys
+//!   than one log slot describes.
+//! - `lists`: both list encodings against a model, a big list across a restart and freed,
+//!   blocking pops served, timed out, refused in MULTI and unblocked.
 //! - `redis_py`: Debian's python3-redis runs tests/python/redis_py_check.py against the server.
 //! - `redis_replies`: replies the differential test found wrong, pinned to Redis 7.0.15's bytes.
 //!
@@ -39,6 +41,7 @@ mod inline;
 mod introspection;
 mod keyspace;
 mod limits;
+mod lists;
 mod pipelining;
 mod protocol;
 mod redis_py;

@@ -83,8 +83,9 @@
 //! the record has room, else flushed before it); trim and clear a few words plus the out-of-line
 //! items freed from the two boundary chunks. `remove_value` logs up to a window rewrite per
 //! chunk it changes (about `chunk_bytes / 2`, or ~100 bytes when it moves the chunk into a
-//! fresh one): removals spread over many chunks need a record that size (a transaction that
-//! outgrows its record fails with `TxTooLarge` and changes nothing).
+//! fresh one): removals spread over many chunks make a large record, which continues in an
+//! overflow extent when it outgrows its log slot (docs/FORMAT.md section 2.3), or fails with
+//! `TxTooLargeForPool`, changing nothing, when the pool has no room for it.
 
 use super::table::{MapCheck, Src};
 use crate::error::{Error, Result};
