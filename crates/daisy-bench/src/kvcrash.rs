@@ -7,8 +7,9 @@
 //! strings with values up to 120 KB; HSET, HDEL, HINCRBY on hashes that grow past 128 fields
 //! and become tables; SADD, SREM on sets of integers and strings that go intset -> listpack ->
 //! table; RPUSH, LPUSH, LPOP, RPOP with counts, LSET, LREM, LTRIM, LMOVE on lists that
-//! outgrow a packed record and become sequences; DEL of any of them, big ones freed lazily)
-//! or a MULTI/EXEC block of up to four.
+//! outgrow a packed record and become sequences; ZADD, ZINCRBY, ZREM, ZPOPMIN on sorted sets
+//! that grow past 128 members and become skiplists (map + ordered index); DEL of any of them,
+//! big ones freed lazily) or a MULTI/EXEC block of up to four.
 //! Replies come in order, so after a restart each client's keys must be its acknowledged
 //! requests plus some prefix of the requests it still had in flight: an EXEC is whole or
 //! absent. Between the kill and the restart, `daisy pool check` must pass (records, types,
@@ -109,6 +110,15 @@ pub enum Val {
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
     List(std::collections::VecDeque<Vec<u8>>),
+    /// member -> score (the torture's scores are integers).
+    ZSet(BTreeMap<Vec<u8>, i64>),
+}
+
+/// A sorted set's members in ZRANGE order (score, then member).
+fn zset_order(z: &BTreeMap<Vec<u8>, i64>) -> Vec<(Vec<u8>, i64)> {
+    let mut v: Vec<(Vec<u8>, i64)> = z.iter().map(|(m, s)| (m.clone(), *s)).collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    v
 }
 
 /// A key's value and whether it has an expiry time.
@@ -146,6 +156,7 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
         0 => vec![b'A' + rng.below(26) as u8; 300 + rng.below(1500) as usize],
         _ => format!("i{}", rng.below(8)).into_bytes(),
     };
+    let zkey = |rng: &mut Rng| format!("c{c}:z{}", rng.below(COLL_KEYS)).into_bytes();
     let value = |rng: &mut Rng| {
         let n = match rng.below(50) {
             0 => 60_000 + rng.below(60_000),
@@ -158,7 +169,7 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
         _ => rng.below(1000).to_string().into_bytes(),
     };
     let v = |s: &str| s.as_bytes().to_vec();
-    match rng.below(22) {
+    match rng.below(26) {
         0 | 1 => vec![v("SET"), key(rng), value(rng)],
         2 => vec![
             v("SET"),
@@ -168,10 +179,11 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             v(&TTL_MS.to_string()),
         ],
         3 => {
-            let k = match rng.below(4) {
+            let k = match rng.below(5) {
                 0 => key(rng),
                 1 => hkey(rng),
                 2 => lkey(rng),
+                3 => zkey(rng),
                 _ => skey(rng),
             };
             vec![v("DEL"), k]
@@ -234,6 +246,20 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             _ => vec![v("LTRIM"), lkey(rng), v("1"), v("-2")],
         },
         20 => vec![v("LMOVE"), lkey(rng), lkey(rng), v("LEFT"), v("RIGHT")],
+        22 | 23 => {
+            // Up to 40 members a call: sorted sets cross 128 and become skiplists.
+            let mut cmd = vec![v("ZADD"), zkey(rng)];
+            for _ in 0..1 + rng.below(40) {
+                cmd.push((rng.below(200) as i64 - 100).to_string().into_bytes());
+                cmd.push(member(rng));
+            }
+            cmd
+        }
+        24 => vec![v("ZINCRBY"), zkey(rng), v("3"), member(rng)],
+        25 => match rng.below(2) {
+            0 => vec![v("ZREM"), zkey(rng), member(rng), member(rng)],
+            _ => vec![v("ZPOPMIN"), zkey(rng), v("2")],
+        },
         _ => vec![v("EXPIRE"), hkey(rng), v("3600")],
     }
 }
@@ -445,6 +471,57 @@ fn apply_one(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
             d.push_back(x.clone());
             Reply::Bulk(Some(x))
         }
+        b"ZADD" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::ZSet(BTreeMap::new()), false));
+            let Val::ZSet(z) = &mut e.0 else {
+                unreachable!("zset keys hold sorted sets")
+            };
+            let mut new = 0;
+            for sm in cmd[2..].chunks(2) {
+                let s: i64 = String::from_utf8_lossy(&sm[0]).parse().unwrap_or(0);
+                new += z.insert(sm[1].clone(), s).is_none() as usize;
+            }
+            int_ok(new)
+        }
+        b"ZINCRBY" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::ZSet(BTreeMap::new()), false));
+            let Val::ZSet(z) = &mut e.0 else {
+                unreachable!("zset keys hold sorted sets")
+            };
+            let s = z.entry(cmd[3].clone()).or_insert(0);
+            *s += 3;
+            Reply::Bulk(Some(s.to_string().into_bytes()))
+        }
+        b"ZREM" => {
+            let mut n = 0;
+            if let Some((Val::ZSet(z), _)) = m.get_mut(&cmd[1]) {
+                for x in &cmd[2..] {
+                    n += z.remove(x).is_some() as usize;
+                }
+                if z.is_empty() {
+                    m.remove(&cmd[1]);
+                }
+            }
+            int_ok(n)
+        }
+        b"ZPOPMIN" => {
+            let mut out = Vec::new();
+            if let Some((Val::ZSet(z), _)) = m.get_mut(&cmd[1]) {
+                for (mem, s) in zset_order(z).into_iter().take(2) {
+                    z.remove(&mem);
+                    out.push(Reply::Bulk(Some(mem)));
+                    out.push(Reply::Bulk(Some(s.to_string().into_bytes())));
+                }
+                if z.is_empty() {
+                    m.remove(&cmd[1]);
+                }
+            }
+            Reply::Array(Some(out))
+        }
         other => unreachable!("{}", String::from_utf8_lossy(other)),
     }
 }
@@ -478,6 +555,7 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
         keys.push(format!("c{c}:h{i}"));
         keys.push(format!("c{c}:s{i}"));
         keys.push(format!("c{c}:l{i}"));
+        keys.push(format!("c{c}:z{i}"));
     }
     let bulk = |r: &Reply| match r {
         Reply::Bulk(Some(b)) => Ok(b.clone()),
@@ -503,6 +581,28 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
                 Reply::Array(Some(a)) => Val::Set(a.iter().map(bulk).collect::<Result<_>>()?),
                 r => return Err(anyhow!("SMEMBERS {k}: {r:?}")),
             },
+            Reply::Simple(t) if t == "zset" => {
+                match call(port, &["ZRANGE", &k, "0", "-1", "WITHSCORES"])? {
+                    Reply::Array(Some(a)) => {
+                        let mut z = BTreeMap::new();
+                        let mut last: Option<(i64, Vec<u8>)> = None;
+                        for p in a.chunks(2) {
+                            let (mem, s) = (bulk(&p[0])?, bulk(p.get(1).unwrap_or(&p[0]))?);
+                            let s: i64 = String::from_utf8_lossy(&s)
+                                .parse()
+                                .map_err(|_| anyhow!("ZRANGE {k}: a score that is no integer"))?;
+                            // The server's order must be (score, member).
+                            if last.as_ref().is_some_and(|l| *l >= (s, mem.clone())) {
+                                return Err(anyhow!("ZRANGE {k}: out of order"));
+                            }
+                            last = Some((s, mem.clone()));
+                            z.insert(mem, s);
+                        }
+                        Val::ZSet(z)
+                    }
+                    r => return Err(anyhow!("ZRANGE {k}: {r:?}")),
+                }
+            }
             r => return Err(anyhow!("TYPE {k}: {r:?}")),
         };
         let ttl = match call(port, &["PTTL", &k])? {

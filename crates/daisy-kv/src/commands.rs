@@ -488,7 +488,7 @@ macro_rules! spec {
     };
 }
 
-use crate::types::{hash as h, list as l, set as st, string as s};
+use crate::types::{hash as h, list as l, set as st, string as s, zset as z};
 use crate::{admin as a, keys as k, multi as m};
 
 #[rustfmt::skip]
@@ -542,6 +542,42 @@ pub static COMMANDS: &[Spec] = &[
     // SORT (sort)
     spec!("sort", -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, crate::sort::sort),
     spec!("sort_ro", -2, ["readonly", "movablekeys"], 1, 1, 1, crate::sort::sort_ro),
+    // sorted sets (types::zset)
+    spec!("zadd", -4, ["write", "denyoom", "fast"], 1, 1, 1, z::zadd),
+    spec!("zincrby", 4, ["write", "denyoom", "fast"], 1, 1, 1, z::zincrby),
+    spec!("zrem", -3, ["write", "fast"], 1, 1, 1, z::zrem),
+    spec!("zremrangebyscore", 4, ["write"], 1, 1, 1, z::zremrangebyscore),
+    spec!("zremrangebyrank", 4, ["write"], 1, 1, 1, z::zremrangebyrank),
+    spec!("zremrangebylex", 4, ["write"], 1, 1, 1, z::zremrangebylex),
+    spec!("zunionstore", -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, z::zunionstore),
+    spec!("zinterstore", -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, z::zinterstore),
+    spec!("zdiffstore", -4, ["write", "denyoom", "movablekeys"], 1, 1, 1, z::zdiffstore),
+    spec!("zunion", -3, ["readonly", "movablekeys"], 0, 0, 0, z::zunion),
+    spec!("zinter", -3, ["readonly", "movablekeys"], 0, 0, 0, z::zinter),
+    spec!("zintercard", -3, ["readonly", "movablekeys"], 0, 0, 0, z::zintercard),
+    spec!("zdiff", -3, ["readonly", "movablekeys"], 0, 0, 0, z::zdiff),
+    spec!("zrange", -4, ["readonly"], 1, 1, 1, z::zrange),
+    spec!("zrangestore", -5, ["write", "denyoom"], 1, 2, 1, z::zrangestore),
+    spec!("zrangebyscore", -4, ["readonly"], 1, 1, 1, z::zrangebyscore),
+    spec!("zrevrangebyscore", -4, ["readonly"], 1, 1, 1, z::zrevrangebyscore),
+    spec!("zrangebylex", -4, ["readonly"], 1, 1, 1, z::zrangebylex),
+    spec!("zrevrangebylex", -4, ["readonly"], 1, 1, 1, z::zrevrangebylex),
+    spec!("zcount", 4, ["readonly", "fast"], 1, 1, 1, z::zcount),
+    spec!("zlexcount", 4, ["readonly", "fast"], 1, 1, 1, z::zlexcount),
+    spec!("zrevrange", -4, ["readonly"], 1, 1, 1, z::zrevrange),
+    spec!("zcard", 2, ["readonly", "fast"], 1, 1, 1, z::zcard),
+    spec!("zscore", 3, ["readonly", "fast"], 1, 1, 1, z::zscore),
+    spec!("zmscore", -3, ["readonly", "fast"], 1, 1, 1, z::zmscore),
+    spec!("zrank", 3, ["readonly", "fast"], 1, 1, 1, z::zrank),
+    spec!("zrevrank", 3, ["readonly", "fast"], 1, 1, 1, z::zrevrank),
+    spec!("zscan", -3, ["readonly"], 1, 1, 1, z::zscan),
+    spec!("zpopmin", -2, ["write", "fast"], 1, 1, 1, z::zpopmin),
+    spec!("zpopmax", -2, ["write", "fast"], 1, 1, 1, z::zpopmax),
+    spec!("zmpop", -4, ["write", "movablekeys"], 0, 0, 0, z::zmpop),
+    spec!("bzpopmin", -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, z::bzpopmin),
+    spec!("bzpopmax", -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, z::bzpopmax),
+    spec!("bzmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, z::bzmpop),
+    spec!("zrandmember", -2, ["readonly"], 1, 1, 1, z::zrandmember),
     // hashes (types::hash)
     spec!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hset),
     spec!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hmset),

@@ -291,6 +291,8 @@ pub struct Config {
     pub set_max_intset_entries: usize,
     pub set_max_listpack_entries: usize,
     pub set_max_listpack_value: usize,
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
     /// list-max-listpack-size: a packed list's limit (negative: -1..-5 = 4..64 KiB of items,
     /// positive: that many items).
     pub list_max_listpack_size: i64,
@@ -307,6 +309,8 @@ impl Default for Config {
             set_max_intset_entries: 0,
             set_max_listpack_entries: 0,
             set_max_listpack_value: 0,
+            zset_max_listpack_entries: 0,
+            zset_max_listpack_value: 0,
             list_max_listpack_size: -2,
             latency_tracking: true,
         };
@@ -683,6 +687,8 @@ impl Config {
         self.set_max_intset_entries = self.num("set-max-intset-entries");
         self.set_max_listpack_entries = self.num("set-max-listpack-entries");
         self.set_max_listpack_value = self.num("set-max-listpack-value");
+        self.zset_max_listpack_entries = self.num("zset-max-listpack-entries");
+        self.zset_max_listpack_value = self.num("zset-max-listpack-value");
         let i = Self::lookup("list-max-listpack-size")
             .expect("known parameter")
             .0;

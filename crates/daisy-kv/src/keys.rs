@@ -5,7 +5,7 @@ use crate::commands::{lossy, parse_i64, range_arg, upper, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::rdb;
 use crate::resp;
-use crate::types::{self, hash, list, set, string, Type};
+use crate::types::{self, hash, list, set, string, zset, Type};
 
 pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut n = 0;
@@ -290,6 +290,7 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 // Redis 7.0 keeps every list in a quicklist.
                 (Type::List, _) => "quicklist",
                 (_, Enc::Table) => "hashtable",
+                (_, Enc::SkipList) => "skiplist",
                 (_, Enc::IntSet) => "intset",
                 _ => "listpack",
             };
@@ -323,7 +324,7 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 /// The value of `v` as DUMP serializes it, and the RDB encoding Redis would use.
 fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)> {
-    let compact = if v.enc == Enc::Table {
+    let compact = if matches!(v.enc, Enc::Table | Enc::SkipList) {
         rdb::Encoding::Plain
     } else {
         rdb::Encoding::Compact
@@ -332,12 +333,8 @@ fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)>
         Type::String => rdb::Value::String(c.payload(v)?),
         Type::Hash => rdb::Value::Hash(hash::HashVal::open(c, v)?.all(c)?),
         Type::Set => rdb::Value::Set(set::SetVal::open(c, v)?.all(c)?),
+        Type::ZSet => rdb::Value::ZSet(zset::ZVal::open(c, v)?.idx().all(c.tx)?),
         Type::List => rdb::Value::List(list::ListVal::open(c, v)?.all(c)?),
-        Type::ZSet => {
-            return Err(daisy::Error::Unsupported(
-                "type not supported by this build".into(),
-            ))
-        }
     };
     Ok((value, compact))
 }
@@ -406,12 +403,10 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         Err(e) => return c.err(e),
     };
     match &value {
-        rdb::Value::ZSet(_) => {
-            return c.err("ERR Bad data format (sorted sets are not in this build yet)")
-        }
         rdb::Value::List(x) if x.is_empty() => return c.err("ERR Bad data format"),
         rdb::Value::Hash(x) if x.is_empty() => return c.err("ERR Bad data format"),
         rdb::Value::Set(x) if x.is_empty() => return c.err("ERR Bad data format"),
+        rdb::Value::ZSet(x) if x.is_empty() => return c.err("ERR Bad data format"),
         _ => {}
     }
     // A relative TTL that overflows wraps in Redis (`ttl += mstime()`), and so reads as
@@ -450,6 +445,10 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             resp::ok(c.out);
             return Ok(());
         }
+        rdb::Value::ZSet(elems) => {
+            let (enc, p) = zset::create_restored(c, &elems, rdb::is_packed_zset(a[3]))?;
+            (Type::ZSet, enc, p)
+        }
         rdb::Value::List(items) => {
             let refs: Vec<&[u8]> = items.iter().map(|i| &i[..]).collect();
             let mut l = list::ListVal::new();
@@ -465,7 +464,6 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         // A string is stored as SET would (Redis: `tryObjectEncoding`).
         rdb::Value::String(s) => (Type::String, Enc::Auto, s),
-        rdb::Value::ZSet(_) => unreachable!("refused above"),
     };
     let hdr = Header::new(ty, enc).with_expire(expire);
     c.ks.put(c.tx, db, a[1], hdr, &[&payload], None, false)?;

@@ -22,7 +22,7 @@
 
 use crate::types::{self, Type};
 use bytemuck::{Pod, Zeroable};
-use daisy::{EntryRef, Error, PBytesMap, PPtr, Pool, Tx, Upsert};
+use daisy::{EntryRef, Error, PBytesMap, PPtr, PTreeMap, Pool, Tx, Upsert};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
@@ -34,9 +34,11 @@ pub const LAZY_EXPIRY_MIN_ROOM: usize = 16 * 1024;
 pub const LAYOUT: &str = "daisy.kv";
 pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
 /// Keyspace format version: 3 (version 2, databases, types and lazyfree, plus lists and
-/// sorted sets: their records, encodings and lazyfree kinds). Versions 1 (one database of
-/// strings) and 2 are read and upgraded at open; a build that knows only version 2 would take
-/// a list's record for damage, so the version refuses this pool to it instead.
+/// sorted sets: their records, encodings and lazyfree kinds: lists' `Seq` (8), sorted sets'
+/// type 3 with `Packed` and `SkipList` (7), lazyfree kinds `Seq` and `Tree`). Versions 1 (one
+/// database of strings) and 2 are read and upgraded at open; a build that knows only version
+/// 2 would take a list's or sorted set's record for damage, so the version refuses this pool
+/// to it instead.
 pub const KV_VERSION: u32 = 3;
 const KV_VERSION_1: u32 = 1;
 const KV_VERSION_2: u32 = 2;
@@ -105,12 +107,16 @@ struct LazyNode {
 /// What a queued object is, in the top byte of its queue word (offsets are below 2^56).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LazyKind {
-    /// A byte-string map whose values own nothing (a hash's or set's table).
+    /// A byte-string map whose values own nothing (a hash's or set's table, a big sorted
+    /// set's map).
     Table = 1,
     /// A database's map: its values are records that may own collections.
     Database = 2,
     /// A big list's sequence (`daisy::PSeq`).
     Seq = 3,
+    /// A big sorted set's ordered index (a `PTreeMap`; the set's map is queued beside it as a
+    /// `Table`), freed in bounded steps by `PTreeMap::free_step`.
+    Tree = 4,
 }
 
 /// A queue word: kind and offset.
@@ -130,6 +136,7 @@ impl LazyItem {
             1 => LazyKind::Table,
             2 => LazyKind::Database,
             3 => LazyKind::Seq,
+            4 => LazyKind::Tree,
             _ => return None,
         };
         Some(LazyItem { kind, off })
@@ -161,6 +168,10 @@ pub enum Enc {
     /// Integer strings that are not shared (COPY's copy of an integer, Redis's
     /// `dupStringObject`): OBJECT ENCODING `int`, REFCOUNT 1.
     Int = 6,
+    /// Big sorted sets (Redis's skiplist): the payload is the offset of a byte-string map
+    /// (member -> score, 8 bytes) then the offset of an ordered index (a `PTreeMap` keyed by
+    /// score and member), both owned by the record (`types::zset`).
+    SkipList = 7,
     /// Big lists: a sequence of their own (`daisy::PSeq`, Redis's quicklist); the payload is
     /// its header offset.
     Seq = 8,
@@ -176,6 +187,7 @@ impl Enc {
             4 => Enc::Table,
             5 => Enc::Embstr,
             6 => Enc::Int,
+            7 => Enc::SkipList,
             8 => Enc::Seq,
             _ => return None,
         })
@@ -881,7 +893,7 @@ impl Keyspace {
         // length is rewritten in place, and the old payload is then gone.
         let owned = match old {
             Some(o) if !keep_owned => self.owned_table(tx, o)?,
-            _ => None,
+            _ => Vec::new(),
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
         if !self.blocking.is_empty() && matches!(hdr.ty, Type::List | Type::ZSet) {
@@ -1018,7 +1030,7 @@ impl Keyspace {
     ) -> daisy::Result<Upsert> {
         // The entry there (live or expired), the table it owns (read before the entry may be
         // rewritten in place), and the new record's expiry.
-        let (mut old, mut owned, mut new_exp, mut expired) = (None, None, false, false);
+        let (mut old, mut owned, mut new_exp, mut expired) = (None, Vec::new(), false, false);
         let op = self.map_mut(tx, db)?.upsert_tx(tx, key, |tx, e, buf| {
             let live = match e {
                 None => None,
@@ -1081,42 +1093,55 @@ impl Keyspace {
 
     /// The collection the record `v` owns, if any. Read it before the record is removed or
     /// rewritten (a same-length record is rewritten in place).
-    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Option<LazyItem>> {
+    fn owned_table(&self, tx: &Tx, v: &Val) -> daisy::Result<Vec<LazyItem>> {
         owned_table_of(tx, v)
     }
 
-    /// Free a collection whose record is gone or replaced in this transaction: a small one at
-    /// once, a large one queued for [`Keyspace::lazyfree_step`].
-    fn free_owned(&mut self, tx: &mut Tx, owned: Option<LazyItem>) -> daisy::Result<()> {
-        match owned {
-            Some(LazyItem {
-                kind: LazyKind::Table,
-                off,
-            }) => self.free_table(tx, map_of(off)),
-            Some(
-                item @ LazyItem {
-                    kind: LazyKind::Seq,
-                    off,
-                },
-            ) => {
-                // Its chunks (about 4 KiB of items each) are what freeing costs: a list of a
-                // few chunks goes at once, a longer one is queued.
-                if daisy::PSeq::free_step(
-                    &self.pool,
-                    tx,
-                    PPtr::from_offset(off),
-                    LAZYFREE_THRESHOLD as u32,
-                )? {
-                    return Ok(());
+    /// Free the collections whose record is gone or replaced in this transaction: a small one
+    /// at once, a large one queued for [`Keyspace::lazyfree_step`].
+    fn free_owned(&mut self, tx: &mut Tx, owned: Vec<LazyItem>) -> daisy::Result<()> {
+        for item in owned {
+            match item.kind {
+                LazyKind::Table => self.free_table(tx, map_of(item.off))?,
+                LazyKind::Tree => self.free_tree(tx, PPtr::from_offset(item.off))?,
+                LazyKind::Seq => {
+                    // Its chunks (about 4 KiB of items each) are what freeing costs: a list of
+                    // a few chunks goes at once, a longer one is queued.
+                    if !daisy::PSeq::free_step(
+                        &self.pool,
+                        tx,
+                        PPtr::from_offset(item.off),
+                        LAZYFREE_THRESHOLD as u32,
+                    )? {
+                        lazy_push(tx, self.meta, item)?;
+                    }
                 }
-                lazy_push(tx, self.meta, item)
+                LazyKind::Database => {
+                    return Err(Error::Unsupported(format!(
+                        "a value record cannot own a {:?}",
+                        item.kind
+                    )))
+                }
             }
-            Some(item) => Err(Error::Unsupported(format!(
-                "a value record cannot own a {:?}",
-                item.kind
-            ))),
-            None => Ok(()),
         }
+        Ok(())
+    }
+
+    /// Free a big sorted set's ordered index whose record is gone: a small one at once, a
+    /// large one (or one whose freeing outgrew this transaction's record) queued.
+    fn free_tree(&mut self, tx: &mut Tx, id: PPtr<PTreeMap>) -> daisy::Result<()> {
+        let entries = PTreeMap::view(&self.pool, tx, id)?.len(tx)?;
+        if entries <= LAZYFREE_THRESHOLD && PTreeMap::free_step(&self.pool, tx, id, u32::MAX)? {
+            return Ok(());
+        }
+        lazy_push(
+            tx,
+            self.meta,
+            LazyItem {
+                kind: LazyKind::Tree,
+                off: id.offset(),
+            },
+        )
     }
 
     fn free_table(&mut self, tx: &mut Tx, id: PPtr<PBytesMap>) -> daisy::Result<()> {
@@ -1271,11 +1296,14 @@ impl Keyspace {
                 LazyKind::Seq => {
                     daisy::PSeq::free_step(&pool, tx, PPtr::from_offset(item.off), budget)?
                 }
+                LazyKind::Tree => {
+                    PTreeMap::free_step(&pool, tx, PPtr::from_offset(item.off), budget)?
+                }
                 LazyKind::Database => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |tx, e| {
-                        // A record that owns a collection: queue it (it may be huge).
+                        // A record that owns collections: queue them (they may be huge).
                         let v = decode_val(tx, e)?;
-                        if let Some(owned) = owned_table_of(tx, &v)? {
+                        for owned in owned_table_of(tx, &v)? {
                             lazy_push(tx, meta, owned)?;
                         }
                         Ok(())
@@ -1310,20 +1338,41 @@ impl Header {
     }
 }
 
-/// The collection a record owns: encoding `Table` a byte-string map, `Seq` a sequence (the
-/// payload is its header's offset).
-fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Option<LazyItem>> {
+/// The collections a record owns: encoding `Table` a byte-string map, `Seq` a sequence (the
+/// payload is its header's offset), `SkipList` a big sorted set's map and ordered index (the
+/// payload is their two offsets).
+fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Vec<LazyItem>> {
     let kind = match v.enc {
         Enc::Table => LazyKind::Table,
         Enc::Seq => LazyKind::Seq,
-        _ => return Ok(None),
+        Enc::SkipList => {
+            let mut p = [0u8; 16];
+            v.entry.read_tx(tx, v.off, &mut p)?;
+            let w = |i: usize| u64::from_le_bytes(p[i..i + 8].try_into().expect("8 bytes"));
+            if w(0) == 0 || w(8) == 0 {
+                return Err(Error::Unsupported(
+                    "damaged sorted set record (run `daisy pool check`)".into(),
+                ));
+            }
+            return Ok(vec![
+                LazyItem {
+                    kind: LazyKind::Table,
+                    off: w(0),
+                },
+                LazyItem {
+                    kind: LazyKind::Tree,
+                    off: w(8),
+                },
+            ]);
+        }
+        _ => return Ok(Vec::new()),
     };
     let mut p = [0u8; 8];
     v.entry.read_tx(tx, v.off, &mut p)?;
-    Ok(Some(LazyItem {
+    Ok(vec![LazyItem {
         kind,
         off: u64::from_le_bytes(p),
-    }))
+    }])
 }
 
 fn read_dbs(pool: &Pool, m: &KvMeta) -> daisy::Result<Vec<DbEntry>> {
@@ -1528,6 +1577,10 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
                         LazyKind::Seq => match daisy::seq_objects(pool, it.off) {
                             Ok(o) => reach.extend(o),
                             Err(e) => problems.push(format!("queued sequence {:#x}: {e}", it.off)),
+                        },
+                        LazyKind::Tree => match daisy::tree_objects(pool, it.off) {
+                            Ok(o) => reach.extend(o),
+                            Err(e) => problems.push(format!("queued index {:#x}: {e}", it.off)),
                         },
                         LazyKind::Database => {
                             // Its records and what they own.

@@ -229,6 +229,17 @@ pub fn is_packed_hash(payload: &[u8]) -> bool {
     )
 }
 
+/// Whether a payload holds a sorted set as a ziplist or a listpack: Redis 7.0's RESTORE keeps
+/// such a set compact whatever its members' lengths, converting it only past
+/// `zset-max-listpack-entries` (a skiplist payload is made compact only when its members fit
+/// `zset-max-listpack-value` too).
+pub fn is_packed_zset(payload: &[u8]) -> bool {
+    matches!(
+        payload.first(),
+        Some(&(RDB_TYPE_ZSET_ZIPLIST | RDB_TYPE_ZSET_LISTPACK))
+    )
+}
+
 /// The width of the intset in a valid payload of `RDB_TYPE_SET_INTSET` (None for any other
 /// payload): RESTORE keeps it, as Redis keeps the intset it loads.
 pub fn intset_width(payload: &[u8]) -> Option<u8> {
@@ -622,7 +633,7 @@ impl ListpackWriter {
 }
 
 /// util.c double2ll: the score as an integer when that loses nothing and |d| <= 2^62.
-fn double2ll(d: f64) -> Option<i64> {
+pub fn double2ll(d: f64) -> Option<i64> {
     const LIMIT: f64 = (i64::MAX / 2) as f64;
     if !(-LIMIT..=LIMIT).contains(&d) {
         return None;
@@ -632,7 +643,7 @@ fn double2ll(d: f64) -> Option<i64> {
 }
 
 /// util.c d2string for a score double2ll refused: "nan", "inf", "-inf", or `%.17g`.
-fn d2string(d: f64) -> String {
+pub fn d2string(d: f64) -> String {
     if d.is_nan() {
         "nan".to_string()
     } else if d.is_infinite() {
@@ -647,7 +658,7 @@ fn d2string(d: f64) -> String {
 /// C's `%.17g` for a finite double: 17 significant digits, correctly rounded; exponent form
 /// when the exponent is below -4 or at least 17; trailing zeros (and a bare '.') removed;
 /// exponent with a sign and at least two digits.
-fn format_g17(d: f64) -> String {
+pub fn format_g17(d: f64) -> String {
     let sci = format!("{:.16e}", d);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);

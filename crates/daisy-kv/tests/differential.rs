@@ -420,6 +420,12 @@ impl Run {
             Op::HrandField(args) => self.hrandfield(&args),
             Op::Spop(args) => self.spop(&args),
             Op::RandomKey => self.randomkey(),
+            Op::Lex(args, key) => {
+                if self.lex_defined(&key) {
+                    let (r, d) = self.both(Id::A, &args);
+                    self.compare(Id::A, &args, &Cmp::Exact, &r, &d);
+                }
+            }
             Op::Scan {
                 args,
                 cursor_at,
@@ -499,6 +505,18 @@ impl Run {
     fn redis_encoding(&mut self, id: Id, key: &[u8]) -> String {
         let r = self.redis_query(id, &[b"OBJECT", b"ENCODING", key]);
         String::from_utf8_lossy(r.bytes().unwrap_or(b"")).into_owned()
+    }
+
+    /// Whether Redis defines a lex range's answer over `key`: not a skiplist whose first and
+    /// last scores differ.
+    fn lex_defined(&mut self, key: &[u8]) -> bool {
+        if self.redis_encoding(Id::A, key) != "skiplist" {
+            return true;
+        }
+        let lo = self.redis_query(Id::A, &[b"ZRANGE", key, b"0", b"0", b"WITHSCORES"]);
+        let hi = self.redis_query(Id::A, &[b"ZRANGE", key, b"-1", b"-1", b"WITHSCORES"]);
+        let score = |r: &Reply| r.strings().and_then(|v| v.get(1).cloned());
+        score(&lo).is_some() && score(&lo) == score(&hi)
     }
 
     fn redis_type(&mut self, id: Id, key: &[u8]) -> String {
@@ -908,6 +926,7 @@ impl Run {
             (a(&[b"PTTL", key]), Cmp::Ttl { tol: 3000 }),
             match &ty[..] {
                 b"string" => (a(&[b"GET", key]), Cmp::Exact),
+                b"zset" => (a(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]), Cmp::Exact),
                 b"hash" if !ordered => (a(&[b"HGETALL", key]), Cmp::SortedPairs),
                 b"hash" => (
                     a(&[b"HGETALL", key]),

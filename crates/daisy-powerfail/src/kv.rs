@@ -6,7 +6,9 @@
 //! (packed -> table by size and by length, intset -> packed -> table; the thresholds are set
 //! low, as CONFIG SET would), lists (RPUSH, LPUSH, LPOP, RPOP, LSET, LREM, LTRIM, LMOVE) that
 //! outgrow a packed record and become sequences, grow and lose chunks, and a big one freed
-//! lazily, keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
+//! lazily, sorted sets (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX, ZREMRANGEBYSCORE, ZUNIONSTORE)
+//! that go packed -> skiplist by size and by length, and a big one of 80 members freed lazily,
+//! keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
 //! RESTORE of a DUMP payload), databases (SELECT, SWAPDB, FLUSHDB, FLUSHALL), MULTI/EXEC
 //! blocks, and collections big enough to be freed lazily: after each transaction one bounded
 //! lazyfree step runs in a transaction of its own, so the simulator crashes inside it too.
@@ -24,7 +26,7 @@ use anyhow::{anyhow, bail, Result};
 use daisy::{Pool, PoolOptions};
 use daisy_kv::commands::{self as cmd, Client, ServerState};
 use daisy_kv::keyspace::{self, Keyspace, LAYOUT};
-use daisy_kv::types::Value;
+use daisy_kv::types::{Score, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,6 +49,8 @@ pub const CONFIG: &[(&str, &str)] = &[
     ("set-max-intset-entries", "6"),
     ("set-max-listpack-entries", "8"),
     ("set-max-listpack-value", "24"),
+    ("zset-max-listpack-entries", "8"),
+    ("zset-max-listpack-value", "24"),
     ("list-max-listpack-size", "8"),
 ];
 
@@ -58,10 +62,12 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
     let hkey = |rng: &mut SmallRng| format!("h{}", rng.gen_range(0..4)).into_bytes();
     let setkey = |rng: &mut SmallRng| format!("s{}", rng.gen_range(0..4)).into_bytes();
     let lkey = |rng: &mut SmallRng| format!("l{}", rng.gen_range(0..4)).into_bytes();
-    let any_key = |rng: &mut SmallRng| match rng.gen_range(0..4) {
+    let zkey = |rng: &mut SmallRng| format!("z{}", rng.gen_range(0..4)).into_bytes();
+    let any_key = |rng: &mut SmallRng| match rng.gen_range(0..5) {
         0 => skey(rng),
         1 => hkey(rng),
         2 => lkey(rng),
+        3 => zkey(rng),
         _ => setkey(rng),
     };
     // List items: a few distinct short ones (LREM finds them), now and then a long one (a
@@ -91,7 +97,7 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         }
     };
     let one = |rng: &mut SmallRng| -> Vec<Vec<Vec<u8>>> {
-        match rng.gen_range(0..40) {
+        match rng.gen_range(0..46) {
             0 | 1 => vec![vec![v("SET"), skey(rng), value(rng)]],
             2 => vec![vec![v("SET"), skey(rng), value(rng), v("PX"), v("3600000")]],
             3 => vec![vec![v("DEL"), any_key(rng)]],
@@ -245,6 +251,53 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
             39 => {
                 // ...and deleted: freed lazily, in bounded steps.
                 vec![vec![v("DEL"), v("biglist")]]
+            }
+            40 | 41 => {
+                // A long member now and then converts a packed sorted set by length.
+                let mut c = vec![v("ZADD"), zkey(rng)];
+                for _ in 0..rng.gen_range(1..4) {
+                    c.push(rng.gen_range(-5i32..5).to_string().into_bytes());
+                    c.push(if rng.gen_range(0..10) == 0 {
+                        vec![b'L'; 30]
+                    } else {
+                        member(rng)
+                    });
+                }
+                vec![c]
+            }
+            42 => match rng.gen_range(0..3) {
+                0 => vec![vec![v("ZINCRBY"), zkey(rng), v("2"), member(rng)]],
+                1 => vec![vec![v("ZREM"), zkey(rng), member(rng), member(rng)]],
+                _ => vec![vec![v("ZREMRANGEBYSCORE"), zkey(rng), v("-1"), v("1")]],
+            },
+            43 => {
+                let name = if rng.gen_range(0..2) == 0 {
+                    "ZPOPMIN"
+                } else {
+                    "ZPOPMAX"
+                };
+                vec![vec![v(name), zkey(rng), v("2")]]
+            }
+            44 => vec![vec![
+                v("ZUNIONSTORE"),
+                zkey(rng),
+                v("2"),
+                zkey(rng),
+                zkey(rng),
+            ]],
+            45 => {
+                // A sorted set big enough to be freed lazily (map and ordered index), then
+                // gone again now and then.
+                if rng.gen_range(0..3) == 0 {
+                    vec![vec![v("DEL"), v("zbig")]]
+                } else {
+                    let mut c = vec![v("ZADD"), v("zbig")];
+                    for i in 0..80 {
+                        c.push(rng.gen_range(0..50).to_string().into_bytes());
+                        c.push(format!("y{i}").into_bytes());
+                    }
+                    vec![c]
+                }
             }
             _ => vec![vec![v("PERSIST"), any_key(rng)]],
         }
@@ -504,6 +557,69 @@ impl Apply<'_> {
                 };
                 self.m.insert(self.key(&cmd[1]), (v, false));
             }
+            b"ZADD" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::ZSet(BTreeMap::new()), false));
+                if let Value::ZSet(z) = &mut e.0 {
+                    for sm in cmd[2..].chunks(2) {
+                        let s: f64 = String::from_utf8_lossy(&sm[0]).parse().unwrap();
+                        z.insert(sm[1].clone(), Score(s));
+                    }
+                }
+            }
+            b"ZINCRBY" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::ZSet(BTreeMap::new()), false));
+                if let Value::ZSet(z) = &mut e.0 {
+                    let by: f64 = String::from_utf8_lossy(&cmd[2]).parse().unwrap();
+                    let s = z.entry(cmd[3].clone()).or_insert(Score(0.0));
+                    s.0 += by;
+                }
+            }
+            b"ZREM" | b"ZPOPMIN" | b"ZPOPMAX" | b"ZREMRANGEBYSCORE" => {
+                let key = self.key(&cmd[1]);
+                if let Some((Value::ZSet(z), _)) = self.m.get_mut(&key) {
+                    let mut order: Vec<(Score, Vec<u8>)> =
+                        z.iter().map(|(m, s)| (*s, m.clone())).collect();
+                    order.sort();
+                    let gone: Vec<Vec<u8>> = match &cmd[0][..] {
+                        b"ZREM" => cmd[2..].to_vec(),
+                        b"ZPOPMIN" => order.iter().take(2).map(|x| x.1.clone()).collect(),
+                        b"ZPOPMAX" => order.iter().rev().take(2).map(|x| x.1.clone()).collect(),
+                        _ => order
+                            .iter()
+                            .filter(|x| (-1.0..=1.0).contains(&x.0 .0))
+                            .map(|x| x.1.clone())
+                            .collect(),
+                    };
+                    for m in gone {
+                        z.remove(&m);
+                    }
+                    if z.is_empty() {
+                        self.m.remove(&key);
+                    }
+                }
+            }
+            b"ZUNIONSTORE" => {
+                let get = |k: &[u8]| match self.m.get(&(self.db, k.to_vec())) {
+                    Some((Value::ZSet(z), _)) => z.clone(),
+                    _ => BTreeMap::new(),
+                };
+                let mut r = get(&cmd[3]);
+                for (m, s) in get(&cmd[4]) {
+                    r.entry(m).or_insert(Score(0.0)).0 += s.0;
+                }
+                let dst = self.key(&cmd[1]);
+                if r.is_empty() {
+                    self.m.remove(&dst);
+                } else {
+                    self.m.insert(dst, (Value::ZSet(r), false));
+                }
+            }
             b"SELECT" => self.db = String::from_utf8_lossy(&cmd[1]).parse().unwrap(),
             b"FLUSHDB" => {
                 let db = self.db;
@@ -580,6 +696,50 @@ impl Apply<'_> {
     }
 }
 
+/// Whether RESP output `out` holds an error reply at any depth (a bulk string that starts with
+/// '-', a sorted set's member or score, is not one).
+fn has_error_reply(out: &[u8]) -> bool {
+    fn line(out: &[u8], at: usize) -> Option<(&[u8], usize)> {
+        let end = at + out.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+        Some((&out[at..end], end + 2))
+    }
+    fn num(b: &[u8]) -> Option<i64> {
+        std::str::from_utf8(b).ok()?.parse().ok()
+    }
+    /// One reply from `at`: (whether it holds an error, where the next starts).
+    fn one(out: &[u8], at: usize) -> Option<(bool, usize)> {
+        let (l, next) = line(out, at)?;
+        let (kind, rest) = l.split_first()?;
+        match kind {
+            b'-' | b'!' => Some((true, next)),
+            b'$' | b'=' | b'(' if rest != b"-1" && *kind != b'(' => {
+                let n = usize::try_from(num(rest)?).ok()?;
+                Some((false, next + n + 2))
+            }
+            b'*' | b'~' | b'>' | b'%' => {
+                let n = num(rest)?;
+                let n = if *kind == b'%' { 2 * n } else { n };
+                let (mut err, mut at) = (false, next);
+                for _ in 0..n.max(0) {
+                    let (e, a) = one(out, at)?;
+                    err |= e;
+                    at = a;
+                }
+                Some((err, at))
+            }
+            _ => Some((false, next)),
+        }
+    }
+    let mut at = 0;
+    while at < out.len() {
+        match one(out, at) {
+            Some((false, next)) => at = next,
+            _ => return true,
+        }
+    }
+    false
+}
+
 /// Whether `cmd` would fail on `m` (a type clash, RENAME of a missing key): such commands are
 /// left out, so that every command the workload sends succeeds. Both the model and the
 /// workload filter with this on the model's state, so they agree.
@@ -590,6 +750,7 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             Value::Hash(_) => 1,
             Value::Set(_) => 2,
             Value::List(_) => 3,
+            Value::ZSet(_) => 4,
         })
     };
     let is = |k: &[u8], t: i32| ty(k).is_none_or(|x| x == t);
@@ -613,6 +774,11 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
         // LSET of a missing key is an error.
         b"LSET" => ty(&cmd[1]) == Some(3),
         b"LMOVE" => is(&cmd[1], 3) && is(&cmd[2], 3),
+        b"ZADD" | b"ZINCRBY" | b"ZREM" | b"ZPOPMIN" | b"ZPOPMAX" | b"ZREMRANGEBYSCORE" => {
+            is(&cmd[1], 4)
+        }
+        // ZUNIONSTORE reads sorted sets (or sets: none here) and replaces any destination.
+        b"ZUNIONSTORE" => is(&cmd[3], 4) && is(&cmd[4], 4),
         b"SMOVE" => ty(&cmd[1]).is_none_or(|t| t == 2) && is(&cmd[2], 2),
         b"SINTERSTORE" | b"SUNIONSTORE" | b"SDIFFSTORE" => is(&cmd[2], 2) && is(&cmd[3], 2),
         b"GETEX" => is(&cmd[1], 0),
@@ -776,7 +942,7 @@ impl KvWork {
             return Err(e.into());
         }
         self.ks.committed();
-        if out.first() == Some(&b'-') || out.windows(3).any(|w| w == b"\r\n-") {
+        if has_error_reply(&out) {
             bail!(
                 "transaction {id}: an error reply: {}",
                 String::from_utf8_lossy(&out[..out.len().min(2000)])

@@ -370,12 +370,15 @@ impl TxBuffers {
 
     /// Put copy `i` at the head of the chain of every line it touches.
     ///
-    /// Older copies at the head of a chain whose bytes in that line the new copy covers
-    /// entirely are unlinked from it: a read takes every byte from the newest copy holding it,
-    /// so they can never be read again through this line. Without this, a word written by
-    /// every operation of a group (a map's length, a bucket) grows its line's chain by one
-    /// node per operation, and every read of the line's other bytes walks all of them (the
-    /// group's reads become quadratic). The copies themselves stay in the record, in order.
+    /// Older copies of the chain whose bytes in that line newer copies cover entirely (the new
+    /// one and those kept between) are unlinked from it: a read takes every byte from the
+    /// newest copy holding it, so they can never be read again through this line. Without
+    /// this, words written by every operation of a group (a map's length and a bucket, a
+    /// sequence's length and its end window) grow their line's chain by a node or two per
+    /// operation, and every read of the line's other bytes walks all of them (the group's
+    /// reads become quadratic). After the pruning each node of a chain holds a byte no newer
+    /// node holds, so a chain has at most 64 nodes, and both this walk and a read's are
+    /// bounded. The copies themselves stay in the record, in order.
     pub(crate) fn index_copy(&mut self, i: usize) {
         let (t, len, _) = self.copies[i];
         let end = t + len.max(1);
@@ -389,20 +392,50 @@ impl TxBuffers {
             };
             let node = self.copy_nodes.len() as u32;
             let head = self.copy_lines.entry(line).or_insert(NO_NODE);
-            let mut next = *head;
-            while next != NO_NODE {
-                let (j, older) = self.copy_nodes[next as usize];
-                let (tj, lj, _) = self.copies[j as usize];
-                let ej = tj + lj.max(1);
-                let bits = line_bits(tj.max(base) - base, ej.min(base + 64) - base);
-                if bits & !covers != 0 {
+            let older_head = *head;
+            *head = node;
+            self.copy_nodes.push((i as u32, older_head));
+            // Bytes of the line held by the nodes kept so far (newest first).
+            let mut held = covers;
+            let (mut prev, mut cur) = (node, older_head);
+            while cur != NO_NODE {
+                if held == u64::MAX {
+                    // Every byte is held by a newer node: the rest of the chain is unreachable.
+                    self.copy_nodes[prev as usize].1 = NO_NODE;
                     break;
                 }
-                next = older;
+                let (j, older) = self.copy_nodes[cur as usize];
+                let (tj, lj, _) = self.copies[j as usize];
+                // A zero-length copy holds nothing a read could take: always unlinked.
+                let bits = if lj == 0 {
+                    0
+                } else {
+                    line_bits(tj.max(base) - base, (tj + lj).min(base + 64) - base)
+                };
+                if bits & !held == 0 {
+                    self.copy_nodes[prev as usize].1 = older; // shadowed: unlink
+                } else {
+                    held |= bits;
+                    prev = cur;
+                }
+                cur = older;
             }
-            self.copy_nodes.push((i as u32, next));
-            *head = node;
+            debug_assert!(
+                self.chain_len(line) <= 65,
+                "a line's chain holds a byte per node"
+            );
         }
+    }
+
+    /// Nodes in `line`'s chain (debug checks).
+    fn chain_len(&self, line: u64) -> usize {
+        let mut n = 0;
+        let mut cur = self.copy_lines.get(&line).copied().unwrap_or(NO_NODE);
+        while cur != NO_NODE {
+            n += 1;
+            cur = self.copy_nodes[cur as usize].1;
+        }
+        n
     }
 
     /// Overlay this transaction's logged copies on `out`, read from `off`.

@@ -8,8 +8,9 @@
 //!   payload is its header offset, owned by the record. A list that outgrows a packed blob
 //!   becomes one, in the command that crosses the limit, and never goes back.
 //!
-//! A big list's LTRIM unlinks whole chunks onto the sequence's garbage chain; each later write
-//! to the list frees up to [`GARBAGE_BUDGET`] of them, and deleting the list frees the rest.
+//! A big list's LTRIM unlinks whole chunks onto the sequence's garbage chain and frees up to
+//! [`GARBAGE_BUDGET`] of them in its own transaction; each later LTRIM frees as many more, and
+//! deleting the list frees the rest.
 //!
 //! OBJECT ENCODING answers `quicklist` for both, as Redis 7.0 does for every list. An empty
 //! list is deleted.
@@ -102,11 +103,14 @@ pub enum ListVal {
         view: SeqView,
         fresh: bool,
         len: usize,
+        /// This command trimmed whole chunks onto the garbage chain (LTRIM): `store` frees
+        /// some.
+        trimmed: bool,
     },
 }
 
-/// Chunks of a big list's sequence freed per write after an LTRIM (the rest wait for the next
-/// write, or the list's deletion: they stay reachable from the sequence's garbage chain).
+/// Chunks of a big list's sequence freed by an LTRIM (the rest wait for the next LTRIM, or the
+/// list's deletion: they stay reachable from the sequence's garbage chain).
 const GARBAGE_BUDGET: u32 = 1024;
 
 impl ListVal {
@@ -121,6 +125,7 @@ impl ListVal {
                     view,
                     fresh: false,
                     len,
+                    trimmed: false,
                 })
             }
             _ => {
@@ -323,7 +328,9 @@ impl ListVal {
                 let tail = tail.min(v.len());
                 v.truncate(v.len() - tail);
             }
-            ListVal::Seq { view, len, .. } => {
+            ListVal::Seq {
+                view, len, trimmed, ..
+            } => {
                 let head = head.min(*len);
                 let tail = tail.min(*len - head);
                 if head + tail == *len {
@@ -332,6 +339,7 @@ impl ListVal {
                     view.trim(c.tx, head as i64, (*len - tail - 1) as i64)?;
                 }
                 *len -= head + tail;
+                *trimmed = true;
             }
         }
         Ok(())
@@ -417,6 +425,7 @@ impl ListVal {
                     view,
                     fresh: true,
                     len,
+                    trimmed: false,
                 };
             }
         }
@@ -438,9 +447,13 @@ impl ListVal {
             ListVal::Seq {
                 mut view,
                 fresh: false,
+                trimmed,
                 ..
             } => {
-                if view.has_garbage(c.tx)? {
+                // Garbage comes only from trims (this command's, or an earlier one's that
+                // left more than one budget), so only a trim looks for it: pushes and pops
+                // pay nothing.
+                if trimmed && view.has_garbage(c.tx)? {
                     view.collect_garbage(c.tx, GARBAGE_BUDGET)?;
                 }
             }

@@ -1,14 +1,16 @@
-//! Value types: one module per Redis type (Redis's t_string.c, t_hash.c, t_set.c), each with
+//! Value types: one module per Redis type (Redis's t_string.c, t_hash.c, t_set.c, t_zset.c), each with
 //! its persistent layout, its invariants and crash reasoning, and its commands; and the
 //! [`DataType`] trait through which the rest of the server (the keyspace's checks, `daisy pool
 //! check`, the test models) handles values without knowing their layouts.
 //!
 //! Encodings (the record header's encoding field, `keyspace::Enc`), as Redis's:
 //! * strings: the bytes in the record;
-//! * small collections packed into the record ([`packed`], Redis's listpack), and sets of
-//!   integers sorted in the record ([`intset`]);
+//! * small collections packed into the record ([`packed`], Redis's listpack; a sorted set's
+//!   kept in (score, member) order), and sets of integers sorted in the record ([`intset`]);
 //! * large collections in a byte-string map of their own (`PBytesMap`, Redis's hashtable):
-//!   the record's payload is the map's header offset. A collection converts from a packed
+//!   the record's payload is the map's header offset (a big sorted set's map goes from member
+//!   to score, and its payload has room for the offset of an ordered index: [`zset`]). A
+//!   collection converts from a packed
 //!   encoding to a table past the thresholds Redis uses (`hash-max-listpack-entries` and
 //!   friends, the same defaults, settable with CONFIG SET) and never back, as in Redis.
 //!
@@ -25,6 +27,7 @@ pub mod list;
 pub mod packed;
 pub mod set;
 pub mod string;
+pub mod zset;
 
 use crate::keyspace::Enc;
 use daisy::{PBytesMap, PPtr, Pool};
@@ -68,14 +71,13 @@ impl Type {
 
     /// The type named `n` (SCAN's TYPE option), if this server has it.
     pub fn by_name(n: &[u8]) -> Option<Type> {
-        [Type::String, Type::List, Type::Set, Type::Hash]
+        [Type::String, Type::List, Type::Set, Type::ZSet, Type::Hash]
             .into_iter()
             .find(|t| t.name().as_bytes().eq_ignore_ascii_case(n))
     }
 }
 
-/// Whether a record may have type `ty` with encoding `enc` (sorted sets are not in this
-/// build: their records are refused as damage).
+/// Whether a record may have type `ty` with encoding `enc`.
 pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
     matches!(
         (ty, enc),
@@ -83,6 +85,7 @@ pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
             | (Type::Hash, Enc::Packed | Enc::Table)
             | (Type::List, Enc::Packed | Enc::Seq)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
+            | (Type::ZSet, Enc::Packed | Enc::SkipList)
     )
 }
 
@@ -93,6 +96,33 @@ pub enum Value {
     List(Vec<Vec<u8>>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
+    /// member -> score
+    ZSet(BTreeMap<Vec<u8>, Score>),
+}
+
+/// A sorted set's score in a [`Value`]: equal when the same bits (so -0 differs from 0),
+/// ordered by `f64::total_cmp`.
+#[derive(Clone, Copy, Debug)]
+pub struct Score(pub f64);
+
+impl PartialEq for Score {
+    fn eq(&self, o: &Score) -> bool {
+        self.0.to_bits() == o.0.to_bits()
+    }
+}
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, o: &Score) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, o: &Score) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
 }
 
 /// What the server needs of every type, whatever its layout. `payload` is the record's
@@ -113,34 +143,16 @@ pub fn of(ty: Type) -> &'static dyn DataType {
         Type::Hash => &hash::Hashes,
         Type::Set => &set::Sets,
         Type::List => &list::Lists,
-        // Never decoded (valid_encoding refuses them): the records read as damage.
-        Type::ZSet => &Unsupported,
+        Type::ZSet => &zset::ZSets,
     }
 }
 
-struct Unsupported;
-
-impl DataType for Unsupported {
-    fn owned(&self, _: &Pool, _: Enc, _: &[u8]) -> Result<Vec<u64>, String> {
-        Err("type not supported by this build".into())
-    }
-    fn check(&self, _: &Pool, _: Enc, _: &[u8]) -> Vec<String> {
-        vec!["type not supported by this build".into()]
-    }
-    fn dump(&self, _: &Pool, _: Enc, _: &[u8]) -> Result<Value, String> {
-        Err("type not supported by this build".into())
-    }
-}
-
-/// A sorted set's members in score order (SORT). Sorted sets are not in this build: no record
-/// can be one (`valid_encoding` refuses them), so this is never reached with a value.
+/// A sorted set's members in score order (SORT).
 pub fn zset_members(
-    _c: &mut crate::commands::Ctx,
-    _v: &crate::keyspace::Val,
+    c: &mut crate::commands::Ctx,
+    v: &crate::keyspace::Val,
 ) -> daisy::Result<Vec<Vec<u8>>> {
-    Err(daisy::Error::Unsupported(
-        "sorted sets are not in this build".into(),
-    ))
+    zset::members(c, v)
 }
 
 /// The map a table-encoded payload names.
@@ -326,13 +338,16 @@ pub fn shrink_if_sparse(
     Ok(())
 }
 
-/// A copy of a value's payload for another key (COPY): a table is copied into a new table,
-/// everything else is the same bytes.
+/// A copy of a value's payload for another key (COPY): a table (or a big sorted set's map) is
+/// copied into a new one, everything else is the same bytes.
 pub fn copy_payload(
     c: &mut crate::commands::Ctx,
     enc: Enc,
     payload: &[u8],
 ) -> daisy::Result<Vec<u8>> {
+    if enc == Enc::SkipList {
+        return zset::copy_big(c, payload);
+    }
     if enc == Enc::Seq {
         let src = list::seq_view(c, payload)?;
         let n = src.len(c.tx)?;

@@ -210,6 +210,24 @@ impl PackedBuf {
         self.set_count(self.count + items.len());
     }
 
+    /// Byte position just past the last item (where [`PackedBuf::insert_at`] appends).
+    pub fn end(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Insert items before the item whose length varint starts at byte `pos` (an
+    /// [`ItemAt::start`], or [`PackedBuf::end`] to append): a sorted collection keeps its
+    /// order.
+    pub fn insert_at(&mut self, pos: usize, items: &[&[u8]]) {
+        let mut enc = Vec::with_capacity(items.iter().map(|i| i.len() + 2).sum());
+        for it in items {
+            put_varint(&mut enc, it.len() as u64);
+            enc.extend_from_slice(it);
+        }
+        self.buf.splice(pos..pos, enc);
+        self.set_count(self.count + items.len());
+    }
+
     /// Replace the item at `at` by `new` (same place in the order).
     pub fn replace(&mut self, at: &ItemAt, new: &[u8]) {
         let mut enc = Vec::with_capacity(new.len() + 10);
@@ -288,6 +306,17 @@ mod tests {
             let again = PackedBuf::from_payload(p.bytes().to_vec()).unwrap();
             assert_eq!(again.count(), model.len());
         }
+        // Inserting before an item, and at the end, gives the blob of the list with them.
+        let mut p = PackedBuf::from_payload(encode([&b"a"[..], b"c"].into_iter())).unwrap();
+        let c = p.items().nth(1).unwrap();
+        p.insert_at(c.start, &[b"b", b"bb"]);
+        let end = p.end();
+        p.insert_at(end, &[b"d"]);
+        assert_eq!(
+            p.bytes(),
+            &encode([&b"a"[..], b"b", b"bb", b"c", b"d"].into_iter())[..]
+        );
+        assert_eq!(p.count(), 5);
         let p = PackedBuf::from_payload(encode([&b"f"[..], b"v", b"g", b"w"].into_iter())).unwrap();
         let (i, at) = p.find(2, b"g").unwrap();
         assert_eq!((i, p.get(&p.next(&at))), (2, &b"w"[..]));

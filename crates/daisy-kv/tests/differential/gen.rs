@@ -104,6 +104,10 @@ pub enum Op {
         opts: Args,
         corrupt: bool,
     },
+    /// A lex-range command (ZRANGEBYLEX and friends): run and compared exactly unless Redis
+    /// holds the key in a skiplist whose scores differ (Redis leaves the answer to its
+    /// skiplist's random levels then), in which case it is not sent at all.
+    Lex(Args, Vec<u8>),
     /// MULTI/EXEC/WATCH from two connections.
     Multi(Vec<(Who, Args)>),
     /// Compare every key of the first databases (type, encoding, value, expiry).
@@ -142,7 +146,7 @@ impl AsArg for &Vec<u8> {
     }
 }
 
-const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
+const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"];
 
 const VALUES: &[&str] = &[
     "v",
@@ -287,11 +291,12 @@ enum Fam {
     Hash,
     Set,
     List,
+    ZSet,
     Any,
 }
 
 type Maker = fn(&mut Gen) -> Op;
-use Fam::{Any, Hash as H, List as L, Set as S, Str};
+use Fam::{Any, Hash as H, List as L, Set as S, Str, ZSet as Z};
 
 impl Gen {
     pub fn new(seed: u64, base_s: i64) -> Gen {
@@ -313,6 +318,7 @@ impl Gen {
             Fam::Hash => &KEYS[2..4],
             Fam::Set => &KEYS[4..6],
             Fam::List => &KEYS[6..8],
+            Fam::ZSet => &KEYS[8..10],
             Fam::Any => KEYS,
         };
         let k = match self.rng.below(200) {
@@ -430,6 +436,42 @@ impl Gen {
             2 => b("abc"),
             3 => b("1.5"),
             _ => (self.rng.below(16) as i64 - 5).to_string().into_bytes(),
+        }
+    }
+
+    /// A sorted set's score (or an increment, a weight).
+    fn score(&mut self) -> Vec<u8> {
+        if self.rng.pct(70) {
+            (self.rng.below(10) as i64 - 3).to_string().into_bytes()
+        } else {
+            self.float()
+        }
+    }
+
+    /// A score range's bound.
+    fn bound(&mut self) -> Vec<u8> {
+        let mut v = match self.rng.below(10) {
+            0 => b(self
+                .rng
+                .pick(&["-inf", "+inf", "inf", "abc", "(", "nan", "1e400"])),
+            _ => (self.rng.below(10) as i64 - 3).to_string().into_bytes(),
+        };
+        if self.rng.pct(30) {
+            v.insert(0, b'(');
+        }
+        v
+    }
+
+    /// A lex range's bound.
+    fn lex(&mut self) -> Vec<u8> {
+        match self.rng.below(10) {
+            0 => b("-"),
+            1 => b("+"),
+            2 => b(self.rng.pick(&["a", "", "(", "[", "x"])),
+            _ => {
+                let m = self.member();
+                [if self.rng.pct(50) { &b"["[..] } else { b"(" }, &m[..]].concat()
+            }
         }
     }
 
@@ -856,6 +898,188 @@ impl Gen {
                 let k = g.key();
                 g.scan(args!["SSCAN", k], ScanKind::Members)
             }),
+            // sorted sets
+            (40, Z, |g| {
+                let mut a = args!["ZADD", g.key()];
+                for f in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
+                    if g.rng.pct(8) {
+                        a.push(b(f));
+                    }
+                }
+                for _ in 0..1 + g.rng.below(3) {
+                    a.push(g.score());
+                    a.push(g.member());
+                }
+                if g.rng.pct(3) {
+                    a.pop();
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (2, Z, |g| {
+                // Past zset-max-listpack-entries at once.
+                let mut a = args!["ZADD", g.key()];
+                for i in 0..130 {
+                    a.push((i % 7).to_string().into_bytes());
+                    a.push(format!("m{i}").into_bytes());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (10, Z, |g| {
+                let (k, n, m) = (g.key(), g.score(), g.member());
+                Op::Cmd(args!["ZINCRBY", k, n, m], Cmp::Exact)
+            }),
+            (12, Z, |g| {
+                Op::Cmd(g.key_items("ZREM", Gen::member, 3), Cmp::Exact)
+            }),
+            (15, Z, |g| {
+                let a = match g.rng.below(7) {
+                    0 => args!["ZCARD", g.key()],
+                    1 => args!["ZSCORE", g.key(), g.member()],
+                    2 => g.key_items("ZMSCORE", Gen::member, 3),
+                    3 => args!["ZRANK", g.key(), g.member()],
+                    4 => args!["ZREVRANK", g.key(), g.member()],
+                    _ => {
+                        let (k, lo, hi) = (g.key(), g.bound(), g.bound());
+                        args!["ZCOUNT", k, lo, hi]
+                    }
+                };
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (20, Z, |g| {
+                let k = g.key();
+                let (a, cmp) = match g.rng.below(6) {
+                    0 => (args!["ZRANGE", k, g.int(-5, 5), g.int(-5, 5)], true),
+                    1 => (args!["ZREVRANGE", k, g.int(-5, 5), g.int(-5, 5)], true),
+                    2 => (args!["ZRANGEBYSCORE", k, g.bound(), g.bound()], true),
+                    3 => (args!["ZREVRANGEBYSCORE", k, g.bound(), g.bound()], true),
+                    4 => (args!["ZRANGE", k, g.bound(), g.bound(), "BYSCORE"], true),
+                    _ => (args!["ZRANGE", k, g.int(-5, 5), g.int(-5, 5)], false),
+                };
+                let mut a = a;
+                if g.rng.pct(30) && cmp {
+                    a.push(b("REV"));
+                }
+                if g.rng.pct(40) {
+                    a.push(b("WITHSCORES"));
+                }
+                if g.rng.pct(30) {
+                    a.extend([b("LIMIT"), g.int(-1, 4), g.int(-2, 4)]);
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (10, Z, |g| {
+                let k = g.key();
+                let (lo, hi) = (g.lex(), g.lex());
+                let a = match g.rng.below(6) {
+                    0 => args!["ZRANGEBYLEX", &k, lo, hi],
+                    1 => args!["ZREVRANGEBYLEX", &k, hi, lo],
+                    2 => args!["ZLEXCOUNT", &k, lo, hi],
+                    3 => args!["ZREMRANGEBYLEX", &k, lo, hi],
+                    _ => args!["ZRANGE", &k, lo, hi, "BYLEX"],
+                };
+                let mut a = a;
+                if a[0] != b"ZLEXCOUNT" && a[0] != b"ZREMRANGEBYLEX" && g.rng.pct(30) {
+                    a.extend([b("LIMIT"), g.int(-1, 3), g.int(-2, 3)]);
+                }
+                Op::Lex(a, k)
+            }),
+            (8, Z, |g| {
+                let k = g.key();
+                let a = if g.rng.pct(50) {
+                    args!["ZREMRANGEBYSCORE", k, g.bound(), g.bound()]
+                } else {
+                    args!["ZREMRANGEBYRANK", k, g.int(-4, 4), g.int(-4, 4)]
+                };
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (10, Z, |g| {
+                let name = g.rng.pick(&["ZPOPMIN", "ZPOPMAX"]);
+                let mut a = args![name, g.key()];
+                if g.rng.pct(50) {
+                    a.push(g.int(-1, 4));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (5, Z, |g| {
+                let keys = g.keys(3);
+                let (name, first) = if g.in_multi || g.rng.pct(60) {
+                    ("ZMPOP", None)
+                } else {
+                    // Never waits long: an empty key times out at once in both.
+                    ("BZMPOP", Some(b("0.01")))
+                };
+                let mut a = args![name];
+                a.extend(first);
+                a.push(keys.len().to_string().into_bytes());
+                a.extend(keys);
+                a.push(b(g.rng.pick(&["MIN", "MAX", "min", "bad"])));
+                if g.rng.pct(40) {
+                    a.extend([b("COUNT"), g.int(0, 4)]);
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (4, Z, |g| {
+                let name = g.rng.pick(&["BZPOPMIN", "BZPOPMAX"]);
+                let mut a = args![name];
+                a.extend(g.keys(2));
+                a.push(b(g.rng.pick(&["0.01", "-1", "abc"])));
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (12, Z, |g| {
+                let store = g.rng.pct(40);
+                let op = g.rng.pick(&["UNION", "INTER", "DIFF"]);
+                let keys = g.keys(3);
+                let mut a = if store {
+                    args![format!("Z{op}STORE"), g.key()]
+                } else {
+                    args![format!("Z{op}")]
+                };
+                a.push(if g.rng.pct(95) {
+                    keys.len().to_string().into_bytes()
+                } else {
+                    g.int(-1, 5)
+                });
+                a.extend(keys.iter().cloned());
+                if op != "DIFF" && g.rng.pct(30) {
+                    a.push(b("WEIGHTS"));
+                    for _ in 0..keys.len() {
+                        a.push(g.score());
+                    }
+                }
+                if op != "DIFF" && g.rng.pct(30) {
+                    a.push(b("AGGREGATE"));
+                    a.push(b(g.rng.pick(&["SUM", "MIN", "MAX", "bad"])));
+                }
+                if !store && g.rng.pct(40) {
+                    a.push(b("WITHSCORES"));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (4, Z, |g| {
+                let keys = g.keys(3);
+                let mut a = args!["ZINTERCARD", keys.len().to_string()];
+                a.extend(keys);
+                if g.rng.pct(40) {
+                    a.extend([b("LIMIT"), g.int(-1, 3)]);
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (6, Z, |g| {
+                let mut a = args!["ZRANGESTORE", g.key(), g.key()];
+                if g.rng.pct(50) {
+                    a.extend([g.bound(), g.bound(), b("BYSCORE")]);
+                } else {
+                    a.extend([g.int(-4, 4), g.int(-4, 4)]);
+                }
+                if g.rng.pct(20) {
+                    a.push(b("REV"));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (5, Z, |g| {
+                let k = g.key();
+                g.scan(args!["ZSCAN", k], ScanKind::Pairs)
+            }),
             // keys
             (15, Any, |g| {
                 let name = if g.rng.pct(70) { "DEL" } else { "UNLINK" };
@@ -1088,9 +1312,9 @@ impl Gen {
                 }
                 4 if kind == ScanKind::Keys => {
                     a.push(b("TYPE"));
-                    a.push(b(self
-                        .rng
-                        .pick(&["string", "hash", "set", "list", "HASH", "nosuch"])));
+                    a.push(b(self.rng.pick(&[
+                        "string", "hash", "set", "zset", "list", "HASH", "nosuch",
+                    ])));
                 }
                 5 => a.push(b("COUNT")),
                 _ => a.push(b("BAD")),
@@ -1251,6 +1475,7 @@ impl Gen {
             4 => args!["HSET", key, self.field(), self.value()],
             5 => args!["HDEL", key, self.field()],
             6 => args!["SADD", key, self.member()],
+            7 if self.rng.pct(50) => args!["ZADD", key, self.score(), self.member()],
             7 => args!["SREM", key, self.member()],
             8 => args!["INCR", key],
             9 => args!["APPEND", key, "x"],

@@ -23,6 +23,8 @@
 //!   blocking pops served, timed out, refused in MULTI and unblocked.
 //! - `redis_py`: Debian's python3-redis runs tests/python/redis_py_check.py against the server.
 //! - `redis_replies`: replies the differential test found wrong, pinned to Redis 7.0.15's bytes.
+//! - `zsets`: sorted sets converting at the thresholds, a 100,000-member set across a restart
+//!   and lazyfree, WRONGTYPE, blocking pops served or timing out, a crash image kept whole.
 //!
 //! The server harness (`Server`) and the raw-socket helpers live here.
 
@@ -47,6 +49,7 @@ mod protocol;
 mod redis_py;
 mod redis_replies;
 mod strings;
+mod zsets;
 
 struct Server {
     addr: SocketAddr,

@@ -127,3 +127,36 @@ fn big_trims_detach_chunks_and_free_them_in_steps() {
     assert_matches(&pool, &s, &model, "handle trim");
     assert_eq!(objects(&pool), 2 + s.check().segments as usize);
 }
+
+/// A trim that drops items of the boundary chunk only, in a transaction whose log slot is
+/// nearly used up (a big group commit): it must not take the garbage path with no chunk to
+/// hang there (it once panicked), and the sequence stays sound.
+#[test]
+fn boundary_only_trim_in_a_full_transaction() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "t.pool");
+    let id = create(&pool, 128);
+    let mut model = filled(&pool, id, 100, 9);
+    let filler = pool
+        .transaction(|tx| tx.alloc_zeroed_bytes(64 << 10))
+        .unwrap()
+        .offset();
+    pool.transaction(|tx| {
+        // Logged writes until less than 4 KiB of the slot is left.
+        let mut at = 0;
+        while tx.log_room() > 2048 {
+            tx.write_bytes(filler + at, &[7u8; 512])?;
+            at = (at + 512) % (64 << 10);
+        }
+        let mut v = PSeq::view(&pool, tx, id)?;
+        v.trim(tx, 1, -2)
+    })
+    .unwrap();
+    model.pop_front();
+    model.pop_back();
+    pool.transaction(|tx| tx.free(PPtr::<u8>::from_offset(filler)))
+        .unwrap();
+    let s = PSeq::open(&pool, id).unwrap();
+    assert_matches(&pool, &s, &model, "boundary-only trim in a full transaction");
+    assert_ok(&s.check());
+}
