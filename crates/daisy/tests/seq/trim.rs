@@ -157,6 +157,11 @@ fn boundary_only_trim_in_a_full_transaction() {
     pool.transaction(|tx| tx.free(PPtr::<u8>::from_offset(filler)))
         .unwrap();
     let s = PSeq::open(&pool, id).unwrap();
-    assert_matches(&pool, &s, &model, "boundary-only trim in a full transaction");
+    assert_matches(
+        &pool,
+        &s,
+        &model,
+        "boundary-only trim in a full transaction",
+    );
     assert_ok(&s.check());
 }
