@@ -101,6 +101,9 @@ impl PoolInner {
         for lane in 0..self.hdr.lane_count as usize {
             let mut seqs = vec![0u64; k];
             let mut invalid = vec![];
+            // Overflow records recovery would replay whose extent does not hold their payload:
+            // (slot, seq, why).
+            let mut torn_overflow = vec![];
             for (slot, seq) in seqs.iter_mut().enumerate() {
                 let off = log::slot_offset(&self.hdr, lane, slot);
                 match log::parse_slot(&self.map, off, self.hdr.slot_size, bounds) {
@@ -109,8 +112,7 @@ impl PoolInner {
                         // a retired one's extent may hold other objects by now.
                         if rec.seq > st.watermark {
                             if let Err(why) = log::load_overflow(&self.map, &mut rec, bounds) {
-                                r.problems
-                                    .push(format!("log lane {lane} slot {slot}: {why}"));
+                                torn_overflow.push((slot, rec.seq, why));
                             }
                         }
                         r.log_records += 1;
@@ -132,6 +134,19 @@ impl PoolInner {
                     }
                     SlotState::Invalid(why) => invalid.push((slot, why)),
                     SlotState::Empty => {}
+                }
+            }
+            // As recovery judges them (recovery.rs, `scan`): the lane's newest record may have
+            // been torn before its commit fence (slot and extent share it), and recovery
+            // dropped it; its slot is the lane's next to write. Anywhere else it is damage.
+            let newest_seq = seqs.iter().copied().max().unwrap_or(0);
+            for (slot, seq, why) in torn_overflow {
+                if seq == newest_seq {
+                    seqs[slot] = 0;
+                } else {
+                    r.problems.push(format!(
+                        "log lane {lane} slot {slot}: {why} (not the lane's newest record)"
+                    ));
                 }
             }
             let newest = (0..k).filter(|&s| seqs[s] != 0).max_by_key(|&s| seqs[s]);

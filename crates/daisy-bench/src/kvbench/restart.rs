@@ -346,14 +346,15 @@ pub(super) fn hash_memory(
     Ok(rows)
 }
 
-/// Keys of the mixed-type restart: strings, small hashes (4 fields), small sets (4
-/// members), and a few large hashes and sets (10,000 fields or members each), `k` in all.
+/// Keys of the mixed-type restart: strings, small hashes (4 fields), small sets, lists and
+/// sorted sets (4 members or items each), and a few large hashes, sets, lists and sorted sets
+/// (10,000 fields, members or items each), `k` in all.
 fn load_mixed(c: &mut Conn, k: u64) -> Result<()> {
     const LARGE: u64 = 10;
     const LARGE_SIZE: u64 = 10_000;
-    let small = k.saturating_sub(2 * LARGE);
-    let (hashes, sets) = (small / 5, small / 10);
-    let strings = small - hashes - sets;
+    let small = k.saturating_sub(4 * LARGE);
+    let (hashes, sets, lists, zsets) = (small / 5, small / 10, small / 10, small / 10);
+    let strings = small - hashes - sets - lists - zsets;
     pipelined(c, strings, 1000, |j, buf| {
         encode(
             buf,
@@ -396,6 +397,45 @@ fn load_mixed(c: &mut Conn, k: u64) -> Result<()> {
                 m[2].as_bytes(),
                 m[3].as_bytes(),
             ],
+        )
+    })?;
+    pipelined(c, lists, 500, |j, buf| {
+        let key = format!("list:{j}");
+        let v = load_value(j);
+        let items: [&[u8]; 4] = [v.as_bytes(), b"a", b"b", b"c"];
+        let mut args: Vec<&[u8]> = vec![b"RPUSH", key.as_bytes()];
+        args.extend(items);
+        encode(buf, &args)
+    })?;
+    pipelined(c, zsets, 500, |j, buf| {
+        let key = format!("zset:{j}");
+        let m: Vec<String> = (0..4).map(|i| format!("m{}", j * 4 + i)).collect();
+        encode(
+            buf,
+            &[
+                b"ZADD",
+                key.as_bytes(),
+                b"1",
+                m[0].as_bytes(),
+                b"2",
+                m[1].as_bytes(),
+                b"3",
+                m[2].as_bytes(),
+                b"4",
+                m[3].as_bytes(),
+            ],
+        )
+    })?;
+    pipelined(c, LARGE * LARGE_SIZE, 1000, |j, buf| {
+        let key = format!("biglist:{}", j % LARGE);
+        encode(buf, &[b"RPUSH", key.as_bytes(), load_value(j).as_bytes()])
+    })?;
+    pipelined(c, LARGE * LARGE_SIZE, 1000, |j, buf| {
+        let (key, m) = (format!("bigzset:{}", j % LARGE), format!("m{}", j / LARGE));
+        let score = (j / LARGE).to_string();
+        encode(
+            buf,
+            &[b"ZADD", key.as_bytes(), score.as_bytes(), m.as_bytes()],
         )
     })?;
     pipelined(c, LARGE * LARGE_SIZE, 1000, |j, buf| {

@@ -203,8 +203,8 @@ pub fn table(rep: &Report) -> String {
         if let Some(t) = types_table(rep) {
             s += "\nData types: bytes per hash field (INFO used_memory growth / fields; one \
                   field per HSET, 8-byte values), and daisy's restart with keys of mixed types \
-                  (strings, hashes of 4 fields, sets of 4 integers, ten hashes and ten sets of \
-                  10,000):\n";
+                  (strings; hashes of 4 fields; sets, lists and sorted sets of 4; ten hashes, \
+                  sets, lists and sorted sets of 10,000 each):\n";
             s += &t.text();
         }
         for r in &killed {

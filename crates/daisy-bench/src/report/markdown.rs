@@ -150,8 +150,8 @@ pub fn markdown(r: &Report) -> String {
                     s,
                     "\nData types: bytes per hash field ({} hashes of {} fields, and {} of {}; \
                      one field per HSET, 8-byte values), and daisy's restart with {} keys of \
-                     mixed types (strings, hashes of 4 fields, sets of 4 integers, ten hashes \
-                     and ten sets of 10,000):\n",
+                     mixed types (strings; hashes of 4 fields; sets, lists and sorted sets of \
+                     4; ten hashes, sets, lists and sorted sets of 10,000 each):\n",
                     kvbench::SMALL_HASHES,
                     kvbench::SMALL_HASH_FIELDS,
                     kvbench::LARGE_HASHES,

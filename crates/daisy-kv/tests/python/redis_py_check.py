@@ -7,7 +7,8 @@ Run by the `server` test binary (tests/server/redis_py.rs) with the server's hos
 
 Covers pipelines with and without a transaction, WATCH with retries (`Redis.transaction`,
 forced to retry by a second client, and raced by threads), hashes (HSET with a mapping,
-HGETALL, counters), sets, lists as a job queue (blocking pops included), the scan iterators over small (packed) and large (table)
+HGETALL, counters), sets, lists as a job queue (blocking pops included), sorted sets as a leaderboard and a rate
+limiter, the scan iterators over small (packed) and large (table)
 collections, and `Lock` acquire. Exits 0 after printing "redis-py: N checks passed"; any
 failure is an exception with its traceback (exit status 1).
 """
@@ -259,6 +260,35 @@ eq(r.lset("q:big", 0, "first"), True, "LSET")
 eq(r.ltrim("q:big", 0, 2), True, "LTRIM")
 eq(r.lrange("q:big", 0, -1), [b"first", b"new", b"item:1"], "after LTRIM")
 eq(r.sort("q:sortme") if r.rpush("q:sortme", 3, 1, 2) else None, [b"1", b"2", b"3"], "SORT")
+
+# ---- sorted sets (a leaderboard and a rate limiter) -------------------------------------------
+
+eq(r.zadd("z:board", {"alice": 30, "bob": 10, "carol": 20}), 3, "ZADD a mapping")
+eq(r.zadd("z:board", {"bob": 5}, gt=True, ch=True), 0, "ZADD GT refuses a lower score")
+eq(r.zincrby("z:board", 15, "bob"), 25.0, "ZINCRBY")
+eq(r.zrange("z:board", 0, -1, withscores=True), [(b"carol", 20.0), (b"bob", 25.0), (b"alice", 30.0)], "ZRANGE WITHSCORES")
+eq(r.zrevrank("z:board", "alice"), 0, "ZREVRANK")
+eq(r.zscore("z:board", "carol"), 20.0, "ZSCORE")
+eq(r.zrangebyscore("z:board", 21, "+inf"), [b"bob", b"alice"], "ZRANGEBYSCORE")
+eq(r.zcount("z:board", "-inf", 25), 2, "ZCOUNT")
+eq(r.zpopmin("z:board"), [(b"carol", 20.0)], "ZPOPMIN")
+eq(r.bzpopmax("z:board", timeout=1), (b"z:board", b"alice", 30.0), "BZPOPMAX finds a member")
+eq(r.bzpopmin("z:none", timeout=0.1), None, "BZPOPMIN times out with None")
+# A sliding-window rate limiter: timestamps as scores, old ones trimmed, the window counted.
+with r.pipeline() as p:
+    for t in range(100):
+        p.zadd("z:rate", {f"req:{t}": t})
+    p.zremrangebyscore("z:rate", 0, 49)
+    p.zcard("z:rate")
+    res = p.execute()
+eq(res[-2:], [50, 50], "rate limiter: 50 trimmed, 50 in the window")
+board = {f"member:{i}": i * 0.5 for i in range(1000)}
+r.zadd("z:big", board)
+eq(r.object("encoding", "z:big"), b"skiplist", "a big sorted set is a skiplist")
+eq(r.zrank("z:big", "member:777"), 777, "ZRANK in a big set")
+eq(r.zrange("z:big", 998, -1, withscores=True), [(b"member:998", 499.0), (b"member:999", 499.5)], "ZRANGE at the end")
+eq(r.zunionstore("z:u", ["z:big", "z:rate"]), 1050, "ZUNIONSTORE")
+eq(dict(r.zscan_iter("z:rate")), {f"req:{t}".encode(): float(t) for t in range(50, 100)}, "zscan_iter")
 
 # ---- scan iterators ----------------------------------------------------------------------------
 
