@@ -14,13 +14,18 @@
 //! any failure replays from the printed seed. Transactions exercise every log path: single and
 //! multi-line updates, allocation, free, large objects spanning several chunks, big logs; and
 //! the hash maps: inserts and removes in a transaction (segment splits and directory doublings
-//! as the map grows), batches (copy-on-write segments), byte-string entries; and the sequence
+//! as the map grows), batches (copy-on-write segments), byte-string entries; the sequence
 //! (`PSeq`, small chunks so that chunks are allocated and freed all the time): pushes and pops
 //! at both ends, middle inserts, sets and removes, removals by value, trims, and sequences
-//! retired and freed by `free_step` in bounded steps.
+//! retired and freed by `free_step` in bounded steps; and the ordered map (`PTreeMap` of
+//! 256-byte nodes, [`crate::cttree`]): inserts and bursts of them (leaf and internal splits,
+//! new roots), removals, pops, key-range and rank-range removals (merges, redistributions,
+//! collapsed roots, nodes freed) and rank queries, compared entry by entry and rank by rank
+//! with a `BTreeMap` after every kill.
 
+use crate::cttree::{self, TreeModel, TreeOp};
 use bytemuck::{Pod, Zeroable};
-use daisy::{Error, PBytesMap, PHashMap, PPtr, PSeq, Pool, PoolOptions, Tx};
+use daisy::{Error, PBytesMap, PHashMap, PPtr, PSeq, PTreeMap, Pool, PoolOptions, Tx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -66,6 +71,10 @@ pub struct CtRoot {
     pub seq: PPtr<PSeq>,
     /// A retired sequence being freed by [`SeqOp::FreeStep`]s (null: none).
     pub seq_dead: PPtr<PSeq>,
+    /// The ordered map ([`cttree::NODE_SIZE`]-byte nodes) and the last [`TreeOp::Probe`]'s
+    /// result.
+    pub tree: PPtr<PTreeMap>,
+    pub tree_probe: cttree::Probe,
 }
 
 /// Chunk size of the workload's sequences: small (232 bytes of items, items over 58 bytes out
@@ -131,6 +140,8 @@ enum Op {
     /// alone, on this pool. In msync mode the aborted copy's pages wait for an msync that this
     /// pool's commit must not run (issue 16, bug 1).
     AbortElsewhere,
+    /// An ordered-map operation, in the transaction with the id (see [`TreeOp`]).
+    Tree(TreeOp),
 }
 
 /// A transaction's operation on the workload's sequences (its plan; positions are raw numbers
@@ -185,6 +196,10 @@ pub enum Mix {
     /// simulator's `seq` workload, so that chunk allocation and freeing, pushes and pops at
     /// both ends, middle edits and `free_step` fall under every crash point.
     Seq,
+    /// Ordered-map operations only (and the recycled objects of every mix): the power-failure
+    /// simulator's `tree` workload, so that splits, merges, node allocation and free fall
+    /// under every crash point.
+    Tree,
 }
 
 /// Transactions per burst of the `threads` workload (see [`Mix::Threads`]); more than a lane's
@@ -200,6 +215,9 @@ fn plan(seed: u64, id: u64, list_len: u64, seq_len: u64, mix: Mix) -> Op {
     }
     if mix == Mix::Seq {
         return Op::Seq(seq_plan(&mut rng, id, seq_len));
+    }
+    if mix == Mix::Tree {
+        return Op::Tree(cttree::plan(&mut rng, cttree::TREE_KEYS));
     }
     if mix != Mix::Maps {
         // Transaction 1 allocates a blob of three chunks and transaction 2 replaces it with a
@@ -239,7 +257,7 @@ fn plan(seed: u64, id: u64, list_len: u64, seq_len: u64, mix: Mix) -> Op {
         Mix::Mixed | Mix::Threads => (rng.gen_range(0..100), MIXED_MAP_KEYS),
         Mix::Kill => (rng.gen_range(0..100), MAP_KEYS),
         Mix::Maps => (rng.gen_range(60..100), MAP_KEYS),
-        Mix::Seq => unreachable!("planned above"),
+        Mix::Seq | Mix::Tree => unreachable!("planned above"),
     };
     // The kill torture runs the sequence's operations too, in place of two fifths of the
     // transactions that touch no map (about a quarter of all), so the maps still grow (and
@@ -249,6 +267,12 @@ fn plan(seed: u64, id: u64, list_len: u64, seq_len: u64, mix: Mix) -> Op {
         let mut srng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xD6E8_FEB8_6659_FD93));
         if srng.gen_ratio(2, 5) {
             return Op::Seq(seq_plan(&mut srng, id, seq_len));
+        }
+        // And the ordered map's, in place of a third of the rest (an eighth of all), from a
+        // stream of their own too.
+        let mut trng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xA24B_AED4_963E_E407));
+        if trng.gen_ratio(1, 3) {
+            return Op::Tree(cttree::plan(&mut trng, cttree::KILL_KEYS));
         }
     }
     match roll {
@@ -447,6 +471,8 @@ pub struct Model {
     /// How far `free_step` got is not modelled: a crash image's retired sequence is either
     /// gone, being freed, or intact with these items.
     pub seq_dead: Option<Vec<Vec<u8>>>,
+    /// The ordered map and the last probe.
+    pub tree: TreeModel,
 }
 
 impl Model {
@@ -474,6 +500,7 @@ impl Model {
         match op {
             Op::IdOnly | Op::AbortElsewhere => {}
             Op::Seq(op) => self.seq_apply(op),
+            Op::Tree(op) => self.tree.apply(op, id),
             Op::Recycle => self.recycle = id,
             Op::Slots(s) => s.iter().for_each(|&i| self.slots[i] = id),
             Op::Push => self.list.insert(0, id),
@@ -628,7 +655,8 @@ pub struct Ct {
     bmap: Mutex<PBytesMap>,
 }
 
-/// Create the root and the two maps if the pool has none yet (transaction 0).
+/// Create the root, the two maps and the ordered map if the pool has none yet (transaction
+/// 0).
 pub fn setup(pool: &Pool, seed: u64) -> daisy::Result<PPtr<CtRoot>> {
     let root = pool.root::<CtRoot>()?;
     if pool.read(root).map.is_null() {
@@ -638,7 +666,9 @@ pub fn setup(pool: &Pool, seed: u64) -> daisy::Result<PPtr<CtRoot>> {
             let s = PSeq::create_in_with(tx, SEQ_CHUNK)?;
             tx.write(root.byte_add(48), &m)?;
             tx.write(root.byte_add(56), &b)?;
-            tx.write(root.byte_add(SEQ_OFF), &s)
+            let t = PTreeMap::create_in_with(tx, cttree::NODE_SIZE)?;
+            tx.write(root.byte_add(SEQ_OFF), &s)?;
+            tx.write(root.byte_add(TREE_OFF), &t)
         })?;
     }
     Ok(root)
@@ -647,6 +677,9 @@ pub fn setup(pool: &Pool, seed: u64) -> daisy::Result<PPtr<CtRoot>> {
 /// Offsets of `seq` and `seq_dead` in [`CtRoot`].
 const SEQ_OFF: u64 = std::mem::offset_of!(CtRoot, seq) as u64;
 const SEQ_DEAD_OFF: u64 = std::mem::offset_of!(CtRoot, seq_dead) as u64;
+/// Offsets of `tree` and `tree_probe` in [`CtRoot`].
+const TREE_OFF: u64 = std::mem::offset_of!(CtRoot, tree) as u64;
+const TREE_PROBE_OFF: u64 = std::mem::offset_of!(CtRoot, tree_probe) as u64;
 
 impl Ct {
     pub fn open(pool: &Pool, seed: u64) -> daisy::Result<Ct> {
@@ -711,6 +744,10 @@ impl Ct {
             let r = tx.read(root)?;
             match op {
                 Op::IdOnly | Op::AbortElsewhere => {}
+                Op::Tree(op) => {
+                    let probe = root.byte_add::<cttree::Probe>(TREE_PROBE_OFF);
+                    cttree::run(pool, tx, r.tree, probe, op, id)?;
+                }
                 Op::Recycle => {
                     if !r.recycle.is_null() {
                         // A last, logged write into the old object, then its free.
@@ -931,6 +968,9 @@ pub fn reachable(pool: &Pool) -> daisy::Result<Vec<u64>> {
             out.extend(daisy::seq_objects(pool, s)?);
         }
     }
+    if !r.tree.is_null() {
+        out.extend(daisy::tree_objects(pool, r.tree.offset())?);
+    }
     Ok(out)
 }
 
@@ -982,6 +1022,15 @@ impl Ct {
     pub fn map_shape(&self) -> (u64, u32, u64) {
         let c = self.map.lock().unwrap_or_else(|e| e.into_inner()).check();
         (c.segments, c.depth, c.entries)
+    }
+
+    /// (nodes, height in levels, entries) of the ordered map.
+    pub fn tree_shape(&self) -> (u64, u32, u64) {
+        let tree = self.pool.read(self.root).tree.offset();
+        let c = daisy::check_all(&self.pool)
+            .ok()
+            .and_then(|cs| cs.into_iter().find(|c| c.header == tree));
+        c.map_or((0, 0, 0), |c| (c.segments, c.depth, c.entries))
     }
 
     /// [`verify`] through this context's open maps.
@@ -1084,6 +1133,13 @@ fn verify_with(
     let mut reach = reachable_outside_maps(pool)?;
     reach.extend(verify_maps(m, b, model, &mut bad)?);
     reach.extend(verify_seqs(pool, &r, model, &mut bad));
+    reach.extend(cttree::verify(
+        pool,
+        r.tree,
+        r.tree_probe,
+        &model.tree,
+        &mut bad,
+    )?);
     let rep = pool.check(Some(&reach));
     bad.extend(rep.problems.into_iter().map(|p| format!("pool check: {p}")));
     Ok(bad)
@@ -1239,6 +1295,10 @@ pub struct Summary {
     pub seq_items: u64,
     pub seq_chunks: u64,
     pub seq_max_chunks: u64,
+    /// The ordered map after the last recovery: entries, nodes, height in levels.
+    pub tree_entries: u64,
+    pub tree_nodes: u64,
+    pub tree_height: u32,
     pub seed: u64,
     pub mode: String,
     pub fs: String,
@@ -1381,6 +1441,10 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> daisy::Result<Su
                 sum.seq_items = c.entries;
                 sum.seq_chunks = c.segments;
                 sum.seq_max_chunks = sum.seq_max_chunks.max(c.segments);
+            } else if c.header == r.tree.offset() {
+                sum.tree_entries = c.entries;
+                sum.tree_nodes = c.segments;
+                sum.tree_height = c.depth;
             }
         }
         pool.close()?;
@@ -1408,6 +1472,74 @@ mod tests {
             p = n.next;
         }
         Ok(out)
+    }
+
+    /// The ordered-map mix in-process matches the model step by step, while the tree grows
+    /// to three levels and shrinks (merges) again; every kind of operation runs; a wrong
+    /// model is detected.
+    #[test]
+    fn tree_workload_matches_model() {
+        let seed = 20261125;
+        eprintln!("seed {seed}");
+        let d = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+        let path = d.path().join("ct.pool");
+        let pool = Pool::create(
+            &path,
+            &PoolOptions::new(LAYOUT)
+                .size(8 << 20)
+                .max_size(64 << 20)
+                .lanes(2),
+        )
+        .unwrap();
+        let ct = Ct::open_mix(&pool, seed, Mix::Tree).unwrap();
+        let mut model = Model::with_mix(Mix::Tree);
+        let tree = pool.read(ct.root).tree.offset();
+        let shape = || {
+            let c = daisy::check_all(&pool)
+                .unwrap()
+                .into_iter()
+                .find(|c| c.header == tree)
+                .unwrap();
+            (c.entries, c.segments, c.depth)
+        };
+        let mut kinds = std::collections::BTreeSet::new();
+        let (mut max_depth, mut max_nodes, mut shrank) = (0, 0, false);
+        for id in 1..=3000 {
+            if let Op::Tree(op) = plan(seed, id, 0, 0, Mix::Tree) {
+                kinds.insert(format!("{op:?}").split('(').next().unwrap().to_string());
+            }
+            ct.run_tx(seed, id).unwrap();
+            model.advance_to(seed, id);
+            if id % 50 == 0 {
+                let (entries, nodes, depth) = shape();
+                assert_eq!(entries, model.tree.map.len() as u64, "after {id}");
+                max_depth = max_depth.max(depth);
+                shrank |= nodes + 3 < max_nodes;
+                max_nodes = max_nodes.max(nodes);
+            }
+            if id % 250 == 0 {
+                let diffs = ct.verify(&model).unwrap();
+                assert!(diffs.is_empty(), "after {id}: {diffs:?}");
+            }
+        }
+        eprintln!(
+            "{} entries, at most {max_nodes} nodes and {max_depth} levels; ops {kinds:?}",
+            model.tree.map.len()
+        );
+        assert!(max_depth >= 3, "the tree reached {max_depth} levels");
+        assert!(shrank, "the tree never lost nodes (merges)");
+        assert_eq!(kinds.len(), 7, "{kinds:?}");
+        assert!(model.tree.map.len() > 50, "{}", model.tree.map.len());
+        // A wrong model is detected: a missing entry, a changed value, a wrong probe.
+        let mut wrong = model.clone();
+        wrong.tree.map.pop_last();
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
+        let mut wrong = model.clone();
+        wrong.tree.map.values_mut().nth(7).unwrap().push(1);
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
+        let mut wrong = model.clone();
+        wrong.tree.probe[0] ^= 2;
+        assert!(!ct.verify(&wrong).unwrap().is_empty());
     }
 
     /// Running the workload in-process matches the model step by step.

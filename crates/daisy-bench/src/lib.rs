@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod crashtest;
+pub mod cttree;
 pub mod hashbench;
 pub mod hashbench_daisy;
 pub mod hashrivals;
@@ -16,4 +17,5 @@ pub mod seqbench;
 pub mod stats;
 pub mod table;
 pub mod ticks;
+pub mod treebench;
 pub mod txbench;

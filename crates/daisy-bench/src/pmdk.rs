@@ -274,3 +274,160 @@ impl PmdkTx<'_> {
         Ok(())
     }
 }
+
+/// PMDK's own B-tree, the `btree_map` example Debian's libpmemobj-dev ships (source under
+/// [`BTREE_EXAMPLES`]): compiled at run time with the system C compiler into a small shared
+/// library with the shim below, then loaded. Keys are u64 (an 8-byte score), every insert and
+/// removal its own PMDK transaction (the example's own TX_BEGIN/TX_END), order 8 nodes.
+pub struct PmdkBtree {
+    _lib: Library,
+    h: *mut c_void,
+    insert: unsafe extern "C" fn(*mut c_void, u64) -> c_int,
+    lookup: unsafe extern "C" fn(*mut c_void, u64) -> c_int,
+    remove: unsafe extern "C" fn(*mut c_void, u64) -> c_int,
+    close: unsafe extern "C" fn(*mut c_void),
+}
+
+/// Where Debian's libpmemobj-dev puts the tree-map examples.
+pub const BTREE_EXAMPLES: &str = "/usr/share/doc/libpmemobj-dev/examples/tree_map";
+
+const BTREE_SHIM: &str = r#"
+#include <stdlib.h>
+#include <libpmemobj.h>
+#include "btree_map.h"
+struct root { TOID(struct btree_map) map; };
+struct h { PMEMobjpool *pop; TOID(struct btree_map) map; };
+void *dbt_open(const char *path, size_t size) {
+	PMEMobjpool *pop = pmemobj_create(path, "daisy.bench.btree", size, 0600);
+	if (!pop) return NULL;
+	PMEMoid r = pmemobj_root(pop, sizeof(struct root));
+	struct root *rp = pmemobj_direct(r);
+	if (btree_map_create(pop, &rp->map, NULL)) { pmemobj_close(pop); return NULL; }
+	struct h *h = malloc(sizeof(*h));
+	h->pop = pop; h->map = rp->map;
+	return h;
+}
+int dbt_insert(void *p, unsigned long long k) {
+	struct h *h = p;
+	PMEMoid v = { 1, k };
+	return btree_map_insert(h->pop, h->map, k, v);
+}
+int dbt_lookup(void *p, unsigned long long k) {
+	struct h *h = p;
+	return btree_map_lookup(h->pop, h->map, k);
+}
+int dbt_remove(void *p, unsigned long long k) {
+	struct h *h = p;
+	return OID_IS_NULL(btree_map_remove(h->pop, h->map, k)) ? -1 : 0;
+}
+void dbt_close(void *p) { struct h *h = p; pmemobj_close(h->pop); free(h); }
+"#;
+
+impl PmdkBtree {
+    /// Compile the example and the shim in `build_dir` (needs `cc` and the examples), load
+    /// it, and create a pool of `size` bytes at `path`; or explain why not.
+    pub fn create(build_dir: &Path, path: &Path, size: usize) -> Result<PmdkBtree> {
+        Pmdk::load()?; // sets PMDK's environment (pmem mode on tmpfs) before the library loads
+        let src = Path::new(BTREE_EXAMPLES);
+        if !src.join("btree_map.c").exists() {
+            return Err(anyhow!(
+                "PMDK's btree_map example is not at {BTREE_EXAMPLES} (Debian's libpmemobj-dev ships it)"
+            ));
+        }
+        std::fs::create_dir_all(build_dir)?;
+        let shim = build_dir.join("dbt_shim.c");
+        std::fs::write(&shim, BTREE_SHIM)?;
+        let so = build_dir.join(format!("libdaisy_btree_{}.so", std::process::id()));
+        let out = std::process::Command::new("cc")
+            .args(["-O2", "-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(&shim)
+            .arg(src.join("btree_map.c"))
+            .arg("-I")
+            .arg(src)
+            .arg("-lpmemobj")
+            .output()
+            .map_err(|e| anyhow!("cc (to build PMDK's btree_map example): {e}"))?;
+        if !out.status.success() {
+            return Err(anyhow!(
+                "building PMDK's btree_map example failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        // SAFETY: the library just built from the shim above and PMDK's example; its
+        // constructors are libpmemobj's (already loaded) and the C runtime's.
+        let lib = unsafe { Library::new(&so) }.map_err(|e| anyhow!("{}: {e}", so.display()))?;
+        let _ = std::fs::remove_file(&so);
+        let _ = std::fs::remove_file(&shim);
+        macro_rules! sym {
+            ($name:literal, $t:ty) => {{
+                // SAFETY: the shim defines the symbol with this C signature.
+                let s: libloading::Symbol<$t> = unsafe { lib.get($name) }?;
+                *s
+            }};
+        }
+        let open = sym!(
+            b"dbt_open",
+            unsafe extern "C" fn(*const c_char, usize) -> *mut c_void
+        );
+        let insert = sym!(
+            b"dbt_insert",
+            unsafe extern "C" fn(*mut c_void, u64) -> c_int
+        );
+        let lookup = sym!(
+            b"dbt_lookup",
+            unsafe extern "C" fn(*mut c_void, u64) -> c_int
+        );
+        let remove = sym!(
+            b"dbt_remove",
+            unsafe extern "C" fn(*mut c_void, u64) -> c_int
+        );
+        let close = sym!(b"dbt_close", unsafe extern "C" fn(*mut c_void));
+        let _ = std::fs::remove_file(path);
+        let cpath = CString::new(path.as_os_str().as_encoded_bytes())?;
+        // SAFETY: a valid C string; PMDK creates the file.
+        let h = unsafe { open(cpath.as_ptr(), size) };
+        if h.is_null() {
+            return Err(anyhow!(
+                "creating a PMDK pool for btree_map at {}",
+                path.display()
+            ));
+        }
+        Ok(PmdkBtree {
+            _lib: lib,
+            h,
+            insert,
+            lookup,
+            remove,
+            close,
+        })
+    }
+
+    /// Insert `key` (nonzero: the example reserves 0), one PMDK transaction.
+    pub fn insert(&mut self, key: u64) -> Result<()> {
+        // SAFETY: h is the open handle dbt_open returned.
+        match unsafe { (self.insert)(self.h, key) } {
+            0 => Ok(()),
+            e => Err(anyhow!("btree_map_insert: {e}")),
+        }
+    }
+
+    /// Whether `key` is present.
+    pub fn contains(&self, key: u64) -> bool {
+        // SAFETY: h is open.
+        unsafe { (self.lookup)(self.h, key) != 0 }
+    }
+
+    /// Remove `key`, one PMDK transaction; false when it was absent.
+    pub fn remove(&mut self, key: u64) -> bool {
+        // SAFETY: h is open.
+        unsafe { (self.remove)(self.h, key) == 0 }
+    }
+}
+
+impl Drop for PmdkBtree {
+    fn drop(&mut self) {
+        // SAFETY: h is open and closed exactly once.
+        unsafe { (self.close)(self.h) }
+    }
+}

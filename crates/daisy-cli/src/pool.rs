@@ -184,7 +184,8 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
             };
             let mut rep = pool.check(reach.as_deref());
             rep.problems.extend(layout_problems);
-            // Every hash map in the pool (found by its header) checks its own invariants.
+            // Every hash map, ordered map and sequence in the pool (found by its header)
+            // checks its own invariants.
             let maps = daisy::check_all(&pool)?;
             for m in &maps {
                 rep.problems.extend(
@@ -240,9 +241,15 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                         );
                         continue;
                     }
+                    // MapCheck's counts mean nodes and levels for an ordered map.
+                    let shape = if m.kind == "ordered map" {
+                        format!("{} nodes ({} levels)", m.segments, m.depth)
+                    } else {
+                        format!("{} segments (depth {})", m.segments, m.depth)
+                    };
                     println!(
-                        "{} at {:#x}: {} entries in {} segments (depth {}): {verdict}",
-                        m.kind, m.header, m.entries, m.segments, m.depth,
+                        "{} at {:#x}: {} entries in {shape}: {verdict}",
+                        m.kind, m.header, m.entries,
                     );
                 }
                 for p in &rep.problems {

@@ -28,7 +28,12 @@
 //! * `seq`: sequence operations only (`crashtest::Mix::Seq`): pushes and pops at both ends of
 //!   a sequence of 256-byte chunks (so chunks are allocated and freed every few operations),
 //!   middle inserts, sets and removes, removals by value, trims, and retired sequences freed
-//!   by `free_step` a few objects per transaction, each against the model.
+//!   by `free_step` a few objects per transaction, each against the model;
+//! * `tree`: ordered-map operations only (`crashtest::Mix::Tree`, `daisy_bench::cttree`) on a
+//!   tree of 256-byte nodes that grows to three or four levels and shrinks again: inserts and
+//!   bursts of them (leaf and internal splits, new roots, nodes allocated), removals, pops,
+//!   key-range and rank-range removals (merges, redistributions, collapsed roots, nodes and
+//!   item objects freed) and rank queries, each checked entry by entry against the model.
 //!
 //! Every workload but `concurrent` has two lives: after half of its budget one crash
 //! image of the moment is kept, opened under the simulator (so crash points fall inside its
@@ -67,6 +72,8 @@ pub enum Workload {
     Msync,
     /// Sequence operations (`crashtest::Mix::Seq`).
     Seq,
+    /// Ordered-map operations (`crashtest::Mix::Tree`).
+    Tree,
 }
 
 /// Transactions the hash-map workload runs under the simulator before the first segment
@@ -96,6 +103,8 @@ fn workload_pool(path: &Path, w: Workload) -> Result<Pool> {
         Workload::HashMap => opts.log_slots_per_lane(8),
         // Records of up to a few KiB (a retired sequence finished in one transaction).
         Workload::Seq => opts.log_slot_size(8 << 10).log_slots_per_lane(8),
+        // Records of a few KiB (a burst of inserts splitting several nodes, a range removal).
+        Workload::Tree => opts.log_slot_size(8 << 10).log_slots_per_lane(8),
         Workload::Kv => return kv::KvWork::create_pool(path),
         Workload::Concurrent => unreachable!("concurrent.rs builds its own pool"),
     };
@@ -136,10 +145,11 @@ impl Workload {
             Workload::Kv => "kv",
             Workload::Msync => "msync",
             Workload::Seq => "seq",
+            Workload::Tree => "tree",
         }
     }
 
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 8] = [
         Workload::Single,
         Workload::Threads,
         Workload::Concurrent,
@@ -147,6 +157,7 @@ impl Workload {
         Workload::Kv,
         Workload::Msync,
         Workload::Seq,
+        Workload::Tree,
     ];
 
     pub fn parse(s: &str) -> Option<Workload> {
@@ -158,6 +169,7 @@ impl Workload {
             Workload::HashMap => crashtest::Mix::Maps,
             Workload::Threads => crashtest::Mix::Threads,
             Workload::Seq => crashtest::Mix::Seq,
+            Workload::Tree => crashtest::Mix::Tree,
             _ => crashtest::Mix::Mixed,
         }
     }
@@ -167,7 +179,7 @@ impl Workload {
 /// every canary in `tests/must_fail.rs` is caught within its per-workload share, which is what
 /// CI runs. 10,000 per workload: the kv workload reaches its table shrink (the canary
 /// `ShrinkHeaderEarly`) only late in that share.
-pub const DEFAULT_BUDGET: u64 = 70_000;
+pub const DEFAULT_BUDGET: u64 = 80_000;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -214,6 +226,9 @@ pub struct WorkloadResult {
     /// global depth, entries). Splits under the simulator show as a segment count that grew.
     pub map_before: (u64, u32, u64),
     pub map_after: (u64, u32, u64),
+    /// The ordered map when the first life's simulation stopped: (nodes, height in levels,
+    /// entries); zeros where the workload leaves it empty.
+    pub tree_after: (u64, u32, u64),
 }
 
 impl WorkloadResult {
@@ -687,6 +702,10 @@ trait Runner {
     fn map_shape(&self) -> (u64, u32, u64) {
         (0, 0, 0)
     }
+    /// The ordered map's (nodes, height, entries), where there is one.
+    fn tree_shape(&self) -> (u64, u32, u64) {
+        (0, 0, 0)
+    }
 }
 
 struct CtRunner(Arc<crashtest::Ct>);
@@ -697,6 +716,9 @@ impl Runner for CtRunner {
     }
     fn map_shape(&self) -> (u64, u32, u64) {
         self.0.map_shape()
+    }
+    fn tree_shape(&self) -> (u64, u32, u64) {
+        self.0.tree_shape()
     }
 }
 
@@ -900,6 +922,7 @@ fn run_linear<M: LinearModel>(
         lock().save = false;
         res.add_stats(&sim::stop(), "");
         res.map_after = runner.map_shape();
+        res.tree_after = runner.tree_shape();
         drop(runner);
         drop(pool);
         // ---- Second life: recover a kept image under the simulator, and run on ----

@@ -28,6 +28,8 @@ enum WorkloadArg {
     Msync,
     /// Sequence pushes, pops, middle edits, trims and bounded freeing.
     Seq,
+    /// Ordered-map inserts, removals, pops, range removals and ranks (splits and merges).
+    Tree,
 }
 
 /// Simulate power failures at every fence: build crash images from what may or may not have
@@ -58,9 +60,9 @@ struct Cli {
 }
 
 fn print_workload(r: &WorkloadResult) {
-    // The fixed-size map's shape means something only where the workload has one.
-    // (The seq workload's root holds an untouched map: its shape says nothing there.)
-    let shape = if r.map_after.0 > 0 && r.workload != "seq" {
+    // The fixed-size map's shape means something only where the workload fills it (the seq
+    // and tree workloads' roots hold an untouched map), the ordered map's where it has one.
+    let shape = if r.map_after.2 > 0 {
         format!(
             "; hash map {} -> {} segments (depth {} -> {}, {} -> {} entries)",
             r.map_before.0,
@@ -69,6 +71,11 @@ fn print_workload(r: &WorkloadResult) {
             r.map_after.1,
             r.map_before.2,
             r.map_after.2
+        )
+    } else if r.tree_after.0 > 0 {
+        format!(
+            "; ordered map {} nodes, {} levels, {} entries",
+            r.tree_after.0, r.tree_after.1, r.tree_after.2
         )
     } else {
         String::new()
@@ -131,6 +138,7 @@ fn main() -> ExitCode {
         WorkloadArg::Kv => vec![Workload::Kv],
         WorkloadArg::Msync => vec![Workload::Msync],
         WorkloadArg::Seq => vec![Workload::Seq],
+        WorkloadArg::Tree => vec![Workload::Tree],
     };
     let cfg = Config {
         dir: cli.dir,

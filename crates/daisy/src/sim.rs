@@ -101,10 +101,10 @@ pub enum Fault {
     /// through the transaction's log: a crash before the commit leaves the header naming
     /// objects that were never allocated (collections/table.rs, `Table::shrink`).
     ShrinkHeaderEarly = 17,
-    /// An ordered map's leaf split stores the old leaf's shrunken header (its entry count)
-    /// durably at once instead of through the transaction's log: a crash before the commit
-    /// leaves the entries that moved to the new sibling in neither node
-    /// (collections/tree/ops.rs, `put_item`).
+    /// An ordered map's split of a leaf that existed before the transaction stores the old
+    /// leaf's shrunken header (its entry count) durably at once instead of through the
+    /// transaction's log: a crash before the commit leaves the entries that moved to the new
+    /// sibling in neither node (collections/tree/ops.rs, `put_item`).
     TreeSplitEarly = 18,
     /// A sequence that grows a new chunk at an end stores the old end chunk's link to it
     /// durably at once instead of through the transaction's log: a crash before the commit

@@ -216,11 +216,11 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
     let functional = functional.map_err(|e| anyhow!("functional test could not run: {e}"))?;
 
     // 1b. Power-failure simulation.
-    // Default: the simulator's own default (every canary is caught within it, about 24 s);
+    // Default: the simulator's own default (every canary is caught within it, about 27 s);
     // full: the million images of a release check (about 6 minutes).
     let budget = match cfg.level {
         Level::Quick => 6_000,
-        Level::Default => 70_000,
+        Level::Default => 80_000,
         Level::Full => 1_000_000,
     };
     let power_fail = match &cfg.powerfail {

@@ -5,6 +5,7 @@ mod hashmap;
 mod kv;
 mod open;
 mod seq;
+mod tree;
 mod tx;
 
 use anyhow::Result;
@@ -31,6 +32,10 @@ pub enum BenchCmd {
     /// against std's VecDeque and a PMDK list.
     #[command(long_about = seq::ABOUT)]
     Seq(seq::SeqArgs),
+    /// The persistent ordered map (sorted-set shaped keys): inserts, gets, ranks, range scans
+    /// and removals against std's BTreeMap and PMDK's B-tree.
+    #[command(long_about = tree::ABOUT)]
+    Tree(tree::TreeArgs),
 }
 
 pub fn run(b: BenchCmd) -> Result<ExitCode> {
@@ -40,5 +45,6 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Hashmap(a) => hashmap::run(a),
         BenchCmd::Kv(a) => kv::run(a),
         BenchCmd::Seq(a) => seq::run(a),
+        BenchCmd::Tree(a) => tree::run(a),
     }
 }

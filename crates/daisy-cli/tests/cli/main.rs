@@ -5,8 +5,9 @@
 //! - `pool`: `daisy pool create/info/check`, bad input, damaged allocator metadata, hash
 //!   maps and sequences.
 //! - `crashtest`: the kill torture (pmem and msync mode).
-//! - `bench_tx`, `bench_hashmap`, `bench_kv`, `bench_seq`: `daisy bench tx`, `hashmap`, `kv`
-//!   (against redis-server, skipped where it is not installed) and `seq`.
+//! - `bench_tx`, `bench_hashmap`, `bench_kv`, `bench_seq`, `bench_tree`: `daisy bench tx`,
+//!   `hashmap`, `kv` (against redis-server, skipped where it is not installed), `seq` and
+//!   `tree` (against std's BTreeMap and PMDK's btree_map example).
 //! - `report`: `daisy report --quick`: its files, verdicts and page (headless Chromium); the
 //!   file rivals on a disk.
 //! - `help`: `--help` everywhere.
@@ -22,6 +23,7 @@ use std::process::{Command, Output};
 mod bench_hashmap;
 mod bench_kv;
 mod bench_seq;
+mod bench_tree;
 mod bench_tx;
 mod crashtest;
 mod help;

@@ -304,3 +304,64 @@ fn pool_check_verifies_sequences() {
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains(&format!("PROBLEM: sequence at {hdr:#x}")), "{t}");
 }
+
+/// `pool check` finds ordered maps in any pool and verifies their invariants (shape, counts,
+/// order); a wrong entry count in the header fails it.
+#[test]
+fn pool_check_verifies_ordered_maps() {
+    use daisy::{PPtr, PTreeMap, Pool, PoolOptions};
+    let d = tmpdir();
+    let path = d.path().join("tree.pool");
+    let id = {
+        let pool = Pool::create(&path, &PoolOptions::new("app").size(16 << 20)).unwrap();
+        let root = pool.root::<PPtr<PTreeMap>>().unwrap();
+        let id = pool
+            .transaction(|tx| {
+                let id = PTreeMap::create_in_with(tx, 256)?;
+                tx.write(root, &id)?;
+                Ok::<_, daisy::Error>(id)
+            })
+            .unwrap();
+        let mut m = PTreeMap::open(&pool, id).unwrap();
+        for k in 0..3000u32 {
+            m.insert(&(k * 7919 % 3001).to_be_bytes(), b"value")
+                .unwrap();
+        }
+        id
+    };
+    let o = run(daisy().args(["pool", "check"]).arg(&path));
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("ordered map at"))
+        .unwrap_or_else(|| panic!("no ordered map reported: {t}"));
+    assert!(
+        line.contains("3000 entries")
+            && line.contains("levels")
+            && line.ends_with("invariants hold"),
+        "{line}"
+    );
+    assert!(t.contains("check: OK"), "{t}");
+    // Damage: the header's entry count (not covered by its checksum) one short.
+    {
+        let pool = Pool::open(&path, "app").unwrap();
+        pool.transaction(|tx| tx.write_bytes(id.offset() + 32, &2999u64.to_le_bytes()))
+            .unwrap();
+    }
+    let o = run(daisy()
+        .args(["pool", "check", "--format", "json"])
+        .arg(&path));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = json_lines(&o).pop().unwrap();
+    assert_eq!(v["ok"], false);
+    let maps = v["hash_maps"].as_array().unwrap();
+    let tree = maps
+        .iter()
+        .find(|m| m["kind"] == "ordered map")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(tree["entries"], 3000, "{tree}");
+    assert!(tree["depth"].as_u64().unwrap() >= 3, "{tree}");
+    assert!(!tree["problems"].as_array().unwrap().is_empty(), "{tree}");
+    assert!(v["problems"].to_string().contains("ordered map at"), "{v}");
+}

@@ -267,8 +267,10 @@ impl<'p> Tx<'p> {
         Ok(())
     }
 
+    /// Whether [off, off + len) lies in an object this transaction allocated (written in
+    /// place: no crash before the commit can expose it, since its allocation is not durable).
     #[inline(always)]
-    fn fresh_contains(&mut self, off: u64, len: u64) -> bool {
+    pub(crate) fn fresh_contains(&mut self, off: u64, len: u64) -> bool {
         self.st.buf.fresh_holding(off, len).is_some()
     }
 

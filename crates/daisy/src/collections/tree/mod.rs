@@ -425,8 +425,10 @@ impl PTreeMap {
 
     /// Remove the entries of ranks `start..=end` (clipped to the length; ZREMRANGEBYRANK);
     /// returns how many. One transaction, durable when it returns; its redo log grows with the
-    /// leaves touched (a leaf's worth of entries goes per index rewrite), so a huge range may
-    /// need a pool with larger log slots ([`Error::TxTooLarge`] otherwise, nothing removed).
+    /// leaves touched (a leaf's worth of entries goes per index rewrite). A record that
+    /// outgrows its log slot continues in an overflow extent (docs/FORMAT.md section 2.3), so
+    /// a range of any size commits whole; only a pool without room for that extent refuses
+    /// it ([`Error::TxTooLargeForPool`], nothing removed).
     pub fn remove_range_by_rank(&mut self, start: u64, end: u64) -> Result<u64> {
         let t = self.t;
         self.pool
