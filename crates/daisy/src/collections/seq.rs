@@ -1645,7 +1645,7 @@ impl PSeq {
     }
 
     /// An empty sequence whose chunks are `chunk_bytes` bytes (a size class from
-    /// [`MIN_CHUNK_BYTES`] to [`MAX_CHUNK_BYTES`]: 128, 256, 512, 1024, 2048, 4096, ...).
+    /// `MIN_CHUNK_BYTES` to `MAX_CHUNK_BYTES`: 128, 256, 512, 1024, 2048, 4096, ...).
     /// Items over a quarter of a chunk's data area go out of line, in objects of their own.
     pub fn create_in_with(tx: &mut Tx, chunk_bytes: u32) -> Result<PPtr<PSeq>> {
         if !chunk_bytes_valid(chunk_bytes) {
