@@ -317,7 +317,7 @@ fn bench_kv_reports_daisy_measured_or_unavailable() {
     let o = run(daisy().args(["bench", "kv", "--servers", "bogus"]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("redis-aof-always"), "{}", text(&o));
-    let o = run(daisy().args(["bench", "kv", "--tests", "lpush"]));
+    let o = run(daisy().args(["bench", "kv", "--tests", "hincrby"]));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = run(daisy().args(["bench", "kv", "--runs", "0"]));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
