@@ -253,6 +253,9 @@ pub struct Ctx<'a, 'p> {
 /// A key's value of the wanted type, or the key holds another type.
 pub type Typed = Result<Option<Val>, WrongType>;
 
+/// A key and its record (`Ctx::first_of_type`).
+pub type KeyVal<'k> = (&'k [u8], Val);
+
 /// The key holds a value of another type (the caller replies WRONGTYPE).
 #[derive(Debug, Clone, Copy)]
 pub struct WrongType;
@@ -396,6 +399,35 @@ impl Ctx<'_, '_> {
     /// ready key while the event loop serves the blocked client.
     pub fn may_serve(&self, key: &[u8]) -> bool {
         self.cl.serving.as_deref().is_none_or(|k| k == key)
+    }
+
+    /// The first of `keys` (that this client may serve now) holding a value of type `ty`, for
+    /// the multi-key pops (LMPOP, BLPOP, ZMPOP, BZPOPMIN...): Ok(None) when none does; Err(())
+    /// when a key holds another type: WRONGTYPE is replied, except while the event loop serves
+    /// a blocked client, which then answers nothing and stays blocked (Redis's
+    /// `serveClientsBlockedOn...` skips such keys).
+    pub fn first_of_type<'k>(
+        &mut self,
+        keys: &[&'k [u8]],
+        ty: Type,
+    ) -> daisy::Result<Result<Option<KeyVal<'k>>, ()>> {
+        for &k in keys {
+            if !self.may_serve(k) {
+                continue;
+            }
+            match self.lookup_typed(k, ty)? {
+                Err(_) => {
+                    if self.cl.serving.is_none() {
+                        self.err(E_WRONGTYPE)?;
+                        return Ok(Err(()));
+                    }
+                    return Ok(Ok(None));
+                }
+                Ok(None) => continue,
+                Ok(Some(v)) => return Ok(Ok(Some((k, v)))),
+            }
+        }
+        Ok(Ok(None))
     }
 
     /// A blocking command's timeout argument in seconds (a float, Redis's

@@ -1368,6 +1368,12 @@ impl Server {
     fn resume_postponed(&mut self) {
         let conns = std::mem::take(&mut self.postponed);
         self.sv.admin.blocked_clients = self.blocked.len();
+        self.run_saved(conns, |c| std::mem::take(&mut c.cl.admin.postponed));
+    }
+
+    /// Run the commands `take` hands over from each of `conns` (saved by CLIENT PAUSE, or by
+    /// a blocked client), in order, as one batch, then the rest of those connections' input.
+    fn run_saved(&mut self, conns: Vec<usize>, take: impl Fn(&mut Conn) -> Vec<Vec<Vec<u8>>>) {
         let (mut work, mut ranges) = (Vec::new(), Vec::new());
         let mut owned = std::mem::take(&mut self.owned);
         owned.clear();
@@ -1375,7 +1381,7 @@ impl Server {
             let Some(Some(c)) = self.conns.get_mut(i) else {
                 continue;
             };
-            for cmd in std::mem::take(&mut c.cl.admin.postponed) {
+            for cmd in take(c) {
                 let start = ranges.len();
                 for a in cmd {
                     ranges.push(owned.len()..owned.len() + a.len());
@@ -1646,33 +1652,7 @@ impl Server {
             let mut conns = std::mem::take(&mut self.unblocked);
             conns.sort_unstable();
             conns.dedup();
-            let (mut work, mut ranges) = (Vec::new(), Vec::new());
-            let mut owned = std::mem::take(&mut self.owned);
-            owned.clear();
-            for &i in &conns {
-                let Some(Some(c)) = self.conns.get_mut(i) else {
-                    continue;
-                };
-                for cmd in std::mem::take(&mut c.cl.admin.resume) {
-                    let start = ranges.len();
-                    for a in cmd {
-                        ranges.push(owned.len()..owned.len() + a.len());
-                        owned.extend_from_slice(&a);
-                    }
-                    work.push(Work {
-                        conn: i,
-                        args: start..ranges.len(),
-                        proto_error: None,
-                        owned: true,
-                    });
-                }
-            }
-            self.owned = owned;
-            if !work.is_empty() {
-                self.run_work(&work, &ranges);
-            }
-            self.process(&conns);
-            self.woken.extend(conns);
+            self.run_saved(conns, |c| std::mem::take(&mut c.cl.admin.resume));
         }
     }
 

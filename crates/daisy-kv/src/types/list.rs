@@ -700,31 +700,18 @@ fn mpop_first(
     end: End,
     count: usize,
 ) -> daisy::Result<Result<bool, ()>> {
-    for &k in keys {
-        if !c.may_serve(k) {
-            continue;
-        }
-        match c.lookup_typed(k, Type::List)? {
-            Err(_) => {
-                if c.cl.serving.is_some() {
-                    return Ok(Ok(false));
-                }
-                c.err(E_WRONGTYPE)?;
-                return Ok(Err(()));
-            }
-            Ok(None) => continue,
-            Ok(Some(v)) => {
-                let mut l = ListVal::open(c, &v)?;
-                let items = l.pop(c, end, count)?;
-                resp::array(c.out, 2);
-                resp::bulk(c.out, k);
-                reply_items(c, &items);
-                l.store(c, k, Some(&v))?;
-                return Ok(Ok(true));
-            }
-        }
-    }
-    Ok(Ok(false))
+    let (k, v) = match c.first_of_type(keys, Type::List)? {
+        Err(()) => return Ok(Err(())),
+        Ok(None) => return Ok(Ok(false)),
+        Ok(Some(found)) => found,
+    };
+    let mut l = ListVal::open(c, &v)?;
+    let items = l.pop(c, end, count)?;
+    resp::array(c.out, 2);
+    resp::bulk(c.out, k);
+    reply_items(c, &items);
+    l.store(c, k, Some(&v))?;
+    Ok(Ok(true))
 }
 
 pub fn lmpop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {

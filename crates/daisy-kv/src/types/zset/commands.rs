@@ -749,27 +749,14 @@ fn pop_first(
     count: u64,
     reply: fn(&mut Ctx, &[u8], &[Elem]),
 ) -> daisy::Result<Result<bool, ()>> {
-    for &k in keys {
-        if !c.may_serve(k) {
-            continue;
-        }
-        match c.lookup_typed(k, Type::ZSet)? {
-            Err(_) => {
-                if c.cl.serving.is_some() {
-                    return Ok(Ok(false));
-                }
-                c.err(E_WRONGTYPE)?;
-                return Ok(Err(()));
-            }
-            Ok(None) => continue,
-            Ok(Some(_)) => {
-                let popped = pop(c, k, max, count)?;
-                reply(c, k, &popped);
-                return Ok(Ok(true));
-            }
-        }
-    }
-    Ok(Ok(false))
+    let k = match c.first_of_type(keys, Type::ZSet)? {
+        Err(()) => return Ok(Err(())),
+        Ok(None) => return Ok(Ok(false)),
+        Ok(Some((k, _))) => k,
+    };
+    let popped = pop(c, k, max, count)?;
+    reply(c, k, &popped);
+    Ok(Ok(true))
 }
 
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]: pops from the first key that holds a
