@@ -23,6 +23,7 @@
 //! No `unsafe` here: mappings and msync come from `daisy::map`, PMDK from `crate::pmdk`.
 
 use crate::hashbench::{capacity, Bytes, Counting, Mechanism, Setup, EMPTY_KEY, TOMBSTONE_KEY};
+use crate::measure::RemoveOnDrop;
 use crate::pmdk::PmdkPool;
 use anyhow::{anyhow, Result};
 use daisy::internals::Mapping;
@@ -514,15 +515,6 @@ pub(crate) struct PmdkTx<'a> {
     // Field order matters: the pool is closed before its file is removed.
     pool: PmdkPool<'a>,
     _file: RemoveOnDrop,
-}
-
-/// A file created by someone else (PMDK), removed when dropped.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Slots per transaction when writing a whole image (64 KiB undo snapshots).

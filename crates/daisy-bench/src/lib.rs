@@ -9,6 +9,7 @@ pub mod hashbench_daisy;
 pub mod hashrivals;
 pub mod kvbench;
 pub mod kvcrash;
+pub mod measure;
 pub mod openbench;
 pub mod pmdk;
 pub mod progress;

@@ -18,14 +18,14 @@
 //! operations; `index` and `range` have no PMDK row, since a linked list answers them only by
 //! walking from an end (O(N) per LINDEX), which is not an equivalent but a different algorithm.
 
+use crate::measure::{fs_of, timed, RemoveOnDrop};
 use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
 use anyhow::{anyhow, Result};
 use daisy::{Error, PPtr, PSeq, Pool, PoolOptions};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
 /// Operations in the order they run and print.
 pub const OPS: [&str; 6] = [
@@ -98,15 +98,6 @@ fn reads(n: u64, seed: u64) -> Vec<u64> {
 }
 
 /// One timed loop: (ops, seconds, flushes, fences).
-fn timed(ops: u64, f: impl FnOnce() -> Result<()>) -> Result<(u64, f64, u64, u64)> {
-    daisy::counters::take();
-    let t0 = Instant::now();
-    f()?;
-    let secs = t0.elapsed().as_secs_f64();
-    let c = daisy::counters::take();
-    Ok((ops, secs, c.flushes, c.fences))
-}
-
 struct Ctx<'a> {
     n: u64,
     structure: &'a str,
@@ -139,26 +130,12 @@ impl Ctx<'_> {
     }
 }
 
-/// A pool or a PMDK file removed when the measurement ends, however it ends.
-struct Remove(PathBuf);
-impl Drop for Remove {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn fs_of(dir: &Path) -> String {
-    std::fs::File::open(dir)
-        .map(|f| daisy::internals::fs_type_name(&f).to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
 fn daisy_rows(cfg: &Config, n: u64, reads: &[u64], note: &mut dyn FnMut(&str)) -> Result<Vec<Row>> {
     let path = cfg
         .dir
         .join(format!("daisy-bench-seq-{}.pool", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let _cleanup = Remove(path.clone());
+    let _cleanup = RemoveOnDrop(path.clone());
     // Items packed in chunks (a few bytes of length each) plus the log: generous, and the pool
     // grows if the guess is short.
     let size = (n * (cfg.value_size as u64 + 32) + (64 << 20)).next_multiple_of(1 << 20);
@@ -442,7 +419,7 @@ fn pmdk_rows(cfg: &Config, n: u64, lib: &Pmdk) -> Result<Vec<Row>> {
     let path = cfg
         .dir
         .join(format!("daisy-bench-seq-pmdk-{}.pool", std::process::id()));
-    let _cleanup = Remove(path.clone());
+    let _cleanup = RemoveOnDrop(path.clone());
     // A node of 24 bytes + the item, in PMDK's allocation classes (with its 16-byte header):
     // 128 bytes per item is ample, plus the undo logs and PMDK's minimum pool.
     let size = (n as usize * 128 + (64 << 20)).next_multiple_of(1 << 20);

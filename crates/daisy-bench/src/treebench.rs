@@ -20,6 +20,7 @@
 //! and each row carries its ratios to std's BTreeMap and (Daisy's rows) to PMDK's B-tree.
 
 use crate::hashbench::dir_mode;
+use crate::measure::{timed, RemoveOnDrop};
 use anyhow::{anyhow, Result};
 use daisy::{Error, FlushInstr, Mode, PPtr, PTreeMap, Pool, PoolOptions};
 use rand::rngs::SmallRng;
@@ -28,7 +29,6 @@ use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 use std::path::PathBuf;
-use std::time::Instant;
 
 pub const OPS: [&str; 5] = ["insert", "get", "rank", "range", "remove"];
 pub const STRUCTURES: [&str; 3] = ["daisy", "dram", "pmdk-btree"];
@@ -116,16 +116,6 @@ fn data(n: u64, seed: u64) -> Data {
     }
 }
 
-/// One timed loop: (ops, seconds, flushes, fences).
-fn timed(ops: u64, f: impl FnOnce() -> Result<()>) -> Result<(u64, f64, u64, u64)> {
-    daisy::counters::take();
-    let t0 = Instant::now();
-    f()?;
-    let secs = t0.elapsed().as_secs_f64();
-    let c = daisy::counters::take();
-    Ok((ops, secs, c.flushes, c.fences))
-}
-
 fn row(op: &str, n: u64, s: &str, t: (u64, f64, u64, u64), counted: bool) -> Row {
     let (ops, secs, fl, fe) = t;
     let per = |x: u64| counted.then(|| x as f64 / ops.max(1) as f64);
@@ -157,7 +147,7 @@ fn daisy_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
             .size(size)
             .max_size(size * 4),
     )?;
-    let _cleanup = Remove(path.clone());
+    let _cleanup = RemoveOnDrop(path.clone());
     let root = pool.root::<PPtr<PTreeMap>>()?;
     let id = pool.transaction(|tx| {
         let id = PTreeMap::create_in_with(tx, cfg.node_size)?;
@@ -232,13 +222,6 @@ fn daisy_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-struct Remove(PathBuf);
-impl Drop for Remove {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 fn dram_rows(n: u64, d: &Data) -> Result<Vec<Row>> {
     let mut m: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rows = vec![];
@@ -293,7 +276,7 @@ fn pmdk_rows(cfg: &Config, n: u64, d: &Data) -> Result<Vec<Row>> {
         "daisy-bench-pmdk-btree-{}.pool",
         std::process::id()
     ));
-    let _cleanup = Remove(path.clone());
+    let _cleanup = RemoveOnDrop(path.clone());
     // Order-8 nodes of 7 24-byte items: about 400 bytes per 5 entries, plus undo logs.
     let size = (n as usize * 160 + (64 << 20)).next_multiple_of(1 << 20);
     let mut b = daisy_bench_pmdk_btree(&cfg.dir, &path, size)?;
