@@ -6,22 +6,6 @@
 
 use super::*;
 
-fn check_pool(pool: &Path) {
-    let p = daisy::Pool::open(pool, daisy_kv::keyspace::LAYOUT).unwrap();
-    let (reach, problems) = daisy_kv::keyspace::check(&p).unwrap();
-    assert!(problems.is_empty(), "{problems:?}");
-    let report = p.check(Some(&reach));
-    assert!(report.ok(), "{:?}", report.problems);
-}
-
-fn info_field(c: &mut Connection, section: &str, field: &str) -> u64 {
-    let text: String = redis::cmd("INFO").arg(section).query(c).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}: {text}"))
-}
-
 /// Each encoding of each type, with an expiry time on some, comes back after a restart with
 /// the same contents, encoding and TTL; `pool check` finds the keyspace sound.
 #[test]
@@ -124,14 +108,7 @@ fn deleting_a_big_hash_is_immediate_and_freed_in_the_background() {
     check_pool(&pool);
     let srv = Server::start(&pool);
     let mut c = srv.client();
-    let t0 = std::time::Instant::now();
-    while info_field(&mut c, "memory", "lazyfree_pending_objects") > 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "lazyfree never finished"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_lazyfree(&mut c);
     let used = info_field(&mut c, "memory", "used_memory");
     assert!(
         used <= empty + (64 << 10),

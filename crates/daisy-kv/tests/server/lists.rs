@@ -5,14 +5,6 @@
 use super::*;
 use std::collections::VecDeque;
 
-fn check_pool(pool: &Path) {
-    let p = daisy::Pool::open(pool, daisy_kv::keyspace::LAYOUT).unwrap();
-    let (reach, problems) = daisy_kv::keyspace::check(&p).unwrap();
-    assert!(problems.is_empty(), "{problems:?}");
-    let report = p.check(Some(&reach));
-    assert!(report.ok(), "{:?}", report.problems);
-}
-
 /// A small deterministic generator (xorshift), seeded and printed.
 struct Rng(u64);
 

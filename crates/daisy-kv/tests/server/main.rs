@@ -146,6 +146,37 @@ fn roundtrip(s: &mut TcpStream, req: &[u8], want: usize) -> Vec<u8> {
     out
 }
 
+/// The keyspace's own check and the pool check with its reachability, on a stopped server's
+/// pool: both clean.
+fn check_pool(pool: &Path) {
+    let p = daisy::Pool::open(pool, daisy_kv::keyspace::LAYOUT).unwrap();
+    let (reach, problems) = daisy_kv::keyspace::check(&p).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    let report = p.check(Some(&reach));
+    assert!(report.ok(), "{:?}", report.problems);
+}
+
+/// A numeric field of INFO `section`.
+fn info_field(c: &mut Connection, section: &str, field: &str) -> u64 {
+    let text: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}: {text}"))
+}
+
+/// Wait (at most a minute) until the background freeing has nothing queued.
+fn wait_lazyfree(c: &mut Connection) {
+    let t0 = std::time::Instant::now();
+    while info_field(c, "memory", "lazyfree_pending_objects") > 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "lazyfree never finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn err_text<T: std::fmt::Debug>(r: RedisResult<T>) -> String {
     let e = r.expect_err("expected an error reply");
     format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))

@@ -6,28 +6,12 @@
 
 use super::*;
 
-fn check_pool(pool: &Path) {
-    let p = daisy::Pool::open(pool, daisy_kv::keyspace::LAYOUT).unwrap();
-    let (reach, problems) = daisy_kv::keyspace::check(&p).unwrap();
-    assert!(problems.is_empty(), "{problems:?}");
-    let report = p.check(Some(&reach));
-    assert!(report.ok(), "{:?}", report.problems);
-}
-
 fn enc(c: &mut Connection, k: &str) -> String {
     redis::cmd("OBJECT")
         .arg("ENCODING")
         .arg(k)
         .query(c)
         .unwrap()
-}
-
-fn info_field(c: &mut Connection, section: &str, field: &str) -> u64 {
-    let text: String = redis::cmd("INFO").arg(section).query(c).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}: {text}"))
 }
 
 /// 128 members stay a listpack, the 129th makes a skiplist; a 64-byte member fits, a 65-byte
@@ -191,14 +175,7 @@ fn a_big_sorted_set_survives_restart_and_is_freed_lazily() {
     let n: i64 = c.del("big").unwrap();
     assert_eq!(n, 1);
     assert!(info_field(&mut c, "memory", "lazyfree_pending_objects") >= 1);
-    let t0 = std::time::Instant::now();
-    while info_field(&mut c, "memory", "lazyfree_pending_objects") > 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "lazyfree never finished"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_lazyfree(&mut c);
     let used = info_field(&mut c, "memory", "used_memory");
     assert!(
         used <= empty + (64 << 10),
