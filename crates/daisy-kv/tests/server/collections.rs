@@ -298,3 +298,40 @@ fn a_version_1_pool_is_upgraded_and_served() {
     srv.stop();
     check_pool(&path);
 }
+
+/// A pool of keyspace format version 2 (no lists or sorted sets) is upgraded when the server
+/// opens it: only the version word changes (to 3, in one transaction), every key is served,
+/// and lists and sorted sets can then be stored; `pool check` passes.
+#[test]
+fn a_version_2_pool_is_upgraded_and_served() {
+    use daisy::Pool;
+    use daisy_kv::keyspace::{KvRoot, KV_VERSION, LAYOUT};
+    let d = tmp();
+    let path = pool_in(&d);
+    let srv = Server::start(&path);
+    let mut c = srv.client();
+    let _: () = c.set("s", "v").unwrap();
+    let _: () = c.hset("h", "f", "v").unwrap();
+    drop(c);
+    srv.stop();
+    {
+        // Written back as a version-2 build would have left it.
+        let pool = Pool::open(&path, LAYOUT).unwrap();
+        let root = pool.root::<KvRoot>().unwrap();
+        pool.transaction(|tx| tx.update(root, |r| r.version = 2))
+            .unwrap();
+    }
+    let srv = Server::start(&path);
+    let mut c = srv.client();
+    assert_eq!(c.get::<_, String>("s").unwrap(), "v");
+    assert_eq!(c.hget::<_, _, String>("h", "f").unwrap(), "v");
+    let _: () = c.rpush("l", "x").unwrap();
+    let _: () = c.zadd("z", "m", 1).unwrap();
+    drop(c);
+    srv.stop();
+    let pool = Pool::open(&path, LAYOUT).unwrap();
+    let root = pool.root::<KvRoot>().unwrap();
+    assert_eq!(pool.read(root).version, KV_VERSION);
+    drop(pool);
+    check_pool(&path);
+}
