@@ -689,26 +689,6 @@ pub fn time(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
     Ok(())
 }
 
-/// LASTSAVE: every acknowledged write is durable, so "the last save" is now.
-pub fn lastsave(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
-    resp::int(c.out, c.now_ms / 1000);
-    Ok(())
-}
-
-/// SAVE, BGSAVE: every acknowledged write is already durable, so there is nothing to save.
-/// (A consistent copy of the pool for backups is `daisy pool backup`.)
-pub fn save(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    if a[0].eq_ignore_ascii_case(b"bgsave") {
-        if a.len() > 2 || (a.len() == 2 && !a[1].eq_ignore_ascii_case(b"SCHEDULE")) {
-            return c.err(E_SYNTAX);
-        }
-        resp::simple(c.out, "Background saving started");
-        return Ok(());
-    }
-    resp::ok(c.out);
-    Ok(())
-}
-
 pub fn shutdown(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     for opt in &a[1..] {
         match &upper(opt)[..] {

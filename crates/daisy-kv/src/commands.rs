@@ -134,6 +134,8 @@ pub struct ServerState {
     pub config: Config,
     /// What the connection and server commands keep (`admin::AdminState`).
     pub admin: crate::admin::AdminState,
+    /// SAVE/BGSAVE requests and the backups' history (`backup.rs`).
+    pub save: crate::backup::SaveState,
 }
 
 impl ServerState {
@@ -161,6 +163,7 @@ impl ServerState {
             rng: (now_ms as u64 ^ 0x9E37_79B9_7F4A_7C15) | 1,
             config: Config::default(),
             admin: Default::default(),
+            save: crate::backup::SaveState::new(now_ms),
         }
     }
 
@@ -693,9 +696,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("config", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::config),
     spec!("info", -1, ["loading", "stale"], 0, 0, 0, a::info),
     spec!("time", 1, ["loading", "stale", "fast"], 0, 0, 0, a::time),
-    spec!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, a::lastsave),
-    spec!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, a::save),
-    spec!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, a::save),
+    spec!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, crate::backup::lastsave),
+    spec!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, crate::backup::save),
+    spec!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, crate::backup::bgsave),
     spec!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, a::shutdown),
     spec!("memory", -2, ["readonly"], 0, 0, 0, a::memory),
     spec!("monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::monitor),

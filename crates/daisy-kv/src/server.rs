@@ -121,6 +121,8 @@ const EXPIRE_BUDGET: Duration = Duration::from_millis(2);
 /// a request that arrives meanwhile waits at most about this long (measured with a 10-million
 /// field hash: PING 0.25-0.3 ms while it is freed, 1.05 ms with a 1 ms budget).
 const LAZYFREE_BUDGET: Duration = Duration::from_micros(250);
+/// While a background backup runs, the event loop looks at its copier at least this often.
+const BACKUP_POLL: Duration = Duration::from_millis(5);
 /// Objects one lazyfree transaction frees at most.
 const LAZYFREE_STEP: u32 = 128;
 
@@ -405,10 +407,11 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
                 .unwrap_or_default(),
         ),
         (
+            // Where SAVE/BGSAVE write the backup (a pool file, not an RDB file).
             "dbfilename",
             o.pool
                 .file_name()
-                .map(|p| p.to_string_lossy().into_owned())
+                .map(|p| format!("{}.backup", p.to_string_lossy()))
                 .unwrap_or_default(),
         ),
         ("save", String::new()),
@@ -454,6 +457,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         blocked: Vec::new(),
         block_seq: 0,
         unblocked: Vec::new(),
+        backup: None,
+        save_conn: usize::MAX,
     };
     s.lazy_work = s.store.lazy_pending() > 0;
     ready(addr);
@@ -468,6 +473,11 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
 }
 
 struct Server {
+    /// A background backup (BGSAVE) in progress: finished between two transactions once its
+    /// copier is done (`backup.rs`).
+    backup: Option<daisy::Backup>,
+    /// The connection whose SAVE waits for its reply.
+    save_conn: usize,
     pool: Pool,
     store: Keyspace,
     sv: ServerState,
@@ -562,6 +572,10 @@ impl Server {
             if !carry.is_empty() || self.lazy_work {
                 deadline = waited;
             }
+            if self.backup.is_some() {
+                // Look at the backup's copier often: its pause is due when it is done.
+                deadline = deadline.min(waited + BACKUP_POLL);
+            }
             if self.accept_pending {
                 deadline = deadline.min(waited + Duration::from_millis(10));
                 self.accept(poll, listener);
@@ -623,6 +637,9 @@ impl Server {
                 }
             }
             self.process(&ready);
+            if self.backup.as_ref().is_some_and(daisy::Backup::is_ready) {
+                self.finish_backup();
+            }
             if !self.blocked.is_empty() {
                 self.time_out_blocked(self.round_ms.max(now_ms()));
             }
@@ -1127,6 +1144,13 @@ impl Server {
                         self.serve_blocked(tx, now, &mut saved, group)?;
                     }
                     j += 1;
+                    if self.sv.save.request.is_some() {
+                        // SAVE/BGSAVE: the group ends here, so the backup starts right after
+                        // this command and before the next one (and SAVE's reply, written
+                        // after the backup, keeps its place among the client's replies).
+                        self.save_conn = w.conn;
+                        break;
+                    }
                 }
                 Ok::<_, daisy::Error>(j)
             });
@@ -1140,10 +1164,14 @@ impl Server {
                     if !self.sv.admin.unblock.is_empty() {
                         self.apply_unblocks();
                     }
+                    if let Some(kind) = self.sv.save.request.take() {
+                        self.run_save(kind);
+                    }
                     i = j;
                 }
                 Err(e) => {
                     self.shutdown = false;
+                    self.sv.save.request = None;
                     self.sv.admin.kill.clear();
                     self.sv.admin.unblock.clear();
                     self.store.ready.clear();
@@ -1186,6 +1214,65 @@ impl Server {
                 }
             }
             self.saved_buf = saved;
+        }
+    }
+
+    /// SAVE (back up now, then reply) or BGSAVE (start the copier), after the command's
+    /// transaction committed: between two transactions, as `daisy::Pool::begin_backup` needs.
+    fn run_save(&mut self, kind: crate::backup::SaveKind) {
+        let dst = crate::backup::destination(&self.sv.config);
+        let now = now_ms();
+        match kind {
+            crate::backup::SaveKind::Save => {
+                self.sv.save.running_since_ms = Some(now);
+                let r = self.pool.backup_to(&dst).map_err(|e| e.to_string());
+                self.sv.save.finished(now_ms(), &r);
+                let reply = match &r {
+                    Ok(rep) => {
+                        log_backup("DB saved on disk", rep);
+                        None
+                    }
+                    Err(e) => {
+                        eprintln!("daisy serve: SAVE to {} failed: {e}", dst.display());
+                        Some(format!("ERR {e}"))
+                    }
+                };
+                if let Some(Some(c)) = self.conns.get_mut(self.save_conn) {
+                    match &reply {
+                        None => resp::ok(&mut c.wbuf),
+                        Some(msg) => resp::error(&mut c.wbuf, msg),
+                    }
+                }
+                if let Some(msg) = reply {
+                    self.sv.count_error(&msg);
+                }
+            }
+            crate::backup::SaveKind::Bgsave => match self.pool.begin_backup(&dst) {
+                Ok(b) => {
+                    eprintln!("daisy serve: Background saving started: backup of the pool to {}", dst.display());
+                    self.sv.save.running_since_ms = Some(now);
+                    self.backup = Some(b);
+                }
+                Err(e) => {
+                    eprintln!("daisy serve: Background saving to {} failed: {e}", dst.display());
+                    self.sv.save.finished(now, &Err(e.to_string()));
+                }
+            },
+        }
+    }
+
+    /// The background backup's pause: between two transactions, the copier done.
+    fn finish_backup(&mut self) {
+        let Some(b) = self.backup.take() else { return };
+        let dst = b.destination().to_path_buf();
+        let r = b.finish().map_err(|e| e.to_string());
+        self.sv.save.finished(now_ms(), &r);
+        match &r {
+            Ok(rep) => log_backup("Background saving terminated with success", rep),
+            Err(e) => eprintln!("daisy serve: Background saving to {} failed: {e}", dst.display()),
+        }
+        if std::mem::take(&mut self.sv.save.scheduled) {
+            self.run_save(crate::backup::SaveKind::Bgsave);
         }
     }
 
@@ -1760,6 +1847,17 @@ impl Server {
 /// Turn on TCP keepalive as Redis's `anetKeepAlive` does: probes after `secs` idle, then every
 /// `secs / 3`, and the connection is dropped after 3 unanswered. Best effort: a socket that
 /// refuses an option keeps working without it.
+fn log_backup(what: &str, rep: &daisy::BackupReport) {
+    eprintln!(
+        "daisy serve: {what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages)",
+        rep.path.display(),
+        rep.file_size,
+        rep.elapsed.as_secs_f64() * 1e3,
+        rep.pause.as_secs_f64() * 1e3,
+        rep.final_pages
+    );
+}
+
 fn set_keepalive(stream: &TcpStream, secs: u32) {
     use std::os::fd::AsRawFd;
     let fd = stream.as_raw_fd();

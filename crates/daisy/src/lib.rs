@@ -57,6 +57,7 @@
 //                collections/table.rs, collections/tree/, collections/seq.rs)
 //   pool         Pool: create, open, info, the API handle
 //   check        pool check: allocator metadata, logs, reachability
+//   backup       online backup: a consistent copy of a pool in use (dirty pages + a pause)
 //   tx           Tx: reads, writes, allocation, commit
 //   recovery     what open does after validation: the log scan, replay, retiring
 //   shared       PoolInner: the open pool (Media + Lanes + heap index), growth, chunk walk
@@ -100,6 +101,7 @@ macro_rules! sim_event {
 }
 
 mod alloc;
+mod backup;
 mod buffers;
 mod check;
 mod checksum;
@@ -125,6 +127,7 @@ pub use bytemuck;
 /// for plain old data that may live in a pool; a program needs no dependency of its own on
 /// bytemuck (see the crate example).
 pub use bytemuck::{Pod, Zeroable};
+pub use backup::{Backup, BackupReport};
 pub use check::CheckReport;
 pub use collections::{
     bytes_map_entries,

@@ -370,6 +370,39 @@ impl Mapping {
         }
     }
 
+    /// Write the mapped bytes `[off, off+len)` to `file` at the same offset (an online
+    /// backup's copy). The kernel reads the mapping (`pwrite` from its address), so stores
+    /// that other threads make meanwhile are no data race in this process: a page they change
+    /// may be copied half old, half new, and the backup copies it again (`persist::dirty`).
+    pub fn copy_to_file(&self, file: &std::fs::File, off: u64, len: usize) -> std::io::Result<()> {
+        let src = self.at(off, len);
+        let mut done = 0usize;
+        while done < len {
+            // SAFETY: `at` checked that [off, off+len) lies inside the mapping, which stays
+            // mapped while `self` lives; pwrite only reads those bytes.
+            let n = unsafe {
+                libc::pwrite(
+                    file.as_raw_fd(),
+                    src.add(done) as *const libc::c_void,
+                    len - done,
+                    (off as usize + done) as libc::off_t,
+                )
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(std::io::Error::new(std::io::ErrorKind::WriteZero, "pwrite wrote nothing"));
+            }
+            done += n as usize;
+        }
+        Ok(())
+    }
+
     /// A read-only copy of the mapped bytes `[off, off+len)` (used by checks and tests).
     pub fn snapshot(&self, off: u64, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
@@ -397,6 +430,22 @@ pub fn msync(addr: usize, len: usize) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// `flock(LOCK_SH | LOCK_NB)`; false when another open file description holds an exclusive
+/// lock (a pool open for writing). The lock goes with the file.
+pub fn try_lock_shared(file: &std::fs::File) -> std::io::Result<bool> {
+    // SAFETY: flock on a valid descriptor has no memory-safety preconditions.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
 }
 
 /// `flock(LOCK_EX | LOCK_NB)`; false when another open file description holds the lock.

@@ -269,16 +269,18 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
 fn persistence(c: &mut Ctx, t: &mut String, now: i64) {
     let sv = &c.sv;
     let rec = sv.pool.recovery_report();
-    // Every acknowledged write is already durable: there is nothing to save, and "the last
-    // save" is now (as LASTSAVE answers).
+    // Every acknowledged write is already durable; the rdb_* fields describe backups
+    // (BGSAVE/SAVE write a consistent copy of the pool, backup.rs).
     let _ = write!(
         t,
         "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\n\
          current_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\n\
-         current_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\n\
-         rdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\n\
-         rdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:0\r\n\
-         rdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n\
+         current_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\n",
+    );
+    sv.save.info(now, t);
+    let _ = write!(
+        t,
+        "rdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:0\r\n\
          aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\n\
          aof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\n\
          aof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\n\
@@ -288,7 +290,6 @@ fn persistence(c: &mut Ctx, t: &mut String, now: i64) {
          daisy_pool:{}\r\ndaisy_persistence:{}\r\ndaisy_recovery_ms:{:.3}\r\n\
          daisy_recovery_transactions_replayed:{}\r\ndaisy_recovery_lines_replayed:{}\r\n\
          daisy_recovery_log_bytes_read:{}\r\ndaisy_group_commits:{}\r\n",
-        now / 1000,
         sv.pool_path,
         sv.pool_mode,
         sv.recovery_ms,

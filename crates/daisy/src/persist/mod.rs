@@ -34,6 +34,7 @@ pub const CACHE_LINE: usize = 64;
 pub const NT_THRESHOLD: usize = 1024;
 
 pub mod arch;
+pub mod dirty;
 
 pub use arch::FlushInstr;
 
@@ -183,6 +184,8 @@ pub struct Persister {
     /// msync mode only.
     msync: Option<Arc<MsyncPending>>,
     id: u64,
+    /// Pages flushed while an online backup runs (`crate::backup`).
+    pub(crate) dirty: Arc<dirty::DirtyPages>,
 }
 
 impl std::fmt::Debug for Persister {
@@ -202,6 +205,7 @@ impl Persister {
             page_size: crate::map::page_size(),
             msync: (mode == Mode::Msync).then(Default::default),
             id: NEXT_PERSISTER_ID.fetch_add(1, Ordering::Relaxed),
+            dirty: Default::default(),
         }
     }
 
@@ -224,6 +228,7 @@ impl Persister {
         }
         #[cfg(feature = "sim")]
         crate::sim::on_flush(addr, len);
+        self.dirty.note(addr, len);
         let start = addr as usize & !(CACHE_LINE - 1);
         let end = addr as usize + len;
         match self.mode {
@@ -370,6 +375,7 @@ impl Persister {
         match self.mode {
             Mode::Pmem(_) if src.len() >= NT_THRESHOLD => {
                 let dst = map.write_nt(off, src);
+                self.dirty.note(dst, src.len());
                 #[cfg(feature = "sim")]
                 crate::sim::on_flush(dst, src.len());
                 #[cfg(not(feature = "sim"))]

@@ -1,0 +1,358 @@
+//! Online backup: a consistent copy of a pool, taken while the pool is in use.
+//!
+//! `cp` of a live pool is not a backup: it reads the file over a span of time while
+//! transactions keep changing it, so the copy mixes states (an object freed and reused, a
+//! table half rewritten) that no crash could produce. A [`Backup`] instead:
+//!
+//! 1. starts tracking the pages the pool flushes (`persist::dirty`), then copies the whole file
+//!    to a temporary file beside the destination while the pool keeps working (a background
+//!    thread), and syncs that bulk copy;
+//! 2. copies the pages flushed meanwhile again, in passes, while more than
+//!    [`FINAL_PAGES`] are flagged (at most [`LIVE_PASSES`] passes);
+//! 3. at [`Backup::finish`], called where no transaction is running (the pause): makes every
+//!    committed transaction's data durable (a drain: deferred flushes happen now, and flag
+//!    their pages), copies the flagged pages, stops tracking, sets the copy's length, syncs it
+//!    and renames it into place.
+//!
+//! Why the copy is a valid pool: after the drain, every page whose bytes changed since the
+//! copier last read it is flagged (a durable store is always flushed, and the flag is set after
+//! the store; see `persist::dirty`), and the final pass copies those pages while nothing
+//! writes. So the copy holds the pool's bytes as of the pause, exactly, except for stores never
+//! flushed, which no crash image guarantees either. The pool at the pause, with every
+//! committed transaction durable, is a valid crash image; its records above the watermark (none
+//! after the drain) would be replayed idempotently. Opening the copy therefore shows the state
+//! after the last transaction committed before the pause. Pages of a pool that grew meanwhile
+//! are zero in the source until written, and written ones are flagged: the copy is extended
+//! to the source's length at the end.
+//!
+//! The pause is the drain plus the copy of at most about [`FINAL_PAGES`] pages (more only
+//! when the writers dirty pages faster than the copier copies them for [`LIVE_PASSES`]
+//! passes), plus the sync of those pages and a rename.
+
+use crate::error::{Error, Result};
+use crate::persist::dirty::PAGE;
+use crate::pool::Pool;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The copier stops its live passes once at most this many pages are flagged (16 MiB): the
+/// final pass, inside the pause, copies them.
+pub const FINAL_PAGES: usize = 4096;
+/// Live passes over the flagged pages before the copier gives up converging (writers that
+/// dirty pages faster than they are copied make the pause longer, not the copy wrong).
+pub const LIVE_PASSES: u32 = 16;
+/// Bytes per copy call of the first, whole-file pass.
+const SWEEP_STEP: usize = 1 << 20;
+
+/// What a finished backup did.
+#[derive(Clone, Debug)]
+pub struct BackupReport {
+    /// The backup file.
+    pub path: PathBuf,
+    /// Its length in bytes.
+    pub file_size: u64,
+    /// Bytes copied in all (the first pass, the live passes and the final one).
+    pub copied_bytes: u64,
+    /// Live passes over flagged pages after the first whole-file pass.
+    pub live_passes: u32,
+    /// Pages copied inside the pause.
+    pub final_pages: u64,
+    /// How long [`Backup::finish`] held the pool (nothing may write meanwhile).
+    pub pause: Duration,
+    /// From [`Pool::begin_backup`] to the end of [`Backup::finish`].
+    pub elapsed: Duration,
+}
+
+/// Progress shared by the copier thread and the handle.
+#[derive(Default)]
+struct Progress {
+    /// The handle gives up: the copier stops at once.
+    abandon: AtomicBool,
+    /// Finish was called: no more live passes.
+    finishing: AtomicBool,
+    /// The copier is done with its passes (or failed).
+    ready: AtomicBool,
+    copied: AtomicU64,
+    passes: AtomicU64,
+    error: Mutex<Option<std::io::Error>>,
+}
+
+/// An online backup in progress (see the module documentation). Dropping it abandons the
+/// backup and removes its temporary file.
+pub struct Backup {
+    pool: Pool,
+    dst: PathBuf,
+    tmp: PathBuf,
+    file: Arc<File>,
+    progress: Arc<Progress>,
+    copier: Option<JoinHandle<()>>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Backup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backup")
+            .field("dst", &self.dst)
+            .field("ready", &self.is_ready())
+            .finish()
+    }
+}
+
+impl Pool {
+    /// Start an online backup of this pool to `dst` (replaced atomically when the backup
+    /// finishes; a file there stays untouched until then). The copying runs on a background
+    /// thread while the pool is used; end it with [`Backup::finish`] at a moment when no
+    /// transaction is running.
+    ///
+    /// Precondition: no other thread is inside a transaction of this pool while this runs
+    /// (a server's event loop calls it between its transactions; a program with threads takes
+    /// its own lock around the call). Only one backup of a pool runs at a time.
+    pub fn begin_backup(&self, dst: impl AsRef<Path>) -> Result<Backup> {
+        let dst = dst.as_ref().to_path_buf();
+        let tmp = prepare_destination(self, &dst)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, "create backup file", e))?;
+        let dirty = &self.inner.persist.dirty;
+        if !dirty.start(self.inner.map.base(), self.inner.map.reserved()) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::Unsupported(format!(
+                "{}: a backup of this pool is already running",
+                self.path().display()
+            )));
+        }
+        let file = Arc::new(file);
+        let progress = Arc::new(Progress::default());
+        let copier = {
+            let (pool, file, progress) = (self.clone(), Arc::clone(&file), Arc::clone(&progress));
+            std::thread::Builder::new()
+                .name("daisy-backup".into())
+                .spawn(move || {
+                    if let Err(e) = copy_live(&pool, &file, &progress) {
+                        *progress.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    }
+                    progress.ready.store(true, Ordering::Release);
+                })
+        };
+        let copier = match copier {
+            Ok(h) => h,
+            Err(e) => {
+                dirty.stop();
+                let _ = std::fs::remove_file(&tmp);
+                return Err(Error::io(&tmp, "start backup thread", e));
+            }
+        };
+        Ok(Backup {
+            pool: self.clone(),
+            dst,
+            tmp,
+            file,
+            progress,
+            copier: Some(copier),
+            started: Instant::now(),
+        })
+    }
+
+    /// Back this pool up to `dst` and wait for it: [`begin_backup`](Self::begin_backup) then
+    /// [`Backup::finish`]. The same precondition holds for the whole call: no transaction of
+    /// the pool may run meanwhile.
+    pub fn backup_to(&self, dst: impl AsRef<Path>) -> Result<BackupReport> {
+        let b = self.begin_backup(dst)?;
+        b.finish()
+    }
+}
+
+impl Backup {
+    /// Whether the live copying is done, so that [`finish`](Self::finish) pauses only for the
+    /// final pass. (Finish may be called earlier: it then waits for the first whole-file pass.)
+    pub fn is_ready(&self) -> bool {
+        self.progress.ready.load(Ordering::Acquire)
+    }
+
+    /// Bytes copied so far.
+    pub fn copied_bytes(&self) -> u64 {
+        self.progress.copied.load(Ordering::Relaxed)
+    }
+
+    /// Where the backup goes.
+    pub fn destination(&self) -> &Path {
+        &self.dst
+    }
+
+    /// Complete the backup: the pause. Call it where no transaction of the pool is running,
+    /// and start none until it returns. The file at the destination then holds the pool as of
+    /// this call, a pool that opens (and passes `daisy pool check`) like the original.
+    pub fn finish(mut self) -> Result<BackupReport> {
+        self.progress.finishing.store(true, Ordering::Release);
+        let copier = self.copier.take();
+        if let Some(h) = copier {
+            let _ = h.join();
+        }
+        let pause_start = Instant::now();
+        let failed = self
+            .progress
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(e) = failed {
+            return Err(Error::io(&self.tmp, "write backup", e));
+        }
+        let inner = &self.pool.inner;
+        // Every committed transaction's lines flushed now: their pages are flagged.
+        inner.drain_all()?;
+        let pages = inner.persist.dirty.take();
+        inner.persist.dirty.stop();
+        let final_pages = pages.len() as u64;
+        let mapped = inner.map.len();
+        copy_pages(&self.pool, &self.file, &pages, mapped).map_err(|e| Error::io(&self.tmp, "write backup", e))?;
+        let file_size = inner
+            .file
+            .metadata()
+            .map_err(|e| Error::io(&inner.path, "stat", e))?
+            .len();
+        let tmp = self.tmp.clone();
+        self.file
+            .set_len(file_size)
+            .and_then(|_| self.file.sync_all())
+            .map_err(|e| Error::io(&tmp, "sync backup", e))?;
+        std::fs::rename(&self.tmp, &self.dst).map_err(|e| Error::io(&self.dst, "rename backup into place", e))?;
+        if let Some(dir) = self.dst.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        let pause = pause_start.elapsed();
+        let copied = self.progress.copied.load(Ordering::Relaxed) + final_pages * PAGE as u64;
+        let report = BackupReport {
+            path: self.dst.clone(),
+            file_size,
+            copied_bytes: copied,
+            live_passes: self.progress.passes.load(Ordering::Relaxed) as u32,
+            final_pages,
+            pause,
+            elapsed: self.started.elapsed(),
+        };
+        self.tmp = PathBuf::new(); // renamed: nothing for Drop to remove
+        Ok(report)
+    }
+}
+
+impl Drop for Backup {
+    fn drop(&mut self) {
+        self.progress.abandon.store(true, Ordering::Release);
+        if let Some(h) = self.copier.take() {
+            let _ = h.join();
+        }
+        self.pool.inner.persist.dirty.stop();
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Refuse a destination that is the pool itself (renaming over it would detach the live file
+/// from its name) or a pool open elsewhere; return the temporary name beside `dst`.
+fn prepare_destination(pool: &Pool, dst: &Path) -> Result<PathBuf> {
+    let bad = |why: String| Error::InvalidOption(format!("backup destination {}: {why}", dst.display()));
+    let name = dst
+        .file_name()
+        .ok_or_else(|| bad("not a file name".into()))?
+        .to_string_lossy()
+        .into_owned();
+    let dir = match dst.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(bad(format!("directory {} does not exist", dir.display())));
+    }
+    let src_meta = pool
+        .inner
+        .file
+        .metadata()
+        .map_err(|e| Error::io(pool.path(), "stat", e))?;
+    if let Ok(m) = std::fs::metadata(dst) {
+        if m.is_dir() {
+            return Err(Error::IsADirectory {
+                path: dst.to_path_buf(),
+            });
+        }
+        if m.dev() == src_meta.dev() && m.ino() == src_meta.ino() {
+            return Err(bad("that is the pool being backed up".into()));
+        }
+        if let Ok(f) = File::open(dst) {
+            if !crate::map::try_lock_shared(&f).map_err(|e| Error::io(dst, "lock", e))? {
+                return Err(bad("it is a pool that is open (served or in use)".into()));
+            }
+        }
+    }
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    Ok(dir.join(format!(
+        ".{name}.backup-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )))
+}
+
+/// The copier thread: the whole file once, then the flagged pages until few are left.
+fn copy_live(pool: &Pool, file: &File, progress: &Progress) -> std::io::Result<()> {
+    let map = &pool.inner.map;
+    let len = map.len();
+    let mut off = 0usize;
+    while off < len {
+        if progress.abandon.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let n = SWEEP_STEP.min(len - off);
+        map.copy_to_file(file, off as u64, n)?;
+        progress.copied.fetch_add(n as u64, Ordering::Relaxed);
+        off += n;
+    }
+    // The bulk reaches the backup's medium before the pause, which then syncs little.
+    file.sync_data()?;
+    let dirty = &pool.inner.persist.dirty;
+    for _ in 0..LIVE_PASSES {
+        if progress.abandon.load(Ordering::Acquire) || progress.finishing.load(Ordering::Acquire) {
+            break;
+        }
+        if dirty.count() <= FINAL_PAGES {
+            break;
+        }
+        let pages = dirty.take();
+        copy_pages(pool, file, &pages, map.len())?;
+        progress
+            .copied
+            .fetch_add((pages.len() * PAGE) as u64, Ordering::Relaxed);
+        progress.passes.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Copy the listed pages (increasing numbers), runs of adjacent pages in one call, within the
+/// mapped length.
+fn copy_pages(pool: &Pool, file: &File, pages: &[usize], mapped: usize) -> std::io::Result<()> {
+    let map = &pool.inner.map;
+    let mut i = 0;
+    while i < pages.len() {
+        let mut j = i + 1;
+        while j < pages.len() && pages[j] == pages[j - 1] + 1 && (j - i) * PAGE < SWEEP_STEP {
+            j += 1;
+        }
+        let start = pages[i] * PAGE;
+        let end = ((pages[j - 1] + 1) * PAGE).min(mapped);
+        if start < end {
+            map.copy_to_file(file, start as u64, end - start)?;
+        }
+        i = j;
+    }
+    Ok(())
+}
