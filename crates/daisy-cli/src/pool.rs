@@ -1,4 +1,4 @@
-//! `daisy pool create|info|check`.
+//! `daisy pool create|info|check|backup`.
 
 use crate::output::Format;
 use crate::size::{fmt_size, parse_size};
@@ -56,23 +56,83 @@ pub enum PoolCmd {
         #[arg(long)]
         log_slots: Option<u32>,
     },
-    /// Print size, usage, persistence mode, layout and identity of a pool.
+    /// Print size, usage, persistence mode, layout and identity of a pool. Reads the file
+    /// only; a pool in use by a server is read without its lock (the figures may then include
+    /// transactions in flight).
     Info {
         path: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// Verify headers, logs, allocator metadata and (for known layouts) reachability.
-    /// Exits non-zero on any inconsistency.
+    /// Exits non-zero on any inconsistency. Reads the file only (a read-only file will do);
+    /// a pool in use by a server is checked without its lock, and the report says that it
+    /// may then show transactions in flight.
     Check {
         path: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Print every problem (text format; by default the first 100 after the summary).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Write a consistent copy of a pool to DST, also while the pool is in use.
+    ///
+    /// A pool nobody has open is copied directly. A pool that `daisy serve` has open is backed
+    /// up through that server (BGSAVE on --port: the server copies it while it keeps
+    /// serving, pausing writes only for a final pass), then its backup file is copied to DST.
+    /// `cp` of a live pool is NOT a backup: it mixes states and may be unreadable. Restore by
+    /// serving the copy: `daisy serve --pool DST`.
+    Backup {
+        src: PathBuf,
+        dst: PathBuf,
+        /// Port of the `daisy serve` that has SRC open (on 127.0.0.1).
+        #[arg(long, default_value_t = 6379)]
+        port: u16,
+        /// Its password (default: $REDISCLI_AUTH).
+        #[arg(long)]
+        password: Option<String>,
+        /// Replace DST if it exists.
+        #[arg(long)]
+        force: bool,
     },
 }
 
 pub fn run(p: PoolCmd) -> Result<ExitCode> {
     match p {
+        PoolCmd::Backup {
+            src,
+            dst,
+            port,
+            password,
+            force,
+        } => {
+            if dst.exists() && !force {
+                return Err(anyhow!(
+                    "{}: file already exists (--force replaces it)",
+                    dst.display()
+                ));
+            }
+            match Pool::open_with(&src, None, ModeChoice::Auto) {
+                Ok(pool) => {
+                    let rep = pool.backup_to(&dst)?;
+                    pool.close()?;
+                    println!(
+                        "backed up {} to {}: {} in {:.1} ms",
+                        src.display(),
+                        dst.display(),
+                        fmt_size(rep.file_size),
+                        rep.elapsed.as_secs_f64() * 1e3
+                    );
+                }
+                Err(daisy::Error::AlreadyOpen { .. }) => {
+                    let password = password.or_else(|| std::env::var("REDISCLI_AUTH").ok());
+                    backup_through_server(&src, &dst, port, password.as_deref())?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         PoolCmd::Create {
             path,
             size,
@@ -107,7 +167,8 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         PoolCmd::Info { path, format } => {
-            let pool = Pool::open_with(&path, None, ModeChoice::Auto)?;
+            // Read-only: recovery runs in this process's copy-on-write mapping.
+            let pool = Pool::open_snapshot(&path, None)?;
             let i = pool.info();
             let rec = pool.recovery_report().clone();
             if format == Format::Json {
@@ -121,6 +182,7 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                     "log_slots_per_lane": i.log_slots_per_lane,
                     "root_offset": i.root.map(|r| r.0), "root_size": i.root.map(|r| r.1),
                     "open_micros": rec.open_micros, "recovered_transactions": rec.records_replayed,
+                    "in_use": rec.opened_in_use,
                 });
                 println!("{v}");
             } else {
@@ -161,13 +223,16 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                     None => println!("root:            none"),
                 }
                 println!(
-                    "opened in:       {} us (recovery re-applied {} committed transactions)",
+                    "opened in:       {} us (recovery would re-apply {} committed transactions)",
                     rec.open_micros, rec.records_replayed
                 );
+                if rec.opened_in_use {
+                    println!("in use:          yes: another process has the pool open (a server?); read without its lock, so these figures may include transactions in flight");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
-        PoolCmd::Check { path, format } => {
+        PoolCmd::Check { path, format, all } => {
             // Checked as recovery would leave it, without writing the file.
             let pool = Pool::open_snapshot(&path, None)?;
             let layout = pool.layout();
@@ -205,13 +270,34 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                 .collect();
             if format == Format::Json {
                 let v = serde_json::json!({
-                    "path": path, "ok": rep.ok(), "problems": rep.problems, "objects": rep.objects,
+                    "path": path, "ok": rep.ok(), "in_use": pool.recovery_report().opened_in_use,
+                    "problem_kinds": problem_kinds(&rep.problems).into_iter()
+                        .map(|(k, n)| serde_json::json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+                    "problems": rep.problems, "objects": rep.objects,
                     "used": rep.used, "log_records": rep.log_records,
                     "reachability_checked": rep.reachability_checked, "reachable": rep.reachable,
                     "hash_maps": maps_json,
                 });
                 println!("{v}");
             } else {
+                // The verdict first: a broken pool can have thousands of problems.
+                if rep.ok() {
+                    println!("{}: check: OK", path.display());
+                } else {
+                    println!(
+                        "{}: check: FAILED: {} problems ({})",
+                        path.display(),
+                        rep.problems.len(),
+                        problem_kinds(&rep.problems)
+                            .iter()
+                            .map(|(k, n)| format!("{n} x {k}"))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    );
+                }
+                if pool.recovery_report().opened_in_use {
+                    println!("note: the pool is in use by another process (a server?): it was read without its lock, so transactions in flight may show as problems; for an exact check, back it up (`daisy pool backup`) and check the copy");
+                }
                 println!(
                     "{}: header ok, logs ok ({} records), {} objects, {} used",
                     path.display(),
@@ -252,8 +338,15 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                         m.kind, m.header, m.entries,
                     );
                 }
-                for p in &rep.problems {
+                let shown = if all { rep.problems.len() } else { rep.problems.len().min(MAX_PROBLEMS_SHOWN) };
+                for p in &rep.problems[..shown] {
                     println!("PROBLEM: {p}");
+                }
+                if shown < rep.problems.len() {
+                    println!(
+                        "... and {} more problems (--all prints them all)",
+                        rep.problems.len() - shown
+                    );
                 }
                 println!(
                     "{}",
@@ -271,4 +364,134 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// `pool backup` of a pool that a server has open: BGSAVE on that server, wait, copy its
+/// finished backup file (a closed file, renamed into place whole) to `dst`.
+fn backup_through_server(src: &std::path::Path, dst: &std::path::Path, port: u16, password: Option<&str>) -> Result<()> {
+    use daisy_bench::kvbench::{Conn, Reply};
+    let served_elsewhere = || {
+        anyhow!(
+            "{} is open in another process, and no daisy serve on port {port} serves it \
+             (a pool in use can only be backed up by the program using it: --port names the server)",
+            src.display()
+        )
+    };
+    let mut c = Conn::connect(port, std::time::Duration::from_secs(2)).map_err(|_| served_elsewhere())?;
+    if let Some(p) = password {
+        c.ok(&["AUTH", p])?;
+    }
+    let info = |c: &mut Conn| -> Result<String> {
+        match c.ok(&["INFO", "persistence"])? {
+            Reply::Bulk(Some(b)) => Ok(String::from_utf8_lossy(&b).into_owned()),
+            r => Err(anyhow!("INFO: unexpected reply {r:?}")),
+        }
+    };
+    let field = |text: &str, name: &str| -> Option<String> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()))
+    };
+    let text = info(&mut c)?;
+    let served = field(&text, "daisy_pool").ok_or_else(served_elsewhere)?;
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    };
+    if !same(std::path::Path::new(&served), src) {
+        return Err(anyhow!(
+            "{} is open in another process; the server on port {port} serves {served}, not it",
+            src.display()
+        ));
+    }
+    let saves_before = field(&text, "rdb_saves").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let t0 = std::time::Instant::now();
+    loop {
+        match c.cmd(&["BGSAVE"])? {
+            Reply::Simple(_) => break,
+            // Another backup runs: wait for it, then start ours (it must begin after now).
+            Reply::Error(e) if e.contains("already in progress") => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return Err(anyhow!("BGSAVE: {r:?}")),
+        }
+    }
+    let text = loop {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let text = info(&mut c)?;
+        if field(&text, "rdb_bgsave_in_progress").as_deref() == Some("0") {
+            break text;
+        }
+    };
+    let saves = field(&text, "rdb_saves").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    if field(&text, "rdb_last_bgsave_status").as_deref() != Some("ok") || saves <= saves_before {
+        return Err(anyhow!(
+            "the server's backup failed: {}",
+            field(&text, "daisy_backup_last_error").unwrap_or_default()
+        ));
+    }
+    let made = field(&text, "daisy_backup_last_path").ok_or_else(|| anyhow!("INFO lacks daisy_backup_last_path"))?;
+    let pause_us = field(&text, "daisy_backup_last_pause_us").unwrap_or_default();
+    let made = std::path::PathBuf::from(made);
+    if same(&made, dst) {
+        println!("backed up {} to {} through the server on port {port}", src.display(), dst.display());
+        return Ok(());
+    }
+    // Open first: a later BGSAVE renames a new file over the name, this handle keeps ours.
+    let mut from = std::fs::File::open(&made).map_err(|e| anyhow!("{}: {e}", made.display()))?;
+    let tmp = dst.with_file_name(format!(
+        ".{}.copy-{}",
+        dst.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let copy = (|| -> std::io::Result<u64> {
+        let mut to = std::fs::File::create(&tmp)?;
+        let n = std::io::copy(&mut from, &mut to)?;
+        to.sync_all()?;
+        std::fs::rename(&tmp, dst)?;
+        Ok(n)
+    })();
+    let n = copy.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow!("copying {} to {}: {e}", made.display(), dst.display())
+    })?;
+    println!(
+        "backed up {} to {} through the server on port {port} (its backup {}; {} in {:.1} ms, writes paused {pause_us} us)",
+        src.display(),
+        dst.display(),
+        made.display(),
+        fmt_size(n),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+/// Problems `pool check` prints without `--all`.
+const MAX_PROBLEMS_SHOWN: usize = 100;
+
+/// Problems grouped by kind (the text before its first colon, numbers replaced by `N`), the
+/// commonest first.
+fn problem_kinds(problems: &[String]) -> Vec<(String, usize)> {
+    let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+    for p in problems {
+        let head = p.split(": ").next().unwrap_or(p);
+        let mut k = String::new();
+        let mut in_num = false;
+        for w in head.split(' ') {
+            let numeric = w.starts_with("0x") || w.chars().any(|c| c.is_ascii_digit()) && w.chars().all(|c| c.is_ascii_hexdigit() || ",.()#x".contains(c));
+            if !k.is_empty() && !(numeric && in_num) {
+                k.push(' ');
+            }
+            if numeric {
+                if !in_num {
+                    k.push('N');
+                }
+            } else {
+                k.push_str(w);
+            }
+            in_num = numeric;
+        }
+        *kinds.entry(k).or_default() += 1;
+    }
+    let mut v: Vec<_> = kinds.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
 }

@@ -383,7 +383,11 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
             },
         );
     }
+    // Absolute, so that INFO's daisy_pool and the backup directory mean the same to every
+    // process (`daisy pool backup` compares them).
+    let pool_abs = std::fs::canonicalize(&o.pool).unwrap_or_else(|_| o.pool.clone());
     let mut sv = ServerState {
+        pool_path: pool_abs.display().to_string(),
         bind: o.bind.clone(),
         port: addr.port(),
         requirepass: o.requirepass.clone().map(String::into_bytes),
@@ -401,7 +405,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ("requirepass", o.requirepass.clone().unwrap_or_default()),
         (
             "dir",
-            o.pool
+            pool_abs
                 .parent()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),

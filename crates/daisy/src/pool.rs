@@ -559,9 +559,13 @@ impl Pool {
         Self::open_inner(path.as_ref(), layout, mode, false)
     }
 
-    /// Open a pool as it would be after recovery, without writing the file: the mapping is
-    /// copy-on-write, so recovery and anything done with the handle stay in this process.
-    /// (`daisy pool check` uses this; so does the power-failure simulator for crash images.)
+    /// Open a pool as it would be after recovery, without writing the file: the file is opened
+    /// read-only (so a read-only file will do) and mapped copy-on-write, so recovery and
+    /// anything done with the handle stay in this process. A pool that another process has
+    /// open is opened too, without its lock: [`RecoveryReport::opened_in_use`] says so, and
+    /// what the handle shows may then include transactions in flight (for an exact picture of
+    /// a pool in use, back it up and inspect the copy). (`daisy pool info` and `pool check` use
+    /// this; so does the power-failure simulator for crash images.)
     pub fn open_snapshot(path: impl AsRef<Path>, layout: Option<&str>) -> Result<Pool> {
         Self::open_inner(path.as_ref(), layout, ModeChoice::Auto, true)
     }
@@ -580,7 +584,7 @@ impl Pool {
         }
         let file = OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(!snapshot)
             .open(path)
             .map_err(|e| Error::io(path, "open", e))?;
         let file_len = file
@@ -599,7 +603,12 @@ impl Pool {
             }
         }
         validate_geometry(path, &hdr, file_len)?;
-        if !map::try_lock_exclusive(&file).map_err(|e| Error::io(path, "lock", e))? {
+        // A snapshot only reads the file: a shared lock where it can have one (so nobody opens
+        // the pool for writing meanwhile), none when a writer holds the pool.
+        let mut opened_in_use = false;
+        if snapshot {
+            opened_in_use = !map::try_lock_shared(&file).map_err(|e| Error::io(path, "lock", e))?;
+        } else if !map::try_lock_exclusive(&file).map_err(|e| Error::io(path, "lock", e))? {
             return Err(Error::AlreadyOpen {
                 path: path.to_path_buf(),
             });
@@ -645,6 +654,7 @@ impl Pool {
         match recovery::recover(&pool.inner.media, &scan, &state, upgrade) {
             Ok(mut report) => {
                 report.open_micros = t0.elapsed().as_micros() as u64;
+                report.opened_in_use = opened_in_use;
                 let _ = pool.inner.recovered.set(report);
                 Ok(pool)
             }

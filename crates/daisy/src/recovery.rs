@@ -48,6 +48,9 @@ pub struct RecoveryReport {
     pub replay_micros: u64,
     /// Time spent in open, microseconds.
     pub open_micros: u64,
+    /// A snapshot ([`crate::Pool::open_snapshot`]) of a pool that another process (or handle)
+    /// had open for writing: what it shows may include transactions in flight.
+    pub opened_in_use: bool,
 }
 
 /// The result of reading the logs (step 1).
