@@ -1,4 +1,4 @@
-//! `daisy pool create|info|check|backup`.
+//! `daisy pool create|info|check|backup|resize`.
 
 use crate::output::Format;
 use crate::size::{fmt_size, parse_size};
@@ -38,7 +38,10 @@ pub enum PoolCmd {
         /// The pool grows on demand up to this size [default: max(size, 64GiB)].
         #[arg(long, value_parser = parse_size)]
         max_size: Option<u64>,
-        /// Layout name that programs must ask for when they open the pool.
+        /// Layout name that programs must ask for when they open the pool: `daisy.kv` for a
+        /// pool that `daisy serve` will serve (serve also creates its own pool when the file
+        /// does not exist, with 1 MiB log slots; smaller slots work too, since larger
+        /// transactions use overflow records).
         #[arg(long, default_value = "")]
         layout: String,
         /// Persistence mode [auto: pmem on tmpfs/DAX, msync elsewhere].
@@ -76,6 +79,16 @@ pub enum PoolCmd {
         #[arg(long)]
         all: bool,
     },
+    /// Grow a pool (not in use) to SIZE now: the file is extended and allocated, so later
+    /// growth on demand is not needed up to there. A pool never shrinks, and never grows past
+    /// its capacity, which is fixed at creation (`pool info` shows it; `daisy serve --max-size`
+    /// and CONFIG SET maxmemory set the limit below it).
+    Resize {
+        path: PathBuf,
+        /// The size to grow to (e.g. 1GiB).
+        #[arg(long, value_parser = parse_size)]
+        size: u64,
+    },
     /// Write a consistent copy of a pool to DST, also while the pool is in use.
     ///
     /// A pool nobody has open is copied directly. A pool that `daisy serve` has open is backed
@@ -100,6 +113,28 @@ pub enum PoolCmd {
 
 pub fn run(p: PoolCmd) -> Result<ExitCode> {
     match p {
+        PoolCmd::Resize { path, size } => {
+            let pool = Pool::open_with(&path, None, ModeChoice::Auto)?;
+            if size > pool.capacity() {
+                return Err(anyhow!(
+                    "{}: {} is more than the pool's capacity of {}, which was fixed when it was created (create a pool with a larger --max-size and copy the data)",
+                    path.display(),
+                    fmt_size(size),
+                    fmt_size(pool.capacity())
+                ));
+            }
+            let before = pool.size();
+            pool.grow_to(size)?;
+            println!(
+                "{}: size {} (was {}), capacity {}",
+                path.display(),
+                fmt_size(pool.size()),
+                fmt_size(before),
+                fmt_size(pool.capacity())
+            );
+            pool.close()?;
+            Ok(ExitCode::SUCCESS)
+        }
         PoolCmd::Backup {
             src,
             dst,
@@ -197,7 +232,7 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                     if i.map_sync { " (DAX, MAP_SYNC)" } else { "" }
                 );
                 println!(
-                    "size:            {} (file {}), grows up to {}",
+                    "size:            {} (file {}), grows up to {} (its capacity, fixed at creation)",
                     fmt_size(i.size),
                     fmt_size(i.file_size),
                     fmt_size(i.max_size)

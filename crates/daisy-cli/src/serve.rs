@@ -39,9 +39,12 @@ pub struct ServeArgs {
     /// Initial size of a new pool.
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     size: u64,
-    /// A new pool grows on demand up to this size; when it is full, writes answer -OOM.
-    #[arg(long, default_value = "16GiB", value_parser = parse_size)]
-    max_size: u64,
+    /// The pool grows on demand up to this size; when it is full, writes answer -OOM (Redis's
+    /// maxmemory; CONFIG SET maxmemory changes it while serving). Applies at every start, up
+    /// to the pool's capacity: the larger of this and 64GiB for a pool this command creates,
+    /// fixed then [default: the capacity].
+    #[arg(long, value_parser = parse_size)]
+    max_size: Option<u64>,
     /// Persistence mode [auto: pmem on tmpfs/DAX, msync elsewhere].
     #[arg(long, value_enum, default_value = "auto")]
     mode: ModeArg,

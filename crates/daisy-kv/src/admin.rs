@@ -609,6 +609,17 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
             "tcp-keepalive" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
                 c.sv.admin.config_changed = true
             }
+            // The pool's size limit (0: its capacity); it cannot pass the capacity fixed when
+            // the pool was created.
+            "maxmemory" => {
+                let v: u64 = c.sv.config.get(n).and_then(|v| v.parse().ok()).unwrap_or(0);
+                if c.sv.pool.set_max_size(v).is_err() {
+                    return Err((
+                        "maxmemory",
+                        "larger than the pool's capacity (INFO daisy_pool_capacity), which is fixed when the pool is created (daisy serve --max-size)",
+                    ));
+                }
+            }
             _ => {}
         }
     }

@@ -34,7 +34,7 @@ pub mod server;
 pub mod sort;
 pub mod types;
 
-pub use server::{serve, Options, BUSY_POLL_US};
+pub use server::{serve, Options, BUSY_POLL_US, NEW_POOL_CAPACITY};
 
 /// The Redis version the server reports (the command set and replies follow Redis 7.0).
 pub const REDIS_VERSION: &str = "7.0.0";

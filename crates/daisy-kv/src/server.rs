@@ -42,9 +42,13 @@ pub struct Options {
     pub port: u16,
     pub requirepass: Option<String>,
     pub max_clients: usize,
-    /// Size of a new pool (it grows on demand up to `max_size`).
+    /// Size of a new pool (it grows on demand up to `max_size`); an existing smaller pool
+    /// grows to it at open.
     pub size: u64,
-    pub max_size: u64,
+    /// The size the pool may grow to (Redis's `maxmemory`; CONFIG SET maxmemory changes it at
+    /// run time). Applies at every open, up to the pool's capacity; `None`: the capacity. A
+    /// new pool's capacity is the larger of this and [`NEW_POOL_CAPACITY`].
+    pub max_size: Option<u64>,
     pub mode: ModeChoice,
     /// Print nothing but errors.
     pub quiet: bool,
@@ -69,7 +73,7 @@ impl Default for Options {
             requirepass: None,
             max_clients: 10_000,
             size: 64 << 20,
-            max_size: 16 << 30,
+            max_size: None,
             mode: ModeChoice::Auto,
             quiet: false,
             read_round_cap: READ_ROUND_CAP,
@@ -79,6 +83,11 @@ impl Default for Options {
         }
     }
 }
+
+/// The capacity of a pool `daisy serve` creates, unless `--max-size` asks for more: the size
+/// that `--max-size` and CONFIG SET maxmemory can raise the limit to later. Its chunk table
+/// costs 8 bytes per 256 KiB (2 MiB of the file), and its address reservation is virtual.
+pub const NEW_POOL_CAPACITY: u64 = 64 << 30;
 
 /// Redo log bytes one transaction may hold. Large, so a pipeline round or a big MSET fits
 /// one record; the server runs a single thread, so few lanes are needed.
@@ -314,17 +323,27 @@ fn now_ms() -> i64 {
 }
 
 fn open_pool(o: &Options) -> Result<Pool, String> {
-    if o.pool.exists() {
-        Pool::open_with(&o.pool, Some(LAYOUT), o.mode).map_err(|e| e.to_string())
+    let pool = if o.pool.exists() {
+        let pool = Pool::open_with(&o.pool, Some(LAYOUT), o.mode).map_err(|e| e.to_string())?;
+        if pool.size() < o.size && o.max_size.is_none_or(|m| m >= o.size) {
+            pool.grow_to(o.size.min(pool.capacity()))
+                .map_err(|e| e.to_string())?;
+        }
+        pool
     } else {
+        let cap = o.max_size.unwrap_or(0).max(o.size).max(NEW_POOL_CAPACITY);
         let opts = PoolOptions::new(LAYOUT)
             .size(o.size)
-            .max_size(o.max_size.max(o.size))
+            .max_size(cap)
             .mode(o.mode)
             .lanes(LANES)
             .log_slot_size(LOG_SLOT);
-        Pool::create(&o.pool, &opts).map_err(|e| e.to_string())
+        Pool::create(&o.pool, &opts).map_err(|e| e.to_string())?
+    };
+    if let Some(m) = o.max_size {
+        pool.set_max_size(m.max(1)).map_err(|e| format!("--max-size: {e}"))?;
     }
+    Ok(pool)
 }
 
 /// Run the server until SIGTERM, SIGINT or SHUTDOWN. `ready` is called with the bound
@@ -386,6 +405,13 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
     // Absolute, so that INFO's daisy_pool and the backup directory mean the same to every
     // process (`daisy pool backup` compares them).
     let pool_abs = std::fs::canonicalize(&o.pool).unwrap_or_else(|_| o.pool.clone());
+    let (durability, survives_power_loss) = pool.durability();
+    if !o.quiet {
+        eprintln!("daisy serve: durability: every write is durable in the pool before its reply; the pool is on {durability}");
+        if !survives_power_loss {
+            eprintln!("daisy serve: WARNING: this pool does not survive a power failure or a reboot; back it up (BGSAVE, `daisy pool backup`) to a disk, or serve a pool on persistent memory (DAX) or a disk file (--mode msync)");
+        }
+    }
     let mut sv = ServerState {
         pool_path: pool_abs.display().to_string(),
         bind: o.bind.clone(),
@@ -400,7 +426,10 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ("port", addr.port().to_string()),
         ("databases", o.databases.to_string()),
         ("maxclients", o.max_clients.to_string()),
-        ("maxmemory", pool.max_size().to_string()),
+        (
+            "maxmemory",
+            if pool.max_size() == pool.capacity() { 0 } else { pool.max_size() }.to_string(),
+        ),
         ("tcp-keepalive", o.tcp_keepalive.to_string()),
         ("requirepass", o.requirepass.clone().unwrap_or_default()),
         (
@@ -2016,9 +2045,11 @@ fn wants_others(name: &[u8], cl: &Client) -> bool {
 /// Redis client, and the command changed nothing).
 fn error_reply(e: &daisy::Error) -> String {
     match e {
-        daisy::Error::PoolFull { .. } | daisy::Error::TxTooLargeForPool { .. } => {
-            "OOM command not allowed when used memory > 'maxmemory'.".into()
-        }
+        // Redis's text first (clients match it), then what is full, in INFO's terms.
+        daisy::Error::PoolFull { size, max_size, .. }
+        | daisy::Error::TxTooLargeForPool { size, max_size, .. } => format!(
+            "OOM command not allowed when used memory > 'maxmemory'. (daisy: the pool is at its size limit: daisy_pool_size {size}, maxmemory {max_size}; raise it with CONFIG SET maxmemory, up to daisy_pool_capacity)"
+        ),
         e => format!("ERR daisy: {e}"),
     }
 }

@@ -22,6 +22,9 @@ pub(crate) struct Media {
     /// DRAM copy of the state page's heap end (bounds checks on the hot path read this);
     /// raised by growth after the new end is durable.
     pub heap_end_cache: AtomicU64,
+    /// The size the pool may grow to now (bytes, at most the header's `max_size`, which is
+    /// the pool's capacity): `Pool::set_max_size`, in DRAM only.
+    pub size_limit: AtomicU64,
     /// A persist failed, or the process is to be treated as crashed: no more writes.
     pub poisoned: AtomicBool,
     /// Fault injection for tests (see `Pool::fail_next_apply_for_test`).
@@ -32,6 +35,11 @@ impl Media {
     /// The state page's words.
     pub fn state(&self) -> PoolState {
         self.map.read(STATE_OFF)
+    }
+
+    /// The size the pool may grow to now.
+    pub fn max_size(&self) -> u64 {
+        self.size_limit.load(Ordering::Relaxed)
     }
 
     #[inline]

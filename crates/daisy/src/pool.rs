@@ -510,6 +510,7 @@ impl Pool {
                     hdr,
                     persist,
                     heap_end_cache: AtomicU64::new(heap_end0),
+                    size_limit: AtomicU64::new(hdr.max_size),
                     poisoned: AtomicBool::new(false),
                     fail_apply: AtomicBool::new(false),
                 },
@@ -702,9 +703,84 @@ impl Pool {
         self.inner.state().heap_end
     }
 
-    /// The size the pool may grow to, in bytes.
+    /// Whether the file is mapped with `MAP_SYNC` (a DAX file system on persistent memory).
+    pub fn map_sync(&self) -> bool {
+        self.inner.map.map_sync()
+    }
+
+    /// The file system holding the pool file ("tmpfs", "ext4", ...).
+    pub fn fs_type(&self) -> &'static str {
+        self.inner.fs_type
+    }
+
+    /// What survives what, given the medium and the mode: one line for people (a server
+    /// prints it at start and in INFO) and whether data survives a power failure.
+    pub fn durability(&self) -> (String, bool) {
+        let fs = self.fs_type();
+        match self.mode() {
+            Mode::Pmem(_) if self.map_sync() => (
+                format!("persistent memory ({fs}, DAX with MAP_SYNC): committed data survives a crash of the process and a power failure"),
+                true,
+            ),
+            Mode::Pmem(_) if fs == "tmpfs" => (
+                "tmpfs (DRAM, emulating NVM): committed data survives a crash of the process, NOT a reboot or a power failure (keep backups elsewhere, or put the pool on persistent memory or a disk file)".to_string(),
+                false,
+            ),
+            Mode::Pmem(_) => (
+                format!("a {fs} file in pmem mode without DAX (page cache, cache-line flushes): committed data survives a crash of the process, NOT a power failure"),
+                false,
+            ),
+            Mode::Msync => (
+                format!("a {fs} file in msync mode: committed data is written to the file with msync before the commit returns, and survives a crash of the process and a power failure (if the device honours its flushes)"),
+                true,
+            ),
+        }
+    }
+
+    /// The size the pool may grow to now, in bytes: its capacity unless
+    /// [`set_max_size`](Self::set_max_size) lowered it.
     pub fn max_size(&self) -> u64 {
+        self.inner.max_size()
+    }
+
+    /// The largest size the pool can ever have, fixed when it was created
+    /// ([`PoolOptions::max_size`]): its chunk table and address reservation are sized for it.
+    pub fn capacity(&self) -> u64 {
         self.inner.hdr.max_size
+    }
+
+    /// Grow the pool now to at least `bytes` (rounded up to whole 256 KiB chunks; nothing
+    /// happens when it is that large already): the file is extended and allocated, as growth
+    /// on demand would do later. Fails with [`Error::PoolFull`] beyond
+    /// [`max_size`](Self::max_size) or when the file system is full.
+    pub fn grow_to(&self, bytes: u64) -> Result<()> {
+        let inner = &self.inner;
+        let mut h = inner.heap.lock().unwrap_or_else(|e| e.into_inner());
+        if !h.scanned {
+            inner.build_heap_index(&mut h)?;
+        }
+        let end = inner.heap_end();
+        if bytes <= end {
+            return Ok(());
+        }
+        let chunks = (bytes - end).div_ceil(CHUNK_SIZE);
+        inner.grow(&mut h, chunks, bytes - end)
+    }
+
+    /// Set the size the pool may grow to, in this process (not stored in the pool: the next
+    /// open starts at the capacity again). A limit below the current size stops growth; the
+    /// pool never shrinks. `0` means the capacity. Fails when `bytes` exceeds the capacity.
+    pub fn set_max_size(&self, bytes: u64) -> Result<()> {
+        let cap = self.capacity();
+        if bytes > cap {
+            return Err(Error::InvalidOption(format!(
+                "{}: max size {bytes} exceeds the pool's capacity of {cap} bytes, fixed when it was created (a larger pool needs a new pool created with a larger max size, and the data copied)",
+                self.path().display()
+            )));
+        }
+        let limit = if bytes == 0 { cap } else { bytes };
+        self.inner.size_limit.store(limit, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Run `f` as one crash-consistent transaction. When this returns `Ok`, every change is

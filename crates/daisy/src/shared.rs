@@ -78,12 +78,13 @@ impl PoolInner {
     pub fn grow(&self, heap: &mut Heap, min_chunks: u64, requested: u64) -> Result<()> {
         let heap_end = self.heap_end();
         let cur = (heap_end - self.hdr.heap_off) / CHUNK_SIZE;
-        let max = self.geo.max_chunks;
+        let limit = self.max_size().saturating_sub(self.hdr.heap_off) / CHUNK_SIZE;
+        let max = self.geo.max_chunks.min(limit);
         let full = || Error::PoolFull {
             path: self.path.clone(),
             requested,
             size: heap_end,
-            max_size: self.hdr.max_size,
+            max_size: self.max_size(),
         };
         if cur + min_chunks > max {
             return Err(full());

@@ -219,11 +219,11 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
     let peak = stats.peak_memory;
     let rss = crate::server::rss_bytes();
     let system = crate::server::system_memory();
-    let maxmemory: u64 =
-        c.sv.config
-            .get("maxmemory")
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(0);
+    // maxmemory: the size the pool may grow to (Redis's 0, "no limit", when that is the
+    // pool's capacity); used_memory can stay well below it when the pool is full, since
+    // partly used runs of small blocks count as pool size, not as used memory.
+    let pool = &c.sv.pool;
+    let maxmemory: u64 = if pool.max_size() == pool.capacity() { 0 } else { pool.max_size() };
     let pool_size = c.sv.pool_size.max(c.sv.pool.size());
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let _ = write!(
@@ -246,7 +246,8 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
          mem_total_replication_buffers:0\r\nmem_clients_slaves:0\r\nmem_clients_normal:{}\r\n\
          mem_cluster_links:0\r\nmem_aof_buffer:0\r\nmem_allocator:daisy\r\n\
          active_defrag_running:0\r\nlazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\n\
-         daisy_pool_objects:{objects}\r\ndaisy_pool_size:{pool_size}\r\ndaisy_pool_max_size:{}\r\n",
+         daisy_pool_objects:{objects}\r\ndaisy_pool_size:{pool_size}\r\ndaisy_pool_max_size:{}\r\n\
+         daisy_pool_capacity:{}\r\n",
         human(used),
         human(rss),
         human(peak),
@@ -261,7 +262,8 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
         c.sv.admin.stats.clients_memory,
         c.ks.lazy_pending(),
         c.ks.lazyfreed_objects,
-        c.sv.pool_max_size,
+        c.sv.pool.max_size(),
+        c.sv.pool.capacity(),
     );
     Ok(())
 }
@@ -286,10 +288,13 @@ fn persistence(c: &mut Ctx, t: &mut String, now: i64) {
          aof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\n\
          aof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\n\
          module_fork_last_cow_size:0\r\n\
-         daisy_durability:every write durable before its reply\r\n\
+         daisy_durability:every write durable in the pool before its reply\r\n\
+         daisy_medium:{}\r\ndaisy_survives_power_loss:{}\r\n\
          daisy_pool:{}\r\ndaisy_persistence:{}\r\ndaisy_recovery_ms:{:.3}\r\n\
          daisy_recovery_transactions_replayed:{}\r\ndaisy_recovery_lines_replayed:{}\r\n\
          daisy_recovery_log_bytes_read:{}\r\ndaisy_group_commits:{}\r\n",
+        sv.durability,
+        u8::from(sv.survives_power_loss),
         sv.pool_path,
         sv.pool_mode,
         sv.recovery_ms,

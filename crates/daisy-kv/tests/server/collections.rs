@@ -127,7 +127,7 @@ fn an_exec_that_meets_a_full_pool_stores_nothing() {
     let pool = pool_in(&d);
     let srv = Server::start_with(&pool, |o| {
         o.size = 24 << 20;
-        o.max_size = 24 << 20;
+        o.max_size = Some(24 << 20);
     });
     let mut c = srv.client();
     let val = vec![1u8; 256 << 10];

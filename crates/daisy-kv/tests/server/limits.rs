@@ -8,7 +8,7 @@ fn a_full_pool_answers_oom_and_keeps_what_it_has() {
     let pool = pool_in(&d);
     let srv = Server::start_with(&pool, |o| {
         o.size = 160 << 20;
-        o.max_size = 160 << 20;
+        o.max_size = Some(160 << 20);
     });
     let mut c = srv.client();
     let val = vec![7u8; 1 << 20];
@@ -90,7 +90,7 @@ fn flushall_empties_a_completely_full_pool() {
     let pool = pool_in(&d);
     let srv = Server::start_with(&pool, |o| {
         o.size = 24 << 20;
-        o.max_size = 24 << 20;
+        o.max_size = Some(24 << 20);
     });
     let mut c = srv.client();
     let mut n = 0;

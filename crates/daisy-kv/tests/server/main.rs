@@ -16,6 +16,8 @@
 //! - `inline`: inline commands quoted as Redis reads them; unbalanced quotes.
 //! - `introspection`: CLIENT (LIST, INFO, KILL, REPLY, PAUSE), COMMAND, CONFIG, INFO and
 //!   MONITOR as Redis 7.0 answers them.
+//! - `operations`: SAVE/BGSAVE copies (a prefix of a writer's acknowledged writes), the size
+//!   limit at restart and at run time with the OOM reply matching INFO, the durability line.
 //! - `pipelining`: pipelines share transactions; a slow reader and a flooding client.
 //! - `limits`: a full pool answers OOM, FLUSHALL of a full pool, commands over more keys
 //!   than one log slot describes.
@@ -44,6 +46,7 @@ mod introspection;
 mod keyspace;
 mod limits;
 mod lists;
+mod operations;
 mod pipelining;
 mod protocol;
 mod redis_py;

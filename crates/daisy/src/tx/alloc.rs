@@ -127,7 +127,7 @@ impl<'p> Tx<'p> {
                         path: pool.path.clone(),
                         requested,
                         size: pool.heap_end(),
-                        max_size: pool.hdr.max_size,
+                        max_size: pool.max_size(),
                     })?
                 }
             };
@@ -260,7 +260,7 @@ impl<'p> Tx<'p> {
                         path: self.pool.path.clone(),
                         requested: size,
                         size: self.pool.heap_end(),
-                        max_size: self.pool.hdr.max_size,
+                        max_size: self.pool.max_size(),
                     });
                 }
                 let chunk = self.take_chunks(n, size)?;

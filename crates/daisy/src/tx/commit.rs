@@ -353,9 +353,9 @@ impl<'p> Tx<'p> {
                     needed: need,
                     slot: pool.hdr.slot_size,
                     free: free_chunks * CHUNK_SIZE
-                        + pool.hdr.max_size.saturating_sub(pool.heap_end()),
+                        + pool.max_size().saturating_sub(pool.heap_end()),
                     size: pool.heap_end(),
-                    max_size: pool.hdr.max_size,
+                    max_size: pool.max_size(),
                 });
             }
             Err(e) => return Err(e),

@@ -1,0 +1,256 @@
+//! Running the server in production: backups (SAVE, BGSAVE, LASTSAVE, INFO persistence), the
+//! size limit (--max-size at every start, CONFIG SET maxmemory, the OOM reply agreeing with
+//! INFO), and the durability statement in INFO.
+
+use super::*;
+
+fn info_text(c: &mut Connection, section: &str) -> String {
+    redis::cmd("INFO").arg(section).query(c).unwrap()
+}
+
+fn info_str(c: &mut Connection, section: &str, field: &str) -> String {
+    let text = info_text(c, section);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}: {text}"))
+}
+
+fn wait_bgsave(c: &mut Connection) {
+    let t0 = std::time::Instant::now();
+    while info_field(c, "persistence", "rdb_bgsave_in_progress") != 0 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "BGSAVE never ended");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The keys and string values of a stopped pool (served again on another thread).
+fn served_strings(pool: &Path, keys: &[String]) -> Vec<Option<String>> {
+    let srv = Server::start(pool);
+    let mut c = srv.client();
+    let out = keys
+        .iter()
+        .map(|k| c.get::<_, Option<String>>(k).unwrap())
+        .collect();
+    drop(c);
+    srv.stop();
+    out
+}
+
+/// SAVE writes `dir`/`dbfilename` before it replies, with everything the client sent before
+/// it (in the same pipeline too), and its reply keeps its place among the client's replies.
+/// The copy is a pool that passes every check and serves those keys; LASTSAVE moves.
+#[test]
+fn save_writes_a_servable_copy_with_every_earlier_write_before_it_replies() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let dir: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dir").query(&mut c).unwrap();
+    let name: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dbfilename").query(&mut c).unwrap();
+    let backup = Path::new(&dir[1]).join(&name[1]);
+    assert_eq!(name[1], "kv.pool.backup");
+    assert_eq!(
+        std::fs::canonicalize(d.path()).unwrap(),
+        Path::new(&dir[1]),
+        "dir is the pool's directory"
+    );
+    let started: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
+    for i in 0..1000 {
+        let _: () = c.set(format!("k{i}"), format!("v{i}")).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1100)); // LASTSAVE has one-second steps
+    let mut s = srv.raw();
+    let got = roundtrip(&mut s, b"SET late 1\r\nSAVE\r\nGET late\r\n", 17);
+    assert_eq!(got, b"+OK\r\n+OK\r\n$1\r\n1\r\n");
+    assert!(backup.exists());
+    let last: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
+    assert!(last > started, "LASTSAVE {last} after a SAVE, {started} at start");
+    assert_eq!(info_field(&mut c, "persistence", "rdb_saves"), 1);
+    assert_eq!(info_str(&mut c, "persistence", "rdb_last_bgsave_status"), "ok");
+    assert_eq!(
+        info_str(&mut c, "persistence", "daisy_backup_last_path"),
+        backup.display().to_string()
+    );
+    // Writes after the SAVE are not in the copy.
+    let _: () = c.set("after", "x").unwrap();
+    drop(c);
+    srv.stop();
+    check_pool(&backup);
+    let keys: Vec<String> = ["k0", "k999", "late", "after"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        served_strings(&backup, &keys),
+        vec![Some("v0".into()), Some("v999".into()), Some("1".into()), None]
+    );
+}
+
+/// BGSAVE under a pipelined writer: the writer's keys go up one by one (`seq:i`, and `last`
+/// = i), so the copy must hold exactly a prefix: every write acknowledged before BGSAVE was
+/// sent, none sent after the backup was seen finished, and `last` naming the prefix's end.
+/// A second BGSAVE while one runs is refused; SCHEDULE queues one.
+#[test]
+fn bgsave_under_writes_copies_a_prefix_of_them_and_refuses_a_second_one() {
+    let seed = 20261125;
+    println!("seed {seed}");
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    // Some bulk, so the copier has work while the writer runs.
+    let blob = vec![b'x'; 4000];
+    for i in 0..3000 {
+        let _: () = c.set(format!("blob:{i}"), &blob).unwrap();
+    }
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let acked = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (sent, acked, stop) = (sent.clone(), acked.clone(), stop.clone());
+        let mut w = srv.client();
+        std::thread::spawn(move || {
+            use std::sync::atomic::Ordering::SeqCst;
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let mut p = redis::pipe();
+                for j in i..i + 16 {
+                    p.set(format!("seq:{j}"), j).ignore().set("last", j).ignore();
+                }
+                sent.store(i + 16, SeqCst);
+                let _: () = p.query(&mut w).unwrap();
+                i += 16;
+                acked.store(i, SeqCst);
+            }
+        })
+    };
+    use std::sync::atomic::Ordering::SeqCst;
+    while acked.load(SeqCst) < 500 {
+        std::thread::yield_now();
+    }
+    let low = acked.load(SeqCst);
+    let r: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(r, "Background saving started");
+    // A second one while it runs (or just queued) is refused; SCHEDULE is accepted.
+    let second: RedisResult<String> = redis::cmd("BGSAVE").query(&mut c);
+    let scheduled: Option<String> = match second {
+        Err(e) => {
+            assert!(e.to_string().contains("Background save already in progress"), "{e}");
+            Some(redis::cmd("BGSAVE").arg("SCHEDULE").query(&mut c).unwrap())
+        }
+        // The first one finished already (a fast machine): nothing to check there.
+        Ok(_) => None,
+    };
+    wait_bgsave(&mut c);
+    let high = sent.load(SeqCst);
+    if let Some(s) = scheduled {
+        assert_eq!(s, "Background saving scheduled");
+        wait_bgsave(&mut c);
+    }
+    // Let the scheduled backup (if any) finish: then the file holds one of the two states;
+    // only the first is bounded by (low, high), so wait until nothing is scheduled anymore
+    // and judge the newest file by the rule for whichever came last.
+    let high2 = sent.load(SeqCst);
+    stop.store(true, SeqCst);
+    writer.join().unwrap();
+    assert_eq!(info_str(&mut c, "persistence", "rdb_last_bgsave_status"), "ok");
+    let backup = PathBuf::from(info_str(&mut c, "persistence", "daisy_backup_last_path"));
+    drop(c);
+    srv.stop();
+    check_pool(&backup);
+    let srv = Server::start(&backup);
+    let mut c = srv.client();
+    let last: u64 = c.get("last").unwrap();
+    assert!(last + 1 >= low, "the backup lost writes acknowledged before BGSAVE: last {last}, {low} acknowledged");
+    assert!(last < high2, "the backup holds writes sent after it finished: last {last}, {high2} sent (first backup: {high})");
+    for j in (0..=last).step_by(7).chain([last]) {
+        assert_eq!(c.get::<_, Option<u64>>(format!("seq:{j}")).unwrap(), Some(j), "seq:{j}");
+    }
+    for j in last + 1..last + 40 {
+        assert_eq!(c.get::<_, Option<u64>>(format!("seq:{j}")).unwrap(), None, "seq:{j} after last {last}");
+    }
+    let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 3000 + last + 1 + 1, "blobs, seq:0..=last and `last`");
+    drop(c);
+    srv.stop();
+}
+
+/// --max-size applies at every start (raising or lowering the limit within the pool's
+/// capacity), CONFIG SET maxmemory changes it while serving, the OOM reply names the figures
+/// INFO shows, and a limit beyond the capacity is refused with the reason.
+#[test]
+fn the_size_limit_is_raised_at_restart_and_at_run_time_and_oom_agrees_with_info() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start_with(&pool, |o| {
+        o.size = 24 << 20;
+        o.max_size = Some(32 << 20);
+    });
+    let mut c = srv.client();
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), 32 << 20);
+    let cap = info_field(&mut c, "memory", "daisy_pool_capacity");
+    // The capacity in whole chunks after the header, logs and chunk table.
+    assert!(cap <= daisy_kv::NEW_POOL_CAPACITY && cap + (1 << 20) > daisy_kv::NEW_POOL_CAPACITY, "{cap}");
+    let val = vec![1u8; 256 << 10];
+    let mut n = 0;
+    let oom = loop {
+        match c.set::<_, _, ()>(format!("v{n}"), &val) {
+            Ok(()) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(n < 1000);
+    };
+    let text = oom.to_string();
+    assert!(text.starts_with("OOM: command not allowed when used memory > 'maxmemory'."), "{text}");
+    let size = info_field(&mut c, "memory", "daisy_pool_size");
+    assert!(text.contains(&format!("daisy_pool_size {size}")), "{text} (INFO daisy_pool_size {size})");
+    assert!(text.contains(&format!("maxmemory {}", 32 << 20)), "{text}");
+    // Raised while serving: the same write now fits.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("80mb").query(&mut c).unwrap();
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), 80 << 20);
+    let _: () = c.set(format!("v{n}"), &val).unwrap();
+    let e = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("1000gb").query::<()>(&mut c).unwrap_err();
+    assert!(e.to_string().contains("capacity"), "{e}");
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), 80 << 20, "a refused CONFIG SET changes nothing");
+    drop(c);
+    srv.stop();
+    // Raised at restart.
+    let srv = Server::start_with(&pool, |o| o.max_size = Some(96 << 20));
+    let mut c = srv.client();
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), 96 << 20);
+    assert_eq!(c.strlen::<_, usize>("v0").unwrap(), val.len());
+    drop(c);
+    srv.stop();
+    // Beyond the capacity: refused at start, naming it.
+    let mut o = daisy_kv::Options {
+        pool: pool.clone(),
+        port: 0,
+        quiet: true,
+        max_size: Some(1 << 40),
+        ..Default::default()
+    };
+    o.size = 1 << 20;
+    let e = daisy_kv::serve(&o, |_| {}).unwrap_err();
+    assert!(e.contains("--max-size") && e.contains("capacity"), "{e}");
+    check_pool(&pool);
+}
+
+/// INFO says what survives what: a pool on tmpfs survives a crash of the process, not a power
+/// failure.
+#[test]
+fn info_states_the_medium_and_what_survives() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let medium = info_str(&mut c, "persistence", "daisy_medium");
+    let power = info_field(&mut c, "persistence", "daisy_survives_power_loss");
+    let fs = daisy::internals::fs_type_name(&std::fs::File::open(&pool).unwrap());
+    if fs == "tmpfs" {
+        assert_eq!(power, 0, "{medium}");
+        assert!(medium.starts_with("tmpfs") && medium.contains("NOT a reboot or a power failure"), "{medium}");
+    } else {
+        assert_eq!(power, 1, "{medium}");
+        assert!(medium.contains("msync"), "{medium}");
+    }
+    drop(c);
+    srv.stop();
+}
