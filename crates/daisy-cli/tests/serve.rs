@@ -286,3 +286,167 @@ fn busy_polling_serves_and_stops_when_the_load_stops() {
         drop(s);
     }
 }
+
+/// RESP requests pipelined on one connection; their replies in order.
+fn pipeline(port: u16, cmds: &[Vec<String>]) -> Vec<Reply> {
+    let mut conn =
+        daisy_bench::kvbench::Conn::connect(port, std::time::Duration::from_secs(5)).unwrap();
+    let mut buf = Vec::new();
+    for c in cmds {
+        let a: Vec<&[u8]> = c.iter().map(|s| s.as_bytes()).collect();
+        encode(&mut buf, &a);
+    }
+    conn.send(&buf).unwrap();
+    (0..cmds.len()).map(|_| conn.read_reply().unwrap()).collect()
+}
+
+fn info_field(port: u16, field: &str) -> String {
+    let Reply::Bulk(Some(b)) = call(port, &["INFO", "persistence"]) else {
+        panic!("INFO")
+    };
+    let text = String::from_utf8(b).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {text}"))
+        .trim()
+        .to_string()
+}
+
+/// The backup an operator takes: BGSAVE while a writer runs, then the server is killed with
+/// SIGKILL; the copy passes `pool check`, and `daisy serve` on it has exactly a prefix of the
+/// writer's sequence (everything acknowledged before BGSAVE, nothing sent after it was seen
+/// done). The original pool keeps every acknowledged write too. Then `daisy pool backup` of
+/// the live pool goes through the server, `pool check` of the live pool says it is in use, and
+/// after the server stops `pool backup` copies the pool directly.
+#[test]
+fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+    use std::sync::Arc;
+    let dir = tmpdir();
+    let pool = dir.path().join("kv.pool");
+    let srv = serve(&pool, &[]);
+    let port = srv.port;
+    let blob = "x".repeat(2000);
+    for chunk in 0..20 {
+        let cmds: Vec<Vec<String>> = (0..500)
+            .map(|i| vec!["SET".into(), format!("blob:{}", chunk * 500 + i), blob.clone()])
+            .collect();
+        assert!(pipeline(port, &cmds).iter().all(|r| *r == Reply::Simple("OK".into())));
+    }
+    let (sent, acked, stop) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let writer = {
+        let (sent, acked, stop) = (sent.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(SeqCst) {
+                let cmds: Vec<Vec<String>> = (i..i + 8)
+                    .flat_map(|j| {
+                        [
+                            vec!["SET".into(), format!("seq:{j}"), j.to_string()],
+                            vec!["SET".into(), "last".into(), j.to_string()],
+                        ]
+                    })
+                    .collect();
+                sent.store(i + 8, SeqCst);
+                let r = std::panic::catch_unwind(|| pipeline(port, &cmds));
+                if r.is_err() {
+                    return; // the server was killed
+                }
+                i += 8;
+                acked.store(i, SeqCst);
+            }
+        })
+    };
+    while acked.load(SeqCst) < 400 {
+        std::thread::yield_now();
+    }
+    let low = acked.load(SeqCst);
+    assert_eq!(call(port, &["BGSAVE"]), Reply::Simple("Background saving started".into()));
+    let t0 = std::time::Instant::now();
+    while info_field(port, "rdb_bgsave_in_progress") != "0" {
+        assert!(t0.elapsed().as_secs() < 60);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let high = sent.load(SeqCst);
+    assert_eq!(info_field(port, "rdb_last_bgsave_status"), "ok");
+    let backup = std::path::PathBuf::from(info_field(port, "daisy_backup_last_path"));
+    assert_eq!(backup, std::fs::canonicalize(dir.path()).unwrap().join("kv.pool.backup"));
+    // Keep writing a little, then kill the server in the middle of it.
+    let acked_at_done = acked.load(SeqCst);
+    while acked.load(SeqCst) < acked_at_done + 200 {
+        std::thread::yield_now();
+    }
+    drop(srv); // SIGKILL
+    stop.store(true, SeqCst);
+    writer.join().unwrap();
+    let acked_final = acked.load(SeqCst);
+
+    let check = Command::new(env!("CARGO_BIN_EXE_daisy"))
+        .args(["pool", "check"])
+        .arg(&backup)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{text}");
+    assert!(text.lines().next().unwrap().ends_with("check: OK"), "{text}");
+
+    let copy = serve(&backup, &[]);
+    let Reply::Bulk(Some(last)) = call(copy.port, &["GET", "last"]) else {
+        panic!("no `last` in the backup")
+    };
+    let last: u64 = String::from_utf8(last).unwrap().parse().unwrap();
+    println!("backup holds seq:0..={last}; {low} acknowledged before BGSAVE, {high} sent when it was seen done");
+    assert!(last + 1 >= low, "acknowledged writes before BGSAVE are missing: last {last}, {low}");
+    assert!(last < high, "writes sent after the backup finished are in it: last {last}, {high}");
+    for j in [0, last / 2, last] {
+        assert_eq!(call(copy.port, &["GET", &format!("seq:{j}")]), Reply::Bulk(Some(j.to_string().into_bytes())));
+    }
+    assert_eq!(call(copy.port, &["EXISTS", &format!("seq:{}", last + 1)]), Reply::Int(0));
+    assert_eq!(call(copy.port, &["DBSIZE"]), Reply::Int(10_000 + last as i64 + 2));
+    drop(copy);
+
+    // The original, restarted after the kill, has every acknowledged write.
+    let orig = serve(&pool, &[]);
+    let n = acked_final - 1;
+    assert_eq!(call(orig.port, &["GET", &format!("seq:{n}")]), Reply::Bulk(Some(n.to_string().into_bytes())));
+    // `pool check` of a pool in use reads it without its lock and says so.
+    let check = Command::new(env!("CARGO_BIN_EXE_daisy"))
+        .args(["pool", "check"])
+        .arg(&pool)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(text.contains("in use by another process"), "{text}");
+    // `pool backup` of the live pool goes through the server.
+    let dst = dir.path().join("copy.pool");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_daisy"))
+            .args(["pool", "backup"])
+            .arg(&pool)
+            .arg(&dst)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let port_arg = orig.port.to_string();
+    let out = run(&["--port", &port_arg]);
+    let msg = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && msg.contains("through the server"), "{msg}");
+    let out = run(&["--port", &port_arg]);
+    assert!(!out.status.success(), "an existing destination is kept without --force");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    // Without the right server: a clear error, nothing copied.
+    let out = run(&["--port", "1", "--force"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is open in another process"));
+    drop(orig);
+    // Stopped (killed): copied directly, and the copy serves.
+    let out = run(&["--force"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c = serve(&dst, &[]);
+    assert_eq!(call(c.port, &["GET", &format!("seq:{n}")]), Reply::Bulk(Some(n.to_string().into_bytes())));
+}
