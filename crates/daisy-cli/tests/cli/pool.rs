@@ -365,3 +365,54 @@ fn pool_check_verifies_ordered_maps() {
     assert!(!tree["problems"].as_array().unwrap().is_empty(), "{tree}");
     assert!(v["problems"].to_string().contains("ordered map at"), "{v}");
 }
+
+/// A badly damaged pool: `pool check` prints its verdict and the kinds of problems first, then
+/// at most 100 problems (all of them with --all), and exits 1.
+#[test]
+fn pool_check_summarises_many_problems_first() {
+    let d = tmpdir();
+    let p = d.path().join("many.pool");
+    let objects = 130;
+    {
+        let pool = daisy::Pool::create(
+            &p,
+            &daisy::PoolOptions::new("x").size(48 << 20).max_size(64 << 20),
+        )
+        .unwrap();
+        pool.transaction(|tx| {
+            for _ in 0..objects {
+                tx.alloc_zeroed_bytes(200 << 10)?;
+            }
+            Ok::<_, daisy::Error>(())
+        })
+        .unwrap();
+    }
+    // Every large object's chunk-table entry becomes a value no entry can have.
+    let mut bytes = std::fs::read(&p).unwrap();
+    let hdr: daisy::internals::Header =
+        bytemuck::pod_read_unaligned(&bytes[..std::mem::size_of::<daisy::internals::Header>()]);
+    let table = hdr.chunk_table_off as usize;
+    let mut damaged = 0;
+    for c in 0..(64 << 20) / (256 << 10) {
+        let at = table + c * 8;
+        let e = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        if let Some(daisy::internals::ChunkEntry::Large { .. }) = daisy::internals::ChunkEntry::decode(e) {
+            bytes[at..at + 8].copy_from_slice(&(7u64 << 56 | 3).to_le_bytes());
+            damaged += 1;
+        }
+    }
+    assert_eq!(damaged, objects);
+    std::fs::write(&p, &bytes).unwrap();
+    let o = run(daisy().args(["pool", "check"]).arg(&p));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    let first = t.lines().next().unwrap();
+    assert!(first.contains("check: FAILED") && first.contains(" problems ("), "{first}");
+    assert_eq!(t.lines().filter(|l| l.starts_with("PROBLEM:")).count(), 100, "{t}");
+    assert!(t.contains("more problems (--all prints them all)"), "{t}");
+    let o = run(daisy().args(["pool", "check", "--all"]).arg(&p));
+    assert!(text(&o).lines().filter(|l| l.starts_with("PROBLEM:")).count() >= objects, "{}", text(&o));
+    let o = run(daisy().args(["pool", "check", "--format", "json"]).arg(&p));
+    let v = &json_lines(&o)[0];
+    assert!(v["problem_kinds"][0]["count"].as_u64().unwrap() >= 100, "{v}");
+}
