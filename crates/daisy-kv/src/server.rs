@@ -1882,12 +1882,15 @@ impl Server {
 /// refuses an option keeps working without it.
 fn log_backup(what: &str, rep: &daisy::BackupReport) {
     eprintln!(
-        "daisy serve: {what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages)",
+        "daisy serve: {what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages: drain {:.2}, copy {:.2}, sync and rename {:.2} ms)",
         rep.path.display(),
         rep.file_size,
         rep.elapsed.as_secs_f64() * 1e3,
         rep.pause.as_secs_f64() * 1e3,
-        rep.final_pages
+        rep.final_pages,
+        rep.pause_parts[0].as_secs_f64() * 1e3,
+        rep.pause_parts[1].as_secs_f64() * 1e3,
+        rep.pause_parts[2].as_secs_f64() * 1e3,
     );
 }
 
