@@ -231,7 +231,9 @@ impl Backup {
         // Replacing a big old backup would free all of its pages inside the rename (about
         // 0.2 s per GiB on tmpfs), in the pause: keep a second link to it, so the rename only
         // drops a name, and free the old file on a thread of its own afterwards.
-        let old = self.tmp.with_extension("old");
+        let mut old = self.tmp.clone().into_os_string();
+        old.push(".old");
+        let old = PathBuf::from(old);
         let kept_old = std::fs::hard_link(&self.dst, &old).is_ok();
         std::fs::rename(&self.tmp, &self.dst).map_err(|e| Error::io(&self.dst, "rename backup into place", e))?;
         if let Some(dir) = self.dst.parent().filter(|d| !d.as_os_str().is_empty()) {
