@@ -378,7 +378,11 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                         m.kind, m.header, m.entries,
                     );
                 }
-                let shown = if all { rep.problems.len() } else { rep.problems.len().min(MAX_PROBLEMS_SHOWN) };
+                let shown = if all {
+                    rep.problems.len()
+                } else {
+                    rep.problems.len().min(MAX_PROBLEMS_SHOWN)
+                };
                 for p in &rep.problems[..shown] {
                     println!("PROBLEM: {p}");
                 }
@@ -408,7 +412,12 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
 
 /// `pool backup` of a pool that a server has open: BGSAVE on that server, wait, copy its
 /// finished backup file (a closed file, renamed into place whole) to `dst`.
-fn backup_through_server(src: &std::path::Path, dst: &std::path::Path, port: u16, password: Option<&str>) -> Result<()> {
+fn backup_through_server(
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    port: u16,
+    password: Option<&str>,
+) -> Result<()> {
     use daisy_bench::kvbench::{Conn, Reply};
     let served_elsewhere = || {
         anyhow!(
@@ -417,7 +426,8 @@ fn backup_through_server(src: &std::path::Path, dst: &std::path::Path, port: u16
             src.display()
         )
     };
-    let mut c = Conn::connect(port, std::time::Duration::from_secs(2)).map_err(|_| served_elsewhere())?;
+    let mut c =
+        Conn::connect(port, std::time::Duration::from_secs(2)).map_err(|_| served_elsewhere())?;
     if let Some(p) = password {
         c.ok(&["AUTH", p])?;
     }
@@ -428,21 +438,24 @@ fn backup_through_server(src: &std::path::Path, dst: &std::path::Path, port: u16
         }
     };
     let field = |text: &str, name: &str| -> Option<String> {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(|v| v.trim().to_string()))
+        text.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(':')
+                .map(|v| v.trim().to_string())
+        })
     };
     let text = info(&mut c)?;
     let served = field(&text, "daisy_pool").ok_or_else(served_elsewhere)?;
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
-    };
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
     if !same(std::path::Path::new(&served), src) {
         return Err(anyhow!(
             "{} is open in another process; the server on port {port} serves {served}, not it",
             src.display()
         ));
     }
-    let saves_before = field(&text, "rdb_saves").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let saves_before = field(&text, "rdb_saves")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
     let t0 = std::time::Instant::now();
     loop {
         match c.cmd(&["BGSAVE"])? {
@@ -461,25 +474,34 @@ fn backup_through_server(src: &std::path::Path, dst: &std::path::Path, port: u16
             break text;
         }
     };
-    let saves = field(&text, "rdb_saves").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let saves = field(&text, "rdb_saves")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
     if field(&text, "rdb_last_bgsave_status").as_deref() != Some("ok") || saves <= saves_before {
         return Err(anyhow!(
             "the server's backup failed: {}",
             field(&text, "daisy_backup_last_error").unwrap_or_default()
         ));
     }
-    let made = field(&text, "daisy_backup_last_path").ok_or_else(|| anyhow!("INFO lacks daisy_backup_last_path"))?;
+    let made = field(&text, "daisy_backup_last_path")
+        .ok_or_else(|| anyhow!("INFO lacks daisy_backup_last_path"))?;
     let pause_us = field(&text, "daisy_backup_last_pause_us").unwrap_or_default();
     let made = std::path::PathBuf::from(made);
     if same(&made, dst) {
-        println!("backed up {} to {} through the server on port {port}", src.display(), dst.display());
+        println!(
+            "backed up {} to {} through the server on port {port}",
+            src.display(),
+            dst.display()
+        );
         return Ok(());
     }
     // Open first: a later BGSAVE renames a new file over the name, this handle keeps ours.
     let mut from = std::fs::File::open(&made).map_err(|e| anyhow!("{}: {e}", made.display()))?;
     let tmp = dst.with_file_name(format!(
         ".{}.copy-{}",
-        dst.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        dst.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         std::process::id()
     ));
     let copy = (|| -> std::io::Result<u64> {
@@ -513,22 +535,21 @@ fn problem_kinds(problems: &[String]) -> Vec<(String, usize)> {
     let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
     for p in problems {
         let head = p.split(": ").next().unwrap_or(p);
-        let mut k = String::new();
-        let mut in_num = false;
+        // Words that are numbers (chunk 12, 0x1f00, 3,) become one `N` per run of them.
+        let is_number = |w: &str| {
+            w.starts_with("0x")
+                || (w.chars().any(|c| c.is_ascii_digit())
+                    && w.chars()
+                        .all(|c| c.is_ascii_hexdigit() || ",.()#x".contains(c)))
+        };
+        let mut words: Vec<&str> = Vec::new();
         for w in head.split(' ') {
-            let numeric = w.starts_with("0x") || w.chars().any(|c| c.is_ascii_digit()) && w.chars().all(|c| c.is_ascii_hexdigit() || ",.()#x".contains(c));
-            if !k.is_empty() && !(numeric && in_num) {
-                k.push(' ');
+            let w = if is_number(w) { "N" } else { w };
+            if !(w == "N" && words.last() == Some(&"N")) {
+                words.push(w);
             }
-            if numeric {
-                if !in_num {
-                    k.push('N');
-                }
-            } else {
-                k.push_str(w);
-            }
-            in_num = numeric;
         }
+        let k = words.join(" ");
         *kinds.entry(k).or_default() += 1;
     }
     let mut v: Vec<_> = kinds.into_iter().collect();

@@ -297,7 +297,9 @@ fn pipeline(port: u16, cmds: &[Vec<String>]) -> Vec<Reply> {
         encode(&mut buf, &a);
     }
     conn.send(&buf).unwrap();
-    (0..cmds.len()).map(|_| conn.read_reply().unwrap()).collect()
+    (0..cmds.len())
+        .map(|_| conn.read_reply().unwrap())
+        .collect()
 }
 
 fn info_field(port: u16, field: &str) -> String {
@@ -329,9 +331,17 @@ fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
     let blob = "x".repeat(2000);
     for chunk in 0..20 {
         let cmds: Vec<Vec<String>> = (0..500)
-            .map(|i| vec!["SET".into(), format!("blob:{}", chunk * 500 + i), blob.clone()])
+            .map(|i| {
+                vec![
+                    "SET".into(),
+                    format!("blob:{}", chunk * 500 + i),
+                    blob.clone(),
+                ]
+            })
             .collect();
-        assert!(pipeline(port, &cmds).iter().all(|r| *r == Reply::Simple("OK".into())));
+        assert!(pipeline(port, &cmds)
+            .iter()
+            .all(|r| *r == Reply::Simple("OK".into())));
     }
     let (sent, acked, stop) = (
         Arc::new(AtomicU64::new(0)),
@@ -365,7 +375,10 @@ fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
         std::thread::yield_now();
     }
     let low = acked.load(SeqCst);
-    assert_eq!(call(port, &["BGSAVE"]), Reply::Simple("Background saving started".into()));
+    assert_eq!(
+        call(port, &["BGSAVE"]),
+        Reply::Simple("Background saving started".into())
+    );
     let t0 = std::time::Instant::now();
     while info_field(port, "rdb_bgsave_in_progress") != "0" {
         assert!(t0.elapsed().as_secs() < 60);
@@ -374,7 +387,12 @@ fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
     let high = sent.load(SeqCst);
     assert_eq!(info_field(port, "rdb_last_bgsave_status"), "ok");
     let backup = std::path::PathBuf::from(info_field(port, "daisy_backup_last_path"));
-    assert_eq!(backup, std::fs::canonicalize(dir.path()).unwrap().join("kv.pool.backup"));
+    assert_eq!(
+        backup,
+        std::fs::canonicalize(dir.path())
+            .unwrap()
+            .join("kv.pool.backup")
+    );
     // Keep writing a little, then kill the server in the middle of it.
     let acked_at_done = acked.load(SeqCst);
     while acked.load(SeqCst) < acked_at_done + 200 {
@@ -392,7 +410,10 @@ fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
         .unwrap();
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(check.status.success(), "{text}");
-    assert!(text.lines().next().unwrap().ends_with("check: OK"), "{text}");
+    assert!(
+        text.lines().next().unwrap().ends_with("check: OK"),
+        "{text}"
+    );
 
     let copy = serve(&backup, &[]);
     let Reply::Bulk(Some(last)) = call(copy.port, &["GET", "last"]) else {
@@ -400,19 +421,37 @@ fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
     };
     let last: u64 = String::from_utf8(last).unwrap().parse().unwrap();
     println!("backup holds seq:0..={last}; {low} acknowledged before BGSAVE, {high} sent when it was seen done");
-    assert!(last + 1 >= low, "acknowledged writes before BGSAVE are missing: last {last}, {low}");
-    assert!(last < high, "writes sent after the backup finished are in it: last {last}, {high}");
+    assert!(
+        last + 1 >= low,
+        "acknowledged writes before BGSAVE are missing: last {last}, {low}"
+    );
+    assert!(
+        last < high,
+        "writes sent after the backup finished are in it: last {last}, {high}"
+    );
     for j in [0, last / 2, last] {
-        assert_eq!(call(copy.port, &["GET", &format!("seq:{j}")]), Reply::Bulk(Some(j.to_string().into_bytes())));
+        assert_eq!(
+            call(copy.port, &["GET", &format!("seq:{j}")]),
+            Reply::Bulk(Some(j.to_string().into_bytes()))
+        );
     }
-    assert_eq!(call(copy.port, &["EXISTS", &format!("seq:{}", last + 1)]), Reply::Int(0));
-    assert_eq!(call(copy.port, &["DBSIZE"]), Reply::Int(10_000 + last as i64 + 2));
+    assert_eq!(
+        call(copy.port, &["EXISTS", &format!("seq:{}", last + 1)]),
+        Reply::Int(0)
+    );
+    assert_eq!(
+        call(copy.port, &["DBSIZE"]),
+        Reply::Int(10_000 + last as i64 + 2)
+    );
     drop(copy);
 
     // The original, restarted after the kill, has every acknowledged write.
     let orig = serve(&pool, &[]);
     let n = acked_final - 1;
-    assert_eq!(call(orig.port, &["GET", &format!("seq:{n}")]), Reply::Bulk(Some(n.to_string().into_bytes())));
+    assert_eq!(
+        call(orig.port, &["GET", &format!("seq:{n}")]),
+        Reply::Bulk(Some(n.to_string().into_bytes()))
+    );
     // `pool check` of a pool in use reads it without its lock and says so.
     let check = Command::new(env!("CARGO_BIN_EXE_daisy"))
         .args(["pool", "check"])
@@ -434,10 +473,20 @@ fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
     };
     let port_arg = orig.port.to_string();
     let out = run(&["--port", &port_arg]);
-    let msg = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && msg.contains("through the server"), "{msg}");
+    let msg = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && msg.contains("through the server"),
+        "{msg}"
+    );
     let out = run(&["--port", &port_arg]);
-    assert!(!out.status.success(), "an existing destination is kept without --force");
+    assert!(
+        !out.status.success(),
+        "an existing destination is kept without --force"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
     // Without the right server: a clear error, nothing copied.
     let out = run(&["--port", "1", "--force"]);
@@ -446,7 +495,14 @@ fn a_backup_under_writes_survives_a_kill_and_serves_a_prefix_of_them() {
     drop(orig);
     // Stopped (killed): copied directly, and the copy serves.
     let out = run(&["--force"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c = serve(&dst, &[]);
-    assert_eq!(call(c.port, &["GET", &format!("seq:{n}")]), Reply::Bulk(Some(n.to_string().into_bytes())));
+    assert_eq!(
+        call(c.port, &["GET", &format!("seq:{n}")]),
+        Reply::Bulk(Some(n.to_string().into_bytes()))
+    );
 }

@@ -19,8 +19,8 @@
 //!   WATCH's registry (Redis's db.c);
 //! - `resp` (framing and replies), `glob` (patterns), `longdouble` (INCRBYFLOAT's arithmetic).
 
-pub mod backup;
 pub mod admin;
+pub mod backup;
 pub mod commands;
 pub mod config;
 pub mod glob;

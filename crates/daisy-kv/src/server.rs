@@ -341,7 +341,8 @@ fn open_pool(o: &Options) -> Result<Pool, String> {
         Pool::create(&o.pool, &opts).map_err(|e| e.to_string())?
     };
     if let Some(m) = o.max_size {
-        pool.set_max_size(m.max(1)).map_err(|e| format!("--max-size: {e}"))?;
+        pool.set_max_size(m.max(1))
+            .map_err(|e| format!("--max-size: {e}"))?;
     }
     Ok(pool)
 }
@@ -428,7 +429,12 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ("maxclients", o.max_clients.to_string()),
         (
             "maxmemory",
-            if pool.max_size() == pool.capacity() { 0 } else { pool.max_size() }.to_string(),
+            if pool.max_size() == pool.capacity() {
+                0
+            } else {
+                pool.max_size()
+            }
+            .to_string(),
         ),
         ("tcp-keepalive", o.tcp_keepalive.to_string()),
         ("requirepass", o.requirepass.clone().unwrap_or_default()),
@@ -1282,12 +1288,18 @@ impl Server {
             }
             crate::backup::SaveKind::Bgsave => match self.pool.begin_backup(&dst) {
                 Ok(b) => {
-                    eprintln!("daisy serve: Background saving started: backup of the pool to {}", dst.display());
+                    eprintln!(
+                        "daisy serve: Background saving started: backup of the pool to {}",
+                        dst.display()
+                    );
                     self.sv.save.running_since_ms = Some(now);
                     self.backup = Some(b);
                 }
                 Err(e) => {
-                    eprintln!("daisy serve: Background saving to {} failed: {e}", dst.display());
+                    eprintln!(
+                        "daisy serve: Background saving to {} failed: {e}",
+                        dst.display()
+                    );
                     self.sv.save.finished(now, &Err(e.to_string()));
                 }
             },
@@ -1302,7 +1314,10 @@ impl Server {
         self.sv.save.finished(now_ms(), &r);
         match &r {
             Ok(rep) => log_backup("Background saving terminated with success", rep),
-            Err(e) => eprintln!("daisy serve: Background saving to {} failed: {e}", dst.display()),
+            Err(e) => eprintln!(
+                "daisy serve: Background saving to {} failed: {e}",
+                dst.display()
+            ),
         }
         if std::mem::take(&mut self.sv.save.scheduled) {
             self.run_save(crate::backup::SaveKind::Bgsave);

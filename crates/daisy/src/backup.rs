@@ -216,7 +216,8 @@ impl Backup {
         inner.persist.dirty.stop();
         let final_pages = pages.len() as u64;
         let mapped = inner.map.len();
-        copy_pages(&self.pool, &self.file, &pages, mapped).map_err(|e| Error::io(&self.tmp, "write backup", e))?;
+        copy_pages(&self.pool, &self.file, &pages, mapped)
+            .map_err(|e| Error::io(&self.tmp, "write backup", e))?;
         let t_copied = Instant::now();
         let file_size = inner
             .file
@@ -235,7 +236,8 @@ impl Backup {
         old.push(".old");
         let old = PathBuf::from(old);
         let kept_old = std::fs::hard_link(&self.dst, &old).is_ok();
-        std::fs::rename(&self.tmp, &self.dst).map_err(|e| Error::io(&self.dst, "rename backup into place", e))?;
+        std::fs::rename(&self.tmp, &self.dst)
+            .map_err(|e| Error::io(&self.dst, "rename backup into place", e))?;
         if let Some(dir) = self.dst.parent().filter(|d| !d.as_os_str().is_empty()) {
             if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
@@ -285,7 +287,8 @@ impl Drop for Backup {
 /// Refuse a destination that is the pool itself (renaming over it would detach the live file
 /// from its name) or a pool open elsewhere; return the temporary name beside `dst`.
 fn prepare_destination(pool: &Pool, dst: &Path) -> Result<PathBuf> {
-    let bad = |why: String| Error::InvalidOption(format!("backup destination {}: {why}", dst.display()));
+    let bad =
+        |why: String| Error::InvalidOption(format!("backup destination {}: {why}", dst.display()));
     let name = dst
         .file_name()
         .ok_or_else(|| bad("not a file name".into()))?

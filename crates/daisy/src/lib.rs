@@ -122,12 +122,12 @@ mod shared;
 pub mod sim;
 mod tx;
 
+pub use backup::{Backup, BackupReport};
 pub use bytemuck;
 /// The traits (and, with the attribute `#[bytemuck(crate = "daisy::bytemuck")]`, the derives)
 /// for plain old data that may live in a pool; a program needs no dependency of its own on
 /// bytemuck (see the crate example).
 pub use bytemuck::{Pod, Zeroable};
-pub use backup::{Backup, BackupReport};
 pub use check::CheckReport;
 pub use collections::{
     bytes_map_entries,

@@ -396,7 +396,10 @@ impl Mapping {
                 return Err(e);
             }
             if n == 0 {
-                return Err(std::io::Error::new(std::io::ErrorKind::WriteZero, "pwrite wrote nothing"));
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    "pwrite wrote nothing",
+                ));
             }
             done += n as usize;
         }

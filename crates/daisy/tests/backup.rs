@@ -21,7 +21,11 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn new_map_pool(path: &Path, size: u64) -> (Pool, PPtr<PBytesMap>) {
-    let pool = Pool::create(path, &PoolOptions::new("backup-test").size(size).max_size(1 << 30)).unwrap();
+    let pool = Pool::create(
+        path,
+        &PoolOptions::new("backup-test").size(size).max_size(1 << 30),
+    )
+    .unwrap();
     let root = pool.root::<u64>().unwrap();
     let id = pool
         .transaction(|tx| {
@@ -74,8 +78,13 @@ fn a_backup_taken_under_writes_holds_exactly_the_state_at_the_pause() {
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
     let writer = {
-        let (pool, gate, stop, ops, model) =
-            (pool.clone(), gate.clone(), stop.clone(), ops.clone(), model.clone());
+        let (pool, gate, stop, ops, model) = (
+            pool.clone(),
+            gate.clone(),
+            stop.clone(),
+            ops.clone(),
+            model.clone(),
+        );
         std::thread::spawn(move || {
             let mut m = PBytesMap::open(&pool, id).unwrap();
             let mut x = seed;
@@ -86,7 +95,7 @@ fn a_backup_taken_under_writes_holds_exactly_the_state_at_the_pause() {
                 let k = format!("k{}", x % 60_000).into_bytes();
                 let _g = gate.read().unwrap();
                 let mut md = model.lock().unwrap();
-                if x % 5 == 0 {
+                if x.is_multiple_of(5) {
                     m.remove(&k).unwrap();
                     md.remove(&k);
                 } else {
@@ -144,7 +153,10 @@ fn a_backup_taken_under_writes_holds_exactly_the_state_at_the_pause() {
     assert_sound(&copy);
     let got = contents(&copy);
     assert_eq!(got.len(), expected.len());
-    assert!(got == expected, "the backup differs from the state at the pause");
+    assert!(
+        got == expected,
+        "the backup differs from the state at the pause"
+    );
     // The source itself is intact.
     let src_pool = Pool::open(&src, "backup-test").unwrap();
     assert_sound(&src_pool);
@@ -154,9 +166,10 @@ fn a_backup_taken_under_writes_holds_exactly_the_state_at_the_pause() {
         .unwrap()
         .filter_map(|e| e.ok())
         .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .contains(&format!("daisy-test-backup-{}-dst.pool.backup", std::process::id()))
+            e.file_name().to_string_lossy().contains(&format!(
+                "daisy-test-backup-{}-dst.pool.backup",
+                std::process::id()
+            ))
         })
         .collect();
     assert!(stray.is_empty(), "temporary files left: {stray:?}");
@@ -187,7 +200,11 @@ fn backup_to_copies_a_quiet_pool_that_grew() {
 /// backup runs at a time; an abandoned backup leaves no file.
 #[test]
 fn a_backup_refuses_bad_destinations_and_cleans_up_when_dropped() {
-    let (src, other, dst) = (scratch("refuse.pool"), scratch("refuse-other.pool"), scratch("refuse-dst.pool"));
+    let (src, other, dst) = (
+        scratch("refuse.pool"),
+        scratch("refuse-other.pool"),
+        scratch("refuse-dst.pool"),
+    );
     let _files = Files(vec![src.clone(), other.clone(), dst.clone()]);
     let (pool, _) = new_map_pool(&src, 8 << 20);
     let e = pool.begin_backup(&src).unwrap_err();
@@ -202,11 +219,16 @@ fn a_backup_refuses_bad_destinations_and_cleans_up_when_dropped() {
     assert!(e.to_string().contains("does not exist"), "{e}");
 
     let b = pool.begin_backup(&dst).unwrap();
-    let e = pool.begin_backup(scratch("refuse-second.pool")).unwrap_err();
+    let e = pool
+        .begin_backup(scratch("refuse-second.pool"))
+        .unwrap_err();
     assert!(e.to_string().contains("already running"), "{e}");
     assert!(!scratch("refuse-second.pool").exists());
     drop(b);
-    assert!(!dst.exists(), "an abandoned backup leaves nothing at the destination");
+    assert!(
+        !dst.exists(),
+        "an abandoned backup leaves nothing at the destination"
+    );
     // Tracking stopped: a new backup can start and finish.
     pool.backup_to(&dst).unwrap();
     assert!(dst.exists());

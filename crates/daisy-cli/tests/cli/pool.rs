@@ -376,7 +376,9 @@ fn pool_check_summarises_many_problems_first() {
     {
         let pool = daisy::Pool::create(
             &p,
-            &daisy::PoolOptions::new("x").size(48 << 20).max_size(64 << 20),
+            &daisy::PoolOptions::new("x")
+                .size(48 << 20)
+                .max_size(64 << 20),
         )
         .unwrap();
         pool.transaction(|tx| {
@@ -396,7 +398,9 @@ fn pool_check_summarises_many_problems_first() {
     for c in 0..(64 << 20) / (256 << 10) {
         let at = table + c * 8;
         let e = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-        if let Some(daisy::internals::ChunkEntry::Large { .. }) = daisy::internals::ChunkEntry::decode(e) {
+        if let Some(daisy::internals::ChunkEntry::Large { .. }) =
+            daisy::internals::ChunkEntry::decode(e)
+        {
             bytes[at..at + 8].copy_from_slice(&(7u64 << 56 | 3).to_le_bytes());
             damaged += 1;
         }
@@ -407,12 +411,30 @@ fn pool_check_summarises_many_problems_first() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let t = text(&o);
     let first = t.lines().next().unwrap();
-    assert!(first.contains("check: FAILED") && first.contains(" problems ("), "{first}");
-    assert_eq!(t.lines().filter(|l| l.starts_with("PROBLEM:")).count(), 100, "{t}");
+    assert!(
+        first.contains("check: FAILED") && first.contains(" problems ("),
+        "{first}"
+    );
+    assert_eq!(
+        t.lines().filter(|l| l.starts_with("PROBLEM:")).count(),
+        100,
+        "{t}"
+    );
     assert!(t.contains("more problems (--all prints them all)"), "{t}");
     let o = run(daisy().args(["pool", "check", "--all"]).arg(&p));
-    assert!(text(&o).lines().filter(|l| l.starts_with("PROBLEM:")).count() >= objects, "{}", text(&o));
+    assert!(
+        text(&o)
+            .lines()
+            .filter(|l| l.starts_with("PROBLEM:"))
+            .count()
+            >= objects,
+        "{}",
+        text(&o)
+    );
     let o = run(daisy().args(["pool", "check", "--format", "json"]).arg(&p));
     let v = &json_lines(&o)[0];
-    assert!(v["problem_kinds"][0]["count"].as_u64().unwrap() >= 100, "{v}");
+    assert!(
+        v["problem_kinds"][0]["count"].as_u64().unwrap() >= 100,
+        "{v}"
+    );
 }

@@ -223,7 +223,11 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
     // pool's capacity); used_memory can stay well below it when the pool is full, since
     // partly used runs of small blocks count as pool size, not as used memory.
     let pool = &c.sv.pool;
-    let maxmemory: u64 = if pool.max_size() == pool.capacity() { 0 } else { pool.max_size() };
+    let maxmemory: u64 = if pool.max_size() == pool.capacity() {
+        0
+    } else {
+        pool.max_size()
+    };
     let pool_size = c.sv.pool_size.max(c.sv.pool.size());
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let _ = write!(

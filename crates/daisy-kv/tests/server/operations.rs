@@ -46,8 +46,16 @@ fn save_writes_a_servable_copy_with_every_earlier_write_before_it_replies() {
     let pool = pool_in(&d);
     let srv = Server::start(&pool);
     let mut c = srv.client();
-    let dir: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dir").query(&mut c).unwrap();
-    let name: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dbfilename").query(&mut c).unwrap();
+    let dir: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dir")
+        .query(&mut c)
+        .unwrap();
+    let name: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("dbfilename")
+        .query(&mut c)
+        .unwrap();
     let backup = Path::new(&dir[1]).join(&name[1]);
     assert_eq!(name[1], "kv.pool.backup");
     assert_eq!(
@@ -65,9 +73,15 @@ fn save_writes_a_servable_copy_with_every_earlier_write_before_it_replies() {
     assert_eq!(got, b"+OK\r\n+OK\r\n$1\r\n1\r\n");
     assert!(backup.exists());
     let last: i64 = redis::cmd("LASTSAVE").query(&mut c).unwrap();
-    assert!(last > started, "LASTSAVE {last} after a SAVE, {started} at start");
+    assert!(
+        last > started,
+        "LASTSAVE {last} after a SAVE, {started} at start"
+    );
     assert_eq!(info_field(&mut c, "persistence", "rdb_saves"), 1);
-    assert_eq!(info_str(&mut c, "persistence", "rdb_last_bgsave_status"), "ok");
+    assert_eq!(
+        info_str(&mut c, "persistence", "rdb_last_bgsave_status"),
+        "ok"
+    );
     assert_eq!(
         info_str(&mut c, "persistence", "daisy_backup_last_path"),
         backup.display().to_string()
@@ -77,10 +91,18 @@ fn save_writes_a_servable_copy_with_every_earlier_write_before_it_replies() {
     drop(c);
     srv.stop();
     check_pool(&backup);
-    let keys: Vec<String> = ["k0", "k999", "late", "after"].iter().map(|s| s.to_string()).collect();
+    let keys: Vec<String> = ["k0", "k999", "late", "after"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     assert_eq!(
         served_strings(&backup, &keys),
-        vec![Some("v0".into()), Some("v999".into()), Some("1".into()), None]
+        vec![
+            Some("v0".into()),
+            Some("v999".into()),
+            Some("1".into()),
+            None
+        ]
     );
 }
 
@@ -113,7 +135,10 @@ fn bgsave_under_writes_copies_a_prefix_of_them_and_refuses_a_second_one() {
             while !stop.load(SeqCst) {
                 let mut p = redis::pipe();
                 for j in i..i + 16 {
-                    p.set(format!("seq:{j}"), j).ignore().set("last", j).ignore();
+                    p.set(format!("seq:{j}"), j)
+                        .ignore()
+                        .set("last", j)
+                        .ignore();
                 }
                 sent.store(i + 16, SeqCst);
                 let _: () = p.query(&mut w).unwrap();
@@ -133,7 +158,11 @@ fn bgsave_under_writes_copies_a_prefix_of_them_and_refuses_a_second_one() {
     let second: RedisResult<String> = redis::cmd("BGSAVE").query(&mut c);
     let scheduled: Option<String> = match second {
         Err(e) => {
-            assert!(e.to_string().contains("Background save already in progress"), "{e}");
+            assert!(
+                e.to_string()
+                    .contains("Background save already in progress"),
+                "{e}"
+            );
             Some(redis::cmd("BGSAVE").arg("SCHEDULE").query(&mut c).unwrap())
         }
         // The first one finished already (a fast machine): nothing to check there.
@@ -151,7 +180,10 @@ fn bgsave_under_writes_copies_a_prefix_of_them_and_refuses_a_second_one() {
     let high2 = sent.load(SeqCst);
     stop.store(true, SeqCst);
     writer.join().unwrap();
-    assert_eq!(info_str(&mut c, "persistence", "rdb_last_bgsave_status"), "ok");
+    assert_eq!(
+        info_str(&mut c, "persistence", "rdb_last_bgsave_status"),
+        "ok"
+    );
     let backup = PathBuf::from(info_str(&mut c, "persistence", "daisy_backup_last_path"));
     drop(c);
     srv.stop();
@@ -159,13 +191,24 @@ fn bgsave_under_writes_copies_a_prefix_of_them_and_refuses_a_second_one() {
     let srv = Server::start(&backup);
     let mut c = srv.client();
     let last: u64 = c.get("last").unwrap();
-    assert!(last + 1 >= low, "the backup lost writes acknowledged before BGSAVE: last {last}, {low} acknowledged");
+    assert!(
+        last + 1 >= low,
+        "the backup lost writes acknowledged before BGSAVE: last {last}, {low} acknowledged"
+    );
     assert!(last < high2, "the backup holds writes sent after it finished: last {last}, {high2} sent (first backup: {high})");
     for j in (0..=last).step_by(7).chain([last]) {
-        assert_eq!(c.get::<_, Option<u64>>(format!("seq:{j}")).unwrap(), Some(j), "seq:{j}");
+        assert_eq!(
+            c.get::<_, Option<u64>>(format!("seq:{j}")).unwrap(),
+            Some(j),
+            "seq:{j}"
+        );
     }
     for j in last + 1..last + 40 {
-        assert_eq!(c.get::<_, Option<u64>>(format!("seq:{j}")).unwrap(), None, "seq:{j} after last {last}");
+        assert_eq!(
+            c.get::<_, Option<u64>>(format!("seq:{j}")).unwrap(),
+            None,
+            "seq:{j} after last {last}"
+        );
     }
     let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(n, 3000 + last + 1 + 1, "blobs, seq:0..=last and `last`");
@@ -188,7 +231,10 @@ fn the_size_limit_is_raised_at_restart_and_at_run_time_and_oom_agrees_with_info(
     assert_eq!(info_field(&mut c, "memory", "maxmemory"), 32 << 20);
     let cap = info_field(&mut c, "memory", "daisy_pool_capacity");
     // The capacity in whole chunks after the header, logs and chunk table.
-    assert!(cap <= daisy_kv::NEW_POOL_CAPACITY && cap + (1 << 20) > daisy_kv::NEW_POOL_CAPACITY, "{cap}");
+    assert!(
+        cap <= daisy_kv::NEW_POOL_CAPACITY && cap + (1 << 20) > daisy_kv::NEW_POOL_CAPACITY,
+        "{cap}"
+    );
     let val = vec![1u8; 256 << 10];
     let mut n = 0;
     let oom = loop {
@@ -199,17 +245,37 @@ fn the_size_limit_is_raised_at_restart_and_at_run_time_and_oom_agrees_with_info(
         assert!(n < 1000);
     };
     let text = oom.to_string();
-    assert!(text.starts_with("OOM: command not allowed when used memory > 'maxmemory'."), "{text}");
+    assert!(
+        text.starts_with("OOM: command not allowed when used memory > 'maxmemory'."),
+        "{text}"
+    );
     let size = info_field(&mut c, "memory", "daisy_pool_size");
-    assert!(text.contains(&format!("daisy_pool_size {size}")), "{text} (INFO daisy_pool_size {size})");
+    assert!(
+        text.contains(&format!("daisy_pool_size {size}")),
+        "{text} (INFO daisy_pool_size {size})"
+    );
     assert!(text.contains(&format!("maxmemory {}", 32 << 20)), "{text}");
     // Raised while serving: the same write now fits.
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("80mb").query(&mut c).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("80mb")
+        .query(&mut c)
+        .unwrap();
     assert_eq!(info_field(&mut c, "memory", "maxmemory"), 80 << 20);
     let _: () = c.set(format!("v{n}"), &val).unwrap();
-    let e = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("1000gb").query::<()>(&mut c).unwrap_err();
+    let e = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1000gb")
+        .query::<()>(&mut c)
+        .unwrap_err();
     assert!(e.to_string().contains("capacity"), "{e}");
-    assert_eq!(info_field(&mut c, "memory", "maxmemory"), 80 << 20, "a refused CONFIG SET changes nothing");
+    assert_eq!(
+        info_field(&mut c, "memory", "maxmemory"),
+        80 << 20,
+        "a refused CONFIG SET changes nothing"
+    );
     drop(c);
     srv.stop();
     // Raised at restart.
@@ -246,7 +312,10 @@ fn info_states_the_medium_and_what_survives() {
     let fs = daisy::internals::fs_type_name(&std::fs::File::open(&pool).unwrap());
     if fs == "tmpfs" {
         assert_eq!(power, 0, "{medium}");
-        assert!(medium.starts_with("tmpfs") && medium.contains("NOT a reboot or a power failure"), "{medium}");
+        assert!(
+            medium.starts_with("tmpfs") && medium.contains("NOT a reboot or a power failure"),
+            "{medium}"
+        );
     } else {
         assert_eq!(power, 1, "{medium}");
         assert!(medium.contains("msync"), "{medium}");

@@ -141,7 +141,10 @@ mod tests {
         d.note(region.as_ptr(), 8);
         assert_eq!(d.count(), 0, "nothing is tracked before start");
         assert!(d.start(region.as_ptr(), region.len()));
-        assert!(!d.start(region.as_ptr(), region.len()), "one backup at a time");
+        assert!(
+            !d.start(region.as_ptr(), region.len()),
+            "one backup at a time"
+        );
         d.note(region[PAGE - 8..].as_ptr(), 16); // straddles pages 0 and 1
         d.note(region[5 * PAGE..].as_ptr(), 1);
         d.note(region[5 * PAGE + 100..].as_ptr(), 1);
