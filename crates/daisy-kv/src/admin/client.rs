@@ -39,6 +39,9 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     if cl.admin.monitor {
         flags.push('O');
     }
+    if cl.pubsub.active() {
+        flags.push('P');
+    }
     if cl.multi.is_some() {
         flags.push('x');
     }
@@ -67,8 +70,8 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     });
     let s = &cl.admin.conn;
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 \
-         ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={multi_mem} rbs={} \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} \
+         ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={multi_mem} rbs={} \
          rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
         cl.id,
         cl.addr,
@@ -78,6 +81,9 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
         (now_ms - cl.created_ms).max(0) / 1000,
         (now_ms - cl.last_ms.max(cl.created_ms)).max(0) / 1000,
         cl.db,
+        cl.pubsub.channels.len(),
+        cl.pubsub.patterns.len(),
+        cl.pubsub.shard.len(),
         s.qbuf,
         s.qbuf_free,
         cl.admin.argv_mem,
