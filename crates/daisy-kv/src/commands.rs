@@ -306,7 +306,10 @@ impl Ctx<'_, '_> {
         let r = self.lookup_typed(key, ty)?;
         match &r {
             Ok(Some(_)) | Err(_) => self.sv.counters.keyspace_hits += 1,
-            Ok(None) => self.sv.counters.keyspace_misses += 1,
+            Ok(None) => {
+                self.sv.counters.keyspace_misses += 1;
+                self.notify(crate::pubsub::N_KEY_MISS, "keymiss", key);
+            }
         }
         Ok(r)
     }

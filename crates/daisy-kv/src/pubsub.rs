@@ -384,10 +384,16 @@ impl Ctx<'_, '_> {
 
     #[cold]
     fn notify_slow(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.cl.db;
+        self.notify_db(class, event, key, db);
+    }
+
+    /// [`Self::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    pub fn notify_db(&mut self, class: u32, event: &str, key: &[u8], db: usize) {
         if !self.ks.events.is_empty() {
             flush_key_events(self.ks, self.sv);
         }
-        notify_event(self.sv, class, event, key, self.cl.db);
+        notify_event(self.sv, class, event, key, db);
     }
 }
 
