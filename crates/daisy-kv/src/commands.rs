@@ -821,12 +821,10 @@ pub fn precheck(
     if sv.requirepass.is_some() && !cl.authed && !spec.has("no_auth") {
         return Some(E_NOAUTH.into());
     }
-    if let Some(e) = crate::pubsub::subscriber_mode_error(
-        spec.name,
-        crate::admin::full_name(spec, args),
-        cl,
-    ) {
-        return Some(e);
+    if cl.pubsub.active() && !cl.resp3 {
+        if let Some(e) = crate::pubsub::subscriber_mode_error(spec, args) {
+            return Some(e);
+        }
     }
     if cl.multi.is_some() && spec.has("no_multi") {
         return Some("ERR Command not allowed inside a transaction".into());

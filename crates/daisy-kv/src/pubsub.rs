@@ -16,7 +16,7 @@
 //! client may publish while subscribed): its own message goes straight into its reply, ahead
 //! of the PUBLISH reply, as in Redis; both leave after the commit like any reply.
 
-use crate::commands::{Client, Ctx, ServerState};
+use crate::commands::{Client, Ctx, ServerState, Spec};
 use crate::config::Config;
 use crate::keyspace::Keyspace;
 use crate::resp;
@@ -656,16 +656,14 @@ pub fn pubsub(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 /// The error for a command a RESP2 client in subscriber mode may not run (Redis's check in
-/// `processCommand`), or None.
-pub fn subscriber_mode_error(name: &str, full_name: &str, cl: &Client) -> Option<String> {
-    if cl.resp3 || !cl.pubsub.active() {
-        return None;
-    }
-    match name {
+/// `processCommand`; the caller checked the mode), or None.
+pub fn subscriber_mode_error(spec: &'static Spec, args: &[&[u8]]) -> Option<String> {
+    match spec.name {
         "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
         | "punsubscribe" | "quit" | "reset" => None,
         _ => Some(format!(
-            "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            crate::admin::full_name(spec, args)
         )),
     }
 }

@@ -1705,7 +1705,7 @@ impl Server {
             let Some(Some(c)) = self.conns.get_mut(d.conn) else {
                 continue;
             };
-            if c.cl.id != d.id || c.dead {
+            if c.cl.id != d.id || c.dead || c.close_after {
                 continue;
             }
             crate::pubsub::push_header(&mut c.wbuf, d.len as usize, c.cl.resp3);

@@ -555,3 +555,44 @@ fn expired_events_from_lazy_and_active_expiry() {
     assert_eq!(n, 1);
     assert_eq!(sub.words()[3], "m", "no second expired event");
 }
+
+#[test]
+fn redis_cli_subscribe_prints_messages() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let have = Command::new("redis-cli")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        eprintln!("skipped: redis-cli is not installed (Debian redis-tools)");
+        return;
+    }
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut c = srv.client();
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &srv.addr.port().to_string(), "subscribe", "news"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(l) = line else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || rx.recv_timeout(Duration::from_secs(10)).expect("redis-cli printed nothing");
+    // Its confirmation (not a tty: one element per line), then each message.
+    assert_eq!([next(), next(), next()], ["subscribe", "news", "1"]);
+    let n: i64 = q(&mut c, &["PUBLISH", "news", "hello world"]);
+    assert_eq!(n, 1);
+    assert_eq!([next(), next(), next()], ["message", "news", "hello world"]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
