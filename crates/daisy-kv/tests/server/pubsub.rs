@@ -1,7 +1,8 @@
 //! Pub/sub and keyspace notifications as Redis 7.0 answers them: SUBSCRIBE/PUBLISH across
 //! connections, patterns, sharded channels, RESP3 pushes, the RESP2 subscriber mode's
 //! errors, PUBSUB introspection, notifications of every type family, expired events, a slow
-//! subscriber closed at its output-buffer limit, CLIENT KILL and RESET of a subscriber.
+//! subscriber closed at its output-buffer limit, CLIENT KILL and RESET of a subscriber, no
+//! message from a transaction that failed, and redis-cli's `subscribe`.
 
 use super::*;
 
@@ -595,4 +596,50 @@ fn redis_cli_subscribe_prints_messages() {
     assert_eq!([next(), next(), next()], ["message", "news", "hello world"]);
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// A message caused by a write leaves only with that write: a command or an EXEC whose
+/// transaction fails (a full pool) sends nothing to subscribers, not even its PUBLISH.
+#[test]
+fn no_message_from_a_failed_transaction() {
+    let d = tmp();
+    let srv = Server::start_with(&pool_in(&d), |o| {
+        o.size = 24 << 20;
+        o.max_size = 24 << 20;
+    });
+    let mut c = srv.client();
+    let val = vec![1u8; 1 << 16];
+    let mut n = 0;
+    while c.set::<_, _, ()>(format!("k:{n}"), &val).is_ok() {
+        n += 1;
+        assert!(n < 100_000, "the pool never filled");
+    }
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KA"]);
+    let mut sub = Reader::new(srv.raw());
+    sub.send(&["SUBSCRIBE", "ch"]);
+    assert_eq!(sub.words(), w(&["subscribe", "ch", "1"]));
+    sub.send(&["PSUBSCRIBE", "__keyspace@0__:*"]);
+    assert_eq!(sub.words(), w(&["psubscribe", "__keyspace@0__:*", "2"]));
+    let big = vec![b'b'; 4 << 20];
+    let e = c.set::<_, _, ()>("big", &big).unwrap_err();
+    assert_eq!(e.code(), Some("OOM"), "{e:?}");
+    // EXEC's commands are one transaction: it fails whole, its PUBLISH with it.
+    let mut m = Reader::new(srv.raw());
+    let big = String::from_utf8(big).unwrap();
+    m.send(&["MULTI"]);
+    m.send(&["PUBLISH", "ch", "lost"]);
+    m.send(&["SET", "big", &big]);
+    m.send(&["EXEC"]);
+    assert_eq!(m.read(), R::Simple("OK".into()));
+    assert_eq!(m.read(), R::Simple("QUEUED".into()));
+    assert_eq!(m.read(), R::Simple("QUEUED".into()));
+    assert!(matches!(m.read(), R::Err(e) if e.starts_with("OOM")));
+    let n: i64 = q(&mut c, &["PUBLISH", "ch", "kept"]);
+    assert_eq!(n, 1);
+    let _: i64 = q(&mut c, &["DEL", "k:0"]);
+    assert_eq!(sub.words(), w(&["message", "ch", "kept"]));
+    assert_eq!(
+        sub.words(),
+        w(&["pmessage", "__keyspace@0__:*", "__keyspace@0__:k:0", "del"])
+    );
 }
