@@ -618,9 +618,7 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
             | "proto-max-bulk-len"
             | "client-query-buffer-limit"
             | "notify-keyspace-events"
-            | "client-output-buffer-limit" => {
-                c.sv.admin.config_changed = true
-            }
+            | "client-output-buffer-limit" => c.sv.admin.config_changed = true,
             _ => {}
         }
     }

@@ -581,20 +581,18 @@ pub fn unsubscribe_all(c: &mut Ctx) {
 
 /// PUBLISH channel message
 pub fn publish(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let n = c
-        .sv
-        .pubsub
-        .publish(a[1], a[2], false, Some((&mut *c.cl, &mut *c.out)));
+    let n =
+        c.sv.pubsub
+            .publish(a[1], a[2], false, Some((&mut *c.cl, &mut *c.out)));
     resp::int(c.out, n as i64);
     Ok(())
 }
 
 /// SPUBLISH shardchannel message
 pub fn spublish(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let n = c
-        .sv
-        .pubsub
-        .publish(a[1], a[2], true, Some((&mut *c.cl, &mut *c.out)));
+    let n =
+        c.sv.pubsub
+            .publish(a[1], a[2], true, Some((&mut *c.cl, &mut *c.out)));
     resp::int(c.out, n as i64);
     Ok(())
 }

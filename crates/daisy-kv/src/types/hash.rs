@@ -21,9 +21,9 @@
 
 use super::packed::PackedBuf;
 use super::{packed, table_entries, table_id, table_owned, DataType, Type, Value};
-use crate::pubsub::{N_GENERIC, N_HASH};
 use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
+use crate::pubsub::{N_GENERIC, N_HASH};
 use crate::{longdouble, resp, typed};
 use daisy::{BytesMapView, PBytesMap, Pool};
 

@@ -20,9 +20,9 @@
 
 use super::packed::PackedBuf;
 use super::{intset, packed, table_entries, table_id, table_owned, DataType, Type, Value};
-use crate::pubsub::{N_GENERIC, N_SET};
 use crate::commands::{range_arg, Ctx, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
+use crate::pubsub::{N_GENERIC, N_SET};
 use crate::{resp, typed};
 use daisy::{BytesMapView, PBytesMap, Pool};
 

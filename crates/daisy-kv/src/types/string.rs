@@ -9,10 +9,10 @@
 //! so OBJECT REFCOUNT 1). Invariant: none beyond the record's. Crash reasoning: every change writes a new
 //! record in the command's transaction.
 
-use crate::pubsub::{N_GENERIC, N_STRING};
 use super::{DataType, Type, Value};
 use crate::commands::{parse_i64, upper, Ctx, E_FLOAT, E_INT, E_SYNTAX, MAX_STRING};
 use crate::keyspace::{Enc, Header, SetOpts};
+use crate::pubsub::{N_GENERIC, N_STRING};
 use crate::{longdouble, resp, typed};
 use daisy::Pool;
 

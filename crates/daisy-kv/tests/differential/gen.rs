@@ -1193,7 +1193,12 @@ impl Gen {
                     4 => args!["PUBSUB", "NUMPAT"],
                     5 => args!["PUBSUB", "CHANNELS", g.pattern()],
                     6 => args!["PUBSUB", "SHARDCHANNELS"],
-                    _ => args!["PUBSUB", g.rng.pick(&["NUMPAT", "CHANNELS", "nosuch"]), "a", "b"],
+                    _ => args![
+                        "PUBSUB",
+                        g.rng.pick(&["NUMPAT", "CHANNELS", "nosuch"]),
+                        "a",
+                        "b"
+                    ],
                 };
                 Op::Cmd(a, Cmp::Exact)
             }),

@@ -153,12 +153,17 @@ fn subscribe_and_publish_across_connections() {
     sub.send(&["SUBSCRIBE", "a", "b", "a"]);
     let mut want = Vec::new();
     for (ch, n) in [("a", 1), ("b", 2), ("a", 2)] {
-        want.extend_from_slice(format!("*3\r\n$9\r\nsubscribe\r\n$1\r\n{ch}\r\n:{n}\r\n").as_bytes());
+        want.extend_from_slice(
+            format!("*3\r\n$9\r\nsubscribe\r\n$1\r\n{ch}\r\n:{n}\r\n").as_bytes(),
+        );
     }
     while sub.buf.len() < want.len() {
         assert!(sub.fill());
     }
-    assert_eq!(String::from_utf8_lossy(&sub.buf), String::from_utf8_lossy(&want));
+    assert_eq!(
+        String::from_utf8_lossy(&sub.buf),
+        String::from_utf8_lossy(&want)
+    );
     sub.buf.clear();
 
     let n: i64 = q(&mut c, &["PUBLISH", "a", "hello"]);
@@ -197,7 +202,10 @@ fn subscribe_and_publish_across_connections() {
     assert_eq!(info_field(&mut c, "stats", "pubsub_channels"), 2);
     assert_eq!(info_field(&mut c, "stats", "pubsub_patterns"), 0);
     let line = client_line(&mut c, "sub1");
-    assert!(line.contains(" flags=P ") && line.contains(" sub=2 psub=0 ssub=0 "), "{line}");
+    assert!(
+        line.contains(" flags=P ") && line.contains(" sub=2 psub=0 ssub=0 "),
+        "{line}"
+    );
     let e = err_text(
         redis::cmd("PUBSUB")
             .arg("CHANNELS")
@@ -205,11 +213,14 @@ fn subscribe_and_publish_across_connections() {
             .arg("b")
             .query::<redis::Value>(&mut c),
     );
-    assert!(e.contains("unknown subcommand or wrong number of arguments for 'CHANNELS'"), "{e}");
+    assert!(
+        e.contains("unknown subcommand or wrong number of arguments for 'CHANNELS'"),
+        "{e}"
+    );
 
     // UNSUBSCRIBE without arguments: from every channel (any order), then nothing arrives.
     sub.send(&["UNSUBSCRIBE"]);
-    let mut gone = vec![sub.words(), sub.words()];
+    let mut gone = [sub.words(), sub.words()];
     gone.sort();
     assert_eq!(gone[0][..2], w(&["unsubscribe", "a"])[..]);
     assert_eq!(gone[1][..2], w(&["unsubscribe", "b"])[..]);
@@ -275,7 +286,11 @@ fn resp3_pushes_and_any_command_while_subscribed() {
     let mut c = srv.client();
     let mut s = srv.raw();
     let hello = roundtrip(&mut s, b"HELLO 3\r\n", 1);
-    assert!(hello.starts_with(b"%"), "{}", String::from_utf8_lossy(&hello));
+    assert!(
+        hello.starts_with(b"%"),
+        "{}",
+        String::from_utf8_lossy(&hello)
+    );
     let mut sub = Reader::new(s);
     sub.buf.clear();
     // The HELLO map may still be arriving: skip to the end of it by a PING marker.
@@ -406,7 +421,12 @@ fn slow_subscriber_is_disconnected_at_its_output_limit() {
     let mut c = srv.client();
     let _: () = q(
         &mut c,
-        &["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 0 0"],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 1mb 0 0",
+        ],
     );
     let mut sub = Reader::new(srv.raw());
     sub.send(&["SUBSCRIBE", "flood"]);
@@ -488,7 +508,12 @@ fn notifications_of_each_type_family() {
     run(&mut c, &["RPOP", "l"]);
     assert_eq!(
         events(&mut sub, 4),
-        vec![ks("l", "rpush"), ks("l", "lpop"), ks("l", "rpop"), ks("l", "del")]
+        vec![
+            ks("l", "rpush"),
+            ks("l", "lpop"),
+            ks("l", "rpop"),
+            ks("l", "del")
+        ]
     );
     // Sets (no event for a removal that removed nothing), hashes, sorted sets.
     run(&mut c, &["SADD", "st", "a"]);
@@ -523,13 +548,21 @@ fn notifications_of_each_type_family() {
     run(&mut c, &["LPUSH", "nl", "x"]);
     assert_eq!(
         events(&mut sub, 4),
-        vec![ke("new", "n"), ke("set", "n"), ke("set", "n"), ke("new", "nl")]
+        vec![
+            ke("new", "n"),
+            ke("set", "n"),
+            ke("set", "n"),
+            ke("new", "nl")
+        ]
     );
     // Off: nothing more (a PUBLISH marks where the stream stands).
     let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", ""]);
     run(&mut c, &["SET", "quiet", "1"]);
     run(&mut c, &["PUBLISH", "mark", "m"]);
-    assert_eq!(events(&mut sub, 1), vec![("mark".to_string(), "m".to_string())]);
+    assert_eq!(
+        events(&mut sub, 1),
+        vec![("mark".to_string(), "m".to_string())]
+    );
 }
 
 #[test]
@@ -544,7 +577,10 @@ fn expired_events_from_lazy_and_active_expiry() {
     // Active expiry finds it (nobody looks at the key).
     let _: () = q(&mut c, &["SET", "bg", "1", "PX", "50"]);
     let m = sub.words();
-    assert_eq!(m, w(&["pmessage", "__keyevent@*", "__keyevent@0__:expired", "bg"]));
+    assert_eq!(
+        m,
+        w(&["pmessage", "__keyevent@*", "__keyevent@0__:expired", "bg"])
+    );
     // A read finds it expired (lazy expiry) or active expiry did: one event either way.
     let _: () = q(&mut c, &["SET", "lazy", "1", "PX", "1"]);
     std::thread::sleep(Duration::from_millis(5));
@@ -588,7 +624,10 @@ fn redis_cli_subscribe_prints_messages() {
             }
         }
     });
-    let next = || rx.recv_timeout(Duration::from_secs(10)).expect("redis-cli printed nothing");
+    let next = || {
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("redis-cli printed nothing")
+    };
     // Its confirmation (not a tty: one element per line), then each message.
     assert_eq!([next(), next(), next()], ["subscribe", "news", "1"]);
     let n: i64 = q(&mut c, &["PUBLISH", "news", "hello world"]);
