@@ -373,10 +373,12 @@ pub fn flush_key_events(ks: &mut Keyspace, sv: &mut ServerState) {
 
 impl Ctx<'_, '_> {
     /// A keyspace event of class `class` on `key` of the selected database: costs a branch
-    /// when that class of notifications is off.
+    /// when that class of notifications is off. Events the keyspace noted during the command
+    /// (expired, new) go first, as Redis sends them when they happen; with this class off
+    /// they go after the command (`commands::call`).
     #[inline]
     pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
-        if self.sv.config.notify_flags & class == 0 && self.ks.events.is_empty() {
+        if self.sv.config.notify_flags & class == 0 {
             return;
         }
         self.notify_slow(class, event, key);

@@ -411,6 +411,27 @@ fn client_kill_of_a_subscriber() {
     assert!(sub.closed_within(5));
     let n: i64 = q(&mut c, &["PUBLISH", "a", "x"]);
     assert_eq!(n, 0);
+    // A subscriber's type is pubsub: CLIENT LIST and KILL TYPE pubsub find it, normal not.
+    let mut sub2 = Reader::new(srv.raw());
+    sub2.send(&["CLIENT", "SETNAME", "sub2"]);
+    assert_eq!(sub2.read(), R::Simple("OK".into()));
+    sub2.send(&["PSUBSCRIBE", "b*"]);
+    assert_eq!(sub2.words(), w(&["psubscribe", "b*", "1"]));
+    let list: String = q(&mut c, &["CLIENT", "LIST", "TYPE", "pubsub"]);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(
+        list.contains(" name=sub2 ") && list.contains(" flags=P "),
+        "{list}"
+    );
+    let list: String = q(&mut c, &["CLIENT", "LIST", "TYPE", "normal"]);
+    assert!(!list.contains("name=sub2"), "{list}");
+    let n: i64 = q(&mut c, &["CLIENT", "KILL", "TYPE", "normal"]);
+    assert_eq!(n, 0, "the caller is skipped, the subscriber is not normal");
+    let n: i64 = q(&mut c, &["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert_eq!(n, 1);
+    assert!(sub2.closed_within(5));
+    let n: i64 = q(&mut c, &["PUBSUB", "NUMPAT"]);
+    assert_eq!(n, 0);
     assert_eq!(info_field(&mut c, "stats", "pubsub_channels"), 0);
 }
 
