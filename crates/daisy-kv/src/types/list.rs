@@ -991,9 +991,10 @@ pub fn ltrim(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         Some((s, e)) => (s, len - e - 1),
         None => (len, 0),
     };
+    // Redis sends the event even when nothing was trimmed.
+    c.notify(N_LIST, "ltrim", a[1]);
     if head > 0 || tail > 0 {
         l.trim(c, head, tail)?;
-        c.notify(N_LIST, "ltrim", a[1]);
         l.store(c, a[1], Some(&v))?;
     }
     resp::ok(c.out);
