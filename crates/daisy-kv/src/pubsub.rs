@@ -251,30 +251,6 @@ impl PubSub {
         &mut self.patterns[i].1
     }
 
-    /// Queue a message for `subs` (or write it to `me`'s reply when `me` is one of them).
-    fn send(
-        &mut self,
-        subs: &[Sub],
-        len: u8,
-        body: Range<usize>,
-        me: &mut Option<(&mut Client, &mut Vec<u8>)>,
-    ) {
-        for s in subs {
-            if let Some((cl, out)) = me.as_mut().filter(|(cl, _)| cl.id == s.id) {
-                push_header(out, len as usize, cl.resp3);
-                out.extend_from_slice(&self.bodies[body.clone()]);
-                cl.pubsub.pushed = out.len();
-                continue;
-            }
-            self.outbox.push(Delivery {
-                conn: s.conn,
-                id: s.id,
-                len,
-                body: body.clone(),
-            });
-        }
-    }
-
     /// Publish `msg` on `channel` (Redis's `pubsubPublishMessage`): the number of receivers.
     /// `me`: the publishing client and its reply, when it may be a receiver itself.
     pub fn publish(
@@ -284,39 +260,39 @@ impl PubSub {
         shard: bool,
         mut me: Option<(&mut Client, &mut Vec<u8>)>,
     ) -> usize {
+        let PubSub {
+            channels,
+            patterns,
+            shard: shard_channels,
+            outbox,
+            bodies,
+            ..
+        } = self;
         let mut n = 0;
-        let map = if shard { &self.shard } else { &self.channels };
+        let map = if shard { &*shard_channels } else { &*channels };
         if let Some(subs) = map.get(channel) {
-            let subs = subs.clone();
-            let start = self.bodies.len();
-            resp::bulk(
-                &mut self.bodies,
-                if shard { b"smessage" } else { b"message" },
-            );
-            resp::bulk(&mut self.bodies, channel);
-            resp::bulk(&mut self.bodies, msg);
-            let end = self.bodies.len();
+            let start = bodies.len();
+            let kind: &[u8] = if shard { b"smessage" } else { b"message" };
+            resp::bulk(bodies, kind);
+            resp::bulk(bodies, channel);
+            resp::bulk(bodies, msg);
             n += subs.len();
-            self.send(&subs, 3, start..end, &mut me);
+            send(outbox, bodies, subs, 3, start, &mut me);
         }
-        if shard || self.patterns.is_empty() {
+        if shard {
             return n;
         }
-        for i in 0..self.patterns.len() {
-            if !crate::glob::matches(&self.patterns[i].0, channel) {
+        for (pat, subs) in patterns.iter() {
+            if !crate::glob::matches(pat, channel) {
                 continue;
             }
-            let subs = self.patterns[i].1.clone();
-            let start = self.bodies.len();
-            resp::bulk(&mut self.bodies, b"pmessage");
-            let pat = std::mem::take(&mut self.patterns[i].0);
-            resp::bulk(&mut self.bodies, &pat);
-            self.patterns[i].0 = pat;
-            resp::bulk(&mut self.bodies, channel);
-            resp::bulk(&mut self.bodies, msg);
-            let end = self.bodies.len();
+            let start = bodies.len();
+            resp::bulk(bodies, b"pmessage");
+            resp::bulk(bodies, pat);
+            resp::bulk(bodies, channel);
+            resp::bulk(bodies, msg);
             n += subs.len();
-            self.send(&subs, 4, start..end, &mut me);
+            send(outbox, bodies, subs, 4, start, &mut me);
         }
         n
     }
@@ -325,6 +301,33 @@ impl PubSub {
     pub fn discard(&mut self) {
         self.outbox.clear();
         self.bodies.clear();
+    }
+}
+
+/// Queue the message `bodies[start..]` for `subs` (or write it to `me`'s reply when `me` is
+/// one of them).
+fn send(
+    outbox: &mut Vec<Delivery>,
+    bodies: &[u8],
+    subs: &[Sub],
+    len: u8,
+    start: usize,
+    me: &mut Option<(&mut Client, &mut Vec<u8>)>,
+) {
+    let body = start..bodies.len();
+    for s in subs {
+        if let Some((cl, out)) = me.as_mut().filter(|(cl, _)| cl.id == s.id) {
+            push_header(out, len as usize, cl.resp3);
+            out.extend_from_slice(&bodies[body.clone()]);
+            cl.pubsub.pushed = out.len();
+            continue;
+        }
+        outbox.push(Delivery {
+            conn: s.conn,
+            id: s.id,
+            len,
+            body: body.clone(),
+        });
     }
 }
 

@@ -459,7 +459,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         unblocked: Vec::new(),
         obuf_limits: (0, 0, 0),
     };
-    s.apply_config();
+    s.apply_pubsub_config();
     s.lazy_work = s.store.lazy_pending() > 0;
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
@@ -1772,6 +1772,12 @@ impl Server {
         if let Some(v) = num("tcp-keepalive") {
             self.tcp_keepalive = v.min(u32::MAX as u64) as u32;
         }
+        self.apply_pubsub_config();
+    }
+
+    /// Take notify-keyspace-events (what the keyspace must note) and the pubsub class of
+    /// client-output-buffer-limit.
+    fn apply_pubsub_config(&mut self) {
         let f = self.sv.config.notify_flags;
         self.store.note_expired = f & crate::pubsub::N_EXPIRED != 0;
         self.store.note_new = f & crate::pubsub::N_NEW != 0;
