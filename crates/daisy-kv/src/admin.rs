@@ -277,6 +277,13 @@ impl ServerState {
 // ---- commands ----------------------------------------------------------------------------
 
 pub fn ping(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    if c.cl.pubsub.active() && !c.cl.resp3 && a.len() <= 2 {
+        // In subscriber mode (RESP2), as a push: ["pong", argument or ""].
+        resp::array(c.out, 2);
+        resp::bulk(c.out, b"pong");
+        resp::bulk(c.out, a.get(1).copied().unwrap_or(b""));
+        return Ok(());
+    }
     match a.len() {
         1 => resp::simple(c.out, "PONG"),
         2 => resp::bulk(c.out, a[1]),
@@ -515,6 +522,7 @@ pub fn reset(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         c.cl.admin.monitor = false;
         c.sv.admin.monitors -= 1;
     }
+    crate::pubsub::unsubscribe_all(c);
     c.cl.authed = c.sv.requirepass.is_none();
     resp::simple(c.out, "RESET");
     Ok(())
@@ -533,7 +541,7 @@ fn set_name(c: &mut Ctx, name: &[u8]) -> daisy::Result<bool> {
 
 /// A container command's HELP reply (networking.c's `addReplyHelp`); `name` as the client
 /// sent it.
-fn help(c: &mut Ctx, name: &[u8], lines: &[&str]) {
+pub(crate) fn help(c: &mut Ctx, name: &[u8], lines: &[&str]) {
     resp::array(c.out, lines.len() + 3);
     resp::simple(
         c.out,
@@ -550,7 +558,7 @@ fn help(c: &mut Ctx, name: &[u8], lines: &[&str]) {
 }
 
 /// Redis's `addReplySubcommandSyntaxError`: a subcommand with arguments it does not take.
-fn subcommand_error(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+pub(crate) fn subcommand_error(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     c.err(&format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
         lossy(a[1]),
@@ -606,9 +614,6 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
                         .and_then(|v| v.parse().ok())
                         .unwrap_or(c.sv.max_clients)
             }
-            "tcp-keepalive" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
-                c.sv.admin.config_changed = true
-            }
             // The pool's size limit (0: its capacity); it cannot pass the capacity fixed when
             // the pool was created.
             "maxmemory" => {
@@ -620,6 +625,11 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
                     ));
                 }
             }
+            "tcp-keepalive"
+            | "proto-max-bulk-len"
+            | "client-query-buffer-limit"
+            | "notify-keyspace-events"
+            | "client-output-buffer-limit" => c.sv.admin.config_changed = true,
             _ => {}
         }
     }

@@ -64,6 +64,8 @@ pub struct Client {
     /// Inside EXEC: a blocking command answers as if it timed out at once (Redis's
     /// `CLIENT_DENY_BLOCKING`).
     pub deny_blocking: bool,
+    /// Its channels and patterns (`pubsub`).
+    pub pubsub: crate::pubsub::ClientSubs,
 }
 
 /// What a blocked client waits for.
@@ -138,6 +140,9 @@ pub struct ServerState {
     pub admin: crate::admin::AdminState,
     /// SAVE/BGSAVE requests and the backups' history (`backup.rs`).
     pub save: crate::backup::SaveState,
+    /// Who listens to which channels and patterns, and the messages waiting for their
+    /// group's commit (`pubsub`).
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl ServerState {
@@ -167,6 +172,7 @@ impl ServerState {
             config: Config::default(),
             admin: Default::default(),
             save: crate::backup::SaveState::new(now_ms),
+            pubsub: Default::default(),
         }
     }
 
@@ -306,7 +312,10 @@ impl Ctx<'_, '_> {
         let r = self.lookup_typed(key, ty)?;
         match &r {
             Ok(Some(_)) | Err(_) => self.sv.counters.keyspace_hits += 1,
-            Ok(None) => self.sv.counters.keyspace_misses += 1,
+            Ok(None) => {
+                self.sv.counters.keyspace_misses += 1;
+                self.notify(crate::pubsub::N_KEY_MISS, "keymiss", key);
+            }
         }
         Ok(r)
     }
@@ -527,7 +536,7 @@ macro_rules! spec {
 }
 
 use crate::types::{hash as h, list as l, set as st, string as s, zset as z};
-use crate::{admin as a, keys as k, multi as m};
+use crate::{admin as a, keys as k, multi as m, pubsub as ps};
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Spec] = &[
@@ -704,6 +713,16 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, crate::backup::bgsave),
     spec!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, a::shutdown),
     spec!("memory", -2, ["readonly"], 0, 0, 0, a::memory),
+    // pub/sub (pubsub)
+    spec!("subscribe", -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ps::subscribe),
+    spec!("unsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ps::unsubscribe),
+    spec!("psubscribe", -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ps::psubscribe),
+    spec!("punsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ps::punsubscribe),
+    spec!("ssubscribe", -2, ["pubsub", "noscript", "loading", "stale"], 1, -1, 1, ps::ssubscribe),
+    spec!("sunsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 1, -1, 1, ps::sunsubscribe),
+    spec!("publish", 3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 0, 0, 0, ps::publish),
+    spec!("spublish", 3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 1, 1, 1, ps::spublish),
+    spec!("pubsub", -2, ["pubsub", "loading", "stale"], 0, 0, 0, ps::pubsub),
     spec!("monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::monitor),
 ];
 
@@ -808,6 +827,11 @@ pub fn precheck(
     if sv.requirepass.is_some() && !cl.authed && !spec.has("no_auth") {
         return Some(E_NOAUTH.into());
     }
+    if cl.pubsub.active() && !cl.resp3 {
+        if let Some(e) = crate::pubsub::subscriber_mode_error(spec, args) {
+            return Some(e);
+        }
+    }
     if cl.multi.is_some() && spec.has("no_multi") {
         return Some("ERR Command not allowed inside a transaction".into());
     }
@@ -901,6 +925,9 @@ pub fn call(
     };
     (spec.handler)(&mut ctx, args)?;
     let action = ctx.action;
+    if !ks.events.is_empty() {
+        crate::pubsub::flush_key_events(ks, sv);
+    }
     sv.counters.total_commands += 1;
     let elapsed = t0.map(|t0| t0.elapsed());
     let st = sv.cmdstat(spec, args);

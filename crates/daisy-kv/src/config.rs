@@ -298,6 +298,8 @@ pub struct Config {
     pub list_max_listpack_size: i64,
     /// latency-tracking: INFO latencystats is kept.
     pub latency_tracking: bool,
+    /// notify-keyspace-events as `pubsub::N_*` flags (0: no notification is published).
+    pub notify_flags: u32,
 }
 
 impl Default for Config {
@@ -313,6 +315,7 @@ impl Default for Config {
             zset_max_listpack_value: 0,
             list_max_listpack_size: -2,
             latency_tracking: true,
+            notify_flags: 0,
         };
         c.refresh();
         c
@@ -694,6 +697,8 @@ impl Config {
             .0;
         self.list_max_listpack_size = self.values[i].parse::<i64>().unwrap_or(-2);
         self.latency_tracking = self.get("latency-tracking") == Some("yes");
+        self.notify_flags =
+            crate::pubsub::notify_flags(self.get("notify-keyspace-events").unwrap_or(""));
     }
 
     /// A parameter's value by name (or alias).

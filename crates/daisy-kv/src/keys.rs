@@ -3,6 +3,7 @@
 
 use crate::commands::{lossy, parse_i64, range_arg, upper, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
+use crate::pubsub::N_GENERIC;
 use crate::rdb;
 use crate::resp;
 use crate::types::{self, hash, list, set, string, zset, Type};
@@ -13,6 +14,7 @@ pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     for k in &a[1..] {
         if let Some(v) = c.lookup(k)? {
             c.ks.delete(c.tx, db, k, &v)?;
+            c.notify(N_GENERIC, "del", k);
             n += 1;
         }
     }
@@ -139,6 +141,8 @@ fn rename_generic(c: &mut Ctx, a: &[&[u8]], nx: bool) -> daisy::Result<()> {
     c.ks.put(c.tx, db, a[2], v.header(), &[&payload], dst.as_ref(), false)?;
     c.touch(a[1]);
     c.touch(a[2]);
+    c.notify(N_GENERIC, "rename_from", a[1]);
+    c.notify(N_GENERIC, "rename_to", a[2]);
     if nx {
         resp::int(c.out, 1);
     } else {
@@ -216,6 +220,7 @@ pub fn copy(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     c.ks.put(c.tx, dst_db, a[2], hdr, &[&copied], dst.as_ref(), false)?;
     c.ks.touch(c.tx, dst_db, a[2]);
+    c.notify_db(N_GENERIC, "copy_to", a[2], dst_db);
     resp::int(c.out, 1);
     Ok(())
 }
@@ -240,6 +245,8 @@ pub fn move_(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     c.ks.put(c.tx, dst_db, a[1], v.header(), &[&p], None, false)?;
     c.touch(a[1]);
     c.ks.touch(c.tx, dst_db, a[1]);
+    c.notify(N_GENERIC, "move_from", a[1]);
+    c.notify_db(N_GENERIC, "move_to", a[1], dst_db);
     resp::int(c.out, 1);
     Ok(())
 }
@@ -422,6 +429,9 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     if expire.is_some_and(|t| t <= c.now_ms) {
         // Already expired: nothing is stored (Redis deletes it at once), the reply is OK.
+        if old.is_some() {
+            c.notify(N_GENERIC, "del", a[1]);
+        }
         resp::ok(c.out);
         return Ok(());
     }
@@ -442,6 +452,7 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     c.ks.set_expire(c.tx, db, a[1], &v, Some(t))?;
                 }
             }
+            c.notify(N_GENERIC, "restore", a[1]);
             resp::ok(c.out);
             return Ok(());
         }
@@ -459,6 +470,7 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     c.ks.set_expire(c.tx, db, a[1], &v, Some(t))?;
                 }
             }
+            c.notify(N_GENERIC, "restore", a[1]);
             resp::ok(c.out);
             return Ok(());
         }
@@ -468,6 +480,7 @@ pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let hdr = Header::new(ty, enc).with_expire(expire);
     c.ks.put(c.tx, db, a[1], hdr, &[&payload], None, false)?;
     c.touch(a[1]);
+    c.notify(N_GENERIC, "restore", a[1]);
     resp::ok(c.out);
     Ok(())
 }
@@ -635,9 +648,11 @@ fn expire_generic(c: &mut Ctx, a: &[&[u8]], base: i64, unit: i64, name: &str) ->
     let db = c.db();
     if when <= c.now_ms {
         c.ks.delete(c.tx, db, a[1], &v)?;
+        c.notify(N_GENERIC, "del", a[1]);
     } else {
         c.ks.set_expire(c.tx, db, a[1], &v, Some(when))?;
         c.touch(a[1]);
+        c.notify(N_GENERIC, "expire", a[1]);
     }
     resp::int(c.out, 1);
     Ok(())
@@ -710,6 +725,7 @@ pub fn persist(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             let db = c.db();
             c.ks.set_expire(c.tx, db, a[1], &v, None)?;
             c.touch(a[1]);
+            c.notify(N_GENERIC, "persist", a[1]);
             resp::int(c.out, 1);
         }
         _ => resp::int(c.out, 0),

@@ -448,6 +448,23 @@ pub struct Keyspace {
     /// `signalKeyAsReady`), in the order they got it: the event loop serves those clients
     /// after the command.
     pub ready: Vec<(usize, Vec<u8>)>,
+    /// Keyspace notifications wanted for keys that expire (class `x`) and keys created
+    /// (class `n`): set by the event loop from `notify-keyspace-events`; while off, nothing
+    /// is noted.
+    pub note_expired: bool,
+    pub note_new: bool,
+    /// What happened to keys in the running command, for the notifications
+    /// (`pubsub::flush_key_events`): (event, database, key).
+    pub events: Vec<(KeyEvent, usize, Vec<u8>)>,
+}
+
+/// A key event the keyspace notes for keyspace notifications.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// Removed because its time passed (lazily or by active expiry).
+    Expired,
+    /// Created (Redis's `dbAdd`).
+    New,
 }
 
 fn map_of(id: u64) -> PPtr<PBytesMap> {
@@ -572,6 +589,9 @@ impl Keyspace {
             ndb: databases.min(dbs.len()),
             maps,
             expired_keys: 0,
+            note_expired: false,
+            note_new: false,
+            events: Vec::new(),
             lazyfreed_objects: 0,
             watches: Watches::default(),
             member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
@@ -616,6 +636,7 @@ impl Keyspace {
     /// back), and undo its WATCH touches.
     pub fn resync(&mut self) {
         self.watches.rollback();
+        self.events.clear();
         for db in 0..self.maps.len() {
             let want = self.pool.read(self.db_ptr(db)).map;
             let have = self.maps[db].as_ref().map_or(0, |m| m.id().offset());
@@ -826,6 +847,9 @@ impl Keyspace {
         self.unlink(tx, db, key, v)?;
         self.free_owned(tx, owned)?;
         self.expired_keys += 1;
+        if self.note_expired {
+            self.events.push((KeyEvent::Expired, db, key.to_vec()));
+        }
         self.touch(tx, db, key);
         Ok(())
     }
@@ -896,6 +920,9 @@ impl Keyspace {
             _ => Vec::new(),
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
+        if self.note_new && old.is_none() {
+            self.events.push((KeyEvent::New, db, key.to_vec()));
+        }
         if !self.blocking.is_empty() && matches!(hdr.ty, Type::List | Type::ZSet) {
             self.signal_ready(db, key);
         }
@@ -1063,6 +1090,12 @@ impl Keyspace {
         self.adjust_expires(tx, db, delta)?;
         if op != Upsert::Keep {
             self.free_owned(tx, owned)?;
+        }
+        if expired && self.note_expired {
+            self.events.push((KeyEvent::Expired, db, key.to_vec()));
+        }
+        if self.note_new && op == Upsert::Put && (old.is_none() || expired) {
+            self.events.push((KeyEvent::New, db, key.to_vec()));
         }
         if expired {
             self.expired_keys += 1;

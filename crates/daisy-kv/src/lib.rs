@@ -28,6 +28,7 @@ pub mod keys;
 pub mod keyspace;
 pub mod longdouble;
 pub mod multi;
+pub mod pubsub;
 pub mod rdb;
 pub mod resp;
 pub mod server;

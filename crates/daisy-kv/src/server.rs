@@ -167,6 +167,9 @@ struct Conn {
     /// The most reply bytes pending since `wpeak_ms` (CLIENT LIST's rbp; reset every 5 s).
     wpeak: usize,
     wpeak_ms: i64,
+    /// Since when (ms) a subscriber's pending replies exceed the soft output-buffer limit
+    /// (0: they do not).
+    soft_since: i64,
 }
 
 /// Redis's reply buffer size: replies beyond it count as its list of blocks (obl, oll, omem).
@@ -498,7 +501,9 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         unblocked: Vec::new(),
         backup: None,
         save_conn: usize::MAX,
+        obuf_limits: (0, 0, 0),
     };
+    s.apply_pubsub_config();
     s.lazy_work = s.store.lazy_pending() > 0;
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
@@ -574,6 +579,8 @@ struct Server {
     /// Connections unblocked in this round: the commands that waited behind their blocking
     /// command run at its end.
     unblocked: Vec<usize>,
+    /// The pubsub class of client-output-buffer-limit: (hard, soft, soft seconds).
+    obuf_limits: (u64, u64, i64),
 }
 
 /// Samples behind INFO's instantaneous metrics (Redis's `trackInstantaneousMetric`: the
@@ -720,8 +727,13 @@ impl Server {
                     self.active_expire();
                 }
                 self.clients_cron(now_ms());
+                // Messages of keys active expiry removed.
+                let woken = std::mem::take(&mut self.woken);
+                for &i in &woken {
+                    self.write(i, poll.registry());
+                }
                 let killed = std::mem::take(&mut self.killed);
-                self.reap(poll, killed.iter());
+                self.reap(poll, killed.iter().chain(&woken));
                 next_expire = Instant::now() + EXPIRE_PERIOD;
             }
             if self.lazy_work || (!ready.is_empty() && self.store.lazy_pending() > 0) {
@@ -882,6 +894,10 @@ impl Server {
                 fd: stream.as_raw_fd(),
                 created_ms: now_ms(),
                 authed: self.sv.requirepass.is_none(),
+                pubsub: crate::pubsub::ClientSubs {
+                    conn: i,
+                    ..Default::default()
+                },
                 ..Client::default()
             };
             self.next_id += 1;
@@ -904,6 +920,7 @@ impl Server {
                 qb_peak: 0,
                 wpeak: 0,
                 wpeak_ms: now_ms(),
+                soft_since: 0,
             });
         }
     }
@@ -1062,6 +1079,9 @@ impl Server {
                 if c.cl.blocked.is_some() {
                     self.unregister_blocked(i, &c.cl);
                 }
+                if c.cl.pubsub.active() {
+                    self.sv.pubsub.remove_client(&c.cl);
+                }
             }
         }
     }
@@ -1152,6 +1172,7 @@ impl Server {
             let group = self.group_no;
             let counters = (self.sv.counters, self.store.expired_keys);
             let feed_len = self.sv.admin.feed.len();
+            self.sv.pubsub.changed = false;
             let pool = self.pool.clone();
             let start = i;
             let failed_at = std::cell::Cell::new(start);
@@ -1203,6 +1224,9 @@ impl Server {
                     if !self.sv.admin.unblock.is_empty() {
                         self.apply_unblocks();
                     }
+                    if !self.sv.pubsub.outbox.is_empty() || !self.store.events.is_empty() {
+                        self.deliver_pubsub();
+                    }
                     if let Some(kind) = self.sv.save.request.take() {
                         self.run_save(kind);
                     }
@@ -1215,6 +1239,7 @@ impl Server {
                     self.sv.admin.unblock.clear();
                     self.store.ready.clear();
                     self.sv.admin.feed.truncate(feed_len);
+                    self.sv.pubsub.discard();
                     let restored_postponed = !self.postponed.is_empty();
                     (self.sv.counters, self.store.expired_keys) = counters;
                     self.store.resync();
@@ -1230,6 +1255,10 @@ impl Server {
                     }
                     // Clients the group blocked or served are as they were before it.
                     self.rebuild_blocked();
+                    if self.sv.pubsub.changed {
+                        let clients = self.conns.iter().flatten().map(|c| &c.cl);
+                        self.sv.pubsub.rebuild(clients);
+                    }
                     if alone {
                         // Failed on its own: its error is its reply. A failed EXEC ends the
                         // client's transaction, as any EXEC does.
@@ -1433,6 +1462,7 @@ impl Server {
             c.cl.admin.argv_mem = args.iter().map(|a| a.len()).sum();
         }
         let before = c.wbuf.len();
+        c.cl.pubsub.pushed = 0;
         let action = cmd::execute(
             &self.table,
             &mut self.store,
@@ -1450,9 +1480,11 @@ impl Server {
         }
         // CLIENT REPLY OFF / SKIP: the reply is dropped (Redis's `prepareClientToWrite`); a
         // SKIP covers the command after it.
+        // Pub/sub pushes (subscription confirmations, messages) are kept (Redis's
+        // `CLIENT_PUSHING`).
         let mode = c.cl.admin.reply;
         if matches!(mode, ReplyMode::Off | ReplyMode::Skip) {
-            c.wbuf.truncate(before);
+            c.wbuf.truncate(before.max(c.cl.pubsub.pushed));
         }
         c.cl.admin.reply = match mode {
             ReplyMode::Skip => ReplyMode::On,
@@ -1791,6 +1823,54 @@ impl Server {
         }
     }
 
+    /// Hand the pub/sub messages of a committed transaction to their connections (their
+    /// replies are written at the end of the round), and close a subscriber whose pending
+    /// replies pass the pubsub class of client-output-buffer-limit (the hard limit, or the
+    /// soft one for longer than its seconds), as Redis does, rather than let it grow without
+    /// bound.
+    fn deliver_pubsub(&mut self) {
+        if !self.store.events.is_empty() {
+            crate::pubsub::flush_key_events(&mut self.store, &mut self.sv);
+        }
+        let mut outbox = std::mem::take(&mut self.sv.pubsub.outbox);
+        let mut bodies = std::mem::take(&mut self.sv.pubsub.bodies);
+        let (hard, soft, secs) = self.obuf_limits;
+        let now = now_ms();
+        for d in &outbox {
+            let Some(Some(c)) = self.conns.get_mut(d.conn) else {
+                continue;
+            };
+            if c.cl.id != d.id || c.dead || c.close_after {
+                continue;
+            }
+            crate::pubsub::push_header(&mut c.wbuf, d.len as usize, c.cl.resp3);
+            c.wbuf.extend_from_slice(&bodies[d.body.clone()]);
+            if self.woken.last() != Some(&d.conn) {
+                self.woken.push(d.conn);
+            }
+            // As Redis's getClientOutputBufferMemoryUsage: beyond the first reply block.
+            let used = (c.wbuf.len() - c.wpos).saturating_sub(REPLY_CHUNK) as u64;
+            let over_soft = soft > 0 && used >= soft;
+            if !over_soft {
+                c.soft_since = 0;
+            } else if c.soft_since == 0 {
+                c.soft_since = now;
+            }
+            if (hard > 0 && used >= hard) || (over_soft && (now - c.soft_since) / 1000 > secs) {
+                eprintln!(
+                    "daisy serve: client {} ({}) closed for overcoming of output buffer limits",
+                    c.cl.id, c.cl.addr
+                );
+                c.dead = true;
+                self.killed.push(d.conn);
+            }
+        }
+        outbox.clear();
+        bodies.clear();
+        self.sv.pubsub.outbox = outbox;
+        self.sv.pubsub.bodies = bodies;
+    }
+
     /// Send MONITOR's lines to the connections in MONITOR mode.
     fn feed_monitors(&mut self) {
         let feed = std::mem::take(&mut self.sv.admin.feed);
@@ -1827,6 +1907,16 @@ impl Server {
         if let Some(v) = num("tcp-keepalive") {
             self.tcp_keepalive = v.min(u32::MAX as u64) as u32;
         }
+        self.apply_pubsub_config();
+    }
+
+    /// Take notify-keyspace-events (what the keyspace must note) and the pubsub class of
+    /// client-output-buffer-limit.
+    fn apply_pubsub_config(&mut self) {
+        let f = self.sv.config.notify_flags;
+        self.store.note_expired = f & crate::pubsub::N_EXPIRED != 0;
+        self.store.note_new = f & crate::pubsub::N_NEW != 0;
+        self.obuf_limits = crate::pubsub::obuf_limits(&self.sv.config);
     }
 
     /// Remove keys whose time passed, a bounded amount of work per call (Redis's active
@@ -1849,6 +1939,9 @@ impl Server {
                         return;
                     };
                     self.store.committed();
+                    if !self.store.events.is_empty() {
+                        self.deliver_pubsub();
+                    }
                     self.expire_cursor = next;
                     if t0.elapsed() > EXPIRE_BUDGET {
                         return;

@@ -264,8 +264,9 @@ fn sort_generic(c: &mut Ctx, a: &[&[u8]], readonly: bool) -> daisy::Result<()> {
             let db = c.db();
             // The destination is replaced whatever it held (its expiry goes with it), or
             // deleted when the result is empty.
-            if let Some(old) = c.lookup(dst)? {
-                c.ks.delete(c.tx, db, dst, &old)?;
+            let existed = c.lookup(dst)?;
+            if let Some(old) = &existed {
+                c.ks.delete(c.tx, db, dst, old)?;
                 c.touch(dst);
             }
             if !out.is_empty() {
@@ -273,6 +274,9 @@ fn sort_generic(c: &mut Ctx, a: &[&[u8]], readonly: bool) -> daisy::Result<()> {
                 let mut l = list::ListVal::new();
                 l.push(c, &refs, list::End::Tail)?;
                 l.store(c, dst, None)?;
+                c.notify(crate::pubsub::N_LIST, "sortstore", dst);
+            } else if existed.is_some() {
+                c.notify(crate::pubsub::N_GENERIC, "del", dst);
             }
             resp::int(c.out, outputlen as i64);
         }

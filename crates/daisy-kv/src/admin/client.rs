@@ -17,6 +17,8 @@ pub struct ClientRow {
     pub line: String,
     /// A blocking command blocks it.
     pub blocked: bool,
+    /// In subscriber mode: its type is `pubsub` (Redis's `getClientType`).
+    pub pubsub: bool,
 }
 
 impl ClientRow {
@@ -29,6 +31,7 @@ impl ClientRow {
             laddr: cl.laddr.clone(),
             line: client_line(cl, now_ms, dirty, closing),
             blocked: cl.blocked.is_some(),
+            pubsub: cl.pubsub.active(),
         }
     }
 }
@@ -38,6 +41,9 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     let mut flags = String::new();
     if cl.admin.monitor {
         flags.push('O');
+    }
+    if cl.pubsub.active() {
+        flags.push('P');
     }
     if cl.multi.is_some() {
         flags.push('x');
@@ -67,8 +73,8 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     });
     let s = &cl.admin.conn;
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub=0 psub=0 \
-         ssub=0 multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={multi_mem} rbs={} \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} \
+         ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={multi_mem} rbs={} \
          rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
         cl.id,
         cl.addr,
@@ -78,6 +84,9 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
         (now_ms - cl.created_ms).max(0) / 1000,
         (now_ms - cl.last_ms.max(cl.created_ms)).max(0) / 1000,
         cl.db,
+        cl.pubsub.channels.len(),
+        cl.pubsub.patterns.len(),
+        cl.pubsub.shard.len(),
         s.qbuf,
         s.qbuf_free,
         cl.admin.argv_mem,
@@ -98,11 +107,13 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
 }
 
 /// Client types as CLIENT LIST TYPE and CLIENT KILL TYPE name them (`getClientTypeByName`):
-/// true for `normal`, the type of every client here; None for an unknown name.
-fn is_normal_type(name: &[u8]) -> Option<bool> {
+/// whether a row is of that type (`normal`, or `pubsub` for a client in subscriber mode; no
+/// client is a replica or a master here); None for an unknown name.
+fn client_type(name: &[u8]) -> Option<fn(&ClientRow) -> bool> {
     match &upper(name)[..] {
-        b"NORMAL" => Some(true),
-        b"SLAVE" | b"REPLICA" | b"PUBSUB" | b"MASTER" => Some(false),
+        b"NORMAL" => Some(|r| !r.pubsub),
+        b"PUBSUB" => Some(|r| r.pubsub),
+        b"SLAVE" | b"REPLICA" | b"MASTER" => Some(|_| false),
         _ => None,
     }
 }
@@ -130,9 +141,11 @@ fn text(c: &mut Ctx, lines: &[ClientRow]) {
 fn list(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let rows = all_rows(c);
     if a.len() == 4 && a[2].eq_ignore_ascii_case(b"TYPE") {
-        match is_normal_type(a[3]) {
-            Some(true) => text(c, &rows),
-            Some(false) => text(c, &[]),
+        match client_type(a[3]) {
+            Some(of_type) => {
+                let rows: Vec<ClientRow> = rows.into_iter().filter(of_type).collect();
+                text(c, &rows)
+            }
             None => return c.err(&format!("ERR Unknown client type '{}'", lossy(a[3]))),
         }
     } else if a.len() > 3 && a[2].eq_ignore_ascii_case(b"ID") {
@@ -155,7 +168,7 @@ fn list(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 /// CLIENT KILL addr:port | CLIENT KILL [ID id] [TYPE type] [USER user] [ADDR addr]
 /// [LADDR addr] [SKIPME yes|no] ...
 fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let (mut addr, mut laddr, mut id, mut normal, mut skipme) = (None, None, None, None, true);
+    let (mut addr, mut laddr, mut id, mut of_type, mut skipme) = (None, None, None, None, true);
     if a.len() == 3 {
         addr = Some(a[2]);
         skipme = false; // the old form may kill the caller itself
@@ -170,8 +183,8 @@ fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     Some(n) if n >= 1 => id = Some(n as u64),
                     _ => return c.err("ERR client-id should be greater than 0"),
                 },
-                b"TYPE" => match is_normal_type(v) {
-                    Some(t) => normal = Some(t),
+                b"TYPE" => match client_type(v) {
+                    Some(t) => of_type = Some(t),
                     None => return c.err(&format!("ERR Unknown client type '{}'", lossy(v))),
                 },
                 b"ADDR" => addr = Some(v),
@@ -197,7 +210,7 @@ fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     for r in all_rows(c) {
         if addr.is_some_and(|x| x != r.addr.as_bytes())
             || laddr.is_some_and(|x| x != r.laddr.as_bytes())
-            || normal == Some(false)
+            || of_type.is_some_and(|t| !t(&r))
             || id.is_some_and(|x| x != r.id)
             || (r.id == me && skipme)
         {

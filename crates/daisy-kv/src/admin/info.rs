@@ -324,8 +324,8 @@ fn stats(c: &mut Ctx, t: &mut String) {
          expired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\n\
          expire_cycle_cpu_milliseconds:0\r\nevicted_keys:0\r\nevicted_clients:0\r\n\
          total_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\n\
-         keyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\n\
-         pubsubshard_channels:0\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n\
+         keyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\
+         pubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n\
          migrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\n\
          active_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\n\
          total_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:0\r\n\
@@ -345,6 +345,9 @@ fn stats(c: &mut Ctx, t: &mut String) {
         c.ks.expired_keys,
         sv.counters.keyspace_hits,
         sv.counters.keyspace_misses,
+        sv.pubsub.num_channels(),
+        sv.pubsub.num_patterns(),
+        sv.pubsub.num_shard_channels(),
         st.reads_processed,
         st.writes_processed,
     );

@@ -23,6 +23,7 @@ use super::packed::PackedBuf;
 use super::{packed, table_entries, table_id, table_owned, DataType, Type, Value};
 use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
+use crate::pubsub::{N_GENERIC, N_HASH};
 use crate::{longdouble, resp, typed};
 use daisy::{BytesMapView, PBytesMap, Pool};
 
@@ -237,6 +238,7 @@ impl HashVal {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
+                c.notify(N_GENERIC, "del", key);
             }
             return Ok(());
         }
@@ -316,6 +318,7 @@ fn hset_generic(c: &mut Ctx, a: &[&[u8]], reply_count: bool) -> daisy::Result<()
         created += h.set(c, fv[0], fv[1])? as i64;
     }
     h.store(c, a[1], old.as_ref())?;
+    c.notify(N_HASH, "hset", a[1]);
     if reply_count {
         resp::int(c.out, created);
     } else {
@@ -341,6 +344,7 @@ pub fn hsetnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     h.convert_for_items(c, &a[2..4])?;
     h.set(c, a[2], a[3])?;
     h.store(c, a[1], old.as_ref())?;
+    c.notify(N_HASH, "hset", a[1]);
     resp::int(c.out, 1);
     Ok(())
 }
@@ -381,6 +385,7 @@ pub fn hdel(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         n += h.del(c, f)? as i64;
     }
     if n > 0 {
+        c.notify(N_HASH, "hdel", a[1]);
         h.store(c, a[1], Some(&v))?;
     }
     resp::int(c.out, n);
@@ -470,6 +475,7 @@ pub fn hincrby(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     h.set(c, a[2], n.to_string().as_bytes())?;
     h.store(c, a[1], old.as_ref())?;
+    c.notify(N_HASH, "hincrby", a[1]);
     resp::int(c.out, n);
     Ok(())
 }
@@ -495,6 +501,7 @@ pub fn hincrbyfloat(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let s = longdouble::format(n);
     h.set(c, a[2], s.as_bytes())?;
     h.store(c, a[1], old.as_ref())?;
+    c.notify(N_HASH, "hincrbyfloat", a[1]);
     resp::bulk(c.out, s.as_bytes());
     Ok(())
 }

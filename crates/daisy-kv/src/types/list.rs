@@ -29,6 +29,7 @@
 use super::{packed, DataType, Type, Value};
 use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
+use crate::pubsub::{N_GENERIC, N_LIST};
 use crate::{resp, typed};
 use daisy::{PPtr, PSeq, Pool, SeqView};
 
@@ -89,6 +90,22 @@ impl End {
         } else {
             c.err(E_SYNTAX)?;
             Ok(None)
+        }
+    }
+
+    /// The keyspace event of a push at this end.
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Head => "lpush",
+            End::Tail => "rpush",
+        }
+    }
+
+    /// The keyspace event of a pop from this end.
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Head => "lpop",
+            End::Tail => "rpop",
         }
     }
 }
@@ -411,6 +428,7 @@ impl ListVal {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
+                c.notify(N_GENERIC, "del", key);
             }
             c.touch(key);
             return Ok(());
@@ -567,6 +585,7 @@ fn push_generic(c: &mut Ctx, a: &[&[u8]], end: End, only_existing: bool) -> dais
     l.push(c, &a[2..], end)?;
     let len = l.len();
     l.store(c, a[1], old.as_ref())?;
+    c.notify(N_LIST, end.push_event(), a[1]);
     resp::int(c.out, len as i64);
     Ok(())
 }
@@ -618,11 +637,13 @@ fn pop_generic(c: &mut Ctx, a: &[&[u8]], end: End) -> daisy::Result<()> {
         Some(n) => {
             let items = l.pop(c, end, n)?;
             reply_items(c, &items);
+            c.notify(N_LIST, end.pop_event(), a[1]);
             l.store(c, a[1], Some(&v))?;
         }
         None => {
             let items = l.pop(c, end, 1)?;
             resp::bulk(c.out, &items[0]);
+            c.notify(N_LIST, end.pop_event(), a[1]);
             l.store(c, a[1], Some(&v))?;
         }
     }
@@ -710,6 +731,7 @@ fn mpop_first(
     resp::array(c.out, 2);
     resp::bulk(c.out, k);
     reply_items(c, &items);
+    c.notify(N_LIST, end.pop_event(), k);
     l.store(c, k, Some(&v))?;
     Ok(Ok(true))
 }
@@ -761,6 +783,7 @@ fn bpop(c: &mut Ctx, a: &[&[u8]], end: End) -> daisy::Result<()> {
                 resp::array(c.out, 2);
                 resp::bulk(c.out, k);
                 resp::bulk(c.out, &items[0]);
+                c.notify(N_LIST, end.pop_event(), k);
                 l.store(c, k, Some(&v))?;
                 return Ok(());
             }
@@ -796,6 +819,8 @@ fn do_move(
         let item = sl.pop(c, from, 1)?.remove(0);
         sl.push(c, &[&item], to)?;
         sl.store(c, src, Some(&sv))?;
+        c.notify(N_LIST, to.push_event(), src);
+        c.notify(N_LIST, from.pop_event(), src);
         resp::bulk(c.out, &item);
         return Ok(());
     }
@@ -807,6 +832,8 @@ fn do_move(
     let item = sl.pop(c, from, 1)?.remove(0);
     dl.push(c, &[&item], to)?;
     dl.store(c, dst, dv.as_ref())?;
+    c.notify(N_LIST, to.push_event(), dst);
+    c.notify(N_LIST, from.pop_event(), src);
     sl.store(c, src, Some(&sv))?;
     resp::bulk(c.out, &item);
     Ok(())
@@ -904,6 +931,7 @@ pub fn lset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return c.err("ERR index out of range");
     }
     l.store(c, a[1], Some(&v))?;
+    c.notify(N_LIST, "lset", a[1]);
     resp::ok(c.out);
     Ok(())
 }
@@ -963,6 +991,8 @@ pub fn ltrim(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         Some((s, e)) => (s, len - e - 1),
         None => (len, 0),
     };
+    // Redis sends the event even when nothing was trimmed.
+    c.notify(N_LIST, "ltrim", a[1]);
     if head > 0 || tail > 0 {
         l.trim(c, head, tail)?;
         l.store(c, a[1], Some(&v))?;
@@ -989,6 +1019,7 @@ pub fn linsert(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     let len = l.len();
     l.store(c, a[1], Some(&v))?;
+    c.notify(N_LIST, "linsert", a[1]);
     resp::int(c.out, len as i64);
     Ok(())
 }
@@ -1003,6 +1034,7 @@ pub fn lrem(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     let n = l.remove_value(c, a[3], count)?;
     if n > 0 {
+        c.notify(N_LIST, "lrem", a[1]);
         l.store(c, a[1], Some(&v))?;
     }
     resp::int(c.out, n as i64);

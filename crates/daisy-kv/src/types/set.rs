@@ -22,6 +22,7 @@ use super::packed::PackedBuf;
 use super::{intset, packed, table_entries, table_id, table_owned, DataType, Type, Value};
 use crate::commands::{range_arg, Ctx, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
+use crate::pubsub::{N_GENERIC, N_SET};
 use crate::{resp, typed};
 use daisy::{BytesMapView, PBytesMap, Pool};
 
@@ -298,6 +299,7 @@ impl SetVal {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
+                c.notify(N_GENERIC, "del", key);
             }
             return Ok(());
         }
@@ -364,6 +366,7 @@ pub fn sadd(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     if added > 0 || old.is_none() {
         s.store(c, a[1], old.as_ref())?;
+        c.notify(N_SET, "sadd", a[1]);
     }
     resp::int(c.out, added);
     Ok(())
@@ -380,6 +383,7 @@ pub fn srem(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         n += s.remove(c, m)? as i64;
     }
     if n > 0 {
+        c.notify(N_SET, "srem", a[1]);
         s.store(c, a[1], Some(&v))?;
     }
     resp::int(c.out, n);
@@ -534,6 +538,7 @@ pub fn spop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut s = SetVal::open(c, &v)?;
     let Some(count) = count else {
         let m = s.pop(c)?;
+        c.notify(N_SET, "spop", a[1]);
         s.store(c, a[1], Some(&v))?;
         resp::bulk(c.out, &m);
         return Ok(());
@@ -560,6 +565,7 @@ pub fn spop(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             s = create_encoded(c, &rest, intset)?;
         }
     }
+    c.notify(N_SET, "spop", a[1]);
     s.store(c, a[1], Some(&v))?;
     reply_set(c, &picked);
     Ok(())
@@ -585,6 +591,7 @@ pub fn smove(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         resp::int(c.out, 0);
         return Ok(());
     }
+    c.notify(N_SET, "srem", a[1]);
     s.store(c, a[1], Some(&src))?;
     // The destination's record may have moved in the table: look it up again.
     let dst = c.lookup(a[2])?;
@@ -594,6 +601,7 @@ pub fn smove(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     if d.add(c, a[3])? || dst.is_none() {
         d.store(c, a[2], dst.as_ref())?;
+        c.notify(N_SET, "sadd", a[2]);
     }
     resp::int(c.out, 1);
     Ok(())
@@ -758,13 +766,24 @@ fn set_op_store(c: &mut Ctx, dst: &[u8], keys: &[&[u8]], op: Op) -> daisy::Resul
     let r = compute(c, keys, &sets, &op, 0);
     // The destination is replaced whatever it held (its type and expiry go); an empty result
     // deletes it, and touches it (WATCH) only if it was there.
-    if let Some(old) = c.lookup(dst)? {
+    let existed = if let Some(old) = c.lookup(dst)? {
         let db = c.db();
         c.ks.delete(c.tx, db, dst, &old)?;
-    }
+        true
+    } else {
+        false
+    };
     if !r.members.is_empty() {
         let s = create_encoded(c, &r.members, r.intset)?;
         s.store(c, dst, None)?;
+        let event = match op {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        };
+        c.notify(N_SET, event, dst);
+    } else if existed {
+        c.notify(N_GENERIC, "del", dst);
     }
     resp::int(c.out, r.members.len() as i64);
     Ok(())

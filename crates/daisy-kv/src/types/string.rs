@@ -12,6 +12,7 @@
 use super::{DataType, Type, Value};
 use crate::commands::{parse_i64, upper, Ctx, E_FLOAT, E_INT, E_SYNTAX, MAX_STRING};
 use crate::keyspace::{Enc, Header, SetOpts};
+use crate::pubsub::{N_GENERIC, N_STRING};
 use crate::{longdouble, resp, typed};
 use daisy::Pool;
 
@@ -162,6 +163,12 @@ pub fn set(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if r.wrong_type {
         return c.err(crate::commands::E_WRONGTYPE);
     }
+    if r.written {
+        c.notify(N_STRING, "set", a[1]);
+        if expire.is_some() {
+            c.notify(N_GENERIC, "expire", a[1]);
+        }
+    }
     if o.get {
         match r.old {
             Some(v) => resp::bulk(c.out, &v),
@@ -182,6 +189,9 @@ pub fn setnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     let db = c.db();
     let r = c.ks.set(c.tx, db, a[1], a[2], c.now_ms, &o)?;
+    if r.written {
+        c.notify(N_STRING, "set", a[1]);
+    }
     resp::int(c.out, r.written as i64);
     Ok(())
 }
@@ -196,6 +206,8 @@ fn setex_generic(c: &mut Ctx, a: &[&[u8]], unit: &str, name: &str) -> daisy::Res
     };
     let db = c.db();
     c.ks.set(c.tx, db, a[1], a[3], c.now_ms, &o)?;
+    c.notify(N_STRING, "set", a[1]);
+    c.notify(N_GENERIC, "expire", a[1]);
     resp::ok(c.out);
     Ok(())
 }
@@ -218,6 +230,7 @@ pub fn getset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if r.wrong_type {
         return c.err(crate::commands::E_WRONGTYPE);
     }
+    c.notify(N_STRING, "set", a[1]);
     match r.old {
         Some(p) => resp::bulk(c.out, &p),
         None => c.nil(),
@@ -232,7 +245,9 @@ pub fn getdel(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     c.bulk_val(&v)?;
     let db = c.db();
-    c.ks.delete(c.tx, db, a[1], &v)
+    c.ks.delete(c.tx, db, a[1], &v)?;
+    c.notify(N_GENERIC, "del", a[1]);
+    Ok(())
 }
 
 pub fn getex(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
@@ -256,14 +271,17 @@ pub fn getex(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         // An absolute time already passed deletes the key.
         Some((unit, t)) if (unit == "EXAT" || unit == "PXAT") && t <= c.now_ms => {
             c.ks.delete(c.tx, db, a[1], &v)?;
+            c.notify(N_GENERIC, "del", a[1]);
         }
         Some((_, t)) => {
             c.ks.set_expire(c.tx, db, a[1], &v, Some(t))?;
             c.touch(a[1]);
+            c.notify(N_GENERIC, "expire", a[1]);
         }
         None if o.persist && v.expire_ms.is_some() => {
             c.ks.set_expire(c.tx, db, a[1], &v, None)?;
             c.touch(a[1]);
+            c.notify(N_GENERIC, "persist", a[1]);
         }
         None => {}
     }
@@ -298,6 +316,7 @@ pub fn mset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let db = c.db();
     for kv in a[1..].chunks(2) {
         c.ks.set(c.tx, db, kv[0], kv[1], c.now_ms, &SetOpts::default())?;
+        c.notify(N_STRING, "set", kv[0]);
     }
     resp::ok(c.out);
     Ok(())
@@ -317,6 +336,7 @@ pub fn msetnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     for kv in a[1..].chunks(2) {
         // A key given twice: the later value wins, as in Redis.
         c.ks.set(c.tx, db, kv[0], kv[1], c.now_ms, &SetOpts::default())?;
+        c.notify(N_STRING, "set", kv[0]);
     }
     resp::int(c.out, 1);
     Ok(())
@@ -355,6 +375,7 @@ pub fn append(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             false,
         )?;
         c.touch(a[1]);
+        c.notify(N_STRING, "append", a[1]);
         resp::int(c.out, a[2].len() as i64);
         return Ok(());
     };
@@ -364,6 +385,7 @@ pub fn append(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     val.extend_from_slice(a[2]);
     put_raw(c, a[1], &val, Some(&old))?;
+    c.notify(N_STRING, "append", a[1]);
     resp::int(c.out, val.len() as i64);
     Ok(())
 }
@@ -436,6 +458,7 @@ pub fn setrange(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     }
     val[off..off + value.len()].copy_from_slice(value);
     put_raw(c, a[1], &val, old.as_ref())?;
+    c.notify(N_STRING, "setrange", a[1]);
     resp::int(c.out, val.len() as i64);
     Ok(())
 }
@@ -455,7 +478,10 @@ fn incr_by(c: &mut Ctx, key: &[u8], by: i64) -> daisy::Result<()> {
         Ok(n.to_string().into_bytes())
     })?;
     match r {
-        Ok(v) => resp::int(c.out, parse_i64(&v).expect("just formatted")),
+        Ok(v) => {
+            c.notify(N_STRING, "incrby", key);
+            resp::int(c.out, parse_i64(&v).expect("just formatted"))
+        }
         Err(e) => return c.err(&e),
     }
     Ok(())
@@ -506,6 +532,7 @@ pub fn incrbyfloat(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let hdr = Header::new(Type::String, Enc::Embstr).with_expire(exp);
     c.ks.put(c.tx, db, a[1], hdr, &[s.as_bytes()], old.as_ref(), false)?;
     c.touch(a[1]);
+    c.notify(N_STRING, "incrbyfloat", a[1]);
     resp::bulk(c.out, s.as_bytes());
     Ok(())
 }

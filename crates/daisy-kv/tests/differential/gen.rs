@@ -1173,6 +1173,35 @@ impl Gen {
                 Op::Cmd(args!["DBSIZE"], Cmp::Exact)
             }),
             (3, Any, |_| Op::RandomKey),
+            // Pub/sub with nobody subscribed (the model has no subscriber): the counts, the
+            // introspection and their argument errors.
+            (3, Any, |g| {
+                let ch = g.key();
+                let a = match g.rng.below(8) {
+                    0 => args!["PUBLISH", ch, g.value()],
+                    1 => args!["SPUBLISH", ch, g.value()],
+                    2 => {
+                        let mut a = args!["PUBSUB", "NUMSUB"];
+                        a.extend(g.keys(3));
+                        a
+                    }
+                    3 => {
+                        let mut a = args!["PUBSUB", "SHARDNUMSUB"];
+                        a.extend(g.keys(2));
+                        a
+                    }
+                    4 => args!["PUBSUB", "NUMPAT"],
+                    5 => args!["PUBSUB", "CHANNELS", g.pattern()],
+                    6 => args!["PUBSUB", "SHARDCHANNELS"],
+                    _ => args![
+                        "PUBSUB",
+                        g.rng.pick(&["NUMPAT", "CHANNELS", "nosuch"]),
+                        "a",
+                        "b"
+                    ],
+                };
+                Op::Cmd(a, Cmp::Exact)
+            }),
             (10, Any, |g| {
                 let db = if g.rng.pct(90) {
                     g.rng.below(4).to_string().into_bytes()

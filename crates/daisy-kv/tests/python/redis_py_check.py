@@ -9,7 +9,8 @@ Covers pipelines with and without a transaction, WATCH with retries (`Redis.tran
 forced to retry by a second client, and raced by threads), hashes (HSET with a mapping,
 HGETALL, counters), sets, lists as a job queue (blocking pops included), sorted sets as a leaderboard and a rate
 limiter, the scan iterators over small (packed) and large (table)
-collections, and `Lock` acquire. Exits 0 after printing "redis-py: N checks passed"; any
+collections, `Lock` acquire, and `pubsub()` (subscribe, psubscribe, get_message, listen in a
+thread, keyspace notifications). Exits 0 after printing "redis-py: N checks passed"; any
 failure is an exception with its traceback (exit status 1).
 """
 
@@ -329,6 +330,48 @@ eq(lk.owned(), True, "Lock.owned")
 # resource by hand, as an expiring lock would.
 r.delete("lock:resource")
 eq(r.lock("lock:resource", timeout=5).acquire(blocking=False), True, "acquire once free")
+
+# ---- pub/sub -------------------------------------------------------------------------------------
+
+ps = r.pubsub()
+ps.subscribe("ps:news")
+msg = ps.get_message(timeout=5)
+eq((msg["type"], msg["channel"], msg["data"]), ("subscribe", b"ps:news", 1), "subscribe confirmation")
+ps.psubscribe("ps:*")
+msg = ps.get_message(timeout=5)
+eq((msg["type"], msg["pattern"], msg["data"]), ("psubscribe", None, 2), "psubscribe confirmation")
+eq(r.publish("ps:news", "hello"), 2, "PUBLISH reaches the channel and the pattern")
+msg = ps.get_message(timeout=5)
+eq((msg["type"], msg["channel"], msg["data"]), ("message", b"ps:news", b"hello"), "get_message: message")
+msg = ps.get_message(timeout=5)
+eq((msg["type"], msg["pattern"], msg["channel"], msg["data"]), ("pmessage", b"ps:*", b"ps:news", b"hello"), "get_message: pmessage")
+eq(r.pubsub_numsub("ps:news"), [(b"ps:news", 1)], "PUBSUB NUMSUB")
+eq(r.pubsub_numpat(), 1, "PUBSUB NUMPAT")
+ps.psubscribe("__key*")
+ps.get_message(timeout=5)
+r.config_set("notify-keyspace-events", "KEA")
+r.set("ps:key", "v")
+got = [ps.get_message(timeout=5) for _ in range(2)]
+eq([m["pattern"] for m in got], [b"__key*"] * 2, "the pattern that matched")
+eq([(m["channel"], m["data"]) for m in got], [(b"__keyspace@0__:ps:key", b"set"), (b"__keyevent@0__:set", b"ps:key")], "keyspace notifications through pubsub()")
+r.config_set("notify-keyspace-events", "")
+ps.punsubscribe()
+ps.get_message(timeout=5)
+ps.get_message(timeout=5)
+seen = []
+def listener():
+    for m in ps.listen():
+        if m["type"] == "message":
+            seen.append(m["data"])
+            if m["data"] == b"stop":
+                return
+t = threading.Thread(target=listener)
+t.start()
+for d in ("one", "two", "stop"):
+    r.publish("ps:news", d)
+t.join(10)
+eq(seen, [b"one", b"two", b"stop"], "listen() in a thread")
+ps.close()
 
 r.flushall()
 print(f"redis-py {redis.__version__}: {checks} checks passed")

@@ -23,6 +23,9 @@
 //!   than one log slot describes.
 //! - `lists`: both list encodings against a model, a big list across a restart and freed,
 //!   blocking pops served, timed out, refused in MULTI and unblocked.
+//! - `pubsub`: SUBSCRIBE/PUBLISH across connections, patterns and shard channels, RESP3
+//!   pushes, the RESP2 subscriber mode, keyspace notifications of each type family and of
+//!   expiry, a slow subscriber closed at its output-buffer limit, CLIENT KILL and RESET.
 //! - `redis_py`: Debian's python3-redis runs tests/python/redis_py_check.py against the server.
 //! - `redis_replies`: replies the differential test found wrong, pinned to Redis 7.0.15's bytes.
 //! - `zsets`: sorted sets converting at the thresholds, a 100,000-member set across a restart
@@ -49,6 +52,7 @@ mod lists;
 mod operations;
 mod pipelining;
 mod protocol;
+mod pubsub;
 mod redis_py;
 mod redis_replies;
 mod strings;

@@ -9,6 +9,7 @@ use super::score::{self, fmt_score, parse_score, LexRange, ScoreRange};
 use super::{open_read, ZVal};
 use crate::commands::{parse_i64, range_arg, Ctx, E_FLOAT, E_INT, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::Val;
+use crate::pubsub::{N_GENERIC, N_ZSET};
 use crate::resp;
 use crate::types::{set::SetVal, Type};
 use std::collections::HashMap;
@@ -207,6 +208,7 @@ fn zadd_generic(c: &mut Ctx, a: &[&[u8]], incr_cmd: bool) -> daisy::Result<()> {
     }
     if added + updated > 0 {
         z.store(c, key, old.as_ref())?;
+        c.notify(N_ZSET, if f.incr { "zincr" } else { "zadd" }, key);
     }
     let count = if ch { added + updated } else { added };
     reply_add(c, f.incr, count, (processed > 0).then_some(last))
@@ -245,6 +247,7 @@ pub fn zrem(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
     }
     if deleted > 0 {
+        c.notify(N_ZSET, "zrem", a[1]);
         z.store(c, a[1], Some(&v))?;
     }
     resp::int(c.out, deleted);
@@ -449,7 +452,7 @@ fn zrange_generic(
         Err(_) => return c.err(E_WRONGTYPE),
         Ok(None) => {
             match dst {
-                Some(d) => store_result(c, d, &[])?,
+                Some(d) => store_result(c, d, &[], "zrangestore")?,
                 None => resp::array(c.out, 0),
             }
             return Ok(());
@@ -478,7 +481,7 @@ fn zrange_generic(
     };
     drop(z);
     match dst {
-        Some(d) => store_result(c, d, &elems),
+        Some(d) => store_result(c, d, &elems, "zrangestore"),
         None => {
             reply_elems(c, &elems, withscores);
             Ok(())
@@ -488,14 +491,20 @@ fn zrange_generic(
 
 /// Replace `dst` by a sorted set of `elems` (Redis's `setKey`: whatever it held goes, its TTL
 /// too), or delete it when there are none; reply with their number.
-fn store_result(c: &mut Ctx, dst: &[u8], elems: &[Elem]) -> daisy::Result<()> {
-    if let Some(old) = c.lookup(dst)? {
+fn store_result(c: &mut Ctx, dst: &[u8], elems: &[Elem], event: &str) -> daisy::Result<()> {
+    let existed = if let Some(old) = c.lookup(dst)? {
         let db = c.db();
         c.ks.delete(c.tx, db, dst, &old)?;
-    }
+        true
+    } else {
+        false
+    };
     if !elems.is_empty() {
         let z = ZVal::create(c, elems, true)?;
         z.store(c, dst, None)?;
+        c.notify(N_ZSET, event, dst);
+    } else if existed {
+        c.notify(N_GENERIC, "del", dst);
     }
     resp::int(c.out, elems.len() as i64);
     Ok(())
@@ -566,6 +575,12 @@ fn zremrange_generic(c: &mut Ctx, a: &[&[u8]], by: By) -> daisy::Result<()> {
     };
     let n = z.idx_mut().remove_range(c.tx, &sel)?;
     if n > 0 {
+        let event = match by {
+            By::Rank => "zremrangebyrank",
+            By::Lex => "zremrangebylex",
+            _ => "zremrangebyscore",
+        };
+        c.notify(N_ZSET, event, a[1]);
         z.store(c, a[1], Some(&v))?;
     }
     resp::int(c.out, n as i64);
@@ -598,6 +613,7 @@ pub fn pop(c: &mut Ctx, key: &[u8], max: bool, count: u64) -> daisy::Result<Vec<
     let mut z = ZVal::open(c, &v)?;
     let out = z.idx_mut().pop(c.tx, max, count)?;
     if !out.is_empty() {
+        c.notify(N_ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
         z.store(c, key, Some(&v))?;
     }
     Ok(out)
@@ -1194,7 +1210,14 @@ fn zsetop(
     }
     result.sort_by(|x, y| score::cmp_entry((x.1, &x.0[..]), (y.1, &y.0[..])));
     match dst {
-        Some(d) => store_result(c, d, &result),
+        Some(d) => {
+            let event = match op {
+                SetOp::Union => "zunionstore",
+                SetOp::Inter => "zinterstore",
+                SetOp::Diff => "zdiffstore",
+            };
+            store_result(c, d, &result, event)
+        }
         None => {
             reply_elems(c, &result, withscores);
             Ok(())

@@ -323,6 +323,7 @@ impl ZVal {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
+                c.notify(crate::pubsub::N_GENERIC, "del", key);
             }
             return Ok(());
         }
