@@ -501,6 +501,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         unblocked: Vec::new(),
         backup: None,
         save_conn: usize::MAX,
+        oom_logged_ms: 0,
         obuf_limits: (0, 0, 0),
     };
     s.apply_pubsub_config();
@@ -522,6 +523,8 @@ struct Server {
     backup: Option<daisy::Backup>,
     /// The connection whose SAVE waits for its reply.
     save_conn: usize,
+    /// When a full pool was last logged (ms since the epoch).
+    oom_logged_ms: i64,
     pool: Pool,
     store: Keyspace,
     sv: ServerState,
@@ -1267,6 +1270,7 @@ impl Server {
                             .is_some_and(|s| s.name == "exec");
                         if let Some(Some(c)) = self.conns.get_mut(work[i].conn) {
                             let msg = error_reply(&e);
+                            log_pool_full(&e, &mut self.oom_logged_ms);
                             resp::error(&mut c.wbuf, &msg);
                             self.sv.count_error(&msg);
                             if is_exec {
@@ -2156,11 +2160,29 @@ fn wants_others(name: &[u8], cl: &Client) -> bool {
 /// Redis client, and the command changed nothing).
 fn error_reply(e: &daisy::Error) -> String {
     match e {
-        // Redis's text first (clients match it), then what is full, in INFO's terms.
-        daisy::Error::PoolFull { size, max_size, .. }
-        | daisy::Error::TxTooLargeForPool { size, max_size, .. } => format!(
-            "OOM command not allowed when used memory > 'maxmemory'. (daisy: the pool is at its size limit: daisy_pool_size {size}, maxmemory {max_size}; raise it with CONFIG SET maxmemory, up to daisy_pool_capacity)"
-        ),
+        daisy::Error::PoolFull { .. } | daisy::Error::TxTooLargeForPool { .. } => {
+            "OOM command not allowed when used memory > 'maxmemory'.".into()
+        }
         e => format!("ERR daisy: {e}"),
     }
+}
+
+/// The log line of a full pool (at most one a minute): Redis's OOM reply says "used memory >
+/// 'maxmemory'", and here the memory that maxmemory limits is the pool's size (INFO
+/// `daisy_pool_size`), which counts the partly used runs of small blocks that `used_memory`
+/// (bytes in objects) leaves out; the line gives the figures and the way out.
+fn log_pool_full(e: &daisy::Error, last_ms: &mut i64) {
+    let (size, max) = match e {
+        daisy::Error::PoolFull { size, max_size, .. }
+        | daisy::Error::TxTooLargeForPool { size, max_size, .. } => (*size, *max_size),
+        _ => return,
+    };
+    let now = now_ms();
+    if now - *last_ms < 60_000 {
+        return;
+    }
+    *last_ms = now;
+    eprintln!(
+        "daisy serve: the pool is at its size limit (daisy_pool_size {size}, maxmemory {max}): writes answer -OOM; raise it with CONFIG SET maxmemory or --max-size, up to INFO daisy_pool_capacity ({e})"
+    );
 }

@@ -665,7 +665,7 @@ fn no_message_from_a_failed_transaction() {
     let d = tmp();
     let srv = Server::start_with(&pool_in(&d), |o| {
         o.size = 24 << 20;
-        o.max_size = 24 << 20;
+        o.max_size = Some(24 << 20);
     });
     let mut c = srv.client();
     let val = vec![1u8; 1 << 16];
