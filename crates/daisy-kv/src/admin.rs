@@ -129,6 +129,8 @@ pub struct AdminState {
     /// Blocked clients CLIENT UNBLOCK released: (id, with an error instead of a timeout
     /// reply). The event loop answers them once the command's transaction commits.
     pub unblock: Vec<(u64, bool)>,
+    /// The config file given at start (CONFIG REWRITE rewrites it).
+    pub config_file: Option<std::path::PathBuf>,
     /// Latency histograms (INFO latencystats), by stat slot: a command's index in
     /// `COMMANDS`, or `COMMANDS.len()` + a subcommand's index in `meta::all()`.
     pub latency: Vec<Option<Box<Histogram>>>,
@@ -606,6 +608,11 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
                         .and_then(|v| v.parse().ok())
                         .unwrap_or(c.sv.max_clients)
             }
+            "loglevel" => {
+                if let Some(l) = c.sv.config.get(n).and_then(crate::log::Level::parse) {
+                    crate::log::set_level(l);
+                }
+            }
             "tcp-keepalive" | "proto-max-bulk-len" | "client-query-buffer-limit" => {
                 c.sv.admin.config_changed = true
             }
@@ -659,7 +666,21 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             c.ks.lazyfreed_objects = 0;
             resp::ok(c.out);
         }
-        (b"REWRITE", 2) => return c.err("ERR The server is running without a config file"),
+        (b"REWRITE", 2) => {
+            let Some(path) = c.sv.admin.config_file.clone() else {
+                return c.err("ERR The server is running without a config file");
+            };
+            match crate::conffile::rewrite(&path, &c.sv.config) {
+                Ok(()) => {
+                    crate::log::notice("CONFIG REWRITE executed with success.");
+                    resp::ok(c.out);
+                }
+                Err(e) => {
+                    crate::log::warning(&format!("CONFIG REWRITE failed: {e}"));
+                    return c.err(&format!("ERR Rewriting config file: {e}"));
+                }
+            }
+        }
         (b"HELP", 2) => help(
             c,
             a[0],

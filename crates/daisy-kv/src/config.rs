@@ -298,6 +298,13 @@ pub struct Config {
     pub list_max_listpack_size: i64,
     /// latency-tracking: INFO latencystats is kept.
     pub latency_tracking: bool,
+    /// slowlog-log-slower-than (µs; negative: off), slowlog-max-len,
+    /// latency-monitor-threshold (ms; 0: off).
+    pub slowlog_slower_than: i64,
+    pub slowlog_max_len: usize,
+    pub latency_threshold_ms: u64,
+    /// A config file's `save` lines so far add to each other (the first replaces the default).
+    file_saves: bool,
 }
 
 impl Default for Config {
@@ -313,6 +320,10 @@ impl Default for Config {
             zset_max_listpack_value: 0,
             list_max_listpack_size: -2,
             latency_tracking: true,
+            slowlog_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_threshold_ms: 0,
+            file_saves: false,
         };
         c.refresh();
         c
@@ -694,6 +705,12 @@ impl Config {
             .0;
         self.list_max_listpack_size = self.values[i].parse::<i64>().unwrap_or(-2);
         self.latency_tracking = self.get("latency-tracking") == Some("yes");
+        self.slowlog_slower_than = self
+            .get("slowlog-log-slower-than")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000);
+        self.slowlog_max_len = self.num("slowlog-max-len");
+        self.latency_threshold_ms = self.num("latency-monitor-threshold") as u64;
     }
 
     /// A parameter's value by name (or alias).
@@ -707,6 +724,47 @@ impl Config {
             self.values[i] = value.to_string();
             self.refresh();
         }
+    }
+
+    /// A parameter from a config file line (`name` and its arguments; any case, aliases
+    /// too): checked as CONFIG SET checks it, immutable ones included, and set. A MULTI_ARG
+    /// parameter takes its arguments as one list (`save` lines add to each other, as in
+    /// Redis, until a `save ""`); any other takes exactly one. None: not a parameter.
+    pub fn set_from_file(&mut self, name: &str, args: &[String]) -> Option<Result<(), String>> {
+        let (i, _) = Self::lookup(name)?;
+        let p = &PARAMS[i];
+        let multi = p.flags & MULTI_ARG != 0;
+        if args.is_empty() || (!multi && args.len() != 1) {
+            return Some(Err("wrong number of arguments".into()));
+        }
+        let mut value = args.join(" ");
+        if p.name == "save" && !value.is_empty() && self.file_saves {
+            value = format!("{} {value}", self.values[i]).trim().to_string();
+        }
+        Some(self.parse(i, &value).map(|v| {
+            if p.name == "save" {
+                self.file_saves = !v.is_empty();
+            }
+            self.values[i] = v;
+            self.refresh();
+        }))
+    }
+
+    /// Parameter names (and their current values) whose value differs from the default,
+    /// in the table's order (CONFIG REWRITE's additions).
+    pub fn changed(&self) -> Vec<(&'static str, &str)> {
+        PARAMS
+            .iter()
+            .zip(&self.values)
+            .filter(|(p, v)| p.flags & HIDDEN == 0 && p.default != v.as_str())
+            .map(|(p, v)| (p.name, v.as_str()))
+            .collect()
+    }
+
+    /// The canonical name of a parameter given by name or alias (any case), and whether its
+    /// value is a list of words.
+    pub fn canonical(name: &str) -> Option<(&'static str, bool)> {
+        Self::lookup(name).map(|(i, _)| (PARAMS[i].name, PARAMS[i].flags & MULTI_ARG != 0))
     }
 
     /// CONFIG GET (config.c's `configGetCommand`): (name, value) of every parameter named by

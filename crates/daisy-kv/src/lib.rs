@@ -22,9 +22,12 @@
 pub mod admin;
 pub mod commands;
 pub mod config;
+pub mod conffile;
+mod daemon;
 pub mod glob;
 pub mod keys;
 pub mod keyspace;
+pub mod log;
 pub mod longdouble;
 pub mod multi;
 pub mod rdb;

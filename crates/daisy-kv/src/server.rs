@@ -22,7 +22,8 @@ use crate::commands::{self as cmd, Action, Client, ServerState};
 use crate::keyspace::{Keyspace, LAYOUT};
 use crate::resp::{self, Limits, Parsed};
 use daisy::{ModeChoice, Pool, PoolOptions};
-use mio::net::{TcpListener, TcpStream};
+use crate::log;
+use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -58,6 +59,21 @@ pub struct Options {
     pub busy_poll_us: u32,
     /// Number of databases (SELECT 0 to n-1), as Redis's `databases` (16).
     pub databases: usize,
+    /// The config file given at start (`conffile::load`): CONFIG REWRITE rewrites it.
+    pub config_file: Option<PathBuf>,
+    /// Other CONFIG parameters the config file set (checked), applied before the settings
+    /// above.
+    pub config: Vec<(String, String)>,
+    /// `loglevel` (debug, verbose, notice, warning) and `logfile` (empty: standard error).
+    pub loglevel: String,
+    pub logfile: String,
+    /// `daemonize yes`: fork and detach once the address is bound and the pool open.
+    pub daemonize: bool,
+    /// `pidfile`: written at start, removed at exit.
+    pub pidfile: Option<PathBuf>,
+    /// `unixsocket` and `unixsocketperm` (octal; 0: as the umask leaves it).
+    pub unixsocket: Option<PathBuf>,
+    pub unixsocketperm: u32,
 }
 
 impl Default for Options {
@@ -76,6 +92,14 @@ impl Default for Options {
             tcp_keepalive: 300,
             busy_poll_us: BUSY_POLL_US,
             databases: 16,
+            config_file: None,
+            config: Vec::new(),
+            loglevel: "notice".into(),
+            logfile: String::new(),
+            daemonize: false,
+            pidfile: None,
+            unixsocket: None,
+            unixsocketperm: 0,
         }
     }
 }
@@ -114,6 +138,65 @@ pub const BUSY_POLL_US: u32 = 50;
 const POLLS_PER_YIELD: u32 = 8;
 
 const LISTENER: Token = Token(usize::MAX);
+const UNIX_LISTENER: Token = Token(usize::MAX - 1);
+
+/// A client's socket: TCP, or the `unixsocket`.
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(t) => t.read(buf),
+            Stream::Unix(u) => u.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(t) => t.write(buf),
+            Stream::Unix(u) => u.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl mio::event::Source for Stream {
+    fn register(
+        &mut self,
+        r: &mio::Registry,
+        t: Token,
+        i: Interest,
+    ) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.register(r, t, i),
+            Stream::Unix(s) => s.register(r, t, i),
+        }
+    }
+    fn reregister(
+        &mut self,
+        r: &mio::Registry,
+        t: Token,
+        i: Interest,
+    ) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.reregister(r, t, i),
+            Stream::Unix(s) => s.reregister(r, t, i),
+        }
+    }
+    fn deregister(&mut self, r: &mio::Registry) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.deregister(r),
+            Stream::Unix(s) => s.deregister(r),
+        }
+    }
+}
 /// Active expiry runs every this often, for at most `EXPIRE_BUDGET`.
 const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
 const EXPIRE_BUDGET: Duration = Duration::from_millis(2);
@@ -125,7 +208,7 @@ const LAZYFREE_BUDGET: Duration = Duration::from_micros(250);
 const LAZYFREE_STEP: u32 = 128;
 
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     /// Input buffer: `rbuf[..rlen]` holds received bytes. Its length is its capacity,
     /// zeroed once when it grows, so a read never clears memory first.
     rbuf: Vec<u8>,
@@ -328,6 +411,13 @@ fn open_pool(o: &Options) -> Result<Pool, String> {
 /// Run the server until SIGTERM, SIGINT or SHUTDOWN. `ready` is called with the bound
 /// address once the server accepts connections.
 pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> {
+    let level = if o.quiet {
+        log::Level::Warning
+    } else {
+        log::Level::parse(&o.loglevel).ok_or_else(|| format!("loglevel {}: not a level", o.loglevel))?
+    };
+    log::set_level(level);
+    log::set_file(&o.logfile);
     let addr: SocketAddr = format!("{}:{}", o.bind, o.port)
         .parse()
         .or_else(|_| {
@@ -340,27 +430,47 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
     let mut listener =
         TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let mut unix = match &o.unixsocket {
+        Some(path) => Some(listen_unix(path, o.unixsocketperm)?),
+        None => None,
+    };
     // The address is checked and bound first, so a wrong --bind or a busy port leaves no
     // new pool file behind; connections wait in the backlog until the loop runs.
     let t0 = Instant::now();
     let pool = open_pool(o)?;
     let store = Keyspace::open(&pool, o.databases)?;
+    // Detached only now, so that a wrong address or pool fails in the foreground (exit 1).
+    if o.daemonize {
+        crate::daemon::daemonize()?;
+    }
+    if let Some(p) = &o.pidfile {
+        crate::daemon::write_pidfile(p);
+    }
     let recovery_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)
         .map_err(|e| format!("epoll: {e}"))?;
+    if let Some(u) = unix.as_mut() {
+        poll.registry()
+            .register(u, UNIX_LISTENER, Interest::READABLE)
+            .map_err(|e| format!("epoll: {e}"))?;
+    }
 
     raise_fd_limit(o.max_clients);
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?;
     }
+    // SIGHUP is ignored, as Redis ignores it (with a log line here).
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup))
+        .map_err(|e| e.to_string())?;
 
     let keys = store.total_keys().map_err(|e| e.to_string())?;
-    if !o.quiet {
+    {
         let rep = pool.recovery_report();
-        eprintln!(
+        log::notice(&format!(
             "daisy serve: pool {} ({}, {} keys, opened in {:.1} ms{}); listening on {addr}{}",
             o.pool.display(),
             pool.mode().describe(),
@@ -379,7 +489,16 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
             } else {
                 ""
             },
-        );
+        ));
+        if let Some(p) = &o.unixsocket {
+            log::notice(&format!(
+                "The server is now ready to accept connections at {}",
+                p.display()
+            ));
+        }
+        if let Some(f) = &o.config_file {
+            log::notice(&format!("Configuration loaded from {}", f.display()));
+        }
     }
     let mut sv = ServerState {
         bind: o.bind.clone(),
@@ -389,6 +508,10 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         recovery_ms,
         ..ServerState::new(&pool, now_ms())
     };
+    for (k, v) in &o.config {
+        sv.config.set_internal(k, v);
+    }
+    sv.admin.config_file = o.config_file.clone();
     for (k, v) in [
         ("bind", o.bind.clone()),
         ("port", addr.port().to_string()),
@@ -413,6 +536,24 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ),
         ("save", String::new()),
         ("appendonly", "no".into()),
+        ("loglevel", o.loglevel.to_ascii_lowercase()),
+        ("logfile", o.logfile.clone()),
+        ("daemonize", if o.daemonize { "yes" } else { "no" }.into()),
+        (
+            "pidfile",
+            o.pidfile
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        (
+            "unixsocket",
+            o.unixsocket
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        ("unixsocketperm", format!("{:o}", o.unixsocketperm)),
     ] {
         sv.config.set_internal(k, &v);
     }
@@ -454,17 +595,43 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         blocked: Vec::new(),
         block_seq: 0,
         unblocked: Vec::new(),
+        unix: None,
+        hup: Arc::new(AtomicBool::new(false)),
     };
     s.lazy_work = s.store.lazy_pending() > 0;
+    s.unix = unix;
+    s.hup = hup;
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
-    if !o.quiet {
-        eprintln!(
-            "daisy serve: shutting down ({} keys)",
-            s.store.total_keys().unwrap_or(0)
-        );
+    if stop.load(Ordering::Relaxed) {
+        log::warning("Received SIGTERM or SIGINT, scheduling shutdown...");
     }
+    log::notice(&format!(
+        "daisy serve: shutting down ({} keys)",
+        s.store.total_keys().unwrap_or(0)
+    ));
+    if let Some(p) = &o.unixsocket {
+        let _ = std::fs::remove_file(p);
+    }
+    if let Some(p) = &o.pidfile {
+        let _ = std::fs::remove_file(p);
+    }
+    log::notice("Daisy is now ready to exit, bye bye...");
     r
+}
+
+/// Listen on the Unix socket `path` (a stale socket file there is removed first, as Redis
+/// does), with permissions `perm` when not 0.
+fn listen_unix(path: &std::path::Path, perm: u32) -> Result<UnixListener, String> {
+    let _ = std::fs::remove_file(path);
+    let l = UnixListener::bind(path)
+        .map_err(|e| format!("Failed opening Unix socket {}: {e}", path.display()))?;
+    if perm != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))
+            .map_err(|e| format!("unixsocketperm {perm:o} on {}: {e}", path.display()))?;
+    }
+    Ok(l)
 }
 
 struct Server {
@@ -525,6 +692,10 @@ struct Server {
     /// Connections unblocked in this round: the commands that waited behind their blocking
     /// command run at its end.
     unblocked: Vec<usize>,
+    /// The `unixsocket` listener.
+    unix: Option<UnixListener>,
+    /// SIGHUP arrived (it is logged and ignored).
+    hup: Arc<AtomicBool>,
 }
 
 /// Samples behind INFO's instantaneous metrics (Redis's `trackInstantaneousMetric`: the
@@ -601,11 +772,18 @@ impl Server {
                 waited.elapsed()
             };
             self.round_ms = now_ms();
+            if self.hup.swap(false, Ordering::Relaxed) {
+                log::notice("Received SIGHUP, ignoring it (as Redis does)");
+            }
             ready.clear();
             written.clear();
             for ev in events.iter() {
                 if ev.token() == LISTENER {
                     self.accept(poll, listener);
+                    continue;
+                }
+                if ev.token() == UNIX_LISTENER {
+                    self.accept_unix(poll);
                     continue;
                 }
                 let i = ev.token().0;
@@ -779,7 +957,7 @@ impl Server {
 
     fn accept(&mut self, poll: &mut Poll, listener: &mut TcpListener) {
         loop {
-            let (mut stream, peer) = match listener.accept() {
+            let (stream, peer) = match listener.accept() {
                 Ok(x) => x,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     self.accept_pending = false;
@@ -789,20 +967,52 @@ impl Server {
                     // EMFILE and the like: the rest stay in the backlog. The listener is
                     // edge-triggered and will not report them again, so retry every round.
                     if !self.accept_pending {
-                        eprintln!("daisy serve: accept: {e} (retrying)");
+                        log::warning(&format!("Error accepting a client connection: {e} (retrying)"));
                     }
                     self.accept_pending = true;
                     return;
                 }
             };
-            if self.sv.connected_clients >= self.sv.max_clients {
-                let _ = stream.write(b"-ERR max number of clients reached\r\n");
-                self.sv.rejected_connections += 1;
-                continue;
-            }
             let _ = stream.set_nodelay(true);
             if self.tcp_keepalive > 0 {
                 set_keepalive(&stream, self.tcp_keepalive);
+            }
+            let laddr = stream
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            self.add_conn(poll, Stream::Tcp(stream), peer.to_string(), laddr);
+        }
+    }
+
+    /// Accept what waits on the Unix socket.
+    fn accept_unix(&mut self, poll: &mut Poll) {
+        let Some(l) = self.unix.take() else { return };
+        loop {
+            match l.accept() {
+                Ok((stream, _)) => {
+                    let path = l
+                        .local_addr()
+                        .ok()
+                        .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
+                        .unwrap_or_default();
+                    let addr = format!("{path}:0");
+                    self.add_conn(poll, Stream::Unix(stream), addr.clone(), addr);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.unix = Some(l);
+    }
+
+    /// A new client on `stream` (refused with Redis's error beyond maxclients).
+    fn add_conn(&mut self, poll: &mut Poll, mut stream: Stream, addr: String, laddr: String) {
+        {
+            if self.sv.connected_clients >= self.sv.max_clients {
+                let _ = stream.write(b"-ERR max number of clients reached\r\n");
+                self.sv.rejected_connections += 1;
+                return;
             }
             let i = self.free.pop().unwrap_or_else(|| {
                 self.conns.push(None);
@@ -814,16 +1024,17 @@ impl Server {
                 .is_err()
             {
                 self.free.push(i);
-                continue;
+                return;
             }
+            let fd = match &stream {
+                Stream::Tcp(t) => t.as_raw_fd(),
+                Stream::Unix(u) => u.as_raw_fd(),
+            };
             let cl = Client {
                 id: self.next_id,
-                addr: peer.to_string(),
-                laddr: stream
-                    .local_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_default(),
-                fd: stream.as_raw_fd(),
+                addr,
+                laddr,
+                fd,
                 created_ms: now_ms(),
                 authed: self.sv.requirepass.is_none(),
                 ..Client::default()
@@ -919,10 +1130,10 @@ impl Server {
                 }
             }
             if c.rlen > self.query_limit {
-                eprintln!(
-                    "daisy serve: closing client {} ({}): query buffer over {} bytes",
+                log::warning(&format!(
+                    "Closing client that reached max query buffer length: id={} addr={} (qbuf over {} bytes)",
                     c.cl.id, c.cl.addr, self.query_limit
-                );
+                ));
                 c.dead = true;
                 return;
             }
@@ -1744,7 +1955,7 @@ impl Server {
                         .lazy_error_at
                         .is_none_or(|t| t.elapsed() > Duration::from_secs(1))
                     {
-                        eprintln!("daisy serve: freeing a deleted collection failed: {e}");
+                        log::warning(&format!("daisy serve: freeing a deleted collection failed: {e}"));
                         self.lazy_error_at = Some(Instant::now());
                     }
                     return true;
@@ -1874,10 +2085,10 @@ fn raise_fd_limit(max_clients: usize) {
     // SAFETY: as above.
     let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0;
     if !ok || new < want {
-        eprintln!(
+        log::warning(&format!(
             "daisy serve: only {} open files allowed (ulimit -n), fewer than --max-clients {max_clients} needs",
             if ok { new } else { lim.rlim_cur }
-        );
+        ));
     }
 }
 
