@@ -18,10 +18,12 @@ mod client;
 mod command;
 mod info;
 pub mod meta;
+pub mod slowlog;
 
 pub use client::{client, client_line, ClientRow};
 pub use command::command;
 pub use info::info;
+pub use slowlog::{latency, slowlog};
 
 // ---- state -----------------------------------------------------------------------------
 
@@ -131,6 +133,8 @@ pub struct AdminState {
     pub unblock: Vec<(u64, bool)>,
     /// The config file given at start (CONFIG REWRITE rewrites it).
     pub config_file: Option<std::path::PathBuf>,
+    /// SLOWLOG's entries and LATENCY's events.
+    pub monitoring: slowlog::Monitoring,
     /// Latency histograms (INFO latencystats), by stat slot: a command's index in
     /// `COMMANDS`, or `COMMANDS.len()` + a subcommand's index in `meta::all()`.
     pub latency: Vec<Option<Box<Histogram>>>,
@@ -430,6 +434,7 @@ pub fn after_call(
     elapsed: Option<std::time::Duration>,
 ) {
     if let Some(d) = elapsed {
+        slowlog::record(sv, cl, spec, args, d.as_micros() as u64);
         if sv.config.latency_tracking {
             let slot = stat_slot(spec, args);
             let h = &mut sv.admin.latency;

@@ -303,6 +303,9 @@ pub struct Config {
     pub slowlog_slower_than: i64,
     pub slowlog_max_len: usize,
     pub latency_threshold_ms: u64,
+    /// Every command call is timed (slowlog-log-slower-than 0 logs every command; the
+    /// latency monitor is on): otherwise one call in 8 of each command.
+    pub time_every_call: bool,
     /// A config file's `save` lines so far add to each other (the first replaces the default).
     file_saves: bool,
 }
@@ -323,6 +326,7 @@ impl Default for Config {
             slowlog_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_threshold_ms: 0,
+            time_every_call: false,
             file_saves: false,
         };
         c.refresh();
@@ -711,6 +715,7 @@ impl Config {
             .unwrap_or(10_000);
         self.slowlog_max_len = self.num("slowlog-max-len");
         self.latency_threshold_ms = self.num("latency-monitor-threshold") as u64;
+        self.time_every_call = self.slowlog_slower_than == 0 || self.latency_threshold_ms > 0;
     }
 
     /// A parameter's value by name (or alias).
