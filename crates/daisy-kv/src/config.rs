@@ -1,4 +1,4 @@
-//! CONFIG GET / CONFIG SET: every parameter Redis 7.0 has (config.c's table, without TLS),
+//! CONFIG GET / CONFIG SET: every parameter Redis 7.0 has (config.c's table; the TLS ones reported with their defaults, unchangeable: there is no TLS here),
 //! with its name, alias, default, type, limits, and Redis's error texts for bad values; the
 //! values are kept as CONFIG GET prints them, and the ones the server reads on hot paths
 //! (the encoding thresholds) also parsed.
@@ -106,6 +106,7 @@ const E_CLUSTER_PREFERRED_ENDPOINT_TYPE: &[(&str, u32)] =
     &[("ip", 0), ("hostname", 1), ("unknown-endpoint", 2)];
 const E_PROPAGATION_ERROR_BEHAVIOR: &[(&str, u32)] =
     &[("ignore", 0), ("panic", 1), ("panic-on-replicas", 2)];
+const E_TLS_AUTH_CLIENTS: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("optional", 2)];
 const SHUTDOWN_SAVE: u32 = 1;
 const SHUTDOWN_NOSAVE: u32 = 2;
 const E_SHUTDOWN_ON_SIG: &[(&str, u32)] = &[
@@ -280,6 +281,28 @@ pub static PARAMS: &[Param] = &[
     P { name: "bind", alias: None, flags: MULTI_ARG, default: "* -::*", kind: Special },
     P { name: "replicaof", alias: Some("slaveof"), flags: IMMUTABLE|MULTI_ARG, default: "", kind: Special },
     P { name: "latency-tracking-info-percentiles", alias: None, flags: MULTI_ARG, default: "50 99 99.9", kind: Special },
+    // TLS (Redis built with it, as Debian's is): reported with their defaults; there is no
+    // TLS here, so they cannot be changed at run time (a config file may name them).
+    P { name: "tls-port", alias: None, flags: IMMUTABLE, default: "0", kind: Num { min: 0, max: 65535, unsigned: false, fmt: 0 } },
+    P { name: "tls-session-caching", alias: None, flags: IMMUTABLE, default: "yes", kind: Bool },
+    P { name: "tls-session-cache-size", alias: None, flags: IMMUTABLE, default: "20480", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
+    P { name: "tls-session-cache-timeout", alias: None, flags: IMMUTABLE, default: "300", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
+    P { name: "tls-cluster", alias: None, flags: IMMUTABLE, default: "no", kind: Bool },
+    P { name: "tls-replication", alias: None, flags: IMMUTABLE, default: "no", kind: Bool },
+    P { name: "tls-auth-clients", alias: None, flags: IMMUTABLE, default: "yes", kind: Enum(E_TLS_AUTH_CLIENTS) },
+    P { name: "tls-prefer-server-ciphers", alias: None, flags: IMMUTABLE, default: "no", kind: Bool },
+    P { name: "tls-cert-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-key-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-key-file-pass", alias: None, flags: IMMUTABLE|SENSITIVE, default: "", kind: Str },
+    P { name: "tls-client-cert-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-client-key-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-client-key-file-pass", alias: None, flags: IMMUTABLE|SENSITIVE, default: "", kind: Str },
+    P { name: "tls-dh-params-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-ca-cert-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-ca-cert-dir", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-protocols", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-ciphers", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    P { name: "tls-ciphersuites", alias: None, flags: IMMUTABLE, default: "", kind: Str },
 ];
 
 /// The server's configuration: every parameter's current value.
