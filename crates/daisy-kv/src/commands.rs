@@ -610,6 +610,8 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bzpopmax", -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, z::bzpopmax),
     spec!("bzmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, z::bzmpop),
     spec!("zrandmember", -2, ["readonly"], 1, 1, 1, z::zrandmember),
+    // geo (types::geo)
+    spec!("geoadd", -5, ["write", "denyoom"], 1, 1, 1, crate::types::geo::geoadd),
     // hashes (types::hash)
     spec!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hset),
     spec!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hmset),

@@ -1,4 +1,4 @@
-//! CONFIG GET / CONFIG SET: every parameter Redis 7.0 has (config.c's table; the TLS ones reported with their defaults, unchangeable: there is no TLS here),
+//! CONFIG GET / CONFIG SET: every parameter Redis 7.0 has (config.c's table; the TLS ones too, which change nothing: there is no TLS here),
 //! with its name, alias, default, type, limits, and Redis's error texts for bad values; the
 //! values are kept as CONFIG GET prints them, and the ones the server reads on hot paths
 //! (the encoding thresholds) also parsed.
@@ -281,28 +281,30 @@ pub static PARAMS: &[Param] = &[
     P { name: "bind", alias: None, flags: MULTI_ARG, default: "* -::*", kind: Special },
     P { name: "replicaof", alias: Some("slaveof"), flags: IMMUTABLE|MULTI_ARG, default: "", kind: Special },
     P { name: "latency-tracking-info-percentiles", alias: None, flags: MULTI_ARG, default: "50 99 99.9", kind: Special },
-    // TLS (Redis built with it, as Debian's is): reported with their defaults; there is no
-    // TLS here, so they cannot be changed at run time (a config file may name them).
-    P { name: "tls-port", alias: None, flags: IMMUTABLE, default: "0", kind: Num { min: 0, max: 65535, unsigned: false, fmt: 0 } },
-    P { name: "tls-session-caching", alias: None, flags: IMMUTABLE, default: "yes", kind: Bool },
-    P { name: "tls-session-cache-size", alias: None, flags: IMMUTABLE, default: "20480", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
-    P { name: "tls-session-cache-timeout", alias: None, flags: IMMUTABLE, default: "300", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
-    P { name: "tls-cluster", alias: None, flags: IMMUTABLE, default: "no", kind: Bool },
-    P { name: "tls-replication", alias: None, flags: IMMUTABLE, default: "no", kind: Bool },
-    P { name: "tls-auth-clients", alias: None, flags: IMMUTABLE, default: "yes", kind: Enum(E_TLS_AUTH_CLIENTS) },
-    P { name: "tls-prefer-server-ciphers", alias: None, flags: IMMUTABLE, default: "no", kind: Bool },
-    P { name: "tls-cert-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-key-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-key-file-pass", alias: None, flags: IMMUTABLE|SENSITIVE, default: "", kind: Str },
-    P { name: "tls-client-cert-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-client-key-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-client-key-file-pass", alias: None, flags: IMMUTABLE|SENSITIVE, default: "", kind: Str },
-    P { name: "tls-dh-params-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-ca-cert-file", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-ca-cert-dir", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-protocols", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-ciphers", alias: None, flags: IMMUTABLE, default: "", kind: Str },
-    P { name: "tls-ciphersuites", alias: None, flags: IMMUTABLE, default: "", kind: Str },
+    // TLS (Redis built with it, as Debian's is): accepted and reported; there is no TLS here,
+    // so they change nothing.
+
+
+    P { name: "tls-port", alias: None, flags: 0, default: "0", kind: Num { min: 0, max: 65535, unsigned: false, fmt: 0 } },
+    P { name: "tls-session-caching", alias: None, flags: 0, default: "yes", kind: Bool },
+    P { name: "tls-session-cache-size", alias: None, flags: 0, default: "20480", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
+    P { name: "tls-session-cache-timeout", alias: None, flags: 0, default: "300", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
+    P { name: "tls-cluster", alias: None, flags: 0, default: "no", kind: Bool },
+    P { name: "tls-replication", alias: None, flags: 0, default: "no", kind: Bool },
+    P { name: "tls-auth-clients", alias: None, flags: 0, default: "yes", kind: Enum(E_TLS_AUTH_CLIENTS) },
+    P { name: "tls-prefer-server-ciphers", alias: None, flags: 0, default: "no", kind: Bool },
+    P { name: "tls-cert-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-key-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-key-file-pass", alias: None, flags: SENSITIVE, default: "", kind: Str },
+    P { name: "tls-client-cert-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-client-key-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-client-key-file-pass", alias: None, flags: SENSITIVE, default: "", kind: Str },
+    P { name: "tls-dh-params-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ca-cert-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ca-cert-dir", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-protocols", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ciphers", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ciphersuites", alias: None, flags: 0, default: "", kind: Str },
 ];
 
 /// The server's configuration: every parameter's current value.

@@ -1508,6 +1508,7 @@ impl Server {
         if introspect {
             c.cl.admin.argv_mem = args.iter().map(|a| a.len()).sum();
         }
+        self.store.expire_paused = paused.is_some();
         let before = c.wbuf.len();
         let action = cmd::execute(
             &self.table,
