@@ -11,9 +11,8 @@
 //! standard output is never mixed with the log); otherwise the file, appended to and opened
 //! for each line as Redis does (so a rotated log file is simply recreated).
 
+use std::cell::{Cell, RefCell};
 use std::io::Write as _;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
 
 /// Log levels, Redis's names and order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,24 +40,27 @@ impl Level {
     }
 }
 
-static LEVEL: AtomicU8 = AtomicU8::new(Level::Notice as u8);
-/// The log file (`None`: standard error).
-static FILE: Mutex<Option<String>> = Mutex::new(None);
+// The settings are the server thread's own (the event loop logs from its one thread), so
+// servers started on several threads of one process (the tests) each keep theirs.
+thread_local! {
+    static LEVEL: Cell<u8> = const { Cell::new(Level::Notice as u8) };
+    /// The log file (`None`: standard error).
+    static FILE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
 
 /// Set the level below which lines are dropped (`loglevel`, CONFIG SET loglevel).
 pub fn set_level(l: Level) {
-    LEVEL.store(l as u8, Ordering::Relaxed);
+    LEVEL.with(|c| c.set(l as u8));
 }
 
 /// Log to `path` (empty: standard error).
 pub fn set_file(path: &str) {
-    let mut f = FILE.lock().unwrap_or_else(|e| e.into_inner());
-    *f = (!path.is_empty()).then(|| path.to_string());
+    FILE.with(|f| *f.borrow_mut() = (!path.is_empty()).then(|| path.to_string()));
 }
 
 /// Whether a line at `l` would be written.
 pub fn enabled(l: Level) -> bool {
-    l as u8 >= LEVEL.load(Ordering::Relaxed)
+    l as u8 >= LEVEL.with(|c| c.get())
 }
 
 /// Days since 1970-01-01 to (year, month 1-12, day 1-31) (the civil calendar).
@@ -113,7 +115,7 @@ pub fn log(l: Level, msg: &str) {
         return;
     }
     let text = line(l, msg);
-    let file = FILE.lock().unwrap_or_else(|e| e.into_inner());
+    let file = FILE.with(|f| f.borrow().clone());
     let written = file.as_ref().is_some_and(|path| {
         std::fs::OpenOptions::new()
             .create(true)

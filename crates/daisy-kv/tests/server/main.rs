@@ -36,6 +36,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod collections;
+mod config_file;
 #[path = "../common/serve.rs"]
 mod common;
 mod connection;
@@ -44,6 +45,7 @@ mod introspection;
 mod keyspace;
 mod limits;
 mod lists;
+mod monitoring;
 mod pipelining;
 mod protocol;
 mod redis_py;
