@@ -209,6 +209,22 @@ fn info_fields_present_and_sane_under_load() {
             >= info_field(&mut c, "memory", "used_memory")
     );
     assert_eq!(info_field(&mut c, "replication", "connected_slaves"), 0);
+    // MEMORY STATS: Redis's fields, the same figures.
+    let stats: Vec<redis::Value> = redis::cmd("MEMORY").arg("STATS").query(&mut c).unwrap();
+    let field = |name: &str| -> i64 {
+        let at = stats
+            .iter()
+            .position(|v| *v == redis::Value::BulkString(name.as_bytes().to_vec()))
+            .unwrap_or_else(|| panic!("MEMORY STATS has no {name}: {stats:?}"));
+        match &stats[at + 1] {
+            redis::Value::Int(n) => *n,
+            v => panic!("{name}: {v:?}"),
+        }
+    };
+    assert_eq!(field("keys.count"), 1);
+    assert!(field("total.allocated") >= field("dataset.bytes"));
+    assert!(field("dataset.bytes") > 0 && field("peak.allocated") > 0);
+    assert!(stats.contains(&redis::Value::BulkString(b"db.0".to_vec())));
     let all: String = redis::cmd("INFO").arg("everything").query(&mut c).unwrap();
     for section in [
         "# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication",
