@@ -58,6 +58,10 @@ fn port_of(line: &str) -> Option<u16> {
 
 /// Start `daisy serve ARGS`, read stderr's lines until the "listening on" one: the child,
 /// its port, the lines so far and the rest of stderr.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is handed to the caller, which waits for it"
+)]
 fn start(args: &[&str]) -> (Child, u16, Vec<String>, BufReader<std::process::ChildStderr>) {
     let mut child = daisy()
         .arg("serve")
@@ -71,7 +75,11 @@ fn start(args: &[&str]) -> (Child, u16, Vec<String>, BufReader<std::process::Chi
     let mut lines = Vec::new();
     loop {
         let mut l = String::new();
-        assert!(err.read_line(&mut l).unwrap() > 0, "no start: {lines:?}");
+        if err.read_line(&mut l).unwrap_or(0) == 0 {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no start: {lines:?}");
+        }
         let port = port_of(&l);
         lines.push(l.trim_end().to_string());
         if let Some(p) = port {

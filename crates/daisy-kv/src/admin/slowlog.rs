@@ -126,10 +126,13 @@ fn kept_args(args: &[&[u8]]) -> Vec<Vec<u8>> {
 /// A timed call: into the slow log when slower than `slowlog-log-slower-than`, and a
 /// latency sample ("command", or "fast-command" for a fast one).
 pub fn record(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &[&[u8]], usec: u64) {
-    let skip = meta::lookup_argv(args).is_some_and(|m| m.has("skip_slowlog"))
-        || spec.has("skip_slowlog");
     let limit = sv.config.slowlog_slower_than;
-    if !skip && limit >= 0 && usec >= limit as u64 && sv.config.slowlog_max_len > 0 {
+    let slow = limit >= 0 && usec >= limit as u64 && sv.config.slowlog_max_len > 0;
+    // (Redis's command table is looked up only for a call that is slow.)
+    if slow
+        && !spec.has("skip_slowlog")
+        && !meta::lookup_argv(args).is_some_and(|m| m.has("skip_slowlog"))
+    {
         let m = &mut sv.admin.monitoring;
         m.slowlog.push_front(SlowEntry {
             id: m.next_id,

@@ -49,7 +49,7 @@ pub fn geoadd(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         i += 1;
     }
-    if (a.len() - i) % 3 != 0 || a.len() == i || (nx && xx) {
+    if !(a.len() - i).is_multiple_of(3) || a.len() == i || (nx && xx) {
         return c.err(E_SYNTAX);
     }
     let mut scores = Vec::new();
