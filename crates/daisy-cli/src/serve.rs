@@ -87,7 +87,17 @@ pub fn run(a: ServeArgs) -> Result<()> {
     macro_rules! over {
         ($($f:ident),*) => { $( if let Some(v) = a.$f { o.$f = v; } )* };
     }
-    over!(pool, bind, port, max_clients, tcp_keepalive, busy_poll_us, databases, size, max_size);
+    over!(
+        pool,
+        bind,
+        port,
+        max_clients,
+        tcp_keepalive,
+        busy_poll_us,
+        databases,
+        size,
+        max_size
+    );
     over!(loglevel, logfile);
     if let Some(m) = a.mode {
         o.mode = m.into();

@@ -62,7 +62,14 @@ fn port_of(line: &str) -> Option<u16> {
     clippy::zombie_processes,
     reason = "the child is handed to the caller, which waits for it"
 )]
-fn start(args: &[&str]) -> (Child, u16, Vec<String>, BufReader<std::process::ChildStderr>) {
+fn start(
+    args: &[&str],
+) -> (
+    Child,
+    u16,
+    Vec<String>,
+    BufReader<std::process::ChildStderr>,
+) {
     let mut child = daisy()
         .arg("serve")
         .args(args)
@@ -92,14 +99,20 @@ fn start(args: &[&str]) -> (Child, u16, Vec<String>, BufReader<std::process::Chi
 fn assert_redis_log_line(line: &str, pid: u32, mark: &str) {
     let w: Vec<&str> = line.splitn(7, ' ').collect();
     assert_eq!(w[0], format!("{pid}:M"), "{line}");
-    assert!(w[1].parse::<u32>().is_ok_and(|d| (1..=31).contains(&d)), "{line}");
+    assert!(
+        w[1].parse::<u32>().is_ok_and(|d| (1..=31).contains(&d)),
+        "{line}"
+    );
     let months = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     assert!(months.contains(&w[2]), "{line}");
     assert!(w[3].len() == 4 && w[3].parse::<u32>().is_ok(), "{line}");
     let t = w[4].as_bytes();
-    assert!(t.len() == 12 && t[2] == b':' && t[5] == b':' && t[8] == b'.', "{line}");
+    assert!(
+        t.len() == 12 && t[2] == b':' && t[5] == b':' && t[8] == b'.',
+        "{line}"
+    );
     assert_eq!(w[5], mark, "{line}");
 }
 
@@ -127,8 +140,14 @@ fn command_line_overrides_the_config_file() {
     ]);
     assert_ne!(port, 1);
     let arr = |name: &str, v: &str| Reply::Array(Some(vec![bulk(name), bulk(v)]));
-    assert_eq!(call(port, &["CONFIG", "GET", "maxclients"]), arr("maxclients", "60"));
-    assert_eq!(call(port, &["CONFIG", "GET", "timeout"]), arr("timeout", "70"));
+    assert_eq!(
+        call(port, &["CONFIG", "GET", "maxclients"]),
+        arr("maxclients", "60")
+    );
+    assert_eq!(
+        call(port, &["CONFIG", "GET", "timeout"]),
+        arr("timeout", "70")
+    );
     assert!(pool.exists() && !d.path().join("file.pool").exists());
     assert!(lines[0].contains(&pool.display().to_string()), "{lines:?}");
     signal(child.id(), "-TERM");
@@ -141,8 +160,14 @@ fn command_line_overrides_the_config_file() {
 fn a_bad_config_file_fails_the_start_naming_file_and_line() {
     let d = tmpdir();
     for (text, why) in [
-        ("port 0\nnot-a-directive yes\n", "Bad directive or wrong number of arguments"),
-        ("port 0\nmaxclients -5\n", "argument must be between 1 and 4294967295 inclusive"),
+        (
+            "port 0\nnot-a-directive yes\n",
+            "Bad directive or wrong number of arguments",
+        ),
+        (
+            "port 0\nmaxclients -5\n",
+            "argument must be between 1 and 4294967295 inclusive",
+        ),
     ] {
         let conf = write(d.path(), "bad.conf", text);
         let out = daisy().arg("serve").arg(&conf).output().unwrap();
@@ -150,7 +175,10 @@ fn a_bad_config_file_fails_the_start_naming_file_and_line() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("*** FATAL CONFIG FILE ERROR"), "{err}");
         assert!(
-            err.contains(&format!("Reading the configuration file {}, at line 2", conf.display())),
+            err.contains(&format!(
+                "Reading the configuration file {}, at line 2",
+                conf.display()
+            )),
             "{err}"
         );
         assert!(err.contains(why), "{err}");
@@ -182,7 +210,10 @@ fn sighup_does_not_stop_the_server_and_sigterm_does() {
     assert!(l.contains("Received SIGHUP"), "{l}");
     assert_redis_log_line(l.trim_end(), child.id(), "*");
     assert_eq!(call(port, &["GET", "k"]), bulk("v"));
-    assert!(child.try_wait().unwrap().is_none(), "SIGHUP stopped the server");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP stopped the server"
+    );
     signal(child.id(), "-TERM");
     let st = child.wait().unwrap();
     assert!(st.success(), "{st:?}");

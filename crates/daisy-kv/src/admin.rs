@@ -868,10 +868,18 @@ fn memory_stats(c: &mut Ctx) -> daisy::Result<()> {
     };
     int(c.out, "overhead.total", clients as i64);
     int(c.out, "keys.count", keys as i64);
-    int(c.out, "keys.bytes-per-key", total.checked_div(keys).unwrap_or(0) as i64);
+    int(
+        c.out,
+        "keys.bytes-per-key",
+        total.checked_div(keys).unwrap_or(0) as i64,
+    );
     int(c.out, "dataset.bytes", used as i64);
     double(c.out, "dataset.percentage", 100.0 * ratio(used, total));
-    double(c.out, "peak.percentage", 100.0 * ratio(total, peak.max(total)));
+    double(
+        c.out,
+        "peak.percentage",
+        100.0 * ratio(total, peak.max(total)),
+    );
     int(c.out, "allocator.allocated", used as i64);
     int(c.out, "allocator.active", used as i64);
     int(c.out, "allocator.resident", resident as i64);

@@ -205,9 +205,9 @@ pub fn load(path: &Path, o: &mut Options) -> Result<(), String> {
             "size" => o.size = size(one()?)?,
             "max-size" => o.max_size = size(one()?)?,
             "busy-poll-us" => {
-                o.busy_poll_us = one()?.parse().map_err(|_| {
-                    fatal_at(d, "argument couldn't be parsed into an integer")
-                })?
+                o.busy_poll_us = one()?
+                    .parse()
+                    .map_err(|_| fatal_at(d, "argument couldn't be parsed into an integer"))?
             }
             "mode" => {
                 o.mode = match one()?.to_ascii_lowercase().as_str() {
@@ -267,11 +267,13 @@ pub fn load(path: &Path, o: &mut Options) -> Result<(), String> {
             "loglevel" => o.loglevel = get(name),
             "logfile" => o.logfile = get(name),
             "daemonize" => o.daemonize = get(name) == "yes",
-            "pidfile" => o.pidfile = Some(PathBuf::from(get(name))).filter(|p| !p.as_os_str().is_empty()),
-            "unixsocket" => o.unixsocket = Some(PathBuf::from(get(name))).filter(|p| !p.as_os_str().is_empty()),
-            "unixsocketperm" => {
-                o.unixsocketperm = u32::from_str_radix(&get(name), 8).unwrap_or(0)
+            "pidfile" => {
+                o.pidfile = Some(PathBuf::from(get(name))).filter(|p| !p.as_os_str().is_empty())
             }
+            "unixsocket" => {
+                o.unixsocket = Some(PathBuf::from(get(name))).filter(|p| !p.as_os_str().is_empty())
+            }
+            "unixsocketperm" => o.unixsocketperm = u32::from_str_radix(&get(name), 8).unwrap_or(0),
             // The largest size of a new pool (an existing pool keeps its own).
             "maxmemory" if num(name) > 0 => o.max_size = num(name),
             _ => o.config.push((name.to_string(), get(name))),
@@ -289,8 +291,7 @@ const NOT_REWRITTEN: &[&str] = &["dir", "dbfilename", "save", "appendonly", "max
 /// or control characters (Redis's `sdscatrepr`).
 fn quote(v: &str) -> String {
     let plain = !v.is_empty()
-        && v
-            .bytes()
+        && v.bytes()
             .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
     if plain {
         return v.to_string();
@@ -384,7 +385,10 @@ mod tests {
     fn splits_as_sdssplitargs() {
         assert_eq!(split("port 7000").unwrap(), ["port", "7000"]);
         assert_eq!(split("  a   b  ").unwrap(), ["a", "b"]);
-        assert_eq!(split(r#"requirepass "a b\n\x41""#).unwrap(), ["requirepass", "a b\nA"]);
+        assert_eq!(
+            split(r#"requirepass "a b\n\x41""#).unwrap(),
+            ["requirepass", "a b\nA"]
+        );
         assert_eq!(split(r"x 'it\'s'").unwrap(), ["x", "it's"]);
         assert_eq!(split(r#"save """#).unwrap(), ["save", ""]);
         assert!(split(r#"x "open"#).is_none());

@@ -20,7 +20,12 @@ pub fn daemonize() -> Result<(), String> {
     // SAFETY: the process has one thread here (the server starts none before), so the
     // child's copy of the address space is consistent; the parent only calls _exit.
     match unsafe { libc::fork() } {
-        -1 => return Err(format!("daemonize: fork: {}", std::io::Error::last_os_error())),
+        -1 => {
+            return Err(format!(
+                "daemonize: fork: {}",
+                std::io::Error::last_os_error()
+            ))
+        }
         0 => {}
         // SAFETY: _exit ends the parent without running anything of the child's state
         // (no destructors: the pool and sockets now belong to the child).
@@ -40,9 +45,6 @@ pub fn daemonize() -> Result<(), String> {
 /// Write this process's id to `path` (Redis: a failure is only logged).
 pub fn write_pidfile(path: &Path) {
     if let Err(e) = std::fs::write(path, format!("{}\n", std::process::id())) {
-        crate::log::warning(&format!(
-            "Failed to write PID file {}: {e}",
-            path.display()
-        ));
+        crate::log::warning(&format!("Failed to write PID file {}: {e}", path.display()));
     }
 }

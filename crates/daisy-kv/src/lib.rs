@@ -21,8 +21,8 @@
 
 pub mod admin;
 pub mod commands;
-pub mod config;
 pub mod conffile;
+pub mod config;
 mod daemon;
 pub mod glob;
 pub mod keys;

@@ -20,9 +20,9 @@
 use crate::admin::{ClientRow, ConnStats, ReplyMode};
 use crate::commands::{self as cmd, Action, Client, ServerState};
 use crate::keyspace::{Keyspace, LAYOUT};
+use crate::log;
 use crate::resp::{self, Limits, Parsed};
 use daisy::{ModeChoice, Pool, PoolOptions};
-use crate::log;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::{HashMap, VecDeque};
@@ -168,23 +168,13 @@ impl Write for Stream {
 }
 
 impl mio::event::Source for Stream {
-    fn register(
-        &mut self,
-        r: &mio::Registry,
-        t: Token,
-        i: Interest,
-    ) -> std::io::Result<()> {
+    fn register(&mut self, r: &mio::Registry, t: Token, i: Interest) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.register(r, t, i),
             Stream::Unix(s) => s.register(r, t, i),
         }
     }
-    fn reregister(
-        &mut self,
-        r: &mio::Registry,
-        t: Token,
-        i: Interest,
-    ) -> std::io::Result<()> {
+    fn reregister(&mut self, r: &mio::Registry, t: Token, i: Interest) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.reregister(r, t, i),
             Stream::Unix(s) => s.reregister(r, t, i),
@@ -414,7 +404,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
     let level = if o.quiet {
         log::Level::Warning
     } else {
-        log::Level::parse(&o.loglevel).ok_or_else(|| format!("loglevel {}: not a level", o.loglevel))?
+        log::Level::parse(&o.loglevel)
+            .ok_or_else(|| format!("loglevel {}: not a level", o.loglevel))?
     };
     log::set_level(level);
     log::set_file(&o.logfile);
@@ -967,7 +958,9 @@ impl Server {
                     // EMFILE and the like: the rest stay in the backlog. The listener is
                     // edge-triggered and will not report them again, so retry every round.
                     if !self.accept_pending {
-                        log::warning(&format!("Error accepting a client connection: {e} (retrying)"));
+                        log::warning(&format!(
+                            "Error accepting a client connection: {e} (retrying)"
+                        ));
                     }
                     self.accept_pending = true;
                     return;
@@ -1963,7 +1956,9 @@ impl Server {
                         .lazy_error_at
                         .is_none_or(|t| t.elapsed() > Duration::from_secs(1))
                     {
-                        log::warning(&format!("daisy serve: freeing a deleted collection failed: {e}"));
+                        log::warning(&format!(
+                            "daisy serve: freeing a deleted collection failed: {e}"
+                        ));
                         self.lazy_error_at = Some(Instant::now());
                     }
                     return true;

@@ -88,9 +88,8 @@ fn kept_args(args: &[&[u8]]) -> Vec<Vec<u8>> {
             return j >= 1;
         }
         if name.eq_ignore_ascii_case(b"hello") {
-            return (2..args.len()).any(|k| {
-                args[k].eq_ignore_ascii_case(b"auth") && (j == k + 1 || j == k + 2)
-            });
+            return (2..args.len())
+                .any(|k| args[k].eq_ignore_ascii_case(b"auth") && (j == k + 1 || j == k + 2));
         }
         if name.eq_ignore_ascii_case(b"config")
             && args.len() > 1
@@ -230,7 +229,11 @@ fn histogram_slots(c: &mut Ctx, names: &[&[u8]]) -> Vec<(String, usize)> {
         COMMANDS
             .iter()
             .map(|s| s.name.to_string())
-            .chain(all.iter().filter(|m| m.name.contains('|')).map(|m| m.name.clone()))
+            .chain(
+                all.iter()
+                    .filter(|m| m.name.contains('|'))
+                    .map(|m| m.name.clone()),
+            )
             .collect()
     } else {
         let mut v = Vec::new();
@@ -254,8 +257,7 @@ fn histogram_slots(c: &mut Ctx, names: &[&[u8]]) -> Vec<(String, usize)> {
         let calls = if slot < COMMANDS.len() {
             c.sv.cmdstats[slot].calls
         } else {
-            c.sv
-                .admin
+            c.sv.admin
                 .sub_stats
                 .get(slot - COMMANDS.len())
                 .map_or(0, |s| s.calls)

@@ -36,9 +36,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod collections;
-mod config_file;
 #[path = "../common/serve.rs"]
 mod common;
+mod config_file;
 mod connection;
 mod inline;
 mod introspection;

@@ -58,7 +58,12 @@ fn slowlog_logs_trims_and_redacts() {
     }
     let _: i64 = big.query(&mut c).unwrap();
     let long = "A".repeat(129);
-    let _: i64 = redis::cmd("SADD").arg("set").arg("foo").arg(&long).query(&mut c).unwrap();
+    let _: i64 = redis::cmd("SADD")
+        .arg("set")
+        .arg("foo")
+        .arg(&long)
+        .query(&mut c)
+        .unwrap();
     let log = slowlog(&mut c, 10);
     let a = args_of(&log[0]);
     assert_eq!(a[3], format!("{}... (1 more bytes)", &long[..128]));
@@ -70,7 +75,10 @@ fn slowlog_logs_trims_and_redacts() {
     ok(&mut c, &["SLOWLOG", "RESET"]);
     ok(&mut c, &["CONFIG", "SET", "masterauth", "hunter2"]);
     let log = slowlog(&mut c, 1);
-    assert_eq!(args_of(&log[0]), ["CONFIG", "SET", "masterauth", "(redacted)"]);
+    assert_eq!(
+        args_of(&log[0]),
+        ["CONFIG", "SET", "masterauth", "(redacted)"]
+    );
     // At most slowlog-max-len entries; none when the threshold is -1.
     ok(&mut c, &["CONFIG", "SET", "slowlog-max-len", "5"]);
     for _ in 0..20 {
@@ -110,7 +118,11 @@ fn latency_monitor_records_events_and_histograms() {
     let text = format!("{h:?}");
     assert_eq!(h.len(), 4, "{text}");
     assert_eq!(h[0], redis::Value::BulkString(b"set".to_vec()), "{text}");
-    assert_eq!(h[2], redis::Value::BulkString(b"client|id".to_vec()), "{text}");
+    assert_eq!(
+        h[2],
+        redis::Value::BulkString(b"client|id".to_vec()),
+        "{text}"
+    );
     let redis::Value::Array(set) = &h[1] else {
         panic!("{text}")
     };
@@ -148,8 +160,15 @@ fn latency_monitor_records_events_and_histograms() {
         .arg("command")
         .query(&mut c)
         .unwrap();
-    assert!(!hist.is_empty() && hist.iter().all(|s| s.1 >= 1), "{hist:?}");
-    let graph: String = redis::cmd("LATENCY").arg("GRAPH").arg("command").query(&mut c).unwrap();
+    assert!(
+        !hist.is_empty() && hist.iter().all(|s| s.1 >= 1),
+        "{hist:?}"
+    );
+    let graph: String = redis::cmd("LATENCY")
+        .arg("GRAPH")
+        .arg("command")
+        .query(&mut c)
+        .unwrap();
     assert!(graph.starts_with("command - high "), "{graph}");
     let doc: String = redis::cmd("LATENCY").arg("DOCTOR").query(&mut c).unwrap();
     assert!(doc.contains("command"), "{doc}");
@@ -157,7 +176,12 @@ fn latency_monitor_records_events_and_histograms() {
     assert!(n >= 1);
     let latest: Vec<redis::Value> = redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
     assert!(latest.is_empty());
-    let e = err_text(redis::cmd("LATENCY").arg("GRAPH").arg("command").query::<()>(&mut c));
+    let e = err_text(
+        redis::cmd("LATENCY")
+            .arg("GRAPH")
+            .arg("command")
+            .query::<()>(&mut c),
+    );
     assert_eq!(e, "ERR No samples available for event 'command'");
     drop(c);
     srv.stop();
@@ -227,15 +251,30 @@ fn info_fields_present_and_sane_under_load() {
     assert!(stats.contains(&redis::Value::BulkString(b"db.0".to_vec())));
     let all: String = redis::cmd("INFO").arg("everything").query(&mut c).unwrap();
     for section in [
-        "# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication",
-        "# CPU", "# Modules", "# Commandstats", "# Errorstats", "# Latencystats", "# Cluster",
+        "# Server",
+        "# Clients",
+        "# Memory",
+        "# Persistence",
+        "# Stats",
+        "# Replication",
+        "# CPU",
+        "# Modules",
+        "# Commandstats",
+        "# Errorstats",
+        "# Latencystats",
+        "# Cluster",
         "# Keyspace",
     ] {
         assert!(all.contains(section), "{section} missing");
     }
     for field in [
-        "role:master", "cmdstat_set:calls=", "latency_percentiles_usec_set:p50=",
-        "used_cpu_sys:", "db0:keys=1,", "uptime_in_seconds:", "connected_clients:",
+        "role:master",
+        "cmdstat_set:calls=",
+        "latency_percentiles_usec_set:p50=",
+        "used_cpu_sys:",
+        "db0:keys=1,",
+        "uptime_in_seconds:",
+        "connected_clients:",
     ] {
         assert!(all.contains(field), "{field} missing:\n{all}");
     }
@@ -282,8 +321,14 @@ fn redis_cli_stat_memkeys_and_bigkeys() {
         big.contains("Biggest string found '\"large-string\"' has 10000 bytes"),
         "{big}"
     );
-    assert!(big.contains("Biggest   list found '\"list\"' has 500 items"), "{big}");
-    assert!(big.contains("Biggest   hash found '\"hash\"' has 1 fields"), "{big}");
+    assert!(
+        big.contains("Biggest   list found '\"list\"' has 500 items"),
+        "{big}"
+    );
+    assert!(
+        big.contains("Biggest   hash found '\"hash\"' has 1 fields"),
+        "{big}"
+    );
     assert!(big.contains("Sampled 4 keys in the keyspace!"), "{big}");
     let mem = run("--memkeys");
     assert!(mem.contains("Sampled 4 keys in the keyspace!"), "{mem}");
@@ -310,13 +355,20 @@ fn redis_cli_stat_memkeys_and_bigkeys() {
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines = text.lines();
     assert!(lines.next().unwrap_or_default().contains("data"), "{text}");
-    let header: Vec<&str> = lines.next().unwrap_or_default().split_whitespace().collect();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
     assert_eq!(header[..3], ["keys", "mem", "clients"], "{text}");
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
     assert!(rows.len() >= 2, "{text}");
     for row in &rows {
         assert_eq!(row[0], "4", "keys: {text}");
-        assert!(row[1].ends_with('B') || row[1].ends_with('K') || row[1].ends_with('M'), "{text}");
+        assert!(
+            row[1].ends_with('B') || row[1].ends_with('K') || row[1].ends_with('M'),
+            "{text}"
+        );
         let clients: u64 = row[2].parse().unwrap();
         assert!(clients >= 2, "{text}");
     }
@@ -358,7 +410,8 @@ fn prometheus_redis_exporter_scrapes_the_server() {
     let metrics = loop {
         let got = TcpStream::connect(web).ok().and_then(|mut s| {
             s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
+            s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+                .ok()?;
             let mut text = String::new();
             s.read_to_string(&mut text).ok()?;
             Some(text)
@@ -366,7 +419,10 @@ fn prometheus_redis_exporter_scrapes_the_server() {
         if let Some(t) = got.filter(|t| t.contains("redis_up")) {
             break t;
         }
-        assert!(t0.elapsed() < Duration::from_secs(20), "exporter never answered");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "exporter never answered"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     let _ = child.kill();
