@@ -18,10 +18,12 @@ mod client;
 mod command;
 mod info;
 pub mod meta;
+pub mod slowlog;
 
 pub use client::{client, client_line, ClientRow};
 pub use command::command;
 pub use info::info;
+pub use slowlog::{latency, slowlog};
 
 // ---- state -----------------------------------------------------------------------------
 
@@ -129,6 +131,10 @@ pub struct AdminState {
     /// Blocked clients CLIENT UNBLOCK released: (id, with an error instead of a timeout
     /// reply). The event loop answers them once the command's transaction commits.
     pub unblock: Vec<(u64, bool)>,
+    /// The config file given at start (CONFIG REWRITE rewrites it).
+    pub config_file: Option<std::path::PathBuf>,
+    /// SLOWLOG's entries and LATENCY's events.
+    pub monitoring: slowlog::Monitoring,
     /// Latency histograms (INFO latencystats), by stat slot: a command's index in
     /// `COMMANDS`, or `COMMANDS.len()` + a subcommand's index in `meta::all()`.
     pub latency: Vec<Option<Box<Histogram>>>,
@@ -435,6 +441,7 @@ pub fn after_call(
     elapsed: Option<std::time::Duration>,
 ) {
     if let Some(d) = elapsed {
+        slowlog::record(sv, cl, spec, args, d.as_micros() as u64);
         if sv.config.latency_tracking {
             let slot = stat_slot(spec, args);
             let h = &mut sv.admin.latency;
@@ -625,6 +632,11 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
                     ));
                 }
             }
+            "loglevel" => {
+                if let Some(l) = c.sv.config.get(n).and_then(crate::log::Level::parse) {
+                    crate::log::set_level(l);
+                }
+            }
             "tcp-keepalive"
             | "proto-max-bulk-len"
             | "client-query-buffer-limit"
@@ -680,7 +692,21 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             c.ks.lazyfreed_objects = 0;
             resp::ok(c.out);
         }
-        (b"REWRITE", 2) => return c.err("ERR The server is running without a config file"),
+        (b"REWRITE", 2) => {
+            let Some(path) = c.sv.admin.config_file.clone() else {
+                return c.err("ERR The server is running without a config file");
+            };
+            match crate::conffile::rewrite(&path, &c.sv.config) {
+                Ok(()) => {
+                    crate::log::notice("CONFIG REWRITE executed with success.");
+                    resp::ok(c.out);
+                }
+                Err(e) => {
+                    crate::log::warning(&format!("CONFIG REWRITE failed: {e}"));
+                    return c.err(&format!("ERR Rewriting config file: {e}"));
+                }
+            }
+        }
         (b"HELP", 2) => help(
             c,
             a[0],
@@ -762,20 +788,7 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         ),
         (b"PURGE", 2) => resp::ok(c.out),
         (b"MALLOC-STATS", 2) => resp::bulk(c.out, b"Stats not supported for the current allocator"),
-        (b"STATS", 2) => {
-            let (used, objects) = c.sv.pool.usage()?;
-            c.map(3);
-            resp::bulk(c.out, b"total.allocated");
-            resp::int(c.out, used as i64);
-            resp::bulk(c.out, b"keys.count");
-            let mut keys = 0;
-            for db in 0..c.ks.databases() {
-                keys += c.ks.len(c.tx, db)?;
-            }
-            resp::int(c.out, keys as i64);
-            resp::bulk(c.out, b"daisy.pool.objects");
-            resp::int(c.out, objects as i64);
-        }
+        (b"STATS", 2) => memory_stats(c)?,
         (b"HELP", 2) => help(
             c,
             a[0],
@@ -795,6 +808,92 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         ),
         _ => return subcommand_error(c, a),
     }
+    Ok(())
+}
+
+/// MEMORY STATS (object.c's `memoryCommand`): Redis 7.0's fields, in its order, with the
+/// values INFO memory reports (the pool's bytes in use are the dataset; the clients'
+/// buffers the overhead), plus Daisy's pool objects.
+fn memory_stats(c: &mut Ctx) -> daisy::Result<()> {
+    let (used, objects) = c.sv.pool.usage()?;
+    let stats = &mut c.sv.admin.stats;
+    stats.peak_memory = stats.peak_memory.max(used);
+    let peak = stats.peak_memory;
+    let clients = stats.clients_memory as u64;
+    let rss = crate::server::rss_bytes();
+    let resident = c.sv.pool_size.max(c.sv.pool.size());
+    let mut dbs = Vec::new();
+    let mut keys = 0;
+    for db in 0..c.ks.databases() {
+        let n = c.ks.len(c.tx, db)?;
+        if n > 0 {
+            dbs.push(db);
+        }
+        keys += n;
+    }
+    let total = used + clients;
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let ints: [(&str, u64); 10] = [
+        ("peak.allocated", peak),
+        ("total.allocated", total),
+        ("startup.allocated", 0),
+        ("replication.backlog", 0),
+        ("clients.slaves", 0),
+        ("clients.normal", clients),
+        ("cluster.links", 0),
+        ("aof.buffer", 0),
+        ("lua.caches", 0),
+        ("functions.caches", 0),
+    ];
+    c.map(ints.len() + dbs.len() + 19);
+    for (k, v) in ints {
+        resp::bulk(c.out, k.as_bytes());
+        resp::int(c.out, v as i64);
+    }
+    for db in dbs {
+        resp::bulk(c.out, format!("db.{db}").as_bytes());
+        c.map(2);
+        resp::bulk(c.out, b"overhead.hashtable.main");
+        resp::int(c.out, 0);
+        resp::bulk(c.out, b"overhead.hashtable.expires");
+        resp::int(c.out, 0);
+    }
+    let resp3 = c.cl.resp3;
+    let double = |out: &mut Vec<u8>, k: &str, v: f64| {
+        resp::bulk(out, k.as_bytes());
+        resp::double(out, &format!("{v}"), resp3);
+    };
+    let int = |out: &mut Vec<u8>, k: &str, v: i64| {
+        resp::bulk(out, k.as_bytes());
+        resp::int(out, v);
+    };
+    int(c.out, "overhead.total", clients as i64);
+    int(c.out, "keys.count", keys as i64);
+    int(
+        c.out,
+        "keys.bytes-per-key",
+        total.checked_div(keys).unwrap_or(0) as i64,
+    );
+    int(c.out, "dataset.bytes", used as i64);
+    double(c.out, "dataset.percentage", 100.0 * ratio(used, total));
+    double(
+        c.out,
+        "peak.percentage",
+        100.0 * ratio(total, peak.max(total)),
+    );
+    int(c.out, "allocator.allocated", used as i64);
+    int(c.out, "allocator.active", used as i64);
+    int(c.out, "allocator.resident", resident as i64);
+    double(c.out, "allocator-fragmentation.ratio", 1.0);
+    int(c.out, "allocator-fragmentation.bytes", 0);
+    double(c.out, "allocator.rss-ratio", ratio(resident, used));
+    int(c.out, "allocator.rss-bytes", resident as i64 - used as i64);
+    double(c.out, "rss-overhead.ratio", 1.0);
+    int(c.out, "rss-overhead.bytes", 0);
+    double(c.out, "fragmentation", ratio(rss, used));
+    int(c.out, "fragmentation.bytes", rss as i64 - used as i64);
+    int(c.out, "daisy.pool.objects", objects as i64);
+    int(c.out, "daisy.pool.size", resident as i64);
     Ok(())
 }
 

@@ -625,6 +625,8 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bzpopmax", -3, ["write", "noscript", "fast", "blocking"], 1, -2, 1, z::bzpopmax),
     spec!("bzmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, z::bzmpop),
     spec!("zrandmember", -2, ["readonly"], 1, 1, 1, z::zrandmember),
+    // geo (types::geo)
+    spec!("geoadd", -5, ["write", "denyoom"], 1, 1, 1, crate::types::geo::geoadd),
     // hashes (types::hash)
     spec!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hset),
     spec!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hmset),
@@ -724,6 +726,8 @@ pub static COMMANDS: &[Spec] = &[
     spec!("spublish", 3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 1, 1, 1, ps::spublish),
     spec!("pubsub", -2, ["pubsub", "loading", "stale"], 0, 0, 0, ps::pubsub),
     spec!("monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::monitor),
+    spec!("slowlog", -2, ["admin", "loading", "stale"], 0, 0, 0, a::slowlog),
+    spec!("latency", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::latency),
 ];
 
 /// Name (lowercase) to table index. Command names are few and short and not secret, so a
@@ -910,7 +914,8 @@ pub fn call(
 ) -> daisy::Result<Action> {
     // Time one call in TIMING_SAMPLE (two clock reads per command cost ~4% of a pipelined
     // round); INFO commandstats' usec scales the sampled time up.
-    let timed = sv.cmdstat(spec, args).calls.is_multiple_of(TIMING_SAMPLE);
+    let every = sv.config.time_every_call;
+    let timed = every || sv.cmdstat(spec, args).calls.is_multiple_of(TIMING_SAMPLE);
     let t0 = timed.then(std::time::Instant::now);
     let errors_before = out.len();
     let mut ctx = Ctx {
@@ -933,7 +938,8 @@ pub fn call(
     let st = sv.cmdstat(spec, args);
     st.calls += 1;
     if let Some(d) = elapsed {
-        st.usec += d.as_micros() as u64 * TIMING_SAMPLE;
+        let weight = if every { 1 } else { TIMING_SAMPLE };
+        st.usec += d.as_micros() as u64 * weight;
     }
     // A reply that starts with an error (not EXEC's array of them) failed the call.
     if out.get(errors_before) == Some(&b'-') {

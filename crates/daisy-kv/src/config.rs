@@ -1,4 +1,4 @@
-//! CONFIG GET / CONFIG SET: every parameter Redis 7.0 has (config.c's table, without TLS),
+//! CONFIG GET / CONFIG SET: every parameter Redis 7.0 has (config.c's table; the TLS ones too, which change nothing: there is no TLS here),
 //! with its name, alias, default, type, limits, and Redis's error texts for bad values; the
 //! values are kept as CONFIG GET prints them, and the ones the server reads on hot paths
 //! (the encoding thresholds) also parsed.
@@ -106,6 +106,7 @@ const E_CLUSTER_PREFERRED_ENDPOINT_TYPE: &[(&str, u32)] =
     &[("ip", 0), ("hostname", 1), ("unknown-endpoint", 2)];
 const E_PROPAGATION_ERROR_BEHAVIOR: &[(&str, u32)] =
     &[("ignore", 0), ("panic", 1), ("panic-on-replicas", 2)];
+const E_TLS_AUTH_CLIENTS: &[(&str, u32)] = &[("no", 0), ("yes", 1), ("optional", 2)];
 const SHUTDOWN_SAVE: u32 = 1;
 const SHUTDOWN_NOSAVE: u32 = 2;
 const E_SHUTDOWN_ON_SIG: &[(&str, u32)] = &[
@@ -280,6 +281,30 @@ pub static PARAMS: &[Param] = &[
     P { name: "bind", alias: None, flags: MULTI_ARG, default: "* -::*", kind: Special },
     P { name: "replicaof", alias: Some("slaveof"), flags: IMMUTABLE|MULTI_ARG, default: "", kind: Special },
     P { name: "latency-tracking-info-percentiles", alias: None, flags: MULTI_ARG, default: "50 99 99.9", kind: Special },
+    // TLS (Redis built with it, as Debian's is): accepted and reported; there is no TLS here,
+    // so they change nothing.
+
+
+    P { name: "tls-port", alias: None, flags: 0, default: "0", kind: Num { min: 0, max: 65535, unsigned: false, fmt: 0 } },
+    P { name: "tls-session-caching", alias: None, flags: 0, default: "yes", kind: Bool },
+    P { name: "tls-session-cache-size", alias: None, flags: 0, default: "20480", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
+    P { name: "tls-session-cache-timeout", alias: None, flags: 0, default: "300", kind: Num { min: 0, max: I32_MAX, unsigned: false, fmt: 0 } },
+    P { name: "tls-cluster", alias: None, flags: 0, default: "no", kind: Bool },
+    P { name: "tls-replication", alias: None, flags: 0, default: "no", kind: Bool },
+    P { name: "tls-auth-clients", alias: None, flags: 0, default: "yes", kind: Enum(E_TLS_AUTH_CLIENTS) },
+    P { name: "tls-prefer-server-ciphers", alias: None, flags: 0, default: "no", kind: Bool },
+    P { name: "tls-cert-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-key-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-key-file-pass", alias: None, flags: SENSITIVE, default: "", kind: Str },
+    P { name: "tls-client-cert-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-client-key-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-client-key-file-pass", alias: None, flags: SENSITIVE, default: "", kind: Str },
+    P { name: "tls-dh-params-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ca-cert-file", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ca-cert-dir", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-protocols", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ciphers", alias: None, flags: 0, default: "", kind: Str },
+    P { name: "tls-ciphersuites", alias: None, flags: 0, default: "", kind: Str },
 ];
 
 /// The server's configuration: every parameter's current value.
@@ -300,6 +325,16 @@ pub struct Config {
     pub latency_tracking: bool,
     /// notify-keyspace-events as `pubsub::N_*` flags (0: no notification is published).
     pub notify_flags: u32,
+    /// slowlog-log-slower-than (µs; negative: off), slowlog-max-len,
+    /// latency-monitor-threshold (ms; 0: off).
+    pub slowlog_slower_than: i64,
+    pub slowlog_max_len: usize,
+    pub latency_threshold_ms: u64,
+    /// Every command call is timed (slowlog-log-slower-than 0 logs every command; the
+    /// latency monitor is on): otherwise one call in 8 of each command.
+    pub time_every_call: bool,
+    /// A config file's `save` lines so far add to each other (the first replaces the default).
+    file_saves: bool,
 }
 
 impl Default for Config {
@@ -316,6 +351,11 @@ impl Default for Config {
             list_max_listpack_size: -2,
             latency_tracking: true,
             notify_flags: 0,
+            slowlog_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_threshold_ms: 0,
+            time_every_call: false,
+            file_saves: false,
         };
         c.refresh();
         c
@@ -699,6 +739,13 @@ impl Config {
         self.latency_tracking = self.get("latency-tracking") == Some("yes");
         self.notify_flags =
             crate::pubsub::notify_flags(self.get("notify-keyspace-events").unwrap_or(""));
+        self.slowlog_slower_than = self
+            .get("slowlog-log-slower-than")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000);
+        self.slowlog_max_len = self.num("slowlog-max-len");
+        self.latency_threshold_ms = self.num("latency-monitor-threshold") as u64;
+        self.time_every_call = self.slowlog_slower_than == 0 || self.latency_threshold_ms > 0;
     }
 
     /// A parameter's value by name (or alias).
@@ -712,6 +759,47 @@ impl Config {
             self.values[i] = value.to_string();
             self.refresh();
         }
+    }
+
+    /// A parameter from a config file line (`name` and its arguments; any case, aliases
+    /// too): checked as CONFIG SET checks it, immutable ones included, and set. A MULTI_ARG
+    /// parameter takes its arguments as one list (`save` lines add to each other, as in
+    /// Redis, until a `save ""`); any other takes exactly one. None: not a parameter.
+    pub fn set_from_file(&mut self, name: &str, args: &[String]) -> Option<Result<(), String>> {
+        let (i, _) = Self::lookup(name)?;
+        let p = &PARAMS[i];
+        let multi = p.flags & MULTI_ARG != 0;
+        if args.is_empty() || (!multi && args.len() != 1) {
+            return Some(Err("wrong number of arguments".into()));
+        }
+        let mut value = args.join(" ");
+        if p.name == "save" && !value.is_empty() && self.file_saves {
+            value = format!("{} {value}", self.values[i]).trim().to_string();
+        }
+        Some(self.parse(i, &value).map(|v| {
+            if p.name == "save" {
+                self.file_saves = !v.is_empty();
+            }
+            self.values[i] = v;
+            self.refresh();
+        }))
+    }
+
+    /// Parameter names (and their current values) whose value differs from the default,
+    /// in the table's order (CONFIG REWRITE's additions).
+    pub fn changed(&self) -> Vec<(&'static str, &str)> {
+        PARAMS
+            .iter()
+            .zip(&self.values)
+            .filter(|(p, v)| p.flags & HIDDEN == 0 && p.default != v.as_str())
+            .map(|(p, v)| (p.name, v.as_str()))
+            .collect()
+    }
+
+    /// The canonical name of a parameter given by name or alias (any case), and whether its
+    /// value is a list of words.
+    pub fn canonical(name: &str) -> Option<(&'static str, bool)> {
+        Self::lookup(name).map(|(i, _)| (PARAMS[i].name, PARAMS[i].flags & MULTI_ARG != 0))
     }
 
     /// CONFIG GET (config.c's `configGetCommand`): (name, value) of every parameter named by

@@ -436,6 +436,9 @@ pub struct Keyspace {
     maps: Vec<Option<PBytesMap>>,
     /// Keys removed because their time passed (INFO stats).
     pub expired_keys: u64,
+    /// CLIENT PAUSE holds writes: a key whose time passed reads as missing but is not
+    /// removed (Redis's `expireIfNeeded` during a pause).
+    pub expire_paused: bool,
     /// Collections freed by lazyfree since start (INFO `lazyfreed_objects`).
     pub lazyfreed_objects: u64,
     /// Clients' WATCHed keys.
@@ -592,6 +595,7 @@ impl Keyspace {
             note_expired: false,
             note_new: false,
             events: Vec::new(),
+            expire_paused: false,
             lazyfreed_objects: 0,
             watches: Watches::default(),
             member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
@@ -833,7 +837,7 @@ impl Keyspace {
             return Ok(None);
         };
         if v.expire_ms.is_some_and(|t| t < now_ms) {
-            if read_only && tx.log_room() < LAZY_EXPIRY_MIN_ROOM {
+            if self.expire_paused || (read_only && tx.log_room() < LAZY_EXPIRY_MIN_ROOM) {
                 return Ok(None);
             }
             self.remove_expired(tx, db, key, &v)?;

@@ -17,15 +17,20 @@
 //!     server commands; `config`: CONFIG's parameters; `rdb`: DUMP/RESTORE's format;
 //! - `keyspace`: databases in the pool, value records, lookup with lazy expiry, lazyfree,
 //!   WATCH's registry (Redis's db.c);
-//! - `resp` (framing and replies), `glob` (patterns), `longdouble` (INCRBYFLOAT's arithmetic).
+//! - `resp` (framing and replies), `glob` (patterns), `longdouble` (INCRBYFLOAT's arithmetic);
+//! - `conffile` (`daisy serve redis.conf`, CONFIG REWRITE), `log` (Redis-format log lines),
+//!   `daemon` (daemonize, pidfile).
 
 pub mod admin;
 pub mod backup;
 pub mod commands;
+pub mod conffile;
 pub mod config;
+mod daemon;
 pub mod glob;
 pub mod keys;
 pub mod keyspace;
+pub mod log;
 pub mod longdouble;
 pub mod multi;
 pub mod pubsub;

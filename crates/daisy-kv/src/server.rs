@@ -20,9 +20,10 @@
 use crate::admin::{ClientRow, ConnStats, ReplyMode};
 use crate::commands::{self as cmd, Action, Client, ServerState};
 use crate::keyspace::{Keyspace, LAYOUT};
+use crate::log;
 use crate::resp::{self, Limits, Parsed};
 use daisy::{ModeChoice, Pool, PoolOptions};
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -62,6 +63,21 @@ pub struct Options {
     pub busy_poll_us: u32,
     /// Number of databases (SELECT 0 to n-1), as Redis's `databases` (16).
     pub databases: usize,
+    /// The config file given at start (`conffile::load`): CONFIG REWRITE rewrites it.
+    pub config_file: Option<PathBuf>,
+    /// Other CONFIG parameters the config file set (checked), applied before the settings
+    /// above.
+    pub config: Vec<(String, String)>,
+    /// `loglevel` (debug, verbose, notice, warning) and `logfile` (empty: standard error).
+    pub loglevel: String,
+    pub logfile: String,
+    /// `daemonize yes`: fork and detach once the address is bound and the pool open.
+    pub daemonize: bool,
+    /// `pidfile`: written at start, removed at exit.
+    pub pidfile: Option<PathBuf>,
+    /// `unixsocket` and `unixsocketperm` (octal; 0: as the umask leaves it).
+    pub unixsocket: Option<PathBuf>,
+    pub unixsocketperm: u32,
 }
 
 impl Default for Options {
@@ -80,6 +96,14 @@ impl Default for Options {
             tcp_keepalive: 300,
             busy_poll_us: BUSY_POLL_US,
             databases: 16,
+            config_file: None,
+            config: Vec::new(),
+            loglevel: "notice".into(),
+            logfile: String::new(),
+            daemonize: false,
+            pidfile: None,
+            unixsocket: None,
+            unixsocketperm: 0,
         }
     }
 }
@@ -123,6 +147,55 @@ pub const BUSY_POLL_US: u32 = 50;
 const POLLS_PER_YIELD: u32 = 8;
 
 const LISTENER: Token = Token(usize::MAX);
+const UNIX_LISTENER: Token = Token(usize::MAX - 1);
+
+/// A client's socket: TCP, or the `unixsocket`.
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(t) => t.read(buf),
+            Stream::Unix(u) => u.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(t) => t.write(buf),
+            Stream::Unix(u) => u.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl mio::event::Source for Stream {
+    fn register(&mut self, r: &mio::Registry, t: Token, i: Interest) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.register(r, t, i),
+            Stream::Unix(s) => s.register(r, t, i),
+        }
+    }
+    fn reregister(&mut self, r: &mio::Registry, t: Token, i: Interest) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.reregister(r, t, i),
+            Stream::Unix(s) => s.reregister(r, t, i),
+        }
+    }
+    fn deregister(&mut self, r: &mio::Registry) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.deregister(r),
+            Stream::Unix(s) => s.deregister(r),
+        }
+    }
+}
 /// Active expiry runs every this often, for at most `EXPIRE_BUDGET`.
 const EXPIRE_PERIOD: Duration = Duration::from_millis(100);
 const EXPIRE_BUDGET: Duration = Duration::from_millis(2);
@@ -136,7 +209,7 @@ const BACKUP_POLL: Duration = Duration::from_millis(5);
 const LAZYFREE_STEP: u32 = 128;
 
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     /// Input buffer: `rbuf[..rlen]` holds received bytes. Its length is its capacity,
     /// zeroed once when it grows, so a read never clears memory first.
     rbuf: Vec<u8>,
@@ -353,6 +426,14 @@ fn open_pool(o: &Options) -> Result<Pool, String> {
 /// Run the server until SIGTERM, SIGINT or SHUTDOWN. `ready` is called with the bound
 /// address once the server accepts connections.
 pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> {
+    let level = if o.quiet {
+        log::Level::Warning
+    } else {
+        log::Level::parse(&o.loglevel)
+            .ok_or_else(|| format!("loglevel {}: not a level", o.loglevel))?
+    };
+    log::set_level(level);
+    log::set_file(&o.logfile);
     let addr: SocketAddr = format!("{}:{}", o.bind, o.port)
         .parse()
         .or_else(|_| {
@@ -365,27 +446,47 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
     let mut listener =
         TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let mut unix = match &o.unixsocket {
+        Some(path) => Some(listen_unix(path, o.unixsocketperm)?),
+        None => None,
+    };
     // The address is checked and bound first, so a wrong --bind or a busy port leaves no
     // new pool file behind; connections wait in the backlog until the loop runs.
     let t0 = Instant::now();
     let pool = open_pool(o)?;
     let store = Keyspace::open(&pool, o.databases)?;
+    // Detached only now, so that a wrong address or pool fails in the foreground (exit 1).
+    if o.daemonize {
+        crate::daemon::daemonize()?;
+    }
+    if let Some(p) = &o.pidfile {
+        crate::daemon::write_pidfile(p);
+    }
     let recovery_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)
         .map_err(|e| format!("epoll: {e}"))?;
+    if let Some(u) = unix.as_mut() {
+        poll.registry()
+            .register(u, UNIX_LISTENER, Interest::READABLE)
+            .map_err(|e| format!("epoll: {e}"))?;
+    }
 
     raise_fd_limit(o.max_clients);
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?;
     }
+    // SIGHUP is ignored, as Redis ignores it (with a log line here).
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup))
+        .map_err(|e| e.to_string())?;
 
     let keys = store.total_keys().map_err(|e| e.to_string())?;
-    if !o.quiet {
+    {
         let rep = pool.recovery_report();
-        eprintln!(
+        log::notice(&format!(
             "daisy serve: pool {} ({}, {} keys, opened in {:.1} ms{}); listening on {addr}{}",
             o.pool.display(),
             pool.mode().describe(),
@@ -404,16 +505,25 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
             } else {
                 ""
             },
-        );
+        ));
+        if let Some(p) = &o.unixsocket {
+            log::notice(&format!(
+                "The server is now ready to accept connections at {}",
+                p.display()
+            ));
+        }
+        if let Some(f) = &o.config_file {
+            log::notice(&format!("Configuration loaded from {}", f.display()));
+        }
     }
     // Absolute, so that INFO's daisy_pool and the backup directory mean the same to every
     // process (`daisy pool backup` compares them).
     let pool_abs = std::fs::canonicalize(&o.pool).unwrap_or_else(|_| o.pool.clone());
     let (durability, survives_power_loss) = pool.durability();
     if !o.quiet {
-        eprintln!("daisy serve: durability: every write is durable in the pool before its reply; the pool is on {durability}");
+        log::notice(&format!("durability: every write is durable in the pool before its reply; the pool is on {durability}"));
         if !survives_power_loss {
-            eprintln!("daisy serve: WARNING: this pool does not survive a power failure or a reboot; back it up (BGSAVE, `daisy pool backup`) to a disk, or serve a pool on persistent memory (DAX) or a disk file (--mode msync)");
+            log::warning("WARNING: this pool does not survive a power failure or a reboot; back it up (BGSAVE, `daisy pool backup`) to a disk, or serve a pool on persistent memory (DAX) or a disk file (--mode msync)");
         }
     }
     let mut sv = ServerState {
@@ -425,6 +535,10 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         recovery_ms,
         ..ServerState::new(&pool, now_ms())
     };
+    for (k, v) in &o.config {
+        sv.config.set_internal(k, v);
+    }
+    sv.admin.config_file = o.config_file.clone();
     for (k, v) in [
         ("bind", o.bind.clone()),
         ("port", addr.port().to_string()),
@@ -458,6 +572,24 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ),
         ("save", String::new()),
         ("appendonly", "no".into()),
+        ("loglevel", o.loglevel.to_ascii_lowercase()),
+        ("logfile", o.logfile.clone()),
+        ("daemonize", if o.daemonize { "yes" } else { "no" }.into()),
+        (
+            "pidfile",
+            o.pidfile
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        (
+            "unixsocket",
+            o.unixsocket
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+        ("unixsocketperm", format!("{:o}", o.unixsocketperm)),
     ] {
         sv.config.set_internal(k, &v);
     }
@@ -503,18 +635,44 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         save_conn: usize::MAX,
         oom_logged_ms: 0,
         obuf_limits: (0, 0, 0),
+        unix: None,
+        hup: Arc::new(AtomicBool::new(false)),
     };
     s.apply_pubsub_config();
     s.lazy_work = s.store.lazy_pending() > 0;
+    s.unix = unix;
+    s.hup = hup;
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
-    if !o.quiet {
-        eprintln!(
-            "daisy serve: shutting down ({} keys)",
-            s.store.total_keys().unwrap_or(0)
-        );
+    if stop.load(Ordering::Relaxed) {
+        log::warning("Received SIGTERM or SIGINT, scheduling shutdown...");
     }
+    log::notice(&format!(
+        "daisy serve: shutting down ({} keys)",
+        s.store.total_keys().unwrap_or(0)
+    ));
+    if let Some(p) = &o.unixsocket {
+        let _ = std::fs::remove_file(p);
+    }
+    if let Some(p) = &o.pidfile {
+        let _ = std::fs::remove_file(p);
+    }
+    log::notice("Daisy is now ready to exit, bye bye...");
     r
+}
+
+/// Listen on the Unix socket `path` (a stale socket file there is removed first, as Redis
+/// does), with permissions `perm` when not 0.
+fn listen_unix(path: &std::path::Path, perm: u32) -> Result<UnixListener, String> {
+    let _ = std::fs::remove_file(path);
+    let l = UnixListener::bind(path)
+        .map_err(|e| format!("Failed opening Unix socket {}: {e}", path.display()))?;
+    if perm != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))
+            .map_err(|e| format!("unixsocketperm {perm:o} on {}: {e}", path.display()))?;
+    }
+    Ok(l)
 }
 
 struct Server {
@@ -584,6 +742,10 @@ struct Server {
     unblocked: Vec<usize>,
     /// The pubsub class of client-output-buffer-limit: (hard, soft, soft seconds).
     obuf_limits: (u64, u64, i64),
+    /// The `unixsocket` listener.
+    unix: Option<UnixListener>,
+    /// SIGHUP arrived (it is logged and ignored).
+    hup: Arc<AtomicBool>,
 }
 
 /// Samples behind INFO's instantaneous metrics (Redis's `trackInstantaneousMetric`: the
@@ -664,11 +826,18 @@ impl Server {
                 waited.elapsed()
             };
             self.round_ms = now_ms();
+            if self.hup.swap(false, Ordering::Relaxed) {
+                log::notice("Received SIGHUP, ignoring it (as Redis does)");
+            }
             ready.clear();
             written.clear();
             for ev in events.iter() {
                 if ev.token() == LISTENER {
                     self.accept(poll, listener);
+                    continue;
+                }
+                if ev.token() == UNIX_LISTENER {
+                    self.accept_unix(poll);
                     continue;
                 }
                 let i = ev.token().0;
@@ -850,7 +1019,7 @@ impl Server {
 
     fn accept(&mut self, poll: &mut Poll, listener: &mut TcpListener) {
         loop {
-            let (mut stream, peer) = match listener.accept() {
+            let (stream, peer) = match listener.accept() {
                 Ok(x) => x,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     self.accept_pending = false;
@@ -860,20 +1029,54 @@ impl Server {
                     // EMFILE and the like: the rest stay in the backlog. The listener is
                     // edge-triggered and will not report them again, so retry every round.
                     if !self.accept_pending {
-                        eprintln!("daisy serve: accept: {e} (retrying)");
+                        log::warning(&format!(
+                            "Error accepting a client connection: {e} (retrying)"
+                        ));
                     }
                     self.accept_pending = true;
                     return;
                 }
             };
-            if self.sv.connected_clients >= self.sv.max_clients {
-                let _ = stream.write(b"-ERR max number of clients reached\r\n");
-                self.sv.rejected_connections += 1;
-                continue;
-            }
             let _ = stream.set_nodelay(true);
             if self.tcp_keepalive > 0 {
                 set_keepalive(&stream, self.tcp_keepalive);
+            }
+            let laddr = stream
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            self.add_conn(poll, Stream::Tcp(stream), peer.to_string(), laddr);
+        }
+    }
+
+    /// Accept what waits on the Unix socket.
+    fn accept_unix(&mut self, poll: &mut Poll) {
+        let Some(l) = self.unix.take() else { return };
+        loop {
+            match l.accept() {
+                Ok((stream, _)) => {
+                    let path = l
+                        .local_addr()
+                        .ok()
+                        .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
+                        .unwrap_or_default();
+                    let addr = format!("{path}:0");
+                    self.add_conn(poll, Stream::Unix(stream), addr.clone(), addr);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.unix = Some(l);
+    }
+
+    /// A new client on `stream` (refused with Redis's error beyond maxclients).
+    fn add_conn(&mut self, poll: &mut Poll, mut stream: Stream, addr: String, laddr: String) {
+        {
+            if self.sv.connected_clients >= self.sv.max_clients {
+                let _ = stream.write(b"-ERR max number of clients reached\r\n");
+                self.sv.rejected_connections += 1;
+                return;
             }
             let i = self.free.pop().unwrap_or_else(|| {
                 self.conns.push(None);
@@ -885,16 +1088,17 @@ impl Server {
                 .is_err()
             {
                 self.free.push(i);
-                continue;
+                return;
             }
+            let fd = match &stream {
+                Stream::Tcp(t) => t.as_raw_fd(),
+                Stream::Unix(u) => u.as_raw_fd(),
+            };
             let cl = Client {
                 id: self.next_id,
-                addr: peer.to_string(),
-                laddr: stream
-                    .local_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_default(),
-                fd: stream.as_raw_fd(),
+                addr,
+                laddr,
+                fd,
                 created_ms: now_ms(),
                 authed: self.sv.requirepass.is_none(),
                 pubsub: crate::pubsub::ClientSubs {
@@ -995,10 +1199,10 @@ impl Server {
                 }
             }
             if c.rlen > self.query_limit {
-                eprintln!(
-                    "daisy serve: closing client {} ({}): query buffer over {} bytes",
+                log::warning(&format!(
+                    "Closing client that reached max query buffer length: id={} addr={} (qbuf over {} bytes)",
                     c.cl.id, c.cl.addr, self.query_limit
-                );
+                ));
                 c.dead = true;
                 return;
             }
@@ -1305,7 +1509,7 @@ impl Server {
                         None
                     }
                     Err(e) => {
-                        eprintln!("daisy serve: SAVE to {} failed: {e}", dst.display());
+                        log::warning(&format!("SAVE to {} failed: {e}", dst.display()));
                         Some(format!("ERR {e}"))
                     }
                 };
@@ -1321,18 +1525,18 @@ impl Server {
             }
             crate::backup::SaveKind::Bgsave => match self.pool.begin_backup(&dst) {
                 Ok(b) => {
-                    eprintln!(
-                        "daisy serve: Background saving started: backup of the pool to {}",
+                    log::notice(&format!(
+                        "Background saving started: backup of the pool to {}",
                         dst.display()
-                    );
+                    ));
                     self.sv.save.running_since_ms = Some(now);
                     self.backup = Some(b);
                 }
                 Err(e) => {
-                    eprintln!(
-                        "daisy serve: Background saving to {} failed: {e}",
+                    log::warning(&format!(
+                        "Background saving to {} failed: {e}",
                         dst.display()
-                    );
+                    ));
                     self.sv.save.finished(now, &Err(e.to_string()));
                 }
             },
@@ -1347,10 +1551,10 @@ impl Server {
         self.sv.save.finished(now_ms(), &r);
         match &r {
             Ok(rep) => log_backup("Background saving terminated with success", rep),
-            Err(e) => eprintln!(
-                "daisy serve: Background saving to {} failed: {e}",
+            Err(e) => log::warning(&format!(
+                "Background saving to {} failed: {e}",
                 dst.display()
-            ),
+            )),
         }
         if std::mem::take(&mut self.sv.save.scheduled) {
             self.run_save(crate::backup::SaveKind::Bgsave);
@@ -1465,6 +1669,7 @@ impl Server {
         if introspect {
             c.cl.admin.argv_mem = args.iter().map(|a| a.len()).sum();
         }
+        self.store.expire_paused = paused.is_some();
         let before = c.wbuf.len();
         c.cl.pubsub.pushed = 0;
         let action = cmd::execute(
@@ -1861,10 +2066,10 @@ impl Server {
                 c.soft_since = now;
             }
             if (hard > 0 && used >= hard) || (over_soft && (now - c.soft_since) / 1000 > secs) {
-                eprintln!(
-                    "daisy serve: client {} ({}) closed for overcoming of output buffer limits",
+                log::warning(&format!(
+                    "Client id={} addr={} closed for overcoming of output buffer limits.",
                     c.cl.id, c.cl.addr
-                );
+                ));
                 c.dead = true;
                 self.killed.push(d.conn);
             }
@@ -1926,6 +2131,13 @@ impl Server {
     /// Remove keys whose time passed, a bounded amount of work per call (Redis's active
     /// expiry): continue while a quarter or more of the keys looked at were expired.
     fn active_expire(&mut self) {
+        let t0 = Instant::now();
+        self.active_expire_step();
+        let ms = t0.elapsed().as_millis() as u64;
+        crate::admin::slowlog::latency_sample(&mut self.sv, "expire-cycle", ms);
+    }
+
+    fn active_expire_step(&mut self) {
         let pool = self.pool.clone();
         let t0 = Instant::now();
         let now = now_ms();
@@ -1976,7 +2188,9 @@ impl Server {
                         .lazy_error_at
                         .is_none_or(|t| t.elapsed() > Duration::from_secs(1))
                     {
-                        eprintln!("daisy serve: freeing a deleted collection failed: {e}");
+                        log::warning(&format!(
+                            "daisy serve: freeing a deleted collection failed: {e}"
+                        ));
                         self.lazy_error_at = Some(Instant::now());
                     }
                     return true;
@@ -1989,12 +2203,9 @@ impl Server {
     }
 }
 
-/// Turn on TCP keepalive as Redis's `anetKeepAlive` does: probes after `secs` idle, then every
-/// `secs / 3`, and the connection is dropped after 3 unanswered. Best effort: a socket that
-/// refuses an option keeps working without it.
 fn log_backup(what: &str, rep: &daisy::BackupReport) {
-    eprintln!(
-        "daisy serve: {what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages: drain {:.2}, copy {:.2}, sync and rename {:.2} ms)",
+    log::notice(&format!(
+        "{what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages: drain {:.2}, copy {:.2}, sync and rename {:.2} ms)",
         rep.path.display(),
         rep.file_size,
         rep.elapsed.as_secs_f64() * 1e3,
@@ -2003,9 +2214,12 @@ fn log_backup(what: &str, rep: &daisy::BackupReport) {
         rep.pause_parts[0].as_secs_f64() * 1e3,
         rep.pause_parts[1].as_secs_f64() * 1e3,
         rep.pause_parts[2].as_secs_f64() * 1e3,
-    );
+    ));
 }
 
+/// Turn on TCP keepalive as Redis's `anetKeepAlive` does: probes after `secs` idle, then every
+/// `secs / 3`, and the connection is dropped after 3 unanswered. Best effort: a socket that
+/// refuses an option keeps working without it.
 fn set_keepalive(stream: &TcpStream, secs: u32) {
     use std::os::fd::AsRawFd;
     let fd = stream.as_raw_fd();
@@ -2120,10 +2334,10 @@ fn raise_fd_limit(max_clients: usize) {
     // SAFETY: as above.
     let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0;
     if !ok || new < want {
-        eprintln!(
+        log::warning(&format!(
             "daisy serve: only {} open files allowed (ulimit -n), fewer than --max-clients {max_clients} needs",
             if ok { new } else { lim.rlim_cur }
-        );
+        ));
     }
 }
 
@@ -2182,7 +2396,7 @@ fn log_pool_full(e: &daisy::Error, last_ms: &mut i64) {
         return;
     }
     *last_ms = now;
-    eprintln!(
-        "daisy serve: the pool is at its size limit (daisy_pool_size {size}, maxmemory {max}): writes answer -OOM; raise it with CONFIG SET maxmemory or --max-size, up to INFO daisy_pool_capacity ({e})"
-    );
+    log::warning(&format!(
+        "the pool is at its size limit (daisy_pool_size {size}, maxmemory {max}): writes answer -OOM; raise it with CONFIG SET maxmemory or --max-size, up to INFO daisy_pool_capacity ({e})"
+    ));
 }

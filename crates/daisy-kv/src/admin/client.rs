@@ -39,6 +39,9 @@ impl ClientRow {
 /// One connection's CLIENT LIST / CLIENT INFO line (Redis 7.0's fields, no newline).
 pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> String {
     let mut flags = String::new();
+    if cl.addr.starts_with('/') {
+        flags.push('U');
+    }
     if cl.admin.monitor {
         flags.push('O');
     }

@@ -188,6 +188,12 @@ fn server(c: &mut Ctx, t: &mut String, now: i64) {
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
+    let conf = sv
+        .admin
+        .config_file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     let _ = write!(
         t,
         "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
@@ -196,7 +202,7 @@ fn server(c: &mut Ctx, t: &mut String, now: i64) {
          atomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\nprocess_id:{}\r\n\
          process_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\n\
          uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nhz:{hz}\r\nconfigured_hz:{hz}\r\n\
-         lru_clock:{}\r\nexecutable:{exe}\r\nconfig_file:\r\nio_threads_active:0\r\n\
+         lru_clock:{}\r\nexecutable:{exe}\r\nconfig_file:{conf}\r\nio_threads_active:0\r\n\
          daisy_version:{}\r\n",
         crate::REDIS_VERSION,
         &run_id(0, 7)[..16],

@@ -21,6 +21,7 @@
 //! creates the map, fills it and rewrites the record in one transaction. So a crash leaves
 //! each command whole or absent, and a value never half-converted.
 
+pub mod geo;
 pub mod hash;
 pub mod intset;
 pub mod list;

@@ -12,10 +12,14 @@
 //! - `collections`: every encoding survives a restart, a big DEL is freed in the background,
 //!   an EXEC that meets a full pool stores nothing, huge HSET/SREM applied whole, a client
 //!   gone inside MULTI, a version-1 pool upgraded.
+//! - `config_file`: a Redis config file with every directive the server reads, its errors
+//!   naming file and line, CONFIG REWRITE round trips, the Unix socket, pidfile and log.
 //! - `connection`: connection and server commands, max-clients; `requirepass` and AUTH.
 //! - `inline`: inline commands quoted as Redis reads them; unbalanced quotes.
 //! - `introspection`: CLIENT (LIST, INFO, KILL, REPLY, PAUSE), COMMAND, CONFIG, INFO and
 //!   MONITOR as Redis 7.0 answers them.
+//! - `monitoring`: SLOWLOG, LATENCY, INFO and MEMORY STATS under load, redis-cli --stat,
+//!   --memkeys and --bigkeys, Debian's prometheus-redis-exporter.
 //! - `operations`: SAVE/BGSAVE copies (a prefix of a writer's acknowledged writes), the size
 //!   limit at restart and at run time with the OOM reply matching INFO, the durability line.
 //! - `pipelining`: pipelines share transactions; a slow reader and a flooding client.
@@ -43,12 +47,14 @@ use std::time::Duration;
 mod collections;
 #[path = "../common/serve.rs"]
 mod common;
+mod config_file;
 mod connection;
 mod inline;
 mod introspection;
 mod keyspace;
 mod limits;
 mod lists;
+mod monitoring;
 mod operations;
 mod pipelining;
 mod protocol;
