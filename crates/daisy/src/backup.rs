@@ -46,6 +46,8 @@ pub const FINAL_PAGES: usize = 4096;
 /// Live passes over the flagged pages before the copier gives up converging (writers that
 /// dirty pages faster than they are copied make the pause longer, not the copy wrong).
 pub const LIVE_PASSES: u32 = 16;
+/// How much lower the copier thread's CPU priority is than its process's.
+const COPIER_NICE: i32 = 10;
 /// Bytes per copy call of the first, whole-file pass.
 const SWEEP_STEP: usize = 1 << 20;
 
@@ -138,6 +140,8 @@ impl Pool {
             std::thread::Builder::new()
                 .name("daisy-backup".into())
                 .spawn(move || {
+                    // The copy is background work: requests come first on a busy machine.
+                    crate::map::lower_thread_priority(COPIER_NICE);
                     if let Err(e) = copy_live(&pool, &file, &progress) {
                         *progress.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     }

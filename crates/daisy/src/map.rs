@@ -435,6 +435,20 @@ pub fn msync(addr: usize, len: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Lower the calling thread's CPU priority by `nice` steps (Linux: nice values are per
+/// thread). Best effort: an error leaves the priority as it was. A backup's copier uses it, so
+/// that on a busy machine the threads serving requests get the CPU first.
+pub fn lower_thread_priority(nice: i32) {
+    // SAFETY: getpriority/setpriority take no pointers; `who` 0 is the calling thread.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let cur = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if *libc::__errno_location() == 0 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, (cur + nice).min(19));
+        }
+    }
+}
+
 /// `flock(LOCK_SH | LOCK_NB)`; false when another open file description holds an exclusive
 /// lock (a pool open for writing). The lock goes with the file.
 pub fn try_lock_shared(file: &std::fs::File) -> std::io::Result<bool> {
