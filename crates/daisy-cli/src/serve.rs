@@ -20,6 +20,10 @@ pub struct ServeArgs {
     /// Require AUTH with this password before any other command.
     #[arg(long, env = "DAISY_REQUIREPASS", hide_env_values = true)]
     requirepass: Option<String>,
+    /// Users from this ACL file (Redis's aclfile: `user <name> <rules>` lines), loaded at
+    /// start; ACL LOAD reads it again, ACL SAVE writes it.
+    #[arg(long)]
+    aclfile: Option<std::path::PathBuf>,
     /// Most clients connected at once (more are refused with Redis's error).
     #[arg(long, default_value_t = 10_000)]
     max_clients: usize,
@@ -67,6 +71,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         mode: a.mode.into(),
         quiet: a.quiet,
         databases: a.databases,
+        aclfile: a.aclfile,
         ..Default::default()
     };
     daisy_kv::serve(&o, |_| {}).map_err(|e| anyhow!(e))

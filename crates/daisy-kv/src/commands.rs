@@ -38,6 +38,8 @@ pub struct Client {
     pub id: u64,
     pub name: Vec<u8>,
     pub authed: bool,
+    /// The user it runs as (`acl`): `default` until AUTH names another.
+    pub user: crate::acl::UserRef,
     pub addr: String,
     pub laddr: String,
     pub fd: i32,
@@ -138,6 +140,8 @@ pub struct ServerState {
     pub admin: crate::admin::AdminState,
     /// SAVE/BGSAVE requests and the backups' history (`backup.rs`).
     pub save: crate::backup::SaveState,
+    /// Users, the ACL log (`acl.rs`).
+    pub acl: crate::acl::Acl,
 }
 
 impl ServerState {
@@ -167,6 +171,7 @@ impl ServerState {
             config: Config::default(),
             admin: Default::default(),
             save: crate::backup::SaveState::new(now_ms),
+            acl: crate::acl::Acl::new(),
         }
     }
 
@@ -704,6 +709,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, crate::backup::bgsave),
     spec!("shutdown", -1, ["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], 0, 0, 0, a::shutdown),
     spec!("memory", -2, ["readonly"], 0, 0, 0, a::memory),
+    spec!("acl", -2, ["noscript", "loading", "stale"], 0, 0, 0, crate::acl::acl),
     spec!("monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::monitor),
 ];
 
@@ -805,7 +811,7 @@ pub fn precheck(
     if let Some(e) = crate::admin::arity_error(spec, args) {
         return Some(e);
     }
-    if sv.requirepass.is_some() && !cl.authed && !spec.has("no_auth") {
+    if sv.acl.auth_required() && !cl.authed && !spec.has("no_auth") {
         return Some(E_NOAUTH.into());
     }
     if cl.multi.is_some() && spec.has("no_multi") {
@@ -837,7 +843,11 @@ pub fn execute(
     out: &mut Vec<u8>,
 ) -> daisy::Result<Action> {
     let spec = table.find(args[0]);
-    if let Some(mut e) = precheck(spec, args, cl, sv) {
+    let mut refused = precheck(spec, args, cl, sv);
+    if let (None, Some(s)) = (&refused, spec) {
+        refused = crate::acl::check(s, args, cl, sv, now_ms);
+    }
+    if let Some(mut e) = refused {
         if let Some(m) = cl.multi.as_mut() {
             m.error = true;
         }

@@ -19,6 +19,7 @@
 //!   WATCH's registry (Redis's db.c);
 //! - `resp` (framing and replies), `glob` (patterns), `longdouble` (INCRBYFLOAT's arithmetic).
 
+pub mod acl;
 pub mod backup;
 pub mod admin;
 pub mod commands;
