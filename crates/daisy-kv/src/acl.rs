@@ -263,7 +263,13 @@ impl Selector {
 
     /// Whether this selector lets `cmd` (bit `i`) run with `args` (`ACLSelectorCheckCmd`):
     /// Err with the reason and the argument at fault.
-    fn check(&self, i: usize, cmd: &Cmd, args: &[&[u8]], keys: &mut KeyCache) -> Result<(), (Denied, usize)> {
+    fn check(
+        &self,
+        i: usize,
+        cmd: &Cmd,
+        args: &[&[u8]],
+        keys: &mut KeyCache,
+    ) -> Result<(), (Denied, usize)> {
         if !self.all_commands && !cmd.has("no_auth") && !self.bit(i) {
             let idx = if cmd.name.contains('|') { 2 } else { 1 };
             let ok = args.len() >= 2
@@ -836,6 +842,9 @@ pub struct LogEntry {
     entry_id: u64,
 }
 
+/// What a failed group restores: the users, the next id, the log, the next entry id.
+type Undo = (Vec<User>, u32, VecDeque<LogEntry>, u64);
+
 /// The users, the ACL log, and what the event loop must do about them.
 #[derive(Clone, Debug)]
 pub struct Acl {
@@ -852,7 +861,7 @@ pub struct Acl {
     pub kill_users: Vec<u32>,
     /// The state before the first change in the running group (the event loop restores it
     /// if the group fails, and drops it when it commits).
-    undo: Option<Box<(Vec<User>, u32, VecDeque<LogEntry>, u64)>>,
+    undo: Option<Box<Undo>>,
 }
 
 impl Default for Acl {
@@ -945,7 +954,12 @@ impl Acl {
     }
 
     /// ACL SETUSER's work: all the rules or none (`ACLStringSetUser`); Err is the reply's text.
-    pub fn set_user(&mut self, name: &[u8], ops: &[&[u8]], all_channels: bool) -> Result<(), String> {
+    pub fn set_user(
+        &mut self,
+        name: &[u8],
+        ops: &[&[u8]],
+        all_channels: bool,
+    ) -> Result<(), String> {
         let merged = merge_selectors(ops).map_err(|j| {
             format!(
                 "Unmatched parenthesis in acl selector starting at '{}'.",
@@ -1001,14 +1015,20 @@ impl Acl {
     }
 
     /// Whether the connection's user may run `spec` with `args`.
-    pub fn check(&self, cl: &Client, spec: &'static Spec, args: &[&[u8]]) -> Result<(), (Denied, usize, &'static str)> {
+    pub fn check(
+        &self,
+        cl: &Client,
+        spec: &'static Spec,
+        args: &[&[u8]],
+    ) -> Result<(), (Denied, usize, &'static str)> {
         let Some(user) = self.user_by_id(cl.user.id) else {
             return Ok(());
         };
         let Some(cmd) = meta_of(spec, args) else {
             return Ok(());
         };
-        user.check(cmd, args).map_err(|(d, pos)| (d, pos, cmd.name.as_str()))
+        user.check(cmd, args)
+            .map_err(|(d, pos)| (d, pos, cmd.name.as_str()))
     }
 
     /// Add an entry to the ACL log, or count it on a similar recent one
@@ -1150,7 +1170,11 @@ impl Acl {
     pub fn file_text(&self) -> String {
         let mut s = String::new();
         for u in self.sorted() {
-            s.push_str(&format!("user {} {}\n", String::from_utf8_lossy(&u.name), u.describe()));
+            s.push_str(&format!(
+                "user {} {}\n",
+                String::from_utf8_lossy(&u.name),
+                u.describe()
+            ));
         }
         s
     }
@@ -1207,7 +1231,11 @@ fn check_slow(
     now_ms: i64,
 ) -> Option<String> {
     let (why, pos, name) = sv.acl.check(cl, spec, args).err()?;
-    let context = if cl.multi.is_some() { "multi" } else { "toplevel" };
+    let context = if cl.multi.is_some() {
+        "multi"
+    } else {
+        "toplevel"
+    };
     log_denied(sv, cl, why, pos, name, args, context, now_ms);
     Some(match why {
         Denied::Cmd => format!("NOPERM this user has no permissions to run the '{name}' command"),
@@ -1291,10 +1319,15 @@ pub fn authenticate(c: &mut Ctx, user: &[u8], pass: &[u8], cmd_name: &[u8]) -> b
         c.cl.authed = true;
         return true;
     }
-    let context = if c.cl.multi.is_some() { "multi" } else { "toplevel" };
+    let context = if c.cl.multi.is_some() {
+        "multi"
+    } else {
+        "toplevel"
+    };
     let info = crate::admin::client_line(c.cl, c.now_ms, false, false);
     let max = log_max_len(c.sv);
-    c.sv.acl.log(Denied::Auth, context, cmd_name, user, info, c.now_ms, max);
+    c.sv.acl
+        .log(Denied::Auth, context, cmd_name, user, info, c.now_ms, max);
     false
 }
 
@@ -1370,23 +1403,22 @@ pub fn acl(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         (b"GETUSER", 3) => getuser(c, a[2]),
         (b"LIST", 2) | (b"USERS", 2) => {
             let names = a[1].eq_ignore_ascii_case(b"users");
-            let lines: Vec<Vec<u8>> = c
-                .sv
-                .acl
-                .sorted()
-                .iter()
-                .map(|u| {
-                    if names {
-                        u.name.clone()
-                    } else {
-                        let mut l = b"user ".to_vec();
-                        l.extend_from_slice(&u.name);
-                        l.push(b' ');
-                        l.extend_from_slice(u.describe().as_bytes());
-                        l
-                    }
-                })
-                .collect();
+            let lines: Vec<Vec<u8>> =
+                c.sv.acl
+                    .sorted()
+                    .iter()
+                    .map(|u| {
+                        if names {
+                            u.name.clone()
+                        } else {
+                            let mut l = b"user ".to_vec();
+                            l.extend_from_slice(&u.name);
+                            l.push(b' ');
+                            l.extend_from_slice(u.describe().as_bytes());
+                            l
+                        }
+                    })
+                    .collect();
             resp::array(c.out, lines.len());
             for l in lines {
                 resp::bulk(c.out, &l);
@@ -1476,14 +1508,8 @@ pub fn acl(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                     None => return c.err(E_INT),
                 }
             }
-            let entries: Vec<LogEntry> = c
-                .sv
-                .acl
-                .log
-                .iter()
-                .take(count as usize)
-                .cloned()
-                .collect();
+            let entries: Vec<LogEntry> =
+                c.sv.acl.log.iter().take(count as usize).cloned().collect();
             resp::array(c.out, entries.len());
             for e in entries {
                 c.map(10);
@@ -1728,7 +1754,13 @@ mod tests {
     fn describe_rebuilds_the_bitmap() {
         for rules in [
             &["+@all", "-@string", "+incr", "-debug", "+debug|digest"][..],
-            &["+@string", "-incr", "+acl", "+debug|digest", "+debug|segfault"],
+            &[
+                "+@string",
+                "-incr",
+                "+acl",
+                "+debug|digest",
+                "+debug|segfault",
+            ],
             &["+@all", "-client", "+client|id", "+client|setname"],
             &["-@all", "+select|0", "+select|1"],
             &["+@read", "+@write", "-@keyspace", "+del"],
@@ -1739,8 +1771,14 @@ mod tests {
             for r in d.split(' ') {
                 again.apply(r.as_bytes(), false).unwrap();
             }
-            assert_eq!(again.selectors[0].allowed, u.selectors[0].allowed, "{rules:?} -> {d}");
-            assert_eq!(again.selectors[0].first_args, u.selectors[0].first_args, "{d}");
+            assert_eq!(
+                again.selectors[0].allowed, u.selectors[0].allowed,
+                "{rules:?} -> {d}"
+            );
+            assert_eq!(
+                again.selectors[0].first_args, u.selectors[0].first_args,
+                "{d}"
+            );
         }
         for cat in meta::ACL_CATEGORIES {
             let u = user(&["+@all", &format!("-@{cat}")]);

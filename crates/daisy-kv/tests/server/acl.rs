@@ -11,8 +11,7 @@ fn q(c: &mut Connection, args: &[&str]) -> Value {
     for a in &args[1..] {
         cmd.arg(*a);
     }
-    cmd.query(c)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
 fn ok(c: &mut Connection, args: &[&str]) {
@@ -107,8 +106,10 @@ fn users_start_disabled_and_passwords_plain_or_hashed_are_checked() {
     ok(&mut c, &["ACL", "SETUSER", "newuser", &format!("#{h}")]);
     ok(&mut c, &["AUTH", "newuser", "passwd4"]);
     for bad in [&h[..63], &format!("{}q", &h[..63])] {
-        assert!(err(&mut c, &["ACL", "SETUSER", "newuser", &format!("#{bad}")])
-            .contains("Error in ACL SETUSER modifier"));
+        assert!(
+            err(&mut c, &["ACL", "SETUSER", "newuser", &format!("#{bad}")])
+                .contains("Error in ACL SETUSER modifier")
+        );
     }
     let pw = format!("{:?}", getuser(&mut c, "newuser")["passwords"]);
     assert!(!pw.contains("passwd4"));
@@ -119,10 +120,7 @@ fn users_start_disabled_and_passwords_plain_or_hashed_are_checked() {
     // nopass: any password.
     ok(&mut c, &["ACL", "SETUSER", "newuser", "nopass"]);
     ok(&mut c, &["AUTH", "newuser", "zipzapblabla"]);
-    assert_eq!(
-        list(&getuser(&mut c, "newuser")["flags"]),
-        ["on", "nopass"]
-    );
+    assert_eq!(list(&getuser(&mut c, "newuser")["flags"]), ["on", "nopass"]);
     // A user that does not exist: a null GETUSER, WRONGPASS.
     assert_eq!(q(&mut c, &["ACL", "GETUSER", "nobody"]), Value::Nil);
     assert!(err(&mut c, &["AUTH", "nobody", "x"]).starts_with("WRONGPASS"));
@@ -136,7 +134,10 @@ fn command_and_key_rules_refuse_with_noperm() {
     let srv = Server::start(&pool_in(&d));
     let mut c = srv.client();
     let mut admin = srv.client();
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "on", "nopass", "+acl"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "newuser", "on", "nopass", "+acl"],
+    );
     ok(&mut c, &["AUTH", "newuser", "x"]);
     assert_eq!(
         err(&mut c, &["SET", "foo", "bar"]),
@@ -147,7 +148,17 @@ fn command_and_key_rules_refuse_with_noperm() {
         err(&mut c, &["SET", "foo", "bar"]),
         "NOPERM this user has no permissions to access one of the keys used as arguments"
     );
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "allcommands", "~foo:*", "~bar:*"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "newuser",
+            "allcommands",
+            "~foo:*",
+            "~bar:*",
+        ],
+    );
     ok(&mut c, &["SET", "foo:1", "a"]);
     ok(&mut c, &["SET", "bar:2", "b"]);
     assert!(err(&mut c, &["SET", "zap:3", "c"]).contains("NOPERM"));
@@ -157,29 +168,65 @@ fn command_and_key_rules_refuse_with_noperm() {
     ok(&mut c, &["ACL", "SETUSER", "newuser", "-ping"]);
     assert_eq!(text(&q(&mut c, &["INCR", "mycounter"])), "1");
     assert!(err(&mut c, &["PING"]).contains("'ping'"));
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "-@all", "+@set", "+acl"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "newuser", "-@all", "+@set", "+acl"],
+    );
     assert_eq!(text(&q(&mut c, &["SADD", "myset", "a", "b", "c"])), "3");
     ok(&mut c, &["ACL", "SETUSER", "newuser", "+@all", "-@string"]);
     q(&mut c, &["SADD", "myset", "a"]);
     assert!(err(&mut c, &["SET", "foo", "bar"]).contains("'set'"));
     // Subcommands.
     ok(&mut c, &["ACL", "SETUSER", "newuser", "+@all", "-client"]);
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "+client|id", "+client|setname"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "newuser", "+client|id", "+client|setname"],
+    );
     let cmds = field(&mut c, "newuser", "commands");
-    assert!(cmds.starts_with("+@all") && cmds.contains("-client") && cmds.contains("+client|id"), "{cmds}");
+    assert!(
+        cmds.starts_with("+@all") && cmds.contains("-client") && cmds.contains("+client|id"),
+        "{cmds}"
+    );
     q(&mut c, &["CLIENT", "ID"]);
     ok(&mut c, &["CLIENT", "SETNAME", "foo"]);
     assert!(err(&mut c, &["CLIENT", "KILL", "type", "master"]).contains("'client|kill'"));
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "+@all", "-client|kill"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "newuser", "+@all", "-client|kill"],
+    );
     assert_eq!(field(&mut c, "newuser", "commands"), "+@all -client|kill");
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "-@all", "+acl", "+config", "-config|set"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "newuser",
+            "-@all",
+            "+acl",
+            "+config",
+            "-config|set",
+        ],
+    );
     q(&mut c, &["CONFIG", "GET", "loglevel"]);
     assert!(err(&mut c, &["CONFIG", "SET", "loglevel", "debug"]).contains("'config|set'"));
     // Rules Redis refuses.
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "+@all", "-config|get"]);
-    assert!(err(&mut c, &["ACL", "SETUSER", "newuser", "+config|get|appendonly"])
-        .contains("Allowing first-arg of a subcommand is not supported"));
-    for r in ["+config|asdf", "-config|asdf", "+get|key1|key2", "-get|key1|key2", "+nosuch", "+@nosuch"] {
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "newuser", "+@all", "-config|get"],
+    );
+    assert!(err(
+        &mut c,
+        &["ACL", "SETUSER", "newuser", "+config|get|appendonly"]
+    )
+    .contains("Allowing first-arg of a subcommand is not supported"));
+    for r in [
+        "+config|asdf",
+        "-config|asdf",
+        "+get|key1|key2",
+        "-get|key1|key2",
+        "+nosuch",
+        "+@nosuch",
+    ] {
         assert!(
             err(&mut c, &["ACL", "SETUSER", "newuser", "+@all", r])
                 .contains("Unknown command or category name in ACL"),
@@ -189,7 +236,10 @@ fn command_and_key_rules_refuse_with_noperm() {
     // A refused SETUSER changes nothing.
     assert_eq!(field(&mut c, "newuser", "commands"), "+@all -config|get");
     // A first argument of an otherwise denied command.
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "-@all", "+acl", "+select|0"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "newuser", "-@all", "+acl", "+select|0"],
+    );
     assert!(field(&mut c, "newuser", "commands").contains("+select|0"));
     ok(&mut c, &["SELECT", "0"]);
     assert!(err(&mut c, &["SELECT", "1"]).contains("'select'"));
@@ -198,9 +248,23 @@ fn command_and_key_rules_refuse_with_noperm() {
     assert_eq!(field(&mut admin, "bob", "commands"), "-@all +memory|doctor");
     ok(&mut admin, &["ACL", "SETUSER", "bob", "+memory"]);
     assert_eq!(field(&mut admin, "bob", "commands"), "-@all +memory");
-    ok(&mut admin, &["ACL", "SETUSER", "bob", "+@all", "+client|id"]);
+    ok(
+        &mut admin,
+        &["ACL", "SETUSER", "bob", "+@all", "+client|id"],
+    );
     assert_eq!(field(&mut admin, "bob", "commands"), "+@all");
-    ok(&mut admin, &["ACL", "SETUSER", "alice", "on", ">p", "+@all", "-memory|doctor"]);
+    ok(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "alice",
+            "on",
+            ">p",
+            "+@all",
+            "-memory|doctor",
+        ],
+    );
     let mut alice = srv.client();
     ok(&mut alice, &["AUTH", "alice", "p"]);
     assert!(err(&mut alice, &["MEMORY", "DOCTOR"]).contains("'memory|doctor'"));
@@ -220,23 +284,83 @@ fn getuser_translates_rules_back_as_redis() {
     let d = tmp();
     let srv = Server::start(&pool_in(&d));
     let mut c = srv.client();
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "reset", "+@all", "~*", "-@string", "+incr", "-debug", "+debug|digest"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "newuser",
+            "reset",
+            "+@all",
+            "~*",
+            "-@string",
+            "+incr",
+            "-debug",
+            "+debug|digest",
+        ],
+    );
     let s = field(&mut c, "newuser", "commands");
     for part in ["+@all", "-@string", "+incr", "-debug +debug|digest"] {
         assert!(s.contains(part), "{s}");
     }
-    ok(&mut c, &["ACL", "SETUSER", "newuser", "reset", "+@string", "-incr", "+acl", "+debug|digest", "+debug|segfault"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "newuser",
+            "reset",
+            "+@string",
+            "-incr",
+            "+acl",
+            "+debug|digest",
+            "+debug|segfault",
+        ],
+    );
     let s = field(&mut c, "newuser", "commands");
-    for part in ["-@all", "+@string", "-incr", "+debug|digest", "+debug|segfault", "+acl"] {
+    for part in [
+        "-@all",
+        "+@string",
+        "-incr",
+        "+debug|digest",
+        "+debug|segfault",
+        "+acl",
+    ] {
         assert!(s.contains(part), "{s}");
     }
     let cats = list(&q(&mut c, &["ACL", "CAT"]));
     assert_eq!(cats.len(), 21);
     for cat in &cats {
-        ok(&mut c, &["ACL", "SETUSER", "additive", "reset", "+@all", &format!("-@{cat}")]);
-        assert_eq!(field(&mut c, "additive", "commands"), format!("+@all -@{cat}"));
-        ok(&mut c, &["ACL", "SETUSER", "restrictive", "reset", "-@all", &format!("+@{cat}")]);
-        assert_eq!(field(&mut c, "restrictive", "commands"), format!("-@all +@{cat}"));
+        ok(
+            &mut c,
+            &[
+                "ACL",
+                "SETUSER",
+                "additive",
+                "reset",
+                "+@all",
+                &format!("-@{cat}"),
+            ],
+        );
+        assert_eq!(
+            field(&mut c, "additive", "commands"),
+            format!("+@all -@{cat}")
+        );
+        ok(
+            &mut c,
+            &[
+                "ACL",
+                "SETUSER",
+                "restrictive",
+                "reset",
+                "-@all",
+                &format!("+@{cat}"),
+            ],
+        );
+        assert_eq!(
+            field(&mut c, "restrictive", "commands"),
+            format!("-@all +@{cat}")
+        );
     }
     // ACL CAT.
     assert_eq!(
@@ -251,16 +375,31 @@ fn getuser_translates_rules_back_as_redis() {
     assert!(!list(&q(&mut c, &["ACL", "CAT", "keyspace"])).contains(&"set".to_string()));
     assert!(!list(&q(&mut c, &["ACL", "CAT", "stream"])).contains(&"get".to_string()));
     // The categories COMMAND INFO shows are the ones the rules use.
-    ok(&mut c, &["ACL", "SETUSER", "scripter", "on", "nopass", "allkeys", "+@read"]);
+    ok(
+        &mut c,
+        &[
+            "ACL", "SETUSER", "scripter", "on", "nopass", "allkeys", "+@read",
+        ],
+    );
     assert_eq!(
-        text(&q(&mut c, &["ACL", "DRYRUN", "scripter", "EVAL_RO", "", "0"])),
+        text(&q(
+            &mut c,
+            &["ACL", "DRYRUN", "scripter", "EVAL_RO", "", "0"]
+        )),
         "This user has no permissions to run the 'eval_ro' command"
     );
-    assert_eq!(text(&q(&mut c, &["ACL", "DRYRUN", "scripter", "GET", "k"])), "OK");
+    assert_eq!(
+        text(&q(&mut c, &["ACL", "DRYRUN", "scripter", "GET", "k"])),
+        "OK"
+    );
     // ACL LIST: config-file form, sorted by name.
     let l = list(&q(&mut c, &["ACL", "LIST"]));
     assert_eq!(l[1], "user default on nopass ~* &* +@all");
-    assert!(l.iter().any(|u| u == "user restrictive off sanitize-payload resetchannels -@all +@scripting"), "{l:?}");
+    assert!(
+        l.iter()
+            .any(|u| u == "user restrictive off sanitize-payload resetchannels -@all +@scripting"),
+        "{l:?}"
+    );
     assert_eq!(
         list(&q(&mut c, &["ACL", "USERS"])),
         ["additive", "default", "newuser", "restrictive", "scripter"]
@@ -274,7 +413,21 @@ fn acl_log_records_refusals_by_context_and_groups_repeats() {
     let srv = Server::start(&pool_in(&d));
     let mut c = srv.client();
     let mut admin = srv.client();
-    ok(&mut admin, &["ACL", "SETUSER", "antirez", ">foo", "on", "+set", "~object:1234", "+multi", "+exec", "+acl"]);
+    ok(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "antirez",
+            ">foo",
+            "on",
+            "+set",
+            "~object:1234",
+            "+multi",
+            "+exec",
+            "+acl",
+        ],
+    );
     ok(&mut c, &["AUTH", "antirez", "foo"]);
     assert!(err(&mut c, &["GET", "foo"]).contains("'get'"));
     let e = &log_entries(&mut admin)[0];
@@ -283,7 +436,12 @@ fn acl_log_records_refusals_by_context_and_groups_repeats() {
     assert_eq!(text(&e["reason"]), "command");
     assert_eq!(text(&e["object"]), "get");
     assert!(text(&e["client-info"]).contains("user=antirez"));
-    for f in ["age-seconds", "entry-id", "timestamp-created", "timestamp-last-updated"] {
+    for f in [
+        "age-seconds",
+        "entry-id",
+        "timestamp-created",
+        "timestamp-last-updated",
+    ] {
         assert!(e.contains_key(f), "{f}");
     }
     // Subcommands by their full name.
@@ -313,7 +471,10 @@ fn acl_log_records_refusals_by_context_and_groups_repeats() {
     assert_eq!(text(&e["object"]), "incr");
     ok(&mut admin, &["ACL", "SETUSER", "antirez", "+incr"]);
     ok(&mut c, &["MULTI"]);
-    assert_eq!(q(&mut c, &["INCR", "object:1234"]), Value::SimpleString("QUEUED".into()));
+    assert_eq!(
+        q(&mut c, &["INCR", "object:1234"]),
+        Value::SimpleString("QUEUED".into())
+    );
     ok(&mut admin, &["ACL", "SETUSER", "antirez", "-incr"]);
     // EXEC's reply holds the error (the client library reports the first error in it).
     let e = err(&mut c, &["EXEC"]);
@@ -330,7 +491,9 @@ fn acl_log_records_refusals_by_context_and_groups_repeats() {
         err(&mut c, &["SET", "b", "1"]);
     }
     assert!(log_entries(&mut admin).len() > 1);
-    let Value::Array(two) = q(&mut admin, &["ACL", "LOG", "2"]) else { panic!() };
+    let Value::Array(two) = q(&mut admin, &["ACL", "LOG", "2"]) else {
+        panic!()
+    };
     assert_eq!(two.len(), 2);
     assert!(err(&mut admin, &["ACL", "LOG", "x"]).contains("not an integer"));
     err(&mut admin, &["AUTH", "antirez", "wrong-password"]);
@@ -354,9 +517,13 @@ fn default_user_password_requirepass_and_hello_auth() {
     let srv = Server::start(&pool_in(&d));
     let mut c = srv.client();
     // AUTH with one argument and no password configured; arity; HELLO AUTH.
-    assert!(err(&mut c, &["AUTH", "foo"]).contains("AUTH <password> called without any password configured for the default user"));
+    assert!(err(&mut c, &["AUTH", "foo"])
+        .contains("AUTH <password> called without any password configured for the default user"));
     assert!(err(&mut c, &["AUTH", "a", "b", "c"]).contains("syntax error"));
-    ok(&mut c, &["ACL", "SETUSER", "secure-user", ">supass", "on", "+@all"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "secure-user", ">supass", "on", "+@all"],
+    );
     ok(&mut c, &["ACL", "SETUSER", "default", "-@all"]);
     let Value::Array(h) = q(&mut c, &["HELLO", "2", "AUTH", "secure-user", "supass"]) else {
         panic!()
@@ -369,7 +536,11 @@ fn default_user_password_requirepass_and_hello_auth() {
     ok(&mut c, &["ACL", "SETUSER", "default", "off"]);
     let mut s = srv.raw();
     let got = roundtrip(&mut s, b"PING\r\n", 10);
-    assert!(got.starts_with(b"-NOAUTH"), "{}", String::from_utf8_lossy(&got));
+    assert!(
+        got.starts_with(b"-NOAUTH"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     ok(&mut c, &["ACL", "SETUSER", "default", "on"]);
     // requirepass is the default user's password, through CONFIG SET too.
     ok(&mut c, &["CONFIG", "SET", "requirepass", "s3cret"]);
@@ -389,7 +560,11 @@ fn default_user_password_requirepass_and_hello_auth() {
     assert_eq!(got, b"+OK\r\n");
     // RESET: back to the default user, unauthenticated while it has a password.
     let got = roundtrip(&mut u, b"RESET\r\nPING\r\n", 20);
-    assert!(got.starts_with(b"+RESET\r\n-NOAUTH"), "{}", String::from_utf8_lossy(&got));
+    assert!(
+        got.starts_with(b"+RESET\r\n-NOAUTH"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     ok(&mut c, &["CONFIG", "SET", "requirepass", ""]);
     assert_eq!(list(&getuser(&mut c, "default")["flags"]), ["on", "nopass"]);
     srv.stop();
@@ -401,9 +576,17 @@ fn deleting_a_user_closes_its_connections_only() {
     let srv = Server::start(&pool_in(&d));
     let mut c = srv.client();
     ok(&mut c, &["ACL", "SETUSER", "not_used", "on", ">passwd"]);
-    assert_eq!(q(&mut c, &["ACL", "DELUSER", "not_used", "nobody"]), Value::Int(1));
+    assert_eq!(
+        q(&mut c, &["ACL", "DELUSER", "not_used", "nobody"]),
+        Value::Int(1)
+    );
     assert_eq!(text(&q(&mut c, &["PING"])), "PONG");
-    ok(&mut c, &["ACL", "SETUSER", "using", "on", "+acl", "+client", ">passwd"]);
+    ok(
+        &mut c,
+        &[
+            "ACL", "SETUSER", "using", "on", "+acl", "+client", ">passwd",
+        ],
+    );
     let mut other = srv.client();
     ok(&mut other, &["AUTH", "using", "passwd"]);
     ok(&mut c, &["AUTH", "using", "passwd"]);
@@ -413,12 +596,18 @@ fn deleting_a_user_closes_its_connections_only() {
     assert!(redis::cmd("PING").query::<String>(&mut c).is_err());
     assert!(redis::cmd("PING").query::<String>(&mut other).is_err());
     let mut c = srv.client();
-    assert_eq!(err(&mut c, &["ACL", "DELUSER", "default"]), "ERR The 'default' user cannot be removed");
-    assert!(err(&mut c, &["ACL", "GENPASS", "-236"]).contains("ACL GENPASS argument must be the number"));
-    assert!(err(&mut c, &["ACL", "GENPASS", "5000"]).contains("ACL GENPASS argument must be the number"));
+    assert_eq!(
+        err(&mut c, &["ACL", "DELUSER", "default"]),
+        "ERR The 'default' user cannot be removed"
+    );
+    assert!(err(&mut c, &["ACL", "GENPASS", "-236"])
+        .contains("ACL GENPASS argument must be the number"));
+    assert!(err(&mut c, &["ACL", "GENPASS", "5000"])
+        .contains("ACL GENPASS argument must be the number"));
     assert_eq!(text(&q(&mut c, &["ACL", "GENPASS"])).len(), 64);
     assert_eq!(text(&q(&mut c, &["ACL", "GENPASS", "5"])).len(), 2);
-    assert!(err(&mut c, &["ACL", "HELP", "xxx"]).contains("wrong number of arguments for 'acl|help' command"));
+    assert!(err(&mut c, &["ACL", "HELP", "xxx"])
+        .contains("wrong number of arguments for 'acl|help' command"));
     assert!(err(&mut c, &["ACL", "LOAD"]).contains("not configured to use an ACL file"));
     assert!(err(&mut c, &["CLIENT", "KILL", "USER", "nobody"]).contains("No such user 'nobody'"));
     srv.stop();
@@ -430,46 +619,142 @@ fn selectors_and_read_write_key_permissions() {
     let srv = Server::start(&pool_in(&d));
     let mut c = srv.client();
     let mut r2 = srv.client();
-    ok(&mut c, &["ACL", "SETUSER", "selector-1", "on", "-@all", "resetkeys", "nopass"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-1",
+            "on",
+            "-@all",
+            "resetkeys",
+            "nopass",
+        ],
+    );
     ok(&mut r2, &["AUTH", "selector-1", "password"]);
-    for cmd in [&["PING"][..], &["SET", "write::foo", "bar"], &["GET", "read::foo"]] {
+    for cmd in [
+        &["PING"][..],
+        &["SET", "write::foo", "bar"],
+        &["GET", "read::foo"],
+    ] {
         assert!(err(&mut r2, cmd).contains("command"));
     }
-    ok(&mut c, &["ACL", "SETUSER", "selector-1", "(+@write ~write::*)", "(+@read ~read::*)"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-1",
+            "(+@write ~write::*)",
+            "(+@read ~read::*)",
+        ],
+    );
     ok(&mut r2, &["SET", "write::foo", "bar"]);
     assert_eq!(q(&mut r2, &["GET", "read::foo"]), Value::Nil);
     assert!(err(&mut r2, &["GET", "write::foo"]).contains("keys"));
     assert!(err(&mut r2, &["SET", "read::foo", "bar"]).contains("keys"));
     // Selectors start empty; clearselectors; errors name the selector.
-    ok(&mut c, &["ACL", "SETUSER", "selector-default", "reset", "()"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "selector-default", "reset", "()"],
+    );
     let s = list_of_maps(&getuser(&mut c, "selector-default")["selectors"]);
     assert_eq!(s.len(), 1);
     assert_eq!(text(&s[0]["keys"]), "");
     assert_eq!(text(&s[0]["channels"]), "");
     assert_eq!(text(&s[0]["commands"]), "-@all");
-    ok(&mut c, &["ACL", "SETUSER", "selector-del", "on", "(~added-selector)"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "selector-del", "on", "(~added-selector)"],
+    );
     let s = list_of_maps(&getuser(&mut c, "selector-del")["selectors"]);
     assert_eq!(text(&s[0]["keys"]), "~added-selector");
-    ok(&mut c, &["ACL", "SETUSER", "selector-del", "clearselectors"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "selector-del", "clearselectors"],
+    );
     assert!(list_of_maps(&getuser(&mut c, "selector-del")["selectors"]).is_empty());
-    let e = err(&mut c, &["ACL", "SETUSER", "selector-syntax", "on", "(this-is-invalid)"]);
-    assert!(e.contains("Error in ACL SETUSER modifier '(this-is-invalid)'") && e.contains("Syntax"), "{e}");
-    let e = err(&mut c, &["ACL", "SETUSER", "selector-syntax", "on", "(&* &fail)"]);
+    let e = err(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-syntax",
+            "on",
+            "(this-is-invalid)",
+        ],
+    );
+    assert!(
+        e.contains("Error in ACL SETUSER modifier '(this-is-invalid)'") && e.contains("Syntax"),
+        "{e}"
+    );
+    let e = err(
+        &mut c,
+        &["ACL", "SETUSER", "selector-syntax", "on", "(&* &fail)"],
+    );
     assert!(e.contains("Adding a pattern after the"), "{e}");
-    assert_eq!(q(&mut c, &["ACL", "GETUSER", "selector-syntax"]), Value::Nil);
+    assert_eq!(
+        q(&mut c, &["ACL", "GETUSER", "selector-syntax"]),
+        Value::Nil
+    );
     // Selectors written over several arguments.
-    ok(&mut c, &["ACL", "SETUSER", "selector-2", "(~key1 +get )", "( ~key2 +get )", "( ~key3 +get)", "(~key4 +get)"]);
-    ok(&mut c, &["ACL", "SETUSER", "selector-2", "(~key5", "+get", ")", "(", "~key6", "+get", ")", "(", "~key7", "+get)", "(~key8", "+get)"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-2",
+            "(~key1 +get )",
+            "( ~key2 +get )",
+            "( ~key3 +get)",
+            "(~key4 +get)",
+        ],
+    );
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-2",
+            "(~key5",
+            "+get",
+            ")",
+            "(",
+            "~key6",
+            "+get",
+            ")",
+            "(",
+            "~key7",
+            "+get)",
+            "(~key8",
+            "+get)",
+        ],
+    );
     let s = list_of_maps(&getuser(&mut c, "selector-2")["selectors"]);
     for (i, sel) in s.iter().enumerate() {
         assert_eq!(text(&sel["keys"]), format!("~key{}", i + 1));
     }
     assert_eq!(s.len(), 8);
     assert!(err(&mut c, &["ACL", "SETUSER", "invalid-selector", " () "]).contains("Syntax error"));
-    assert!(err(&mut c, &["ACL", "SETUSER", "invalid-selector", "("]).contains("Unmatched parenthesis"));
+    assert!(
+        err(&mut c, &["ACL", "SETUSER", "invalid-selector", "("]).contains("Unmatched parenthesis")
+    );
     assert!(err(&mut c, &["ACL", "SETUSER", "invalid-selector", ")"]).contains("Syntax error"));
     // %R~ and %W~.
-    ok(&mut c, &["ACL", "SETUSER", "rw", "on", "nopass", "+@all", "%R~read*", "%W~write*", "%RW~rw*"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "rw",
+            "on",
+            "nopass",
+            "+@all",
+            "%R~read*",
+            "%W~write*",
+            "%RW~rw*",
+        ],
+    );
     let mut u = srv.client();
     ok(&mut u, &["AUTH", "rw", "x"]);
     ok(&mut c, &["SET", "read", "1"]);
@@ -482,34 +767,86 @@ fn selectors_and_read_write_key_permissions() {
     q(&mut u, &["SET", "rw", "3", "GET"]);
     assert_eq!(q(&mut u, &["EXISTS", "read", "write"]), Value::Int(2));
     assert!(err(&mut u, &["LPUSH", "read", "x"]).contains("keys"));
-    assert_eq!(text(&q(&mut c, &["ACL", "DRYRUN", "rw", "GET", "read"])), "OK");
+    assert_eq!(
+        text(&q(&mut c, &["ACL", "DRYRUN", "rw", "GET", "read"])),
+        "OK"
+    );
     assert_eq!(
         text(&q(&mut c, &["ACL", "DRYRUN", "rw", "GET", "write"])),
         "This user has no permissions to access the 'write' key"
     );
     assert_eq!(
-        text(&q(&mut c, &["ACL", "DRYRUN", "rw", "COPY", "read", "write"])),
+        text(&q(
+            &mut c,
+            &["ACL", "DRYRUN", "rw", "COPY", "read", "write"]
+        )),
         "OK"
     );
     assert_eq!(
-        text(&q(&mut c, &["ACL", "DRYRUN", "rw", "COPY", "write", "read"])),
+        text(&q(
+            &mut c,
+            &["ACL", "DRYRUN", "rw", "COPY", "write", "read"]
+        )),
         "This user has no permissions to access the 'write' key"
     );
-    assert_eq!(err(&mut c, &["ACL", "DRYRUN", "not-a-user", "GET", "read"]), "ERR User 'not-a-user' not found");
-    assert_eq!(err(&mut c, &["ACL", "DRYRUN", "rw", "not-a-command", "read"]), "ERR Command 'not-a-command' not found");
-    assert_eq!(err(&mut c, &["ACL", "DRYRUN", "rw", "SET", "v"]), "ERR wrong number of arguments for 'set' command");
+    assert_eq!(
+        err(&mut c, &["ACL", "DRYRUN", "not-a-user", "GET", "read"]),
+        "ERR User 'not-a-user' not found"
+    );
+    assert_eq!(
+        err(&mut c, &["ACL", "DRYRUN", "rw", "not-a-command", "read"]),
+        "ERR Command 'not-a-command' not found"
+    );
+    assert_eq!(
+        err(&mut c, &["ACL", "DRYRUN", "rw", "SET", "v"]),
+        "ERR wrong number of arguments for 'set' command"
+    );
     // Channels (publish is checked by DRYRUN even where this server has no pub/sub yet).
-    ok(&mut c, &["ACL", "SETUSER", "ps", "resetchannels", "&foo:*", "+@all"]);
-    assert_eq!(text(&q(&mut c, &["ACL", "DRYRUN", "ps", "PUBLISH", "foo:1", "m"])), "OK");
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "ps", "resetchannels", "&foo:*", "+@all"],
+    );
+    assert_eq!(
+        text(&q(
+            &mut c,
+            &["ACL", "DRYRUN", "ps", "PUBLISH", "foo:1", "m"]
+        )),
+        "OK"
+    );
     assert_eq!(
         text(&q(&mut c, &["ACL", "DRYRUN", "ps", "PUBLISH", "bar", "m"])),
         "This user has no permissions to access the 'bar' channel"
     );
-    assert_eq!(text(&q(&mut c, &["ACL", "DRYRUN", "ps", "PSUBSCRIBE", "foo:*"])), "OK");
+    assert_eq!(
+        text(&q(&mut c, &["ACL", "DRYRUN", "ps", "PSUBSCRIBE", "foo:*"])),
+        "OK"
+    );
     assert!(text(&q(&mut c, &["ACL", "DRYRUN", "ps", "PSUBSCRIBE", "foo:1"])).contains("channel"));
     // GETUSER and LIST of selectors; R+W is all.
-    ok(&mut c, &["ACL", "SETUSER", "selector-info", "-@all", "+get", "resetchannels", "&channel1", "%R~foo1", "%W~bar1", "~baz1"]);
-    ok(&mut c, &["ACL", "SETUSER", "selector-info", "(-@all +set resetchannels &channel2 %R~foo2 %W~bar2 ~baz2)"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-info",
+            "-@all",
+            "+get",
+            "resetchannels",
+            "&channel1",
+            "%R~foo1",
+            "%W~bar1",
+            "~baz1",
+        ],
+    );
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-info",
+            "(-@all +set resetchannels &channel2 %R~foo2 %W~bar2 ~baz2)",
+        ],
+    );
     let u = getuser(&mut c, "selector-info");
     assert_eq!(text(&u["keys"]), "%R~foo1 %W~bar1 ~baz1");
     assert_eq!(text(&u["channels"]), "&channel1");
@@ -519,15 +856,40 @@ fn selectors_and_read_write_key_permissions() {
     assert_eq!(text(&s[0]["channels"]), "&channel2");
     assert_eq!(text(&s[0]["commands"]), "-@all +set");
     let l = list(&q(&mut c, &["ACL", "LIST"]));
-    let line = l.iter().find(|x| x.starts_with("user selector-info ")).unwrap();
+    let line = l
+        .iter()
+        .find(|x| x.starts_with("user selector-info "))
+        .unwrap();
     assert_eq!(
         line,
         "user selector-info off %R~foo1 %W~bar1 ~baz1 resetchannels &channel1 -@all +get (%R~foo2 %W~bar2 ~baz2 resetchannels &channel2 -@all +set)"
     );
-    ok(&mut c, &["ACL", "SETUSER", "selector-rw-info", "%R~foo", "%W~foo", "%RW~bar"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "selector-rw-info",
+            "%R~foo",
+            "%W~foo",
+            "%RW~bar",
+        ],
+    );
     assert_eq!(field(&mut c, "selector-rw-info", "keys"), "~foo ~bar");
     // The log names the item no selector allowed.
-    ok(&mut c, &["ACL", "SETUSER", "log-sel", "on", "nopass", "+mget", "~key", "(+mget ~key ~otherkey)"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "log-sel",
+            "on",
+            "nopass",
+            "+mget",
+            "~key",
+            "(+mget ~key ~otherkey)",
+        ],
+    );
     ok(&mut r2, &["AUTH", "log-sel", "x"]);
     ok(&mut c, &["ACL", "LOG", "RESET"]);
     assert!(err(&mut r2, &["GET", "key"]).contains("command"));
@@ -570,13 +932,19 @@ fn the_acl_file_loads_at_start_saves_and_reloads() {
     assert_eq!(text(&s[0]["keys"]), "%W~w*");
     assert_eq!(text(&s[1]["keys"]), "%R~r*");
     // SAVE, then LOAD: every connection of a user other than default closes.
-    ok(&mut c, &["ACL", "SETUSER", "eve", "+get", "allkeys", ">eve", "on"]);
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "eve", "+get", "allkeys", ">eve", "on"],
+    );
     ok(&mut c, &["ACL", "SAVE"]);
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(saved.contains("user eve on #"), "{saved}");
     assert!(!saved.contains(">eve"));
     ok(&mut c, &["ACL", "LOAD"]);
-    assert!(redis::cmd("ACL").arg("LIST").query::<Value>(&mut c).is_err());
+    assert!(redis::cmd("ACL")
+        .arg("LIST")
+        .query::<Value>(&mut c)
+        .is_err());
     let mut c = srv.client();
     ok(&mut c, &["AUTH", "eve", "eve"]);
     assert_eq!(text(&q(&mut c, &["GET", "key"])), "value");
@@ -589,7 +957,11 @@ fn the_acl_file_loads_at_start_saves_and_reloads() {
     assert_eq!(field(&mut c, "alice", "commands"), "+@all");
     std::fs::write(&file, "user x on +nosuch\nnot a user line\n").unwrap();
     let e = err(&mut c, &["ACL", "LOAD"]);
-    assert!(e.contains("Error in applying operation '+nosuch'") && e.contains("should start with user keyword"), "{e}");
+    assert!(
+        e.contains("Error in applying operation '+nosuch'")
+            && e.contains("should start with user keyword"),
+        "{e}"
+    );
     assert!(getuser(&mut c, "eve").contains_key("flags"));
     // A file without the default user: the default default.
     std::fs::write(&file, "user solo on nopass +@all ~*\n").unwrap();
@@ -616,11 +988,18 @@ fn acl_pubsub_default_sets_new_users_channels() {
     let d = tmp();
     let srv = Server::start(&pool_in(&d));
     let mut c = srv.client();
-    ok(&mut c, &["CONFIG", "SET", "acl-pubsub-default", "allchannels"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "acl-pubsub-default", "allchannels"],
+    );
     ok(&mut c, &["ACL", "SETUSER", "mydefault"]);
     assert_eq!(field(&mut c, "mydefault", "channels"), "&*");
-    assert!(err(&mut c, &["ACL", "SETUSER", "onechannel", "&test"]).contains("start with an empty list of channels"));
-    ok(&mut c, &["CONFIG", "SET", "acl-pubsub-default", "resetchannels"]);
+    assert!(err(&mut c, &["ACL", "SETUSER", "onechannel", "&test"])
+        .contains("start with an empty list of channels"));
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "acl-pubsub-default", "resetchannels"],
+    );
     assert_eq!(field(&mut c, "mydefault", "channels"), "&*");
     ok(&mut c, &["ACL", "SETUSER", "onechannel", "&test"]);
     assert_eq!(field(&mut c, "onechannel", "channels"), "&test");
