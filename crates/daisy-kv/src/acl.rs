@@ -1021,11 +1021,13 @@ impl Acl {
         spec: &'static Spec,
         args: &[&[u8]],
     ) -> Result<(), (Denied, usize, &'static str)> {
-        let Some(user) = self.user_by_id(cl.user.id) else {
-            return Ok(());
-        };
         let Some(cmd) = meta_of(spec, args) else {
             return Ok(());
+        };
+        // A user removed while this connection runs (it closes once the group commits): no
+        // permission at all meanwhile.
+        let Some(user) = self.user_by_id(cl.user.id) else {
+            return Err((Denied::Cmd, 0, cmd.name.as_str()));
         };
         user.check(cmd, args)
             .map_err(|(d, pos)| (d, pos, cmd.name.as_str()))
@@ -1280,7 +1282,10 @@ fn log_denied(
         Denied::Cmd => name.as_bytes(),
         _ => args.get(pos).copied().unwrap_or(b""),
     };
-    let info = crate::admin::client_line(cl, now_ms, false, false);
+    // The client as Redis shows it then: its last command is the refused one.
+    let mut shown = cl.clone();
+    shown.last_cmd = meta::lookup(name).map_or(shown.last_cmd, |m| m.name.as_str());
+    let info = crate::admin::client_line(&shown, now_ms, false, false);
     let max = log_max_len(sv);
     let user = cl.user.name.as_bytes().to_vec();
     sv.acl.log(why, context, object, &user, info, now_ms, max);
@@ -1305,7 +1310,7 @@ pub fn may_use_channel(sv: &ServerState, cl: &Client, channel: &[u8], is_pattern
     }
     sv.acl
         .user_by_id(cl.user.id)
-        .is_none_or(|u| u.may_use_channel(channel, is_pattern))
+        .is_some_and(|u| u.may_use_channel(channel, is_pattern))
 }
 
 /// AUTH and HELLO AUTH (`ACLAuthenticateUser`): the client becomes `user` when `pass` is one

@@ -435,7 +435,8 @@ fn acl_log_records_refusals_by_context_and_groups_repeats() {
     assert_eq!(text(&e["context"]), "toplevel");
     assert_eq!(text(&e["reason"]), "command");
     assert_eq!(text(&e["object"]), "get");
-    assert!(text(&e["client-info"]).contains("user=antirez"));
+    let info = text(&e["client-info"]);
+    assert!(info.contains("user=antirez") && info.contains(" cmd=get "), "{info}");
     for f in [
         "age-seconds",
         "entry-id",
