@@ -859,6 +859,10 @@ pub struct Acl {
     default_open: bool,
     /// Users (ids) whose connections the event loop must close (DELUSER, ACL LOAD).
     pub kill_users: Vec<u32>,
+    /// Bumped whenever a user's channel permissions change: pub/sub checks its subscribers
+    /// again with [`may_use_channel`] when it moved (Redis closes a subscriber whose channel
+    /// permission was revoked: `ACLKillPubsubClientsIfNeeded`).
+    pub channels_epoch: u64,
     /// The state before the first change in the running group (the event loop restores it
     /// if the group fails, and drops it when it commits).
     undo: Option<Box<Undo>>,
@@ -880,6 +884,7 @@ impl Acl {
             default_unrestricted: true,
             default_open: true,
             kill_users: Vec::new(),
+            channels_epoch: 0,
             undo: None,
         };
         a.refresh();
@@ -982,7 +987,18 @@ impl Acl {
         }
         self.save_undo();
         match existing {
-            Some(i) => self.users[i] = u,
+            Some(i) => {
+                let chans = |u: &User| -> Vec<(bool, Vec<Vec<u8>>)> {
+                    u.selectors
+                        .iter()
+                        .map(|s| (s.all_channels, s.channels.clone()))
+                        .collect()
+                };
+                if chans(&self.users[i]) != chans(&u) {
+                    self.channels_epoch += 1;
+                }
+                self.users[i] = u
+            }
             None => {
                 u.id = self.next_id;
                 self.next_id += 1;
@@ -1265,6 +1281,23 @@ pub fn check_queued(c: &mut Ctx, spec: &'static Spec, args: &[&[u8]]) -> Option<
     Some(format!(
         "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
     ))
+}
+
+/// The check of a command a script runs (script.c's `scriptVerifyACL`), for the scripting
+/// commands: None to run it, or the error text the script raises (without a code), logged
+/// in the ACL log with the `lua` context.
+pub fn check_script(c: &mut Ctx, spec: &'static Spec, args: &[&[u8]]) -> Option<String> {
+    if c.cl.user.id == 0 && c.sv.acl.default_unrestricted {
+        return None;
+    }
+    let (why, pos, name) = c.sv.acl.check(c.cl, spec, args).err()?;
+    log_denied(c.sv, c.cl, why, pos, name, args, "lua", c.now_ms);
+    let what = match why {
+        Denied::Cmd => "can't run this command or subcommand",
+        Denied::Key => "can't access at least one of the keys mentioned in the command arguments",
+        _ => "can't publish to the channel mentioned in the command",
+    };
+    Some(format!("The user executing the script {what}"))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1791,6 +1824,29 @@ mod tests {
             let u = user(&["-@all", &format!("+@{cat}")]);
             assert_eq!(u.selectors[0].describe_commands(), format!("-@all +@{cat}"));
         }
+    }
+
+    #[test]
+    fn channel_rules_and_their_epoch() {
+        let mut acl = Acl::new();
+        acl.set_user(b"u", &[b"on", b"resetchannels", b"&a*"], false)
+            .unwrap();
+        assert_eq!(acl.channels_epoch, 0, "a new user revokes nothing");
+        let u = acl.user(b"u").unwrap();
+        assert!(u.may_use_channel(b"abc", false));
+        assert!(!u.may_use_channel(b"bcd", false));
+        // A pattern (PSUBSCRIBE) is compared literally.
+        assert!(u.may_use_channel(b"a*", true));
+        assert!(!u.may_use_channel(b"ab*", true));
+        acl.set_user(b"u", &[b"+get"], false).unwrap();
+        assert_eq!(acl.channels_epoch, 0, "no channel change");
+        acl.set_user(b"u", &[b"resetchannels", b"&b"], false)
+            .unwrap();
+        assert_eq!(acl.channels_epoch, 1);
+        // A refused SETUSER changes nothing.
+        assert!(acl.set_user(b"u", &[b"&c", b"+nosuch"], false).is_err());
+        assert!(!acl.user(b"u").unwrap().may_use_channel(b"c", false));
+        assert_eq!(acl.channels_epoch, 1);
     }
 
     #[test]

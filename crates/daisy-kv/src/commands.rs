@@ -1,5 +1,6 @@
 //! Running a command: the command table (Redis's names, arities, flags), the checks before a
-//! command runs (unknown, arity, authentication, MULTI queueing), and the context a handler
+//! command runs (unknown, arity, authentication, MULTI queueing, then the ACL permission
+//! check of `acl::check`), and the context a handler
 //! gets ([`Ctx`]). The handlers live with what they work on: `types::string`, `types::hash`,
 //! `types::set` (the types' commands), `keys` (key and database commands), `multi`
 //! (MULTI/EXEC/WATCH) and `admin` (connection and server commands).
