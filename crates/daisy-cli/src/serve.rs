@@ -27,6 +27,10 @@ pub struct ServeArgs {
     /// Require AUTH with this password before any other command.
     #[arg(long, env = "DAISY_REQUIREPASS", hide_env_values = true)]
     requirepass: Option<String>,
+    /// Users from this ACL file (Redis's aclfile: `user <name> <rules>` lines), loaded at
+    /// start; ACL LOAD reads it again, ACL SAVE writes it.
+    #[arg(long)]
+    aclfile: Option<std::path::PathBuf>,
     /// Most clients connected at once (more are refused with Redis's error) [default: 10000].
     #[arg(long)]
     max_clients: Option<usize>,
@@ -122,6 +126,9 @@ pub fn run(a: ServeArgs) -> Result<()> {
             "--loglevel {}: must be one of debug, verbose, notice, warning",
             o.loglevel
         ));
+    }
+    if a.aclfile.is_some() {
+        o.aclfile = a.aclfile;
     }
     daisy_kv::serve(&o, |_| {}).map_err(|e| anyhow!(e))
 }

@@ -305,43 +305,25 @@ pub fn echo(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 const E_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Authenticate as `user` (the default user when None; the only user there is) with `pass`
-/// (acl.c's `ACLAuthenticateUser`): with no password configured the default user takes any
-/// (Redis's `nopass`). False when refused; the client's state is then unchanged.
-fn try_auth(c: &mut Ctx, user: Option<&[u8]>, pass: &[u8]) -> bool {
-    if user.is_some_and(|u| u != b"default") {
-        return false;
-    }
-    let ok = match &c.sv.requirepass {
-        None => true,
-        Some(want) => {
-            // Compared in constant time over the longer length (no early exit).
-            let n = want.len().max(pass.len());
-            let mut diff = (want.len() != pass.len()) as u8;
-            for i in 0..n {
-                diff |= want.get(i).copied().unwrap_or(0) ^ pass.get(i).copied().unwrap_or(1);
-            }
-            diff == 0
-        }
-    };
-    if ok {
-        c.cl.authed = true;
-    }
-    ok
+/// Authenticate as `user` (the default user when None) with `pass`: `acl::authenticate`
+/// (acl.c's `ACLAuthenticateUser`). False when refused (and logged in the ACL log); the
+/// client's state is then unchanged.
+fn try_auth(c: &mut Ctx, user: Option<&[u8]>, pass: &[u8], cmd: &[u8]) -> bool {
+    crate::acl::authenticate(c, user.unwrap_or(b"default"), pass, cmd)
 }
 
 pub fn auth(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if a.len() > 3 {
         return c.err(E_SYNTAX);
     }
-    if a.len() == 2 && c.sv.requirepass.is_none() {
+    if a.len() == 2 && crate::acl::default_nopass(c.sv) {
         return c.err(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
         );
     }
     let user = (a.len() == 3).then(|| a[1]);
-    if try_auth(c, user, a[a.len() - 1]) {
+    if try_auth(c, user, a[a.len() - 1], a[0]) {
         resp::ok(c.out);
         Ok(())
     } else {
@@ -365,7 +347,7 @@ pub fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         let more = a.len() - 1 - i;
         match &upper(a[i])[..] {
             b"AUTH" if more >= 2 => {
-                if !try_auth(c, Some(a[i + 1]), a[i + 2]) {
+                if !try_auth(c, Some(a[i + 1]), a[i + 2], a[0]) {
                     return c.err(E_WRONGPASS);
                 }
                 i += 3;
@@ -384,7 +366,7 @@ pub fn hello(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             }
         }
     }
-    if c.sv.requirepass.is_some() && !c.cl.authed {
+    if c.sv.acl.auth_required() && !c.cl.authed {
         return c.err(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
              HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
@@ -530,7 +512,8 @@ pub fn reset(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         c.sv.admin.monitors -= 1;
     }
     crate::pubsub::unsubscribe_all(c);
-    c.cl.authed = c.sv.requirepass.is_none();
+    c.cl.user = crate::acl::UserRef::default();
+    c.cl.authed = !c.sv.acl.auth_required();
     resp::simple(c.out, "RESET");
     Ok(())
 }
@@ -544,6 +527,11 @@ fn set_name(c: &mut Ctx, name: &[u8]) -> daisy::Result<bool> {
     }
     c.cl.name = name.to_vec();
     Ok(true)
+}
+
+/// A container command's HELP reply, for commands outside this module (ACL HELP).
+pub fn help_reply(c: &mut Ctx, name: &[u8], lines: &[&str]) {
+    help(c, name, lines)
 }
 
 /// A container command's HELP reply (networking.c's `addReplyHelp`); `name` as the client
@@ -613,6 +601,8 @@ fn apply_config(c: &mut Ctx, changed: &[usize]) -> Result<(), (&'static str, &'s
             "requirepass" => {
                 let p = c.sv.config.get("requirepass").unwrap_or("");
                 c.sv.requirepass = (!p.is_empty()).then(|| p.as_bytes().to_vec());
+                let pass = c.sv.requirepass.clone();
+                c.sv.acl.set_requirepass(pass.as_deref());
             }
             "maxclients" => {
                 c.sv.max_clients =

@@ -1,5 +1,6 @@
 //! Running a command: the command table (Redis's names, arities, flags), the checks before a
-//! command runs (unknown, arity, authentication, MULTI queueing), and the context a handler
+//! command runs (unknown, arity, authentication, MULTI queueing, then the ACL permission
+//! check of `acl::check`), and the context a handler
 //! gets ([`Ctx`]). The handlers live with what they work on: `types::string`, `types::hash`,
 //! `types::set` (the types' commands), `keys` (key and database commands), `multi`
 //! (MULTI/EXEC/WATCH) and `admin` (connection and server commands).
@@ -38,6 +39,8 @@ pub struct Client {
     pub id: u64,
     pub name: Vec<u8>,
     pub authed: bool,
+    /// The user it runs as (`acl`): `default` until AUTH names another.
+    pub user: crate::acl::UserRef,
     pub addr: String,
     pub laddr: String,
     pub fd: i32,
@@ -143,6 +146,8 @@ pub struct ServerState {
     /// Who listens to which channels and patterns, and the messages waiting for their
     /// group's commit (`pubsub`).
     pub pubsub: crate::pubsub::PubSub,
+    /// Users, the ACL log (`acl.rs`).
+    pub acl: crate::acl::Acl,
 }
 
 impl ServerState {
@@ -173,6 +178,7 @@ impl ServerState {
             admin: Default::default(),
             save: crate::backup::SaveState::new(now_ms),
             pubsub: Default::default(),
+            acl: crate::acl::Acl::new(),
         }
     }
 
@@ -725,6 +731,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("publish", 3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 0, 0, 0, ps::publish),
     spec!("spublish", 3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 1, 1, 1, ps::spublish),
     spec!("pubsub", -2, ["pubsub", "loading", "stale"], 0, 0, 0, ps::pubsub),
+    spec!("acl", -2, ["noscript", "loading", "stale"], 0, 0, 0, crate::acl::acl),
     spec!("monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::monitor),
     spec!("slowlog", -2, ["admin", "loading", "stale"], 0, 0, 0, a::slowlog),
     spec!("latency", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, a::latency),
@@ -828,7 +835,7 @@ pub fn precheck(
     if let Some(e) = crate::admin::arity_error(spec, args) {
         return Some(e);
     }
-    if sv.requirepass.is_some() && !cl.authed && !spec.has("no_auth") {
+    if sv.acl.auth_required() && !cl.authed && !spec.has("no_auth") {
         return Some(E_NOAUTH.into());
     }
     if cl.pubsub.active() && !cl.resp3 {
@@ -865,7 +872,11 @@ pub fn execute(
     out: &mut Vec<u8>,
 ) -> daisy::Result<Action> {
     let spec = table.find(args[0]);
-    if let Some(mut e) = precheck(spec, args, cl, sv) {
+    let mut refused = precheck(spec, args, cl, sv);
+    if let (None, Some(s)) = (&refused, spec) {
+        refused = crate::acl::check(s, args, cl, sv, now_ms);
+    }
+    if let Some(mut e) = refused {
         if let Some(m) = cl.multi.as_mut() {
             m.error = true;
         }

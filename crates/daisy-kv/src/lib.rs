@@ -13,6 +13,7 @@
 //!   - `types::{string, list, hash, set}`: each type's persistent layout, invariants and commands,
 //!     behind the `types::DataType` trait (with `types::packed` and `types::intset`, the
 //!     compact encodings);
+//!   - `acl`: users, the permission check before a command, ACL, AUTH's user lookup;
 //!   - `keys`: key and database commands; `sort`: SORT; `multi`: MULTI/EXEC/WATCH; `admin`: connection and
 //!     server commands; `config`: CONFIG's parameters; `rdb`: DUMP/RESTORE's format;
 //! - `keyspace`: databases in the pool, value records, lookup with lazy expiry, lazyfree,
@@ -21,6 +22,7 @@
 //! - `conffile` (`daisy serve redis.conf`, CONFIG REWRITE), `log` (Redis-format log lines),
 //!   `daemon` (daemonize, pidfile).
 
+pub mod acl;
 pub mod admin;
 pub mod backup;
 pub mod commands;

@@ -81,6 +81,10 @@ fn exec_queued(c: &mut Ctx, m: &Multi) -> daisy::Result<()> {
         let Some(spec) = c.table.find(args[0]) else {
             continue; // refused at queuing: m.error was set
         };
+        if let Some(e) = crate::acl::check_queued(c, spec, &args) {
+            c.err(&e)?;
+            continue;
+        }
         let action = commands::call(
             c.table, spec, c.ks, c.tx, c.cl, c.sv, &args, c.now_ms, c.out,
         )?;

@@ -78,6 +78,8 @@ pub struct Options {
     /// `unixsocket` and `unixsocketperm` (octal; 0: as the umask leaves it).
     pub unixsocket: Option<PathBuf>,
     pub unixsocketperm: u32,
+    /// Redis's `aclfile`: users loaded at start, by ACL LOAD, written by ACL SAVE.
+    pub aclfile: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -104,6 +106,7 @@ impl Default for Options {
             pidfile: None,
             unixsocket: None,
             unixsocketperm: 0,
+            aclfile: None,
         }
     }
 }
@@ -592,6 +595,19 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ("unixsocketperm", format!("{:o}", o.unixsocketperm)),
     ] {
         sv.config.set_internal(k, &v);
+    }
+    // Users: requirepass is the default user's password, then the ACL file's users (its
+    // default user, if it has one, wins), as Redis loads them.
+    sv.acl
+        .set_requirepass(o.requirepass.as_deref().map(str::as_bytes));
+    if let Some(f) = &o.aclfile {
+        let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+        let abs = abs.display().to_string();
+        sv.config.set_internal("aclfile", &abs);
+        sv.acl
+            .load_file(&abs, false)
+            .map_err(|e| format!("aborting startup because of ACL errors: {e}"))?;
+        sv.acl.committed();
     }
     let mut s = Server {
         pool,
@@ -1100,7 +1116,7 @@ impl Server {
                 laddr,
                 fd,
                 created_ms: now_ms(),
-                authed: self.sv.requirepass.is_none(),
+                authed: !self.sv.acl.auth_required(),
                 pubsub: crate::pubsub::ClientSubs {
                     conn: i,
                     ..Default::default()
@@ -1301,7 +1317,7 @@ impl Server {
         // A client that must still authenticate gets Redis's small request limits and has one
         // request parsed per pass: the next is parsed only after this one ran, so a request
         // pipelined right after AUTH gets the limits of an authenticated client, as in Redis.
-        let need_auth = self.sv.requirepass.is_some();
+        let need_auth = self.sv.acl.auth_required();
         let unauth_limits = Limits {
             unauthenticated: true,
             ..self.limits
@@ -1424,6 +1440,10 @@ impl Server {
             match res {
                 Ok(j) => {
                     self.store.committed();
+                    self.sv.acl.committed();
+                    if !self.sv.acl.kill_users.is_empty() {
+                        self.apply_acl_kills();
+                    }
                     self.sv.group_commits += 1;
                     if !self.sv.admin.kill.is_empty() {
                         self.apply_kills();
@@ -1441,6 +1461,7 @@ impl Server {
                 }
                 Err(e) => {
                     self.shutdown = false;
+                    self.sv.acl.rollback();
                     self.sv.save.request = None;
                     self.sv.admin.kill.clear();
                     self.sv.admin.unblock.clear();
@@ -2099,6 +2120,18 @@ impl Server {
                     x.dead = true;
                     self.killed.push(i);
                 }
+            }
+        }
+    }
+
+    /// Close the connections of users ACL DELUSER or ACL LOAD removed (the one that ran the
+    /// command closes after its reply: `acl::acl` set that).
+    fn apply_acl_kills(&mut self) {
+        let ids = std::mem::take(&mut self.sv.acl.kill_users);
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            if let Some(x) = slot.as_mut().filter(|x| ids.contains(&x.cl.user.id)) {
+                x.dead = true;
+                self.killed.push(i);
             }
         }
     }

@@ -78,7 +78,7 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} \
          ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={multi_mem} rbs={} \
-         rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+         rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={}",
         cl.id,
         cl.addr,
         cl.laddr,
@@ -105,6 +105,7 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
         } else {
             cl.last_cmd
         },
+        cl.user.name,
         if cl.resp3 { 3 } else { 2 },
     )
 }
@@ -172,6 +173,7 @@ fn list(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 /// [LADDR addr] [SKIPME yes|no] ...
 fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let (mut addr, mut laddr, mut id, mut of_type, mut skipme) = (None, None, None, None, true);
+    let mut user: Option<String> = None;
     if a.len() == 3 {
         addr = Some(a[2]);
         skipme = false; // the old form may kill the caller itself
@@ -193,9 +195,10 @@ fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 b"ADDR" => addr = Some(v),
                 b"LADDR" => laddr = Some(v),
                 b"USER" => {
-                    if v != b"default" {
+                    if c.sv.acl.user(v).is_none() {
                         return c.err(&format!("ERR No such user '{}'", lossy(v)));
                     }
+                    user = Some(format!(" user={} ", lossy(v)));
                 }
                 b"SKIPME" => match &upper(v)[..] {
                     b"YES" => skipme = true,
@@ -211,7 +214,8 @@ fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut killed = 0;
     let mut close_me = false;
     for r in all_rows(c) {
-        if addr.is_some_and(|x| x != r.addr.as_bytes())
+        if user.as_ref().is_some_and(|u| !r.line.contains(u.as_str()))
+            || addr.is_some_and(|x| x != r.addr.as_bytes())
             || laddr.is_some_and(|x| x != r.laddr.as_bytes())
             || of_type.is_some_and(|t| !t(&r))
             || id.is_some_and(|x| x != r.id)

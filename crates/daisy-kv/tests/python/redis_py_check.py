@@ -373,5 +373,30 @@ t.join(10)
 eq(seen, [b"one", b"two", b"stop"], "listen() in a thread")
 ps.close()
 
+# ---- access control ------------------------------------------------------------------------------
+
+r.acl_setuser("app", enabled=True, passwords=["+app-secret"], commands=["+@read", "+@write", "+acl|whoami", "-flushall"], keys=["app:*"])
+app = redis.Redis(host=HOST, port=PORT, username="app", password="app-secret", socket_timeout=20)
+eq(app.acl_whoami(), "app", "Redis(username=, password=) authenticates as that user")
+eq(app.set("app:k", "v"), True, "a permitted command on a permitted key")
+try:
+    app.set("other:k", "v")
+    check(False, "a key outside the user's patterns is refused")
+except redis.exceptions.NoPermissionError as e:
+    check("no permissions to access one of the keys" in str(e), f"NOPERM for the key: {e}")
+try:
+    app.flushall()
+    check(False, "a denied command is refused")
+except redis.exceptions.NoPermissionError as e:
+    check("'flushall' command" in str(e), f"NOPERM for the command: {e}")
+try:
+    redis.Redis(host=HOST, port=PORT, username="app", password="wrong").ping()
+    check(False, "a wrong password is refused")
+except (redis.exceptions.AuthenticationError, redis.exceptions.ResponseError) as e:
+    check("WRONGPASS" in str(e), f"WRONGPASS: {e}")
+u = r.acl_getuser("app")
+check(u["enabled"] and "~app:*" in u["keys"], f"ACL GETUSER as redis-py reads it: {u}")
+eq(r.acl_deluser("app"), 1, "ACL DELUSER")
+
 r.flushall()
 print(f"redis-py {redis.__version__}: {checks} checks passed")

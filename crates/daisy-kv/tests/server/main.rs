@@ -4,6 +4,7 @@
 //!
 //! One test binary (`cargo test -p daisy-kv --test server`), its tests grouped by scenario:
 //!
+//! - `acl`: access control as Redis 7.0 (users, rules, selectors, the ACL log and file).
 //! - `strings`: string commands (SET options, counters, ranges, MSET, binary values).
 //! - `keyspace`: key commands, SCAN, FLUSHALL; expiry (lazy, active, options) across a
 //!   restart; Redis's answers in corners.
@@ -44,6 +45,7 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod acl;
 mod collections;
 #[path = "../common/serve.rs"]
 mod common;
