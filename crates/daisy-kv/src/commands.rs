@@ -134,6 +134,8 @@ pub struct ServerState {
     pub config: Config,
     /// What the connection and server commands keep (`admin::AdminState`).
     pub admin: crate::admin::AdminState,
+    /// The Lua interpreter, the script cache and the function libraries (`scripting`).
+    pub scripting: crate::scripting::Scripting,
 }
 
 impl ServerState {
@@ -161,6 +163,7 @@ impl ServerState {
             rng: (now_ms as u64 ^ 0x9E37_79B9_7F4A_7C15) | 1,
             config: Config::default(),
             admin: Default::default(),
+            scripting: Default::default(),
         }
     }
 
@@ -521,7 +524,7 @@ macro_rules! spec {
 }
 
 use crate::types::{hash as h, list as l, set as st, string as s, zset as z};
-use crate::{admin as a, keys as k, multi as m};
+use crate::{admin as a, keys as k, multi as m, scripting as sc};
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Spec] = &[
@@ -681,6 +684,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("discard", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, m::discard),
     spec!("watch", -2, ["noscript", "loading", "stale", "fast", "allow_busy"], 1, -1, 1, m::watch),
     spec!("unwatch", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, m::unwatch),
+    // scripting (scripting)
+    spec!("eval", -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::eval),
+    spec!("evalsha", -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::evalsha),
+    spec!("eval_ro", -3, ["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::eval_ro),
+    spec!("evalsha_ro", -3, ["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::evalsha_ro),
+    spec!("script", -2, ["noscript"], 0, 0, 0, sc::script),
+    spec!("fcall", -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::fcall),
+    spec!("fcall_ro", -3, ["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::fcall_ro),
+    spec!("function", -2, ["noscript"], 0, 0, 0, sc::function),
     // connection and server (admin)
     spec!("ping", -1, ["fast", "stale"], 0, 0, 0, a::ping),
     spec!("echo", 2, ["fast"], 0, 0, 0, a::echo),

@@ -29,6 +29,7 @@ pub mod longdouble;
 pub mod multi;
 pub mod rdb;
 pub mod resp;
+pub mod scripting;
 pub mod server;
 pub mod sort;
 pub mod types;
