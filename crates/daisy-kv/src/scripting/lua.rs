@@ -98,6 +98,9 @@ pub struct Scripting {
     current: Rc<std::cell::RefCell<Option<Rc<Running>>>>,
     /// FUNCTION's libraries.
     pub functions: super::function::Libraries,
+    /// The other connections' sockets, set by the event loop before a command that runs a
+    /// script: a script past `busy-reply-threshold` answers them (`busy`).
+    pub peers: Vec<std::os::fd::RawFd>,
     /// While FUNCTION LOAD runs a library's code: what it registered, or its first error.
     loading: Loading,
 }
@@ -288,7 +291,7 @@ fn sandbox(
         .fold(0u32, |acc, p| (acc << 8) | p.parse::<u32>().unwrap_or(0));
     real.raw_set("REDIS_VERSION_NUMBER", num)?;
     // The bridge: the dispatcher the running command placed in the registry.
-    let bridge = lua.create_function(|lua, args: MultiValue| {
+    let bridge = lua.create_function(|lua, args: (usize, Table)| {
         match lua.named_registry_value::<Option<Function>>("daisy.dispatch")? {
             Some(f) => f.call::<MultiValue>(args),
             None => {
@@ -412,6 +415,10 @@ fn refuse(
     read_only: bool,
 ) -> Result<&'static commands::Spec, (String, Option<&'static commands::Spec>)> {
     let Some(spec) = c.table.find(args[0]) else {
+        // CLUSTER is a command Redis refuses in scripts; here it is not a command at all.
+        if args[0].eq_ignore_ascii_case(b"cluster") {
+            return Err(("ERR This Redis command is not allowed from script".into(), None));
+        }
         return Err(("ERR Unknown Redis command called from script".into(), None));
     };
     let n = args.len() as i32;
@@ -483,9 +490,13 @@ pub fn run(
         .unwrap_or(5000);
     if threshold > 0 {
         let r = running.clone();
+        let peers = c.sv.scripting.peers.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(100_000),
             move |_, _| {
+                if !r.killed.get() && r.started.elapsed().as_millis() >= threshold as u128 {
+                    super::busy::serve_peers(&peers, &r);
+                }
                 if r.killed.get() {
                     return Err(mlua::Error::RuntimeError(SCRIPT_KILLED_MSG.into()));
                 }
@@ -516,7 +527,11 @@ pub fn run(
         };
         let fatal_ref = &mut fatal;
         let out = lua.scope(|scope| {
-            let dispatch = scope.create_function_mut(|lua, argv: MultiValue| {
+            let dispatch = scope.create_function_mut(|lua, (n, t): (usize, Table)| {
+                let mut argv = Vec::with_capacity(n);
+                for i in 1..=n {
+                    argv.push(t.raw_get::<Value>(i)?);
+                }
                 let raise = |v: Value| Ok(MultiValue::from_iter([Value::Boolean(true), v]));
                 if let Some(e) = fatal_ref.as_ref() {
                     return raise(err_value(lua, &format!("ERR {e}"), true)?);

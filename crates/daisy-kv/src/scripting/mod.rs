@@ -18,6 +18,7 @@
 //! Modules: `lua` (the interpreter, the sandbox, conversions both ways, running a script),
 //! `libs` (cjson, cmsgpack, bit), `function` (FUNCTION and FCALL), `sha1`.
 
+mod busy;
 mod function;
 mod libs;
 mod lua;
@@ -34,6 +35,22 @@ use daisy::{PBytesMap, PPtr};
 use lua::{RunKind, ScriptFlags};
 
 const E_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// Whether a request (its command's name, sent by `cl`) may run a script: the event loop
+/// then lists the other connections' sockets in `Scripting::peers` first.
+pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
+    let is = |n: &[u8]| {
+        [&b"eval"[..], b"evalsha", b"eval_ro", b"evalsha_ro", b"fcall", b"fcall_ro"]
+            .iter()
+            .any(|s| n.eq_ignore_ascii_case(s))
+    };
+    is(name)
+        || (name.eq_ignore_ascii_case(b"exec")
+            && cl
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queued.iter().any(|q| is(&q[0]))))
+}
 
 /// `numkeys` of EVAL/FCALL: the keys and the arguments, or None after the error reply.
 #[allow(clippy::type_complexity)]

@@ -48,12 +48,12 @@ local function fail(msg) error({err = 'ERR ' .. msg}, 0) end
 
 local redis = {}
 redis.call = function(...)
-  local e, v = bridge(...)
+  local e, v = bridge(select('#', ...), {...})
   if e then error(v, 0) end
   return v
 end
 redis.pcall = function(...)
-  local _, v = bridge(...)
+  local _, v = bridge(select('#', ...), {...})
   return v
 end
 redis.sha1hex = function(...)
