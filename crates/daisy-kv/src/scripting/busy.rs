@@ -82,8 +82,45 @@ fn requests(b: &[u8]) -> (Vec<Vec<Vec<u8>>>, usize) {
     (out, i)
 }
 
+/// FUNCTION STATS while a script runs (RESP2: the caller of a busy server gets RESP2 here).
+fn function_stats(running: &Running) -> Vec<u8> {
+    let mut o = Vec::new();
+    let bulk = |o: &mut Vec<u8>, b: &[u8]| crate::resp::bulk(o, b);
+    crate::resp::array(&mut o, 4);
+    bulk(&mut o, b"running_script");
+    crate::resp::array(&mut o, 6);
+    bulk(&mut o, b"name");
+    bulk(&mut o, running.name.as_bytes());
+    bulk(&mut o, b"command");
+    crate::resp::array(&mut o, running.command.len());
+    for a in &running.command {
+        bulk(&mut o, a);
+    }
+    bulk(&mut o, b"duration_ms");
+    crate::resp::int(&mut o, running.started.elapsed().as_millis() as i64);
+    bulk(&mut o, b"engines");
+    crate::resp::array(&mut o, 2);
+    bulk(&mut o, b"LUA");
+    crate::resp::array(&mut o, 4);
+    bulk(&mut o, b"libraries_count");
+    crate::resp::int(&mut o, running.libraries.0 as i64);
+    bulk(&mut o, b"functions_count");
+    crate::resp::int(&mut o, running.libraries.1 as i64);
+    o
+}
+
 /// The reply to one request while a script is busy.
-fn answer(req: &[Vec<u8>], running: &Running) -> &'static [u8] {
+fn answer(req: &[Vec<u8>], running: &Running) -> Vec<u8> {
+    if req[0].eq_ignore_ascii_case(b"function")
+        && req.len() == 2
+        && req[1].eq_ignore_ascii_case(b"stats")
+    {
+        return function_stats(running);
+    }
+    answer_static(req, running).to_vec()
+}
+
+fn answer_static(req: &[Vec<u8>], running: &Running) -> &'static [u8] {
     let busy = match running.kind {
         RunKind::Eval => BUSY_EVAL,
         RunKind::Function => BUSY_FUNCTION,
@@ -139,7 +176,7 @@ pub fn serve_peers(peers: &[RawFd], running: &Running) {
         }
         let mut reply = Vec::new();
         for r in &reqs {
-            reply.extend_from_slice(answer(r, running));
+            reply.extend_from_slice(&answer(r, running));
         }
         // SAFETY: `reply` is valid for `reply.len()` bytes; send only reads them.
         unsafe {

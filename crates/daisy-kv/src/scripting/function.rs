@@ -122,7 +122,7 @@ fn install(c: &mut Ctx, name: String, lib: Library, replace: bool) -> Result<(),
         return Err(format!("ERR Library '{name}' already exists"));
     }
     for f in &lib.funcs {
-        if let Some(owner) = libs.by_func.get(&f.name) {
+        if let Some(owner) = libs.by_func.get(&f.name.to_ascii_lowercase()) {
             if *owner != name {
                 return Err(format!("ERR Function {} already exists", f.name));
             }
@@ -130,11 +130,11 @@ fn install(c: &mut Ctx, name: String, lib: Library, replace: bool) -> Result<(),
     }
     if let Some(old) = libs.libs.remove(&name) {
         for f in old.funcs {
-            libs.by_func.remove(&f.name);
+            libs.by_func.remove(&f.name.to_ascii_lowercase());
         }
     }
     for f in &lib.funcs {
-        libs.by_func.insert(f.name.clone(), name.clone());
+        libs.by_func.insert(f.name.to_ascii_lowercase(), name.clone());
     }
     libs.libs.insert(name, lib);
     Ok(())
@@ -172,17 +172,18 @@ pub fn fcall_ro(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
     super::ready(c)?;
-    let name = String::from_utf8_lossy(a[1]).into_owned();
+    let name = String::from_utf8_lossy(a[1]).to_ascii_lowercase();
     let Some(lib) = c.sv.scripting.functions.by_func.get(&name).cloned() else {
         return c.err("ERR Function not found");
     };
     let func = c.sv.scripting.functions.libs[&lib]
         .funcs
         .iter()
-        .find(|f| f.name == name)
+        .find(|f| f.name.eq_ignore_ascii_case(&name))
         .cloned()
         .expect("indexed function");
-    let Some((keys, args)) = super::split_keys(c, a)? else {
+    let name = func.name.clone();
+    let Some((keys, args)) = super::split_keys(c, a, "ERR Bad number of keys provided")? else {
         return Ok(());
     };
     if ro && !func.flags.no_writes {
@@ -196,7 +197,7 @@ fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
         RunKind::Function,
         &name,
         ro || func.flags.no_writes,
-        func.flags,
+        a,
     )
 }
 
@@ -238,7 +239,7 @@ pub fn function(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 return c.err("ERR Library not found");
             };
             for f in old.funcs {
-                libs.by_func.remove(&f.name);
+                libs.by_func.remove(&f.name.to_ascii_lowercase());
             }
             super::store_remove(c, FUNCTIONS_SLOT, name.as_bytes())?;
             resp::ok(c.out);

@@ -276,21 +276,21 @@ fn json_encode(v: &Value, out: &mut Vec<u8>, cfg: &JsonCfg, depth: usize) -> mlu
                     depth + 1
                 )));
             }
-            let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
             // An array when every key is a positive integer (and not excessively sparse).
             let mut max = 0i64;
-            let mut is_array = !pairs.is_empty();
-            for (k, _) in &pairs {
+            let mut count = 0i64;
+            let mut is_array = true;
+            for pair in t.pairs::<Value, Value>() {
+                let (k, _) = pair?;
+                count += 1;
                 match k {
-                    Value::Integer(i) if *i >= 1 => max = max.max(*i),
-                    Value::Number(n) if *n >= 1.0 && n.fract() == 0.0 => max = max.max(*n as i64),
-                    _ => {
-                        is_array = false;
-                        break;
-                    }
+                    Value::Integer(i) if i >= 1 => max = max.max(i),
+                    Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => max = max.max(n as i64),
+                    _ => is_array = false,
                 }
             }
-            if is_array && max > 10 && max > 2 * pairs.len() as i64 {
+            is_array &= count > 0;
+            if is_array && max > 10 && max > 2 * count {
                 return Err(rt("Cannot serialise table: excessively sparse array"));
             }
             if is_array {
@@ -305,14 +305,16 @@ fn json_encode(v: &Value, out: &mut Vec<u8>, cfg: &JsonCfg, depth: usize) -> mlu
                 out.push(b']');
             } else {
                 out.push(b'{');
-                for (n, (k, v)) in pairs.iter().enumerate() {
+                for (n, pair) in t.pairs::<Value, Value>().enumerate() {
+                    let (k, v) = pair?;
+                    let v = &v;
                     if n > 0 {
                         out.push(b',');
                     }
                     match k {
                         Value::String(s) => json_string(&s.as_bytes(), out),
                         Value::Integer(i) => json_string(i.to_string().as_bytes(), out),
-                        Value::Number(f) => json_string(g14(*f).as_bytes(), out),
+                        Value::Number(f) => json_string(g14(f).as_bytes(), out),
                         _ => {
                             return Err(rt(
                                 "Cannot serialise table: table key must be a number or string",
@@ -572,13 +574,21 @@ fn mp_encode(v: &Value, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> {
             out.extend_from_slice(&b);
         }
         Value::Table(t) if level < MSGPACK_MAX_NESTING => {
-            let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-            let n = pairs.len();
-            let is_array = pairs.iter().all(|(k, _)| match k {
-                Value::Integer(i) => *i >= 1 && (*i as usize) <= n,
-                Value::Number(f) => *f >= 1.0 && f.fract() == 0.0 && (*f as usize) <= n,
-                _ => false,
-            });
+            // Two passes over the table (holding every pair at once exhausts Lua's stack of
+            // references on big tables): count and classify, then write.
+            let mut n = 0usize;
+            let mut ints = true;
+            let mut max = 0i64;
+            for pair in t.pairs::<Value, Value>() {
+                let (k, _) = pair?;
+                n += 1;
+                match k {
+                    Value::Integer(i) if i >= 1 => max = max.max(i),
+                    Value::Number(f) if f >= 1.0 && f.fract() == 0.0 => max = max.max(f as i64),
+                    _ => ints = false,
+                }
+            }
+            let is_array = ints && max as usize == n;
             if is_array {
                 mp_len(out, n, 0x90, 16, 0xdc, 0xdd);
                 for i in 1..=n {
@@ -587,9 +597,10 @@ fn mp_encode(v: &Value, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> {
                 }
             } else {
                 mp_len(out, n, 0x80, 16, 0xde, 0xdf);
-                for (k, v) in &pairs {
-                    mp_encode(k, out, level + 1)?;
-                    mp_encode(v, out, level + 1)?;
+                for pair in t.pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    mp_encode(&k, out, level + 1)?;
+                    mp_encode(&v, out, level + 1)?;
                 }
             }
         }

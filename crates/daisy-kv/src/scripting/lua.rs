@@ -78,6 +78,10 @@ pub struct Running {
     /// RESP version of its `redis.call` replies (`redis.setresp`).
     pub resp: Cell<u8>,
     pub name: String,
+    /// The command that runs it (FUNCTION STATS).
+    pub command: Vec<Vec<u8>>,
+    /// Libraries and functions loaded (FUNCTION STATS).
+    pub libraries: (usize, usize),
 }
 
 /// The interpreter and what it holds. Created at the first scripting command.
@@ -347,7 +351,7 @@ fn sandbox(
         };
         match super::function::read_register_args(args) {
             Ok(f) => {
-                if funcs.iter().any(|g| g.name == f.name) {
+                if funcs.iter().any(|g| g.name.eq_ignore_ascii_case(&f.name)) {
                     return Ok((false, Some("Function already exists in the library".into())));
                 }
                 funcs.push(f);
@@ -463,7 +467,7 @@ pub fn run(
     kind: RunKind,
     name: &str,
     read_only: bool,
-    _flags: ScriptFlags,
+    command: &[&[u8]],
 ) -> daisy::Result<()> {
     let lua = c.sv.scripting.lua().clone();
     let runner = c.sv.scripting.runner.clone().expect("started");
@@ -475,6 +479,11 @@ pub fn run(
         dirty: Cell::new(false),
         resp: Cell::new(2),
         name: name.to_string(),
+        command: command.iter().map(|a| a.to_vec()).collect(),
+        libraries: (
+            c.sv.scripting.functions.libs.len(),
+            c.sv.scripting.functions.functions_count(),
+        ),
     });
     c.sv.scripting.running = Some(running.clone());
     *c.sv.scripting.current.borrow_mut() = Some(running.clone());
@@ -782,39 +791,33 @@ fn to_reply(
                 }
             }
             if let Value::Table(m) = t.raw_get::<Value>("map")? {
-                let pairs: Vec<(Value, Value)> =
-                    m.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-                resp::map(out, pairs.len(), caller3);
-                for (k, v) in &pairs {
-                    to_reply(k, out, caller3, script3, errors, depth + 1)?;
-                    to_reply(v, out, caller3, script3, errors, depth + 1)?;
+                // Counted first: holding every pair at once exhausts Lua's reference stack.
+                let n = m.pairs::<Value, Value>().count();
+                resp::map(out, n, caller3);
+                for pair in m.pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    to_reply(&k, out, caller3, script3, errors, depth + 1)?;
+                    to_reply(&v, out, caller3, script3, errors, depth + 1)?;
                 }
                 return Ok(());
             }
             if let Value::Table(s) = t.raw_get::<Value>("set")? {
-                let keys: Vec<Value> = s
-                    .pairs::<Value, Value>()
-                    .map(|p| p.map(|(k, _)| k))
-                    .collect::<mlua::Result<_>>()?;
-                resp::set_header(out, keys.len(), caller3);
-                for k in &keys {
-                    to_reply(k, out, caller3, script3, errors, depth + 1)?;
+                let n = s.pairs::<Value, Value>().count();
+                resp::set_header(out, n, caller3);
+                for pair in s.pairs::<Value, Value>() {
+                    let (k, _) = pair?;
+                    to_reply(&k, out, caller3, script3, errors, depth + 1)?;
                 }
                 return Ok(());
             }
-            let mut items = Vec::new();
-            let mut j = 1i64;
-            loop {
-                let v: Value = t.raw_get(j)?;
-                if v.is_nil() {
-                    break;
-                }
-                items.push(v);
-                j += 1;
+            let mut n = 0i64;
+            while !t.raw_get::<Value>(n + 1)?.is_nil() {
+                n += 1;
             }
-            resp::array(out, items.len());
-            for v in &items {
-                to_reply(v, out, caller3, script3, errors, depth + 1)?;
+            resp::array(out, n as usize);
+            for j in 1..=n {
+                let v: Value = t.raw_get(j)?;
+                to_reply(&v, out, caller3, script3, errors, depth + 1)?;
             }
         }
         _ => resp::null(out, caller3),

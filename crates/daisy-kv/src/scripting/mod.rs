@@ -57,9 +57,10 @@ pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
 pub(crate) fn split_keys<'a>(
     c: &mut Ctx,
     a: &'a [&'a [u8]],
+    bad_int: &str,
 ) -> daisy::Result<Option<(Vec<&'a [u8]>, Vec<&'a [u8]>)>> {
     let Some(n) = parse_i64(a[2]) else {
-        c.err(E_INT)?;
+        c.err(bad_int)?;
         return Ok(None);
     };
     if n > (a.len() - 3) as i64 {
@@ -147,7 +148,7 @@ pub(crate) fn store_remove(c: &mut Ctx, slot: usize, key: &[u8]) -> daisy::Resul
 }
 
 fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Result<()> {
-    let Some((keys, args)) = split_keys(c, a)? else {
+    let Some((keys, args)) = split_keys(c, a, E_INT)? else {
         return Ok(());
     };
     ready(c)?;
@@ -180,7 +181,7 @@ fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Resu
         RunKind::Eval,
         &sha,
         ro || flags.no_writes,
-        flags,
+        a,
     )
 }
 
