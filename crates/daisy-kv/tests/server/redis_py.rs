@@ -1,6 +1,6 @@
 //! redis-py for real: Debian's python3-redis runs tests/python/redis_py_check.py against the
 //! server (pipelines with and without a transaction, WATCH with retries, hashes, sets, the
-//! scan iterators, `Lock` acquire). Skipped, saying so, where python3 or its redis module is
+//! scan iterators, `Lock` acquire/extend/release and `register_script`: EVALSHA). Skipped, saying so, where python3 or its redis module is
 //! missing (scripts/install-deps.sh installs python3-redis).
 
 use super::*;
