@@ -26,10 +26,7 @@ const UNKILLABLE: &[u8] = b"-UNKILLABLE Sorry the script already executed write 
 fn requests(b: &[u8]) -> (Vec<Vec<Vec<u8>>>, usize) {
     let mut out = Vec::new();
     let mut i = 0;
-    loop {
-        let Some(eol) = b[i..].iter().position(|&c| c == b'\n').map(|p| i + p) else {
-            break;
-        };
+    while let Some(eol) = b[i..].iter().position(|&c| c == b'\n').map(|p| i + p) {
         if b[i] == b'*' {
             let Ok(n) = std::str::from_utf8(&b[i + 1..eol])
                 .map(|s| s.trim_end_matches('\r'))

@@ -389,7 +389,7 @@ fn error_table(lua: &Lua, err: Value) -> mlua::Result<Table> {
                 Value::Number(n) => crate::rdb::format_g17(*n),
                 Value::Nil => "nil".into(),
                 Value::Boolean(b) => b.to_string(),
-                v => format!("{}", v.type_name()),
+                v => v.type_name().to_string(),
             };
             let t = lua.create_table()?;
             t.raw_set("err", format!("ERR {msg}"))?;
@@ -605,7 +605,7 @@ pub fn run(
                     return raise(v);
                 }
                 let mut pos = 0;
-                let v = reply_to_lua(lua, &buf, &mut pos, 0)?;
+                let v = reply_to_lua(lua, &buf, &mut pos)?;
                 let is_err = buf.first() == Some(&b'-');
                 if is_err {
                     if let Value::Table(t) = &v {
@@ -843,7 +843,7 @@ fn num(b: &[u8]) -> i64 {
 }
 
 /// A reply the command wrote, as a Lua value (script_lua.c `redisProtocolToLuaType`).
-fn reply_to_lua(lua: &Lua, buf: &[u8], pos: &mut usize, depth: usize) -> mlua::Result<Value> {
+fn reply_to_lua(lua: &Lua, buf: &[u8], pos: &mut usize) -> mlua::Result<Value> {
     if *pos >= buf.len() {
         return Ok(Value::Nil);
     }
@@ -891,8 +891,8 @@ fn reply_to_lua(lua: &Lua, buf: &[u8], pos: &mut usize, depth: usize) -> mlua::R
             match tag {
                 b'%' => {
                     for _ in 0..n {
-                        let k = reply_to_lua(lua, buf, pos, depth + 1)?;
-                        let v = reply_to_lua(lua, buf, pos, depth + 1)?;
+                        let k = reply_to_lua(lua, buf, pos)?;
+                        let v = reply_to_lua(lua, buf, pos)?;
                         if !k.is_nil() {
                             t.raw_set(k, v)?;
                         }
@@ -901,7 +901,7 @@ fn reply_to_lua(lua: &Lua, buf: &[u8], pos: &mut usize, depth: usize) -> mlua::R
                 }
                 b'~' => {
                     for _ in 0..n {
-                        let k = reply_to_lua(lua, buf, pos, depth + 1)?;
+                        let k = reply_to_lua(lua, buf, pos)?;
                         if !k.is_nil() {
                             t.raw_set(k, true)?;
                         }
@@ -910,7 +910,7 @@ fn reply_to_lua(lua: &Lua, buf: &[u8], pos: &mut usize, depth: usize) -> mlua::R
                 }
                 _ => {
                     for i in 0..n {
-                        let v = reply_to_lua(lua, buf, pos, depth + 1)?;
+                        let v = reply_to_lua(lua, buf, pos)?;
                         t.raw_set(i + 1, v)?;
                     }
                     Value::Table(t)
@@ -939,9 +939,9 @@ fn reply_to_lua(lua: &Lua, buf: &[u8], pos: &mut usize, depth: usize) -> mlua::R
         b'|' => {
             let n = num(line(buf, pos));
             for _ in 0..2 * n {
-                reply_to_lua(lua, buf, pos, depth + 1)?;
+                reply_to_lua(lua, buf, pos)?;
             }
-            reply_to_lua(lua, buf, pos, depth)?
+            reply_to_lua(lua, buf, pos)?
         }
         _ => {
             line(buf, pos);
