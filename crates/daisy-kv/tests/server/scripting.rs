@@ -432,3 +432,52 @@ fn functions_load_call_list_and_survive_a_restart() {
     drop(s);
     srv.stop();
 }
+
+#[test]
+fn a_busy_script_answers_busy_and_script_kill_stops_it_unless_it_wrote() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut r = srv.raw();
+    let mut rd = srv.raw();
+    assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"])[..8], b"-NOTBUSY"[..]);
+    assert_eq!(ask(&mut r, &[b"CONFIG", b"SET", b"lua-time-limit", b"10"]), b"+OK\r\n");
+    // A read-only script that never ends, and a PING pipelined behind it.
+    let mut req = encode(&[b"EVAL", b"local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end", b"0"]);
+    req.extend_from_slice(&encode(&[b"PING"]));
+    rd.write_all(&req).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        ask(&mut r, &[b"GET", b"x"]),
+        b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(ask(&mut r, &[b"FUNCTION", b"KILL"])[..5], b"-BUSY"[..], "FUNCTION KILL does not stop EVAL");
+    assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    let killed = text(&read_reply(&mut rd));
+    assert!(killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{killed}");
+    assert_eq!(read_reply(&mut rd), b"+PONG\r\n", "the connection goes on");
+    assert_eq!(ask(&mut r, &[b"PING"]), b"+PONG\r\n");
+    // A script that wrote cannot be killed; it runs to its end and its write stays.
+    rd.write_all(&encode(&[b"EVAL", b"redis.call('set', KEYS[1], 'y') for i = 1, 30000000 do end return 'done'", b"1", b"w"])).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"])[..12], b"-UNKILLABLE "[..]);
+    assert_eq!(read_reply(&mut rd), b"$4\r\ndone\r\n");
+    assert_eq!(ask(&mut r, &[b"GET", b"w"]), b"$1\r\ny\r\n");
+    drop((r, rd));
+    srv.stop();
+}
+
+/// Read one reply (nothing sent).
+fn read_reply(s: &mut TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        if let Some(n) = reply_len(&out) {
+            assert_eq!(n, out.len());
+            return out;
+        }
+        match s.read(&mut byte) {
+            Ok(0) | Err(_) => panic!("connection ended: {}", text(&out)),
+            Ok(_) => out.push(byte[0]),
+        }
+    }
+}
