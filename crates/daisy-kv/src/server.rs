@@ -1050,9 +1050,6 @@ impl Server {
                     next.push(i);
                 }
             }
-            if work.len() > 1 {
-                self.scripts_last(&mut work, &ranges);
-            }
             if !work.is_empty() {
                 self.run_work(&work, &ranges);
                 if !self.sv.admin.feed.is_empty() {
@@ -1344,30 +1341,6 @@ impl Server {
             self.apply_config();
         }
         Ok(())
-    }
-
-    /// Requests of a pass come from connections ready at once, in no order that matters
-    /// between connections: the connections whose requests run a script go last, so that a
-    /// script that turns out long finds the others' requests of this pass answered, not
-    /// waiting behind it (it answers what arrives later with BUSY: `scripting::busy`).
-    fn scripts_last(&self, work: &mut [Work], ranges: &[Range<usize>]) {
-        let mut scripted: Vec<usize> = Vec::new();
-        for w in work.iter() {
-            let Some(Some(c)) = self.conns.get(w.conn) else {
-                continue;
-            };
-            let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
-            if w.proto_error.is_none()
-                && !w.args.is_empty()
-                && crate::scripting::runs_script(&src[ranges[w.args.start].clone()], &c.cl)
-                && !scripted.contains(&w.conn)
-            {
-                scripted.push(w.conn);
-            }
-        }
-        if !scripted.is_empty() && work.iter().any(|w| !scripted.contains(&w.conn)) {
-            work.sort_by_key(|w| scripted.contains(&w.conn));
-        }
     }
 
     /// The sockets of every live connection but `me` (a script past the busy threshold
