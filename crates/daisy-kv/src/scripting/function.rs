@@ -513,7 +513,8 @@ pub(crate) fn read_register_args(args: mlua::MultiValue) -> Result<Func, String>
         (name, f.clone(), ScriptFlags::default(), None)
     };
     if !valid_name(&name) {
-        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+        // Redis's text for a function name says "Library" too (functions.c).
+        return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
     Ok(Func {
         name,

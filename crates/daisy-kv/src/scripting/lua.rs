@@ -92,6 +92,8 @@ pub struct Scripting {
     env: Option<Table>,
     /// The real globals (KEYS and ARGV are set there).
     real: Option<Table>,
+    /// The sandboxed globals' metatable and what its `__index` is during FUNCTION LOAD.
+    load_swap: Option<(Table, Table)>,
     /// `xpcall(f(keys, args), handler)`.
     runner: Option<Function>,
     scripts: HashMap<String, (Function, ScriptFlags)>,
@@ -128,10 +130,16 @@ impl Scripting {
     /// FUNCTION LOAD starts running a library's code.
     pub fn begin_load(&self) {
         *self.loading.borrow_mut() = Some(Ok(Vec::new()));
+        if let Some((gmt, load_index)) = &self.load_swap {
+            let _ = gmt.raw_set("__index", load_index.clone());
+        }
     }
 
     /// ... and ends: the functions it registered, or why they are refused.
     pub fn end_load(&self) -> Result<Vec<super::function::Func>, String> {
+        if let (Some((gmt, _)), Some(real)) = (&self.load_swap, &self.real) {
+            let _ = gmt.raw_set("__index", real.clone());
+        }
         self.loading
             .borrow_mut()
             .take()
@@ -188,8 +196,10 @@ impl Scripting {
             LuaOptions::default(),
         )
         .expect("Lua starts");
-        let (env, real, runner) = sandbox(&lua, self.current.clone(), self.loading.clone())
-            .expect("the sandbox prelude runs");
+        let (env, real, runner, load_swap) =
+            sandbox(&lua, self.current.clone(), self.loading.clone())
+                .expect("the sandbox prelude runs");
+        self.load_swap = Some(load_swap);
         self.lua = Some(lua);
         self.env = Some(env);
         self.real = Some(real);
@@ -286,7 +296,7 @@ fn sandbox(
     lua: &Lua,
     current: Rc<std::cell::RefCell<Option<Rc<Running>>>>,
     loading: Loading,
-) -> mlua::Result<(Table, Table, Function)> {
+) -> mlua::Result<(Table, Table, Function, (Table, Table))> {
     let real = lua.globals();
     super::libs::register(lua, &real)?;
     real.raw_set("REDIS_VERSION_STRING", crate::REDIS_VERSION)?;
@@ -360,7 +370,7 @@ fn sandbox(
             Err(e) => Ok((false, Some(e))),
         }
     })?;
-    let env: Table = lua
+    let (env, gmt, load_index): (Table, Table, Table) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=daisy_sandbox")
         .call((real.clone(), bridge, sha1, killed, setresp, known, register))?;
@@ -374,7 +384,7 @@ fn sandbox(
         )
         .set_name("=daisy_runner")
         .call((lua.globals().raw_get::<Function>("xpcall")?, handler))?;
-    Ok((env, real, runner))
+    Ok((env, real, runner, (gmt, load_index)))
 }
 
 /// An error value as Redis's error table `{err=, source=, line=}`.

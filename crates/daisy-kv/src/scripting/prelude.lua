@@ -25,7 +25,8 @@ local function readonly(t)
   return proxy
 end
 
-local G = raw_setmetatable({}, {__index = real, __newindex = ro_error, __metatable = mtview})
+local gmt = {__index = real, __newindex = ro_error, __metatable = mtview}
+local G = raw_setmetatable({}, gmt)
 protected[G] = true
 protected[real] = true
 
@@ -103,10 +104,7 @@ redis.set_repl = function(...)
   end
 end
 redis.replicate_commands = function() return true end
-redis.register_function = function(...)
-  local ok, e = register(...)
-  if not ok then fail(e) end
-end
+
 redis.breakpoint = function() return false end
 redis.debug = function() end
 redis.acl_check_cmd = function(...)
@@ -183,4 +181,19 @@ end, __newindex = ro_error, __metatable = mtview})
 -- Strings' metatable names the real string table: hide it too.
 local smt = getmetatable('')
 if smt then smt.__metatable = mtview end
-return G
+-- What FUNCTION LOAD's code sees instead of the globals (function_lua.c's library API): only
+-- `redis`, with register_function, log and the version; everything else is missing.
+local function missing(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 0)
+end
+local loadlib = raw_setmetatable({
+  register_function = function(...)
+    local ok, e = register(...)
+    if not ok then fail(e) end
+  end,
+  log = redis.log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = rawget(redis, 'REDIS_VERSION'), REDIS_VERSION_NUM = rawget(redis, 'REDIS_VERSION_NUM'),
+}, {__index = missing})
+local load_index = raw_setmetatable({redis = readonly(loadlib)}, {__index = missing})
+return G, gmt, load_index
