@@ -96,7 +96,19 @@ fn compile(c: &mut Ctx, code: &[u8]) -> Result<(String, Library), String> {
         .into_function()
         .map_err(|e| format!("ERR Error compiling function: {}", lua::lua_error_text(&e)))?;
     s.begin_load();
+    // A library's code gets 500 ms (Redis's LOAD_TIMEOUT_MS).
+    let t0 = std::time::Instant::now();
+    s.lua().set_hook(
+        mlua::HookTriggers::new().every_nth_instruction(100_000),
+        move |_, _| {
+            if t0.elapsed() > std::time::Duration::from_millis(500) {
+                return Err(mlua::Error::RuntimeError("FUNCTION LOAD timeout".into()));
+            }
+            Ok(mlua::VmState::Continue)
+        },
+    );
     let r = lua::call_loader(s, f);
+    s.lua().remove_hook();
     let registered = s.end_load();
     if let Err(e) = r {
         let e = e.strip_prefix("ERR ").unwrap_or(&e).to_string();
