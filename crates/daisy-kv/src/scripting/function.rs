@@ -66,7 +66,8 @@ fn metadata(code: &[u8]) -> Result<(String, String, usize), String> {
                     "ERR Invalid metadata value, name argument was given multiple times".into(),
                 );
             }
-            name = Some(p[5..].to_string());
+            // sdssplitargs: a quoted part of a word loses its quotes.
+            name = Some(p[5..].replace('"', ""));
             continue;
         }
         return Err(format!("ERR Invalid metadata value given: {p}"));
@@ -129,9 +130,24 @@ fn compile(c: &mut Ctx, code: &[u8]) -> Result<(String, Library), String> {
 
 /// Install a compiled library (replacing one of the same name when `replace`).
 fn install(c: &mut Ctx, name: String, lib: Library, replace: bool) -> Result<(), String> {
+    install_as(c, name, lib, replace, true)
+}
+
+/// `quoted`: FUNCTION LOAD's words for an existing library; RESTORE's lack the quotes.
+fn install_as(
+    c: &mut Ctx,
+    name: String,
+    lib: Library,
+    replace: bool,
+    quoted: bool,
+) -> Result<(), String> {
     let libs = &mut c.sv.scripting.functions;
     if libs.libs.contains_key(&name) && !replace {
-        return Err(format!("ERR Library '{name}' already exists"));
+        return Err(if quoted {
+            format!("ERR Library '{name}' already exists")
+        } else {
+            format!("ERR Library {name} already exists")
+        });
     }
     for f in &lib.funcs {
         if let Some(owner) = libs.by_func.get(&f.name.to_ascii_lowercase()) {
@@ -381,7 +397,7 @@ fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         };
     }
     for (name, lib) in compiled {
-        if let Err(e) = install(c, name, lib, policy == b"REPLACE") {
+        if let Err(e) = install_as(c, name, lib, policy == b"REPLACE", false) {
             c.sv.scripting.functions = saved;
             return c.err(&e);
         }
@@ -401,10 +417,10 @@ fn list(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut pattern: Option<Vec<u8>> = None;
     let mut i = 2;
     while i < a.len() {
-        if a[i].eq_ignore_ascii_case(b"withcode") {
+        if a[i].eq_ignore_ascii_case(b"withcode") && !with_code {
             with_code = true;
             i += 1;
-        } else if a[i].eq_ignore_ascii_case(b"libraryname") {
+        } else if a[i].eq_ignore_ascii_case(b"libraryname") && pattern.is_none() {
             if i + 1 >= a.len() {
                 return c.err("ERR library name argument was not given");
             }
