@@ -176,7 +176,7 @@ for _, name in ipairs({'string', 'math', 'table', 'coroutine', 'cjson', 'cmsgpac
 end
 rawset(real, '_G', G)
 raw_setmetatable(real, {__index = function(_, k)
-  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 0)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
 end, __newindex = ro_error, __metatable = mtview})
 -- Strings' metatable names the real string table: hide it too.
 local smt = getmetatable('')
@@ -184,7 +184,7 @@ if smt then smt.__metatable = mtview end
 -- What FUNCTION LOAD's code sees instead of the globals (function_lua.c's library API): only
 -- `redis`, with register_function, log and the version; everything else is missing.
 local function missing(_, k)
-  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 0)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
 end
 local loadlib = raw_setmetatable({
   register_function = function(...)

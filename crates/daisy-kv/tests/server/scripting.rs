@@ -258,7 +258,7 @@ fn the_sandbox_refuses_globals_bytecode_and_missing_libraries() {
             &[],
             &[]
         )),
-        "$66\r\nfalse Script attempted to access nonexistent global variable 'foo'\r\n"
+        "$81\r\nfalse user_script:1: Script attempted to access nonexistent global variable 'foo'\r\n"
     );
     assert_eq!(eval(&mut s, "return loadstring('return 7')()", &[], &[]), b":7\r\n");
     srv.stop();
