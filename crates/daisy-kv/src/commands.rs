@@ -148,6 +148,8 @@ pub struct ServerState {
     pub pubsub: crate::pubsub::PubSub,
     /// Users, the ACL log (`acl.rs`).
     pub acl: crate::acl::Acl,
+    /// The Lua interpreter, the script cache and the function libraries (`scripting`).
+    pub scripting: crate::scripting::Scripting,
 }
 
 impl ServerState {
@@ -179,6 +181,7 @@ impl ServerState {
             save: crate::backup::SaveState::new(now_ms),
             pubsub: Default::default(),
             acl: crate::acl::Acl::new(),
+            scripting: Default::default(),
         }
     }
 
@@ -542,7 +545,7 @@ macro_rules! spec {
 }
 
 use crate::types::{hash as h, list as l, set as st, string as s, zset as z};
-use crate::{admin as a, keys as k, multi as m, pubsub as ps};
+use crate::{admin as a, keys as k, multi as m, pubsub as ps, scripting as sc};
 
 #[rustfmt::skip]
 pub static COMMANDS: &[Spec] = &[
@@ -704,6 +707,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("discard", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, m::discard),
     spec!("watch", -2, ["noscript", "loading", "stale", "fast", "allow_busy"], 1, -1, 1, m::watch),
     spec!("unwatch", 1, ["noscript", "loading", "stale", "fast", "allow_busy"], 0, 0, 0, m::unwatch),
+    // scripting (scripting)
+    spec!("eval", -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::eval),
+    spec!("evalsha", -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::evalsha),
+    spec!("eval_ro", -3, ["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::eval_ro),
+    spec!("evalsha_ro", -3, ["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::evalsha_ro),
+    spec!("script", -2, ["noscript"], 0, 0, 0, sc::script),
+    spec!("fcall", -3, ["noscript", "skip_monitor", "may_replicate", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::fcall),
+    spec!("fcall_ro", -3, ["readonly", "noscript", "skip_monitor", "no_mandatory_keys", "stale", "movablekeys"], 0, 0, 0, sc::fcall_ro),
+    spec!("function", -2, ["noscript"], 0, 0, 0, sc::function),
     // connection and server (admin)
     spec!("ping", -1, ["fast", "stale"], 0, 0, 0, a::ping),
     spec!("echo", 2, ["fast"], 0, 0, 0, a::echo),

@@ -39,9 +39,14 @@ pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
 /// database of strings) and 2 are read and upgraded at open; a build that knows only version
 /// 2 would take a list's or sorted set's record for damage, so the version refuses this pool
 /// to it instead.
-pub const KV_VERSION: u32 = 3;
+pub const KV_VERSION: u32 = 4;
 const KV_VERSION_1: u32 = 1;
 const KV_VERSION_2: u32 = 2;
+const KV_VERSION_3: u32 = 3;
+/// `KvMeta::reserved` words that name scripting's maps (version 4): the script cache (SHA-1
+/// in hex -> body) and the function libraries (name -> code).
+pub const SCRIPTS_SLOT: usize = 0;
+pub const FUNCTIONS_SLOT: usize = 1;
 /// Most databases a pool may have (Redis allows any positive int; more than this is surely a
 /// typo, and each costs 16 bytes of pool even when unused).
 pub const MAX_DATABASES: usize = 1 << 16;
@@ -82,7 +87,8 @@ pub struct KvMeta {
     pub lazy_overflow: u64,
     /// Queue slots: 0 free, else a [`LazyItem`] word.
     pub lazy_slots: [u64; LAZY_INLINE],
-    /// Zero; room for later versions.
+    /// Version 4: `reserved[SCRIPTS_SLOT]` and `reserved[FUNCTIONS_SLOT]` are the offsets of
+    /// scripting's byte-string maps (0: none yet). The rest are zero; room for later versions.
     pub reserved: [u64; 8],
 }
 
@@ -539,8 +545,9 @@ impl Keyspace {
                 )
             })
             .map_err(what)?;
-        } else if r.version == KV_VERSION_2 {
-            // Version 2 is version 3 without lists and sorted sets: only the number changes.
+        } else if r.version == KV_VERSION_2 || r.version == KV_VERSION_3 {
+            // Version 2 is version 3 without lists and sorted sets, and version 3 is version 4
+            // without scripts (its reserved words are zero): only the number changes.
             pool.transaction(|tx| tx.update(root, |r| r.version = KV_VERSION))
                 .map_err(what)?;
         } else if r.version != KV_VERSION {
@@ -614,6 +621,47 @@ impl Keyspace {
             ..Zeroable::zeroed()
         };
         Ok(tx.alloc(&meta)?.offset())
+    }
+
+    fn internal_slot(&self, slot: usize) -> PPtr<u64> {
+        assert!(slot < 8);
+        PPtr::from_offset(
+            self.meta.offset() + (std::mem::offset_of!(KvMeta, reserved) + slot * 8) as u64,
+        )
+    }
+
+    /// The offset of one of scripting's maps ([`SCRIPTS_SLOT`], [`FUNCTIONS_SLOT`]) as `tx`
+    /// sees it; 0 when there is none.
+    pub fn internal_map(&self, tx: &Tx, slot: usize) -> daisy::Result<u64> {
+        tx.read(self.internal_slot(slot))
+    }
+
+    /// The same, committed (at startup, outside a transaction).
+    pub fn internal_map_committed(&self, slot: usize) -> u64 {
+        self.pool.read(self.internal_slot(slot))
+    }
+
+    /// Name a new map in a scripting slot (in the caller's transaction).
+    pub fn set_internal_map(&mut self, tx: &mut Tx, slot: usize, off: u64) -> daisy::Result<()> {
+        tx.write(self.internal_slot(slot), &off)
+    }
+
+    /// Unlink a scripting map and queue it for lazyfree, in one transaction (SCRIPT FLUSH,
+    /// FUNCTION FLUSH): its values own nothing.
+    pub fn drop_internal_map(&mut self, tx: &mut Tx, slot: usize) -> daisy::Result<()> {
+        let off = self.internal_map(tx, slot)?;
+        if off != 0 {
+            tx.write(self.internal_slot(slot), &0u64)?;
+            lazy_push(
+                tx,
+                self.meta,
+                LazyItem {
+                    kind: LazyKind::Table,
+                    off,
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// Number of databases (SELECT's range).
@@ -1595,6 +1643,33 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
         reach.push(r.meta);
         reach.push(m.dbs);
         let dbs = read_dbs(pool, &m).map_err(|e| e.to_string())?;
+        if r.version < KV_VERSION && m.reserved.iter().any(|&w| w != 0) {
+            problems.push(format!("keyspace version {} has scripting maps", r.version));
+        }
+        for (slot, what) in [(SCRIPTS_SLOT, "script"), (FUNCTIONS_SLOT, "function")] {
+            let off = m.reserved[slot];
+            if off == 0 {
+                continue;
+            }
+            match daisy::map_objects(pool, off) {
+                Ok(o) => reach.extend(o),
+                Err(e) => problems.push(format!("{what} map {off:#x}: {e}")),
+            }
+            match daisy::bytes_map_entries(pool, off) {
+                Ok(entries) if slot == SCRIPTS_SLOT => {
+                    for (k, body) in entries {
+                        if k != crate::scripting::sha1_hex(&body).as_bytes() {
+                            problems.push(format!(
+                                "script {} is stored under another name than its SHA-1",
+                                crate::commands::lossy(&k)
+                            ));
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => problems.push(format!("{what} map {off:#x}: {e}")),
+            }
+        }
         match lazy_items(pool, &m) {
             Ok((items, nodes)) => {
                 reach.extend(nodes);

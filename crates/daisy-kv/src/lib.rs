@@ -38,6 +38,7 @@ pub mod multi;
 pub mod pubsub;
 pub mod rdb;
 pub mod resp;
+pub mod scripting;
 pub mod server;
 pub mod sort;
 pub mod types;

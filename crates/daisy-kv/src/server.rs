@@ -158,6 +158,15 @@ enum Stream {
     Unix(UnixStream),
 }
 
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
@@ -1629,8 +1638,13 @@ impl Server {
         // A CLIENT command sees every connection, its own buffers included.
         let introspect =
             w.proto_error.is_none() && wants_others(&src[ranges[w.args.start].clone()], &c.cl);
+        let scripted = w.proto_error.is_none()
+            && crate::scripting::runs_script(&src[ranges[w.args.start].clone()], &c.cl);
         if introspect {
             self.list_others(w.conn, now);
+        }
+        if scripted {
+            self.sv.scripting.peers = self.peer_fds(w.conn);
         }
         let Some(Some(c)) = self.conns.get_mut(w.conn) else {
             return Ok(());
@@ -1733,6 +1747,18 @@ impl Server {
             self.apply_config();
         }
         Ok(())
+    }
+
+    /// The sockets of every live connection but `me` (a script past the busy threshold
+    /// answers them: `scripting::busy`).
+    fn peer_fds(&self, me: usize) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().filter(|x| i != me && !x.dead))
+            .map(|x| x.stream.as_raw_fd())
+            .collect()
     }
 
     /// List every connection but `me` in `AdminState::others`, for a CLIENT command.

@@ -236,6 +236,11 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
     };
     let pool_size = c.sv.pool_size.max(c.sv.pool.size());
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let (lua_mem, scripts) = (c.sv.scripting.used_memory(), c.sv.scripting.cached_scripts());
+    let (libs, funcs) = (
+        c.sv.scripting.functions.libs.len(),
+        c.sv.scripting.functions.functions_count(),
+    );
     let _ = write!(
         t,
         "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\n\
@@ -244,9 +249,9 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
          used_memory_dataset:{used}\r\nused_memory_dataset_perc:100.00%\r\n\
          allocator_allocated:{used}\r\nallocator_active:{used}\r\nallocator_resident:{pool_size}\r\n\
          total_system_memory:{system}\r\ntotal_system_memory_human:{}\r\n\
-         used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\n\
-         used_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\n\
-         number_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\n\
+         used_memory_lua:{lua_mem}\r\nused_memory_vm_eval:{lua_mem}\r\nused_memory_lua_human:0B\r\n\
+         used_memory_scripts_eval:0\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{funcs}\r\n\
+         number_of_libraries:{libs}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\n\
          used_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\n\
          used_memory_scripts_human:0B\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
          maxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\n\

@@ -744,6 +744,27 @@ impl Gen {
                 let k = g.key();
                 g.scan(args!["HSCAN", k], ScanKind::Pairs)
             }),
+            // scripts: the same script text gives the same SHA-1, so even error replies
+            // (which name it) compare exactly. (No `return redis.call(...)`: that tail call
+            // loses the script's line in daisy's error text; README, "Lua scripting".)
+            (8, Any, |g| {
+                const SCRIPTS: &[&str] = &[
+                    "local r = redis.call('GET', KEYS[1]) return r",
+                    "local r = redis.call('INCR', KEYS[1]) return r",
+                    "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('STRLEN', KEYS[1])",
+                    "return {KEYS[1], ARGV[1], 3.7, true, false, {ok='fine'}}",
+                    "return redis.pcall('LPUSH', KEYS[1], ARGV[1])",
+                    "local r = redis.call('HLEN', KEYS[1]) return r",
+                    "return {err='ERR custom'}",
+                    "return redis.status_reply('FINE')",
+                    "return cjson.encode({1, 2, 'x'})",
+                    "return undeclared",
+                ];
+                let script = g.rng.pick(SCRIPTS);
+                let name = if g.rng.pct(85) { "EVAL" } else { "EVAL_RO" };
+                let (k, v) = (g.key(), g.value());
+                Op::Cmd(args![name, script, "1", k, v], Cmp::Exact)
+            }),
             // lists
             (30, L, |g| {
                 let name = g.rng.pick(&["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]);

@@ -9,8 +9,10 @@ Covers pipelines with and without a transaction, WATCH with retries (`Redis.tran
 forced to retry by a second client, and raced by threads), hashes (HSET with a mapping,
 HGETALL, counters), sets, lists as a job queue (blocking pops included), sorted sets as a leaderboard and a rate
 limiter, the scan iterators over small (packed) and large (table)
-collections, `Lock` acquire, and `pubsub()` (subscribe, psubscribe, get_message, listen in a
-thread, keyspace notifications). Exits 0 after printing "redis-py: N checks passed"; any
+collections, `Lock` (acquire, extend, release: EVALSHA), `register_script`, EVAL and FCALL,
+`pubsub()` (subscribe, psubscribe, get_message, listen in a thread, keyspace notifications),
+and users (ACL SETUSER, Redis(username=, password=), NOPERM, WRONGPASS). Exits 0 after
+printing "redis-py: N checks passed"; any
 failure is an exception with its traceback (exit status 1).
 """
 
@@ -326,10 +328,40 @@ eq(r.lock("lock:resource").acquire(blocking=False), False, "a held lock is refus
 eq(r.lock("lock:resource", blocking_timeout=0.2).acquire(), False, "acquire with blocking_timeout gives up")
 eq(lk.locked(), True, "Lock.locked")
 eq(lk.owned(), True, "Lock.owned")
-# Release and extend are Lua scripts (EVALSHA), which daisy serve does not have: free the
-# resource by hand, as an expiring lock would.
-r.delete("lock:resource")
-eq(r.lock("lock:resource", timeout=5).acquire(blocking=False), True, "acquire once free")
+# Release and extend are Lua scripts (EVALSHA after SCRIPT LOAD).
+eq(lk.extend(10), True, "Lock.extend")
+check(20000 < r.pttl("lock:resource") <= 40000, "extend added time")
+lk.release()
+eq(r.exists("lock:resource"), 0, "Lock.release deletes the key")
+try:
+    lk.release()
+    check(False, "releasing a lock twice raises")
+except redis.exceptions.LockError:
+    check(True, "releasing a lock twice raises")
+with r.lock("lock:resource", timeout=5) as held:
+    eq(held.owned(), True, "the lock as a context manager")
+eq(r.exists("lock:resource"), 0, "the context manager released it")
+
+# ---- scripts -----------------------------------------------------------------------------------
+
+incr_by = r.register_script("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+eq(incr_by(keys=["counter:script"], args=[5]), 5, "register_script runs (EVALSHA, EVAL on NOSCRIPT)")
+eq(incr_by(keys=["counter:script"], args=[2]), 7, "and runs again by its SHA")
+r.script_flush()
+eq(incr_by(keys=["counter:script"], args=[1]), 8, "after SCRIPT FLUSH it is loaded again")
+eq(r.script_exists(incr_by.sha), [True], "SCRIPT EXISTS")
+pipe = r.pipeline()
+incr_by(keys=["counter:script"], args=[10], client=pipe)
+pipe.get("counter:script")
+eq(pipe.execute(), [18, b"18"], "a script in a pipeline")
+eq(r.eval("return {KEYS[1], ARGV[1]}", 1, "k", "v"), [b"k", b"v"], "eval")
+try:
+    r.eval("return redis.call('nosuch')", 0)
+    check(False, "a script's error raises")
+except redis.ResponseError as e:
+    check("Unknown Redis command" in str(e), f"the script's error: {e}")
+r.function_load("#!lua name=pylib\nredis.register_function('twice', function(k, a) return a[1] * 2 end)")
+eq(r.fcall("twice", 0, 21), 42, "FUNCTION LOAD and FCALL")
 
 # ---- pub/sub -------------------------------------------------------------------------------------
 

@@ -33,6 +33,8 @@
 //!   expiry, a slow subscriber closed at its output-buffer limit, CLIENT KILL and RESET.
 //! - `redis_py`: Debian's python3-redis runs tests/python/redis_py_check.py against the server.
 //! - `redis_replies`: replies the differential test found wrong, pinned to Redis 7.0.15's bytes.
+//! - `scripting`: EVAL, SCRIPT, FUNCTION and FCALL: replies, conversions, errors, the sandbox,
+//!   MULTI, writes and the script cache across a restart, SCRIPT KILL.
 //! - `zsets`: sorted sets converting at the thresholds, a 100,000-member set across a restart
 //!   and lazyfree, WRONGTYPE, blocking pops served or timing out, a crash image kept whole.
 //!
@@ -63,6 +65,7 @@ mod protocol;
 mod pubsub;
 mod redis_py;
 mod redis_replies;
+mod scripting;
 mod strings;
 mod zsets;
 

@@ -1,8 +1,8 @@
 //! redis-py for real: Debian's python3-redis runs tests/python/redis_py_check.py against the
 //! server (pipelines with and without a transaction, WATCH with retries, hashes, sets, the
-//! scan iterators, `Lock` acquire, `pubsub()` with keyspace notifications). Skipped, saying
-//! so, where python3 or its redis module is missing (scripts/install-deps.sh installs
-//! python3-redis).
+//! scan iterators, `Lock` acquire/extend/release and `register_script`: EVALSHA, `pubsub()`
+//! with keyspace notifications, users and NOPERM). Skipped, saying so, where python3 or its
+//! redis module is missing (scripts/install-deps.sh installs python3-redis).
 
 use super::*;
 use std::process::Command;
