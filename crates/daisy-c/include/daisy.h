@@ -72,7 +72,8 @@
 #define DAISY_ENOSPC -8
 
 /**
- * The transaction's redo log outgrew what one record may hold.
+ * The transaction's redo log outgrew its log slot and the pool has no room for the overflow
+ * extent it then needs (or outgrew the 4 GiB one record may hold). Nothing was committed.
  */
 #define DAISY_ETXTOOLARGE -9
 
@@ -310,6 +311,17 @@ const char *daisy_strerror(int code);
  * leave it as it was. Thread-safe (one message per thread).
  */
 const char *daisy_errmsg(void);
+
+/**
+ * For tests of programs and bindings: panic inside the library, as a bug would, to exercise
+ * the panic guard. Only when the environment variable `DAISY_TEST_HOOKS` is `1`: then the
+ * panic is caught, `pool` is poisoned and the call returns `DAISY_EPANIC`; otherwise it does
+ * nothing and returns `DAISY_EUNSUPPORTED`. Thread-safe.
+ *
+ * # Safety
+ * `pool` is NULL or a live handle.
+ */
+int daisy_test_panic(const struct daisy_pool *pool);
 
 /**
  * The library's version (`DAISY_VERSION` of the library actually linked). Thread-safe.

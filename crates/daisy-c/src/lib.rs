@@ -42,7 +42,8 @@ pub const DAISY_EBUSY: c_int = -6;
 pub const DAISY_EEXIST: c_int = -7;
 /// The pool is full (its maximum size reached, or the file system full).
 pub const DAISY_ENOSPC: c_int = -8;
-/// The transaction's redo log outgrew what one record may hold.
+/// The transaction's redo log outgrew its log slot and the pool has no room for the overflow
+/// extent it then needs (or outgrew the 4 GiB one record may hold). Nothing was committed.
 pub const DAISY_ETXTOOLARGE: c_int = -9;
 /// A persistent pointer (offset) is outside the pool's heap, or not an allocated object.
 pub const DAISY_EPTR: c_int = -10;
@@ -97,8 +98,8 @@ fn code_of(e: &Error) -> c_int {
         Error::AlreadyOpen { .. } | Error::CollectionInUse { .. } => DAISY_EBUSY,
         Error::AlreadyExists { .. } => DAISY_EEXIST,
         Error::InvalidOption(_) => DAISY_EINVAL,
-        Error::PoolFull { .. } | Error::TxTooLargeForPool { .. } => DAISY_ENOSPC,
-        Error::TxTooLarge { .. } => DAISY_ETXTOOLARGE,
+        Error::PoolFull { .. } => DAISY_ENOSPC,
+        Error::TxTooLarge { .. } | Error::TxTooLargeForPool { .. } => DAISY_ETXTOOLARGE,
         Error::InvalidPointer { .. } => DAISY_EPTR,
         Error::RootTypeMismatch { .. } => DAISY_EROOTSIZE,
         Error::Poisoned { .. } => DAISY_EPOISONED,
@@ -270,6 +271,26 @@ pub extern "C" fn daisy_strerror(code: c_int) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn daisy_errmsg() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// For tests of programs and bindings: panic inside the library, as a bug would, to exercise
+/// the panic guard. Only when the environment variable `DAISY_TEST_HOOKS` is `1`: then the
+/// panic is caught, `pool` is poisoned and the call returns `DAISY_EPANIC`; otherwise it does
+/// nothing and returns `DAISY_EUNSUPPORTED`. Thread-safe.
+///
+/// # Safety
+/// `pool` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn daisy_test_panic(pool: *const daisy_pool) -> c_int {
+    if pool.is_null() {
+        return invalid("NULL pool");
+    }
+    if std::env::var("DAISY_TEST_HOOKS").as_deref() != Ok("1") {
+        return set_error(DAISY_EUNSUPPORTED, "daisy_test_panic: DAISY_TEST_HOOKS is not 1");
+    }
+    // SAFETY: a live handle by contract.
+    let p = unsafe { &(*pool).pool };
+    guard(Some(p), || panic!("daisy_test_panic"))
 }
 
 /// The library's version (`DAISY_VERSION` of the library actually linked). Thread-safe.
