@@ -7,8 +7,8 @@ fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     println!("cargo:rerun-if-changed=src/lib.rs");
     println!("cargo:rerun-if-changed=cbindgen.toml");
-    let config = cbindgen::Config::from_file(format!("{crate_dir}/cbindgen.toml"))
-        .expect("cbindgen.toml");
+    let config =
+        cbindgen::Config::from_file(format!("{crate_dir}/cbindgen.toml")).expect("cbindgen.toml");
     cbindgen::Builder::new()
         .with_crate(&crate_dir)
         .with_config(config)

@@ -286,7 +286,10 @@ pub unsafe extern "C" fn daisy_test_panic(pool: *const daisy_pool) -> c_int {
         return invalid("NULL pool");
     }
     if std::env::var("DAISY_TEST_HOOKS").as_deref() != Ok("1") {
-        return set_error(DAISY_EUNSUPPORTED, "daisy_test_panic: DAISY_TEST_HOOKS is not 1");
+        return set_error(
+            DAISY_EUNSUPPORTED,
+            "daisy_test_panic: DAISY_TEST_HOOKS is not 1",
+        );
     }
     // SAFETY: a live handle by contract.
     let p = unsafe { &(*pool).pool };
@@ -728,14 +731,14 @@ unsafe fn with_tx(
     // SAFETY: a live handle by contract.
     let h = unsafe { &mut *tx };
     if h.thread != thread_token() {
-        return set_error(
-            DAISY_ETHREAD,
-            "the transaction belongs to another thread",
-        );
+        return set_error(DAISY_ETHREAD, "the transaction belongs to another thread");
     }
     let pool: *const daisy_pool = h.pool;
     let Some(t) = h.tx.as_mut() else {
-        return set_error(DAISY_EABORTED, "the transaction was aborted by an earlier error");
+        return set_error(
+            DAISY_EABORTED,
+            "the transaction was aborted by an earlier error",
+        );
     };
     let ctx = daisy_tx_ctx { pool };
     let r = catch_unwind(AssertUnwindSafe(|| f(t, &ctx)));
@@ -814,7 +817,10 @@ pub unsafe extern "C" fn daisy_tx_commit(tx: *mut daisy_tx) -> c_int {
         return set_error(DAISY_ETHREAD, "the transaction belongs to another thread");
     }
     let r = match h.tx.take() {
-        None => set_error(DAISY_EABORTED, "the transaction was aborted by an earlier error"),
+        None => set_error(
+            DAISY_EABORTED,
+            "the transaction was aborted by an earlier error",
+        ),
         Some(mut t) => {
             let ranges = std::mem::take(&mut h.ranges);
             let pool = h.pool();
@@ -980,7 +986,11 @@ pub unsafe extern "C" fn daisy_tx_alloc_zeroed(
 #[no_mangle]
 pub unsafe extern "C" fn daisy_tx_free(tx: *mut daisy_tx, off: u64) -> c_int {
     // SAFETY: by contract.
-    unsafe { with_tx(tx, |t, _| t.free(PPtr::<u8>::from_offset(off)).map(|_| 0).map_err(err)) }
+    unsafe {
+        with_tx(tx, |t, _| {
+            t.free(PPtr::<u8>::from_offset(off)).map(|_| 0).map_err(err)
+        })
+    }
 }
 
 /// Write `len` bytes from `src` at `off`, as part of the transaction (logged; applied at
@@ -1077,7 +1087,8 @@ pub unsafe extern "C" fn daisy_tx_add_range(tx: *mut daisy_tx, off: u64, len: us
 // Collections: shared pieces.
 
 /// A value callback: called with the bytes (valid only during the call).
-pub type daisy_value_fn = Option<unsafe extern "C" fn(arg: *mut c_void, val: *const c_void, len: usize)>;
+pub type daisy_value_fn =
+    Option<unsafe extern "C" fn(arg: *mut c_void, val: *const c_void, len: usize)>;
 
 /// An entry callback for iteration: return 0 to go on, nonzero to stop (the iteration then
 /// returns that value). The bytes are valid only during the call.
@@ -1095,7 +1106,12 @@ pub type daisy_entry_fn = Option<
 ///
 /// # Safety
 /// `buf` points at `cap` writable bytes; `len` is valid for a write.
-unsafe fn copy_out(v: &[u8], buf: *mut c_void, cap: usize, len: *mut usize) -> Result<c_int, c_int> {
+unsafe fn copy_out(
+    v: &[u8],
+    buf: *mut c_void,
+    cap: usize,
+    len: *mut usize,
+) -> Result<c_int, c_int> {
     // SAFETY: by contract.
     unsafe { put(len, v.len())? };
     let n = v.len().min(cap);
@@ -1167,7 +1183,11 @@ pub unsafe extern "C" fn daisy_map_create(tx: *mut daisy_tx, id: *mut u64) -> c_
 /// # Safety
 /// `pool` is a live handle; `map` is valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn daisy_map_open(pool: *mut daisy_pool, id: u64, map: *mut *mut daisy_map) -> c_int {
+pub unsafe extern "C" fn daisy_map_open(
+    pool: *mut daisy_pool,
+    id: u64,
+    map: *mut *mut daisy_map,
+) -> c_int {
     if pool.is_null() || map.is_null() {
         return invalid("NULL pool or map");
     }
@@ -1256,9 +1276,7 @@ pub unsafe extern "C" fn daisy_map_get(
 ) -> c_int {
     let mut v: Option<Vec<u8>> = None;
     // SAFETY: by contract.
-    let r = unsafe {
-        daisy_map_get_with(map, tx, key, klen, &mut |x: &[u8]| v = Some(x.to_vec()))
-    };
+    let r = unsafe { daisy_map_get_with(map, tx, key, klen, &mut |x: &[u8]| v = Some(x.to_vec())) };
     if r != 0 {
         return r;
     }
@@ -1368,7 +1386,11 @@ pub unsafe extern "C" fn daisy_map_remove(
 /// # Safety
 /// `map` live; `tx` NULL or live; `len` valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn daisy_map_len(map: *mut daisy_map, tx: *mut daisy_tx, len: *mut u64) -> c_int {
+pub unsafe extern "C" fn daisy_map_len(
+    map: *mut daisy_map,
+    tx: *mut daisy_tx,
+    len: *mut u64,
+) -> c_int {
     if map.is_null() {
         return invalid("NULL map");
     }
@@ -1495,7 +1517,11 @@ pub unsafe extern "C" fn daisy_tree_create(tx: *mut daisy_tx, id: *mut u64) -> c
 /// # Safety
 /// `pool` live; `tree` valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn daisy_tree_open(pool: *mut daisy_pool, id: u64, tree: *mut *mut daisy_tree) -> c_int {
+pub unsafe extern "C" fn daisy_tree_open(
+    pool: *mut daisy_pool,
+    id: u64,
+    tree: *mut *mut daisy_tree,
+) -> c_int {
     if pool.is_null() || tree.is_null() {
         return invalid("NULL pool or tree");
     }
@@ -1626,7 +1652,11 @@ pub unsafe extern "C" fn daisy_tree_remove(
                 Some(t) => h.m.remove_tx(t, k),
                 None => h.m.remove(k),
             };
-            Ok(if r.map_err(err)?.is_some() { 0 } else { not_found() })
+            Ok(if r.map_err(err)?.is_some() {
+                0
+            } else {
+                not_found()
+            })
         })
     }
 }
@@ -1636,7 +1666,11 @@ pub unsafe extern "C" fn daisy_tree_remove(
 /// # Safety
 /// As `daisy_map_len`.
 #[no_mangle]
-pub unsafe extern "C" fn daisy_tree_len(tree: *mut daisy_tree, tx: *mut daisy_tx, len: *mut u64) -> c_int {
+pub unsafe extern "C" fn daisy_tree_len(
+    tree: *mut daisy_tree,
+    tx: *mut daisy_tx,
+    len: *mut u64,
+) -> c_int {
     if tree.is_null() {
         return invalid("NULL tree");
     }
@@ -1682,9 +1716,12 @@ pub unsafe extern "C" fn daisy_tree_foreach(
     // SAFETY: the pool outlives the handle.
     let pool = unsafe { &(*h.pool).pool };
     guard(Some(pool), || {
-        let it = h
-            .m
-            .iter_range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, rev != 0)
+        let it =
+            h.m.iter_range(
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                rev != 0,
+            )
             .map_err(err)?;
         for e in it {
             let (k, v) = e.map_err(err)?;
@@ -1737,7 +1774,11 @@ pub unsafe extern "C" fn daisy_seq_create(tx: *mut daisy_tx, id: *mut u64) -> c_
 /// # Safety
 /// `pool` live; `seq` valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn daisy_seq_open(pool: *mut daisy_pool, id: u64, seq: *mut *mut daisy_seq) -> c_int {
+pub unsafe extern "C" fn daisy_seq_open(
+    pool: *mut daisy_pool,
+    id: u64,
+    seq: *mut *mut daisy_seq,
+) -> c_int {
     if pool.is_null() || seq.is_null() {
         return invalid("NULL pool or seq");
     }
@@ -1894,7 +1935,11 @@ pub unsafe extern "C" fn daisy_seq_get(
 /// # Safety
 /// As `daisy_map_len`.
 #[no_mangle]
-pub unsafe extern "C" fn daisy_seq_len(seq: *mut daisy_seq, tx: *mut daisy_tx, len: *mut u64) -> c_int {
+pub unsafe extern "C" fn daisy_seq_len(
+    seq: *mut daisy_seq,
+    tx: *mut daisy_tx,
+    len: *mut u64,
+) -> c_int {
     if seq.is_null() {
         return invalid("NULL seq");
     }

@@ -85,7 +85,8 @@ fn build(cc: &str, srcs: &[PathBuf], out: &Path, extra: &[&str], static_lib: boo
         .arg("-o")
         .arg(out);
     if static_lib {
-        c.arg(lib.join("libdaisy.a")).args(["-lpthread", "-ldl", "-lm"]);
+        c.arg(lib.join("libdaisy.a"))
+            .args(["-lpthread", "-ldl", "-lm"]);
     } else {
         c.arg("-L")
             .arg(&lib)
@@ -149,7 +150,10 @@ fn c_api_test_shared_and_static() {
     built(build(&cc, &api_test_src(), &bin, &[], false), "api_test");
     run_api_test(&bin, &s.0, seed, &[]);
     let sbin = s.0.join("api_test_static");
-    built(build(&cc, &api_test_src(), &sbin, &[], true), "api_test (static)");
+    built(
+        build(&cc, &api_test_src(), &sbin, &[], true),
+        "api_test (static)",
+    );
     run_api_test(&sbin, &s.0, seed, &[]);
 }
 
@@ -186,7 +190,10 @@ fn c_api_test_under_asan_and_ubsan() {
         return;
     }
     let bin = s.0.join("api_test_asan");
-    built(build(&cc, &api_test_src(), &bin, &flags, false), "api_test (ASan+UBSan)");
+    built(
+        build(&cc, &api_test_src(), &bin, &flags, false),
+        "api_test (ASan+UBSan)",
+    );
     // Leak checking covers the C side; the library's own allocations are Rust's and freed by
     // the close calls the test makes (a leak there fails this run too).
     run_api_test(
@@ -285,6 +292,12 @@ fn examples_are_valgrind_memcheck_clean() {
     let out = run_example(&cc, &s.0, "list.c", &[p], &vg);
     assert_eq!(out.lines().count(), 2, "{out}");
     let hp = s.0.join("hash.pool");
-    let out = run_example(&cc, &s.0, "hashbench.c", &[hp.to_str().unwrap(), "2000", "7"], &vg);
+    let out = run_example(
+        &cc,
+        &s.0,
+        "hashbench.c",
+        &[hp.to_str().unwrap(), "2000", "7"],
+        &vg,
+    );
     assert!(out.contains("verified 2000"), "{out}");
 }
