@@ -301,3 +301,65 @@ fn examples_are_valgrind_memcheck_clean() {
     );
     assert!(out.contains("verified 2000"), "{out}");
 }
+
+#[test]
+fn install_script_and_pkg_config() {
+    let Some(cc) = cc() else { return };
+    if !Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        println!("SKIP: pkg-config not installed");
+        return;
+    }
+    let s = Scratch::new("install");
+    let prefix = s.0.join("prefix");
+    let o = Command::new(crate_dir().join("install.sh"))
+        .arg("--prefix")
+        .arg(&prefix)
+        .arg("--lib-dir")
+        .arg(lib_dir())
+        .env_remove("DESTDIR")
+        .output()
+        .expect("install.sh");
+    assert!(o.status.success(), "install.sh failed:\n{}", text(&o));
+    for f in [
+        "lib/libdaisy.so",
+        "lib/libdaisy.a",
+        "include/daisy.h",
+        "lib/pkgconfig/daisy.pc",
+    ] {
+        assert!(prefix.join(f).is_file(), "{f} not installed");
+    }
+    let pc = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "daisy"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .expect("pkg-config");
+    assert!(pc.status.success(), "pkg-config failed:\n{}", text(&pc));
+    let flags = String::from_utf8_lossy(&pc.stdout).into_owned();
+    assert!(
+        flags.contains(&format!("-I{}/include", prefix.display())) && flags.contains("-ldaisy"),
+        "pkg-config flags: {flags}"
+    );
+    // A program built only with what pkg-config says, against the installed copy.
+    let bin = s.0.join("list");
+    let o = Command::new(&cc)
+        .arg(example("list.c"))
+        .arg("-o")
+        .arg(&bin)
+        .args(flags.split_whitespace())
+        .arg(format!("-Wl,-rpath,{}/lib", prefix.display()))
+        .output()
+        .expect("cc");
+    built(o, "list.c with pkg-config");
+    let pool = s.0.join("l.pool");
+    let o = Command::new(&bin)
+        .arg(&pool)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("list");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "0");
+}
