@@ -194,7 +194,9 @@ typedef struct daisy_tree daisy_tree;
 
 /**
  * An open transaction (opaque). It belongs to the thread that began it: every call with it
- * from another thread fails with `DAISY_ETHREAD` and does nothing.
+ * from another thread fails with `DAISY_ETHREAD` and does nothing. The handle lives in its
+ * pool, one per log lane (no allocation per transaction); it is invalid once the
+ * transaction is committed or aborted.
  */
 typedef struct daisy_tx daisy_tx;
 
@@ -436,8 +438,8 @@ void *daisy_direct(const struct daisy_pool *pool, uint64_t off);
  * `daisy_tx_abort` in the same thread. A thread may hold several (each takes a log lane).
  *
  * Errors: `DAISY_EINVAL`, `DAISY_EPOISONED`, `DAISY_ENESTED`. Thread-safe (transactions of
- * different threads run at once; isolation between them is the program's: lock what two
- * threads share).
+ * different threads run at once, each on its own lane; a thread waits when every lane is
+ * taken; isolation between them is the program's: lock what two threads share).
  *
  * # Safety
  * `pool` is a live handle; `tx` is valid for a write.
@@ -445,17 +447,18 @@ void *daisy_direct(const struct daisy_pool *pool, uint64_t off);
 int daisy_tx_begin(struct daisy_pool *pool, struct daisy_tx **tx);
 
 /**
- * Commit and free the transaction. Returns 0 when every change is durable (after any later
+ * Commit and end the transaction. Returns 0 when every change is durable (after any later
  * crash, opening the pool shows all of it). On an error nothing of the transaction is
  * visible, in memory or on media, and its allocations are returned.
  *
  * Direct stores into ranges declared with `daisy_tx_add_range` are compared with the
  * snapshots taken at declaration and each changed range is logged whole.
  *
- * Errors: `DAISY_EINVAL` (NULL), `DAISY_ETHREAD` (another thread: nothing happens, the
- * transaction stays open), `DAISY_EABORTED` (an earlier error aborted it; freed),
- * `DAISY_EPOISONED`, `DAISY_ENOSPC`, `DAISY_EIO`, `DAISY_EPANIC`. The handle is freed on
- * every outcome but `DAISY_EINVAL` and `DAISY_ETHREAD`.
+ * Errors: `DAISY_EINVAL` (NULL, or not an open transaction), `DAISY_ETHREAD` (another
+ * thread: nothing happens, the transaction stays open), `DAISY_EABORTED` (an earlier error
+ * marked it failed: it is rolled back now), `DAISY_EPOISONED`, `DAISY_ETXTOOLARGE`,
+ * `DAISY_ENOSPC`, `DAISY_EIO`, `DAISY_EPANIC`. The handle is invalid afterwards on every
+ * outcome but `DAISY_EINVAL` and `DAISY_ETHREAD`.
  *
  * # Safety
  * `tx` is NULL or a live transaction handle.
@@ -463,10 +466,11 @@ int daisy_tx_begin(struct daisy_pool *pool, struct daisy_tx **tx);
 int daisy_tx_commit(struct daisy_tx *tx);
 
 /**
- * Abort and free the transaction: nothing it did is visible, in memory or on media (direct
+ * Abort and end the transaction: nothing it did is visible, in memory or on media (direct
  * stores into declared ranges are undone from their snapshots), and its allocations are
- * returned. Returns 0; `DAISY_EINVAL` (NULL) or `DAISY_ETHREAD` (another thread: nothing
- * happens). Crash semantics: a crash before the commit point has the same effect.
+ * returned. Returns 0; `DAISY_EINVAL` (NULL, or not an open transaction) or `DAISY_ETHREAD`
+ * (another thread: nothing happens). Crash semantics: a crash before the commit point has
+ * the same effect. The handle is invalid afterwards.
  *
  * # Safety
  * `tx` is NULL or a live transaction handle.

@@ -115,11 +115,47 @@ fn code_of(e: &Error) -> c_int {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+#[cfg(not(all(
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    target_os = "linux"
+)))]
+thread_local! {
     static THREAD_TOKEN: u8 = const { 0 };
 }
 
+/// A number unique to the calling thread while it lives: its thread pointer (one instruction
+/// on x86_64 and aarch64 Linux; a thread-local's address elsewhere, which in a shared library
+/// costs a `__tls_get_addr` call).
+#[inline(always)]
 fn thread_token() -> usize {
-    THREAD_TOKEN.with(|t| t as *const u8 as usize)
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let t: usize;
+        // SAFETY: reads the thread control block's self-pointer at %fs:0 (the x86_64 Linux
+        // TLS ABI): no memory is written, and the value identifies the running thread.
+        unsafe {
+            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) t, options(nostack, readonly, preserves_flags))
+        };
+        t
+    }
+    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+    {
+        let t: usize;
+        // SAFETY: reads the thread pointer register (no memory access at all).
+        unsafe {
+            std::arch::asm!("mrs {}, tpidr_el0", out(reg) t, options(nomem, nostack, preserves_flags))
+        };
+        t
+    }
+    #[cfg(not(all(
+        any(target_arch = "x86_64", target_arch = "aarch64"),
+        target_os = "linux"
+    )))]
+    {
+        THREAD_TOKEN.with(|t| t as *const u8 as usize)
+    }
 }
 
 fn set_error(code: c_int, msg: impl Into<String>) -> c_int {
@@ -340,10 +376,48 @@ pub unsafe extern "C" fn daisy_options_init(opts: *mut daisy_options) {
 
 /// An open pool (opaque). Thread-safe: any thread may use it, at the same time.
 pub struct daisy_pool {
+    /// The transaction handles, one per log lane (before `pool`: they borrow it).
+    slots: Box<[TxSlot]>,
     pool: Pool,
-    /// Open transactions and collection handles on this pool: `daisy_pool_close` refuses
-    /// while any is open.
+    /// Open collection handles on this pool: `daisy_pool_close` refuses while any is open.
     children: AtomicUsize,
+}
+
+impl daisy_pool {
+    fn new(pool: Pool) -> Box<daisy_pool> {
+        let slots = (0..pool.lane_count())
+            .map(|_| {
+                TxSlot(std::cell::UnsafeCell::new(daisy_tx {
+                    tx: None,
+                    failed: false,
+                    pool: std::ptr::null(),
+                    thread: 0,
+                    ranges: Vec::new(),
+                }))
+            })
+            .collect();
+        let b = Box::new(daisy_pool {
+            slots,
+            pool,
+            children: AtomicUsize::new(0),
+        });
+        let me: *const daisy_pool = &*b;
+        for s in b.slots.iter() {
+            // SAFETY: the handle is not shared yet: nothing else touches its slots.
+            unsafe { (*s.0.get()).pool = me };
+        }
+        b
+    }
+
+    /// Transactions open on this pool (close refuses while there is one). Not to be called
+    /// while transactions begin or end (close's contract).
+    fn open_transactions(&self) -> usize {
+        self.slots
+            .iter()
+            // SAFETY: read only, under close's contract that no call on the pool runs.
+            .filter(|s| unsafe { (*s.0.get()).tx.is_some() })
+            .count()
+    }
 }
 
 /// Create the pool file `path` of layout `layout` (at most 63 bytes), `size` bytes at first
@@ -404,10 +478,7 @@ pub unsafe extern "C" fn daisy_pool_create(
             po = po.log_slot_size(o.log_slot_size);
         }
         let pool = Pool::create(path, &po).map_err(err)?;
-        let h = Box::new(daisy_pool {
-            pool,
-            children: AtomicUsize::new(0),
-        });
+        let h = daisy_pool::new(pool);
         // SAFETY: `out` is non-null (checked) and writable by contract.
         unsafe { put(out, Box::into_raw(h))? };
         Ok(0)
@@ -437,10 +508,7 @@ pub unsafe extern "C" fn daisy_pool_open(
             return Err(invalid("NULL output pointer"));
         }
         let pool = Pool::open(path, layout).map_err(err)?;
-        let h = Box::new(daisy_pool {
-            pool,
-            children: AtomicUsize::new(0),
-        });
+        let h = daisy_pool::new(pool);
         // SAFETY: `out` is non-null (checked) and writable by contract.
         unsafe { put(out, Box::into_raw(h))? };
         Ok(0)
@@ -465,13 +533,13 @@ pub unsafe extern "C" fn daisy_pool_close(pool: *mut daisy_pool) -> c_int {
     }
     // SAFETY: a live handle by contract.
     let p = unsafe { &*pool };
-    if p.children.load(Ordering::Acquire) != 0 {
+    let (txs, children) = (p.open_transactions(), p.children.load(Ordering::Acquire));
+    if txs + children != 0 {
         return set_error(
             DAISY_EBUSY,
             format!(
-                "{}: {} transaction(s) or collection handle(s) still open",
+                "{}: {txs} transaction(s) and {children} collection handle(s) still open",
                 p.pool.path().display(),
-                p.children.load(Ordering::Acquire)
             ),
         );
     }
@@ -650,11 +718,16 @@ pub unsafe extern "C" fn daisy_direct(pool: *const daisy_pool, off: u64) -> *mut
 // Transactions.
 
 /// An open transaction (opaque). It belongs to the thread that began it: every call with it
-/// from another thread fails with `DAISY_ETHREAD` and does nothing.
+/// from another thread fails with `DAISY_ETHREAD` and does nothing. The handle lives in its
+/// pool, one per log lane (no allocation per transaction); it is invalid once the
+/// transaction is committed or aborted.
 pub struct daisy_tx {
-    /// Dropped before anything else: it borrows the pool held by `pool`'s handle, which
-    /// cannot be closed while `children` counts this transaction.
+    /// The transaction: it borrows the pool of `pool`'s handle, which cannot be closed while
+    /// any slot holds one.
     tx: Option<Tx<'static>>,
+    /// An earlier call failed: the transaction is kept (its lane held, so this slot stays
+    /// ours) until the program commits or aborts it, and then rolled back.
+    failed: bool,
     pool: *const daisy_pool,
     thread: usize,
     /// Ranges declared by `daisy_tx_add_range`: (offset, bytes when declared).
@@ -663,8 +736,8 @@ pub struct daisy_tx {
 
 impl daisy_tx {
     fn pool(&self) -> &Pool {
-        // SAFETY: the pool handle outlives this transaction (close refuses while `children`
-        // counts it).
+        // SAFETY: the pool handle outlives its transactions (close refuses while a slot
+        // holds one).
         unsafe { &(*self.pool).pool }
     }
 
@@ -681,12 +754,15 @@ impl daisy_tx {
     }
 }
 
+/// One transaction handle per lane of a pool.
+struct TxSlot(std::cell::UnsafeCell<daisy_tx>);
+
 /// Begin a transaction on `pool`; its handle in `*tx`. End it with `daisy_tx_commit` or
 /// `daisy_tx_abort` in the same thread. A thread may hold several (each takes a log lane).
 ///
 /// Errors: `DAISY_EINVAL`, `DAISY_EPOISONED`, `DAISY_ENESTED`. Thread-safe (transactions of
-/// different threads run at once; isolation between them is the program's: lock what two
-/// threads share).
+/// different threads run at once, each on its own lane; a thread waits when every lane is
+/// taken; isolation between them is the program's: lock what two threads share).
 ///
 /// # Safety
 /// `pool` is a live handle; `tx` is valid for a write.
@@ -700,30 +776,32 @@ pub unsafe extern "C" fn daisy_tx_begin(pool: *mut daisy_pool, tx: *mut *mut dai
     guard(Some(&h.pool), || {
         let t = h.pool.begin().map_err(err)?;
         // SAFETY: `t` borrows the `PoolInner` behind the handle's `Arc`, which lives at a
-        // fixed address until the handle is closed; close refuses while `children` counts
-        // this transaction, and the `Tx` is dropped first when the transaction ends.
+        // fixed address until the handle is closed; close refuses while a slot holds a
+        // transaction, and every path that ends one drops its `Tx` first.
         let t: Tx<'static> = unsafe { std::mem::transmute::<Tx<'_>, Tx<'static>>(t) };
-        h.children.fetch_add(1, Ordering::AcqRel);
-        let b = Box::new(daisy_tx {
-            tx: Some(t),
-            pool,
-            thread: thread_token(),
-            ranges: Vec::new(),
-        });
+        let slot = h.slots[t.lane_index()].0.get();
+        // SAFETY: the slot of the lane `t` holds: no other transaction can have that lane (so
+        // no other thread touches the slot) until `t` is committed or aborted.
+        let s = unsafe { &mut *slot };
+        debug_assert!(s.tx.is_none() && s.ranges.is_empty());
+        s.tx = Some(t);
+        s.failed = false;
+        s.thread = thread_token();
         // SAFETY: `tx` is non-null (checked) and writable by contract.
-        unsafe { tx.write(Box::into_raw(b)) };
+        unsafe { tx.write(slot) };
         Ok(0)
     })
 }
 
-/// Check the handle, run `f` on the live transaction; an error or a panic aborts it.
+/// Check the handle, run `f` on the live transaction; an error or a panic marks it failed
+/// (rolled back at its end).
 ///
 /// # Safety
 /// `tx` is NULL or a live transaction handle.
 #[inline(always)]
 unsafe fn with_tx(
     tx: *mut daisy_tx,
-    f: impl FnOnce(&mut Tx<'static>, &daisy_tx_ctx) -> Result<c_int, c_int>,
+    f: impl FnOnce(&mut Tx<'static>, &Pool) -> Result<c_int, c_int>,
 ) -> c_int {
     if tx.is_null() {
         return invalid("NULL transaction");
@@ -733,76 +811,59 @@ unsafe fn with_tx(
     if h.thread != thread_token() {
         return set_error(DAISY_ETHREAD, "the transaction belongs to another thread");
     }
-    let pool: *const daisy_pool = h.pool;
-    let Some(t) = h.tx.as_mut() else {
+    if h.failed {
         return set_error(
             DAISY_EABORTED,
             "the transaction was aborted by an earlier error",
         );
+    }
+    // SAFETY: the pool handle outlives its transactions.
+    let pool = unsafe { &(*h.pool).pool };
+    let Some(t) = h.tx.as_mut() else {
+        return invalid("not an open transaction");
     };
-    let ctx = daisy_tx_ctx { pool };
-    let r = catch_unwind(AssertUnwindSafe(|| f(t, &ctx)));
-    match r {
+    match catch_unwind(AssertUnwindSafe(|| f(t, pool))) {
         Ok(Ok(v)) => v,
         Ok(Err(code)) => {
-            abort_inner(h);
+            h.failed = true;
+            h.restore_ranges();
             code
         }
         Err(p) => {
-            h.pool().poison();
-            let msg = panic_message(&*p);
-            let _ = catch_unwind(AssertUnwindSafe(|| abort_inner(h)));
+            pool.poison();
+            h.failed = true;
+            h.restore_ranges();
             set_error(
                 DAISY_EPANIC,
-                format!("internal error (transaction aborted, pool poisoned): {msg}"),
+                format!(
+                    "internal error (transaction aborted, pool poisoned): {}",
+                    panic_message(&*p)
+                ),
             )
         }
     }
 }
 
-/// What a transaction's operations may need besides the `Tx`.
-struct daisy_tx_ctx {
-    pool: *const daisy_pool,
+/// Take the transaction out of its slot, leaving the slot empty, before the transaction ends
+/// (ending it frees the lane, and with it the slot, to other threads).
+fn take_out(h: &mut daisy_tx) -> (Option<Tx<'static>>, bool, Vec<(u64, Vec<u8>)>) {
+    h.thread = 0;
+    let failed = std::mem::take(&mut h.failed);
+    (h.tx.take(), failed, std::mem::take(&mut h.ranges))
 }
 
-impl daisy_tx_ctx {
-    fn pool(&self) -> &Pool {
-        // SAFETY: as `daisy_tx::pool`.
-        unsafe { &(*self.pool).pool }
-    }
-}
-
-fn abort_inner(h: &mut daisy_tx) {
-    h.restore_ranges();
-    if let Some(t) = h.tx.take() {
-        t.abort();
-    }
-}
-
-/// Free the handle (the transaction already ended).
-///
-/// # Safety
-/// `tx` comes from `Box::into_raw` in `daisy_tx_begin` and is not used again.
-unsafe fn release(tx: *mut daisy_tx) {
-    // SAFETY: by contract.
-    let b = unsafe { Box::from_raw(tx) };
-    // SAFETY: the pool handle outlives its transactions (see `daisy_tx`).
-    let pool = unsafe { &*b.pool };
-    drop(b);
-    pool.children.fetch_sub(1, Ordering::AcqRel);
-}
-
-/// Commit and free the transaction. Returns 0 when every change is durable (after any later
+/// Commit and end the transaction. Returns 0 when every change is durable (after any later
 /// crash, opening the pool shows all of it). On an error nothing of the transaction is
 /// visible, in memory or on media, and its allocations are returned.
 ///
 /// Direct stores into ranges declared with `daisy_tx_add_range` are compared with the
 /// snapshots taken at declaration and each changed range is logged whole.
 ///
-/// Errors: `DAISY_EINVAL` (NULL), `DAISY_ETHREAD` (another thread: nothing happens, the
-/// transaction stays open), `DAISY_EABORTED` (an earlier error aborted it; freed),
-/// `DAISY_EPOISONED`, `DAISY_ENOSPC`, `DAISY_EIO`, `DAISY_EPANIC`. The handle is freed on
-/// every outcome but `DAISY_EINVAL` and `DAISY_ETHREAD`.
+/// Errors: `DAISY_EINVAL` (NULL, or not an open transaction), `DAISY_ETHREAD` (another
+/// thread: nothing happens, the transaction stays open), `DAISY_EABORTED` (an earlier error
+/// marked it failed: it is rolled back now), `DAISY_EPOISONED`, `DAISY_ETXTOOLARGE`,
+/// `DAISY_ENOSPC`, `DAISY_EIO`, `DAISY_EPANIC`. The handle is invalid afterwards on every
+/// outcome but `DAISY_EINVAL` and `DAISY_ETHREAD`.
 ///
 /// # Safety
 /// `tx` is NULL or a live transaction handle.
@@ -816,58 +877,55 @@ pub unsafe extern "C" fn daisy_tx_commit(tx: *mut daisy_tx) -> c_int {
     if h.thread != thread_token() {
         return set_error(DAISY_ETHREAD, "the transaction belongs to another thread");
     }
-    let r = match h.tx.take() {
-        None => set_error(
+    // SAFETY: the pool handle outlives its transactions.
+    let pool = unsafe { &(*h.pool).pool };
+    let (t, failed, ranges) = take_out(h);
+    let Some(mut t) = t else {
+        return invalid("not an open transaction");
+    };
+    if failed {
+        let _ = catch_unwind(AssertUnwindSafe(move || t.abort()));
+        return set_error(
             DAISY_EABORTED,
             "the transaction was aborted by an earlier error",
-        ),
-        Some(mut t) => {
-            let ranges = std::mem::take(&mut h.ranges);
-            let pool = h.pool();
-            let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), Error> {
-                for (off, snap) in &ranges {
-                    let a = pool.direct(*off, snap.len() as u64)?;
-                    // SAFETY: `a` addresses `snap.len()` mapped heap bytes (checked above).
-                    let now = unsafe { std::slice::from_raw_parts(a, snap.len()) }.to_vec();
-                    if now != *snap {
-                        // Put the old bytes back so that the logged write is what applies
-                        // them (and an error leaves the pool as it was).
-                        // SAFETY: as above.
-                        unsafe { std::ptr::copy_nonoverlapping(snap.as_ptr(), a, snap.len()) };
-                        t.write_bytes(*off, &now)?;
-                    }
-                }
-                t.commit()
-            }));
-            match r {
-                Ok(Ok(())) => 0,
-                Ok(Err(e)) => {
-                    h.ranges = ranges;
-                    h.restore_ranges();
-                    fail(&e)
-                }
-                Err(p) => {
-                    pool.poison();
-                    set_error(
-                        DAISY_EPANIC,
-                        format!(
-                            "internal error (transaction aborted, pool poisoned): {}",
-                            panic_message(&*p)
-                        ),
-                    )
-                }
+        );
+    }
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), Error> {
+        for (off, snap) in &ranges {
+            let a = pool.direct(*off, snap.len() as u64)?;
+            // SAFETY: `a` addresses `snap.len()` mapped heap bytes (checked above).
+            let now = unsafe { std::slice::from_raw_parts(a, snap.len()) }.to_vec();
+            if now != *snap {
+                // Put the old bytes back so that the logged write is what applies them
+                // (and an error leaves the pool as it was).
+                // SAFETY: as above.
+                unsafe { std::ptr::copy_nonoverlapping(snap.as_ptr(), a, snap.len()) };
+                t.write_bytes(*off, &now)?;
             }
         }
-    };
-    // SAFETY: from daisy_tx_begin; not used again.
-    unsafe { release(tx) };
-    r
+        t.commit()
+    }));
+    match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => fail(&e),
+        Err(p) => {
+            pool.poison();
+            set_error(
+                DAISY_EPANIC,
+                format!(
+                    "internal error (transaction aborted, pool poisoned): {}",
+                    panic_message(&*p)
+                ),
+            )
+        }
+    }
 }
 
-/// Abort and free the transaction: nothing it did is visible, in memory or on media (direct
+/// Abort and end the transaction: nothing it did is visible, in memory or on media (direct
 /// stores into declared ranges are undone from their snapshots), and its allocations are
-/// returned. Returns 0; `DAISY_EINVAL` (NULL) or `DAISY_ETHREAD` (another thread: nothing
-/// happens). Crash semantics: a crash before the commit point has the same effect.
+/// returned. Returns 0; `DAISY_EINVAL` (NULL, or not an open transaction) or `DAISY_ETHREAD`
+/// (another thread: nothing happens). Crash semantics: a crash before the commit point has
+/// the same effect. The handle is invalid afterwards.
 ///
 /// # Safety
 /// `tx` is NULL or a live transaction handle.
@@ -881,12 +939,16 @@ pub unsafe extern "C" fn daisy_tx_abort(tx: *mut daisy_tx) -> c_int {
     if h.thread != thread_token() {
         return set_error(DAISY_ETHREAD, "the transaction belongs to another thread");
     }
-    let r = catch_unwind(AssertUnwindSafe(|| abort_inner(h)));
-    if r.is_err() {
-        h.pool().poison();
+    if h.tx.is_none() {
+        return invalid("not an open transaction");
     }
-    // SAFETY: from daisy_tx_begin; not used again.
-    unsafe { release(tx) };
+    h.restore_ranges();
+    // SAFETY: the pool handle outlives its transactions.
+    let pool = unsafe { &(*h.pool).pool };
+    let (t, _, _) = take_out(h);
+    if catch_unwind(AssertUnwindSafe(move || drop(t))).is_err() {
+        pool.poison();
+    }
     0
 }
 
@@ -1069,8 +1131,8 @@ pub unsafe extern "C" fn daisy_tx_add_range(tx: *mut daisy_tx, off: u64, len: us
     let mut snap: Option<Vec<u8>> = None;
     // SAFETY: by contract.
     let r = unsafe {
-        with_tx(hp, |_, ctx| {
-            let a = ctx.pool().direct(off, len as u64).map_err(err)?;
+        with_tx(hp, |_, pool| {
+            let a = pool.direct(off, len as u64).map_err(err)?;
             // SAFETY: `a` addresses `len` mapped heap bytes (checked by `direct`).
             snap = Some(std::slice::from_raw_parts(a, len).to_vec());
             Ok(0)

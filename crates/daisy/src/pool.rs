@@ -807,6 +807,12 @@ impl Pool {
         Tx::begin(&self.inner)
     }
 
+    /// The pool's log lanes: how many transactions can be open at once without waiting
+    /// (see [`Tx::lane_index`]).
+    pub fn lane_count(&self) -> usize {
+        self.inner.lanes.len()
+    }
+
     /// Mark the pool unusable in this process, as a failed persist does: every later
     /// transaction fails with [`Error::Poisoned`], and closing it makes nothing durable that
     /// was not already (the next open recovers as after a crash). For bindings that catch a
