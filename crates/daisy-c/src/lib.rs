@@ -730,9 +730,12 @@ pub struct daisy_tx {
     failed: bool,
     pool: *const daisy_pool,
     thread: usize,
-    /// Ranges declared by `daisy_tx_add_range`: (offset, bytes when declared).
-    ranges: Vec<(u64, Vec<u8>)>,
+    /// Ranges declared by `daisy_tx_add_range`.
+    ranges: Ranges,
 }
+
+/// Ranges declared by `daisy_tx_add_range`: (offset, bytes when declared).
+type Ranges = Vec<(u64, Vec<u8>)>;
 
 impl daisy_tx {
     fn pool(&self) -> &Pool {
@@ -846,7 +849,7 @@ unsafe fn with_tx(
 
 /// Take the transaction out of its slot, leaving the slot empty, before the transaction ends
 /// (ending it frees the lane, and with it the slot, to other threads).
-fn take_out(h: &mut daisy_tx) -> (Option<Tx<'static>>, bool, Vec<(u64, Vec<u8>)>) {
+fn take_out(h: &mut daisy_tx) -> (Option<Tx<'static>>, bool, Ranges) {
     h.thread = 0;
     let failed = std::mem::take(&mut h.failed);
     (h.tx.take(), failed, std::mem::take(&mut h.ranges))
