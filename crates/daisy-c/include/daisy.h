@@ -568,7 +568,7 @@ int daisy_tx_add_range(struct daisy_tx *tx, uint64_t off, size_t len);
 
 /**
  * Create an empty hash map inside `tx`; its id (an offset) in `*id`. Store the id somewhere
- * reachable (the root) in the same transaction, or it is leaked... by the program. Errors:
+ * reachable (the root) in the same transaction: an unreachable map is a leak. Errors:
  * the transaction's; any error aborts it. Thread: the transaction's.
  *
  * # Safety

@@ -1225,7 +1225,7 @@ pub struct daisy_map {
 }
 
 /// Create an empty hash map inside `tx`; its id (an offset) in `*id`. Store the id somewhere
-/// reachable (the root) in the same transaction, or it is leaked... by the program. Errors:
+/// reachable (the root) in the same transaction: an unreachable map is a leak. Errors:
 /// the transaction's; any error aborts it. Thread: the transaction's.
 ///
 /// # Safety
