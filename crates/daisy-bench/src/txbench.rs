@@ -13,6 +13,7 @@
 //! shared machine falls on all of them alike (see [`time_rounds`]); flush and fence counts
 //! come from a separate counting pass, so counting never slows the timed runs.
 
+use crate::capi::{CPool, CTx, DaisyC};
 use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
 use crate::stats::Spread;
 use crate::table::Table;
@@ -38,6 +39,9 @@ pub struct Config {
     pub ops: u64,
     pub runs: usize,
     pub cases: Vec<String>,
+    /// Also run every case through Daisy's C API, loaded from this libdaisy.so
+    /// (`daisy bench tx --api c`): a `daisy-c` row beside `daisy`, with the ratios.
+    pub c_lib: Option<PathBuf>,
 }
 
 pub const CASES: [&str; 5] = [
@@ -76,6 +80,9 @@ pub struct Row {
     /// (File mechanisms) this row's time divided by Daisy's: how many times faster Daisy is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speedup_vs_daisy: Option<f64>,
+    /// (`daisy-c` rows) this row's time divided by the Rust path's (`daisy`) in the same run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x_rust: Option<f64>,
     /// This row's time divided by the store-flush floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub x_store_flush: Option<f64>,
@@ -215,6 +222,65 @@ fn alloc_link_free(tx: &mut daisy::Tx<'_>, root: PPtr<BenchRoot>, i: u64) -> dai
     Ok(())
 }
 
+/// The same transactions as [`daisy_op`], through the C API (libdaisy.so): the same calls a
+/// C program makes (`daisy_tx_begin`, `_read`, `_alloc`, `_write`, `_free`, `_commit`).
+fn capi_op<'a>(p: &'a CPool<'a>, case: &str) -> Box<dyn FnMut(u64) -> Result<()> + 'a> {
+    let root = p.root;
+    match case {
+        "update-1" => Box::new(move |i| p.tx(|t| t.write(root, &i.to_le_bytes()))),
+        "update-8" => Box::new(move |i| {
+            p.tx(|t| {
+                for l in 0..8u64 {
+                    t.write(root + l * 64, &i.to_le_bytes())?;
+                }
+                Ok(())
+            })
+        }),
+        "alloc-free" => Box::new(move |i| p.tx(|t| c_alloc_link_free(t, root, i))),
+        "alloc-free-x100" => Box::new(move |i| {
+            p.tx(|t| {
+                for k in 0..100 {
+                    c_alloc_link_free(t, root, i * 100 + k)?;
+                }
+                Ok(())
+            })
+        }),
+        "alloc-free-pairs" => {
+            let mut ring: Vec<u64> = vec![0; PAIRS as usize];
+            let mut pos = 0u64;
+            Box::new(move |_| {
+                p.tx(|t| {
+                    for _ in 0..PAIRS {
+                        let new = t.alloc(64)?;
+                        t.write(new, &[0u8; 64])?;
+                        let old = std::mem::replace(&mut ring[(pos % PAIRS) as usize], new);
+                        pos += 1;
+                        if old != 0 {
+                            t.free(old)?;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+        }
+        other => panic!("unknown case {other}"),
+    }
+}
+
+fn c_alloc_link_free(t: &CTx<'_>, root: u64, i: u64) -> Result<()> {
+    let slot = root + 512 + 8 * (i % RING as u64);
+    let old = t.read_u64(slot)?;
+    let mut v = [0u8; 64];
+    v[..8].copy_from_slice(&i.to_le_bytes());
+    let new = t.alloc(64)?;
+    t.write(new, &v)?;
+    t.write(slot, &new.to_le_bytes())?;
+    if old != 0 {
+        t.free(old)?;
+    }
+    Ok(())
+}
+
 fn pmdk_op<'a>(
     p: &'a PmdkPool<'a>,
     ring: &'a mut [PMEMoid],
@@ -345,7 +411,16 @@ pub fn run(
     let fpath = cfg
         .dir
         .join(format!("store-flush-{}.bin", std::process::id()));
-    let _cleanup = Cleanup(vec![dpath.clone(), ppath.clone(), fpath.clone()]);
+    let cpath = cfg
+        .dir
+        .join(format!("daisy-c-bench-tx-{}.pool", std::process::id()));
+    let _cleanup = Cleanup(vec![
+        dpath.clone(),
+        ppath.clone(),
+        fpath.clone(),
+        cpath.clone(),
+    ]);
+    let _ = std::fs::remove_file(&cpath);
     let _ = std::fs::remove_file(&dpath);
     let pool = Pool::create(
         &dpath,
@@ -365,6 +440,27 @@ pub fn run(
         )),
         Err(e) => note(&format!("PMDK: not measured: {e}")),
     }
+    let clib = match &cfg.c_lib {
+        Some(p) => {
+            let l = DaisyC::load(p)?;
+            note(&format!(
+                "C API: {} (daisy-c rows: the same transactions through daisy.h; x rust = C time / Rust time)",
+                l.path.display()
+            ));
+            Some(l)
+        }
+        None => None,
+    };
+    let cpool = match &clib {
+        Some(l) => Some(CPool::create(
+            l,
+            &cpath,
+            256 << 20,
+            1 << 30,
+            std::mem::size_of::<BenchRoot>() as u64,
+        )?),
+        None => None,
+    };
     let mut rows = Vec::new();
     let mut ring: Vec<PMEMoid> = vec![PMEMoid::default(); RING];
     let ppool = match &pmdk {
@@ -423,6 +519,7 @@ pub fn run(
             speedup_vs_pmdk: None,
             speedup_vs_daisy: None,
             x_store_flush: None,
+            x_rust: None,
         };
         let ops = match case.as_str() {
             "alloc-free-x100" => (cfg.ops / 50).max(200),
@@ -438,6 +535,9 @@ pub fn run(
         if let Some(pp) = &ppool {
             timed.push(Timed::new(ops, pmdk_op(pp, &mut ring, case)));
         }
+        if let Some(cp) = &cpool {
+            timed.push(Timed::new(ops, capi_op(cp, case)));
+        }
         if update_1 {
             timed.push(Timed::new(ops, store_flush_op(&smap, spersist.clone())));
             timed.push(Timed::new(file_ops, msync_op(&smap)));
@@ -449,6 +549,7 @@ pub fn run(
         let counts = count_pass(1000.min(ops), daisy_op(&pool, root, case))?;
         let mut d = row("daisy", next(), Some(counts));
         let p_row = ppool.as_ref().map(|_| row("pmdk", next(), None));
+        let mut c_row = cpool.as_ref().map(|_| row("daisy-c", next(), None));
         let mut s_row = None;
         let mut file_rows = vec![];
         if update_1 {
@@ -467,13 +568,19 @@ pub fn run(
         if let Some(p) = &p_row {
             d.speedup_vs_pmdk = Some(p.ns_per_op / d.ns_per_op);
         }
+        if let Some(c) = &mut c_row {
+            c.x_rust = Some(c.ns_per_op / d.ns_per_op);
+            if let Some(p) = &p_row {
+                c.speedup_vs_pmdk = Some(p.ns_per_op / c.ns_per_op);
+            }
+        }
         if let Some(s) = &s_row {
             d.x_store_flush = Some(d.ns_per_op / s.ns_per_op);
         }
         for f in file_rows.iter_mut() {
             f.speedup_vs_daisy = Some(f.ns_per_op / d.ns_per_op);
         }
-        for r in [Some(d), p_row, s_row]
+        for r in [Some(d), c_row, p_row, s_row]
             .into_iter()
             .flatten()
             .chain(file_rows)
@@ -483,6 +590,7 @@ pub fn run(
         }
     }
     drop(ppool);
+    drop(cpool);
     Ok(rows)
 }
 
@@ -508,6 +616,7 @@ pub fn table(rows: &[Row]) -> String {
         "vs pmdk",
         "x floor",
         "daisy faster",
+        "x rust",
     ])
     .left(&[0, 1]);
     let opt = |v: Option<f64>, suffix: &str| {
@@ -526,6 +635,7 @@ pub fn table(rows: &[Row]) -> String {
             opt(r.speedup_vs_pmdk, "x"),
             opt(r.x_store_flush, "x"),
             opt(r.speedup_vs_daisy, "x"),
+            opt(r.x_rust, "x"),
         ]);
     }
     t.text()

@@ -796,9 +796,56 @@ impl Pool {
         Ok(r)
     }
 
+    /// Begin a transaction that is not tied to a closure, for bindings (the C API) that
+    /// cannot pass one: end it with [`Tx::commit`] or [`Tx::abort`] (dropping it aborts).
+    /// The guarantees are [`Pool::transaction`]'s: when `commit` returns `Ok` every change is
+    /// durable; an abort, a drop or a crash before the commit point leaves nothing. The
+    /// transaction belongs to the calling thread (`Tx` is not `Send`). Prefer
+    /// [`Pool::transaction`] in Rust.
+    #[inline(always)]
+    pub fn begin(&self) -> Result<Tx<'_>> {
+        Tx::begin(&self.inner)
+    }
+
+    /// The pool's log lanes: how many transactions can be open at once without waiting
+    /// (see [`Tx::lane_index`]).
+    pub fn lane_count(&self) -> usize {
+        self.inner.lanes.len()
+    }
+
+    /// Mark the pool unusable in this process, as a failed persist does: every later
+    /// transaction fails with [`Error::Poisoned`], and closing it makes nothing durable that
+    /// was not already (the next open recovers as after a crash). For bindings that catch a
+    /// panic in the middle of an operation and cannot tell what it left half done.
+    pub fn poison(&self) {
+        self.inner.poisoned.store(true, Ordering::Release);
+    }
+
+    /// Whether the pool is poisoned (see [`Pool::poison`]).
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.poisoned.load(Ordering::Acquire)
+    }
+
+    /// The address of `[off, off + len)` in this process's mapping of the pool, checked to lie
+    /// inside the heap. The mapping never moves while the pool is open (growth extends it in
+    /// place), so the address stays valid until the last handle is dropped. Reading through
+    /// it sees committed data (not an open transaction's logged writes); storing through it
+    /// bypasses the transactions' crash consistency unless the caller arranges it (the C
+    /// API's `daisy_tx_add_range`).
+    pub fn direct(&self, off: u64, len: u64) -> Result<*mut u8> {
+        self.inner.heap_range(off, len)?;
+        Ok(self.inner.map.at(off, len as usize))
+    }
+
     /// The root object, created zeroed on first use. Its size must match `T`.
     pub fn root<T: Pod>(&self) -> Result<PPtr<T>> {
-        let size = std::mem::size_of::<T>() as u64;
+        Ok(self.root_sized(std::mem::size_of::<T>() as u64)?.cast())
+    }
+
+    /// [`Pool::root`] for a root of `size` bytes given at run time (bindings): the root
+    /// object, created zeroed on first use; [`Error::RootTypeMismatch`] when it exists with
+    /// another size.
+    pub fn root_sized(&self, size: u64) -> Result<PPtr<u8>> {
         let st = self.inner.state();
         if st.root_off != 0 {
             if st.root_size != size {
@@ -816,7 +863,7 @@ impl Pool {
             .unwrap_or_else(|e| e.into_inner());
         let st = self.inner.state();
         if st.root_off != 0 {
-            return self.root::<T>();
+            return self.root_sized(size);
         }
         self.transaction(|tx| {
             let p = tx.alloc_zeroed_bytes(size.max(1))?;

@@ -301,6 +301,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         ops,
         runs,
         cases: txbench::CASES.iter().map(|s| s.to_string()).collect(),
+        c_lib: None,
     };
     let bar = progress::bar(txbench::CASES.len() as u64, "cases");
     let mut done = 0;

@@ -23,6 +23,7 @@ fn tx(case: &str, mechanism: &'static str, ns: f64) -> txbench::Row {
         speedup_vs_pmdk: (mechanism == "daisy").then_some(2.5),
         speedup_vs_daisy: (mechanism == "msync").then_some(30.0),
         x_store_flush: (mechanism == "daisy").then_some(1.9),
+        x_rust: None,
     }
 }
 

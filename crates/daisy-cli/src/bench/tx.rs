@@ -26,6 +26,13 @@ pub struct TxArgs {
     /// cache line, aggregate throughput and scaling (commits take no global lock).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// `c`: also run every case through Daisy's C API (libdaisy.so, crates/daisy-c), a
+    /// `daisy-c` row beside the Rust path's, with C/Rust and PMDK/C ratios.
+    #[arg(long, value_parser = ["rust", "c"], default_value = "rust")]
+    pub api: String,
+    /// The libdaisy.so for `--api c` [default: $DAISY_LIB, else beside this executable].
+    #[arg(long)]
+    pub libdaisy: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }
@@ -37,6 +44,8 @@ pub fn run(a: TxArgs) -> Result<ExitCode> {
         runs,
         cases,
         threads,
+        api,
+        libdaisy,
         format,
     } = a;
     if ops == 0 || runs == 0 {
@@ -66,6 +75,8 @@ pub fn run(a: TxArgs) -> Result<ExitCode> {
         ops,
         runs,
         cases,
+        c_lib: (api == "c")
+            .then(|| libdaisy.unwrap_or_else(daisy_bench::capi::DaisyC::default_path)),
     };
     let json = format == Format::Json;
     if !json {
@@ -91,6 +102,16 @@ pub fn run(a: TxArgs) -> Result<ExitCode> {
     )?;
     if !json {
         print!("{}", txbench::table(&rows));
+        for r in rows.iter().filter(|r| r.mechanism == "daisy-c") {
+            println!(
+                "{}: C API / Rust = {:.3}{}",
+                r.case,
+                r.x_rust.unwrap_or(f64::NAN),
+                r.speedup_vs_pmdk
+                    .map(|x| format!(", PMDK / C API = {x:.2}x"))
+                    .unwrap_or_default()
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -52,12 +52,12 @@ impl<'p> Tx<'p> {
         Ok(off)
     }
 
-    /// Allocate `size` bytes without writing them; returns the offset. For a collection that
-    /// fills only part of a new object: its writes through [`Tx::write_bytes`] go in place
-    /// (the object is this transaction's) and only those bytes are made durable at commit.
-    /// The bytes not written hold whatever the block held before: nothing may read them as
-    /// data.
-    pub(crate) fn alloc_uninit(&mut self, size: u64) -> Result<u64> {
+    /// Allocate `size` bytes without writing them; returns the offset. For a collection (or
+    /// a binding: the C API's `daisy_tx_alloc`) that fills only part of a new object: its
+    /// writes through [`Tx::write_bytes`] go in place (the object is this transaction's) and
+    /// only those bytes are made durable at commit. The bytes not written hold whatever the
+    /// block held before: nothing may read them as data.
+    pub fn alloc_uninit(&mut self, size: u64) -> Result<u64> {
         self.alloc_raw(size.max(1))
     }
 

@@ -22,9 +22,11 @@ impl<'p> Tx<'p> {
         self.st.buf.durable_apply = true;
     }
 
-    /// Commit: one fence makes the transaction durable. Consumes the transaction.
+    /// Commit: one fence makes the transaction durable. Consumes the transaction. When it
+    /// returns `Ok`, every change is durable; on an error nothing of it is visible (as
+    /// [`Pool::transaction`](crate::Pool::transaction)).
     #[inline(always)]
-    pub(crate) fn commit(mut self) -> Result<()> {
+    pub fn commit(mut self) -> Result<()> {
         let pool = self.pool;
         if self.st.buf.is_empty() {
             // Read-only (or every allocation was cancelled): nothing to persist. Fresh writes
@@ -471,6 +473,12 @@ impl<'p> Tx<'p> {
                 st.alloc.deferred.push_back((seq, f));
             }
         }
+    }
+
+    /// Abandon the transaction: nothing it did is visible, in DRAM or on media, and its
+    /// allocations are returned (the same as dropping it).
+    pub fn abort(self) {
+        drop(self)
     }
 
     /// Undo the volatile effects of an unfinished transaction.

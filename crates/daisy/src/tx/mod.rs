@@ -308,6 +308,16 @@ impl<'p> Tx<'p> {
         self.log_copy(off, data)
     }
 
+    /// The index of the log lane this transaction holds, in `0..Pool::lane_count()`: no
+    /// other transaction of the pool has it while this one is open. For bindings that keep
+    /// per-transaction state by lane (the C API keeps its transaction handles so, without an
+    /// allocation per transaction).
+    #[inline(always)]
+    pub fn lane_index(&self) -> usize {
+        (self.lane as *const Lane as usize - self.pool.lanes.as_ptr() as usize)
+            / std::mem::size_of::<Lane>()
+    }
+
     /// The pool this transaction runs on (crate-internal: collections read through it).
     #[inline(always)]
     pub(crate) fn pool_inner(&self) -> &'p PoolInner {
