@@ -17,6 +17,35 @@ fn crate_dir() -> PathBuf {
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe.parent().expect("target/<profile>/deps");
+    // `cargo test` builds a cdylib/staticlib-only crate's libraries only when something else
+    // asked for them (a clean clone's `cargo test` does not): build them here, into the same
+    // target directory and profile, once for all the tests of this binary.
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    BUILD.call_once(|| {
+        if dir.join("libdaisy.so").exists() && dir.join("libdaisy.a").exists() {
+            return;
+        }
+        let profile_dir = dir.parent().expect("target/<profile>");
+        let target = profile_dir.parent().expect("target");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "daisy-c", "--locked"])
+            .env("CARGO_TARGET_DIR", target);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().expect("cargo build -p daisy-c");
+        assert!(
+            out.status.success(),
+            "cargo build -p daisy-c: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    // cargo build puts them in target/<profile> (and deps/ when it built them itself).
+    let dir = if dir.join("libdaisy.so").exists() {
+        dir
+    } else {
+        dir.parent().expect("target/<profile>")
+    };
     assert!(
         dir.join("libdaisy.so").exists() && dir.join("libdaisy.a").exists(),
         "libdaisy.so/.a not found in {} (cargo builds them with the tests)",
