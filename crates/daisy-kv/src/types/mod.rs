@@ -21,7 +21,9 @@
 //! creates the map, fills it and rewrites the record in one transaction. So a crash leaves
 //! each command whole or absent, and a value never half-converted.
 
+pub mod bitops;
 pub mod geo;
+pub mod hll;
 pub mod hash;
 pub mod intset;
 pub mod list;
