@@ -640,6 +640,15 @@ pub static COMMANDS: &[Spec] = &[
     spec!("zrandmember", -2, ["readonly"], 1, 1, 1, z::zrandmember),
     // geo (types::geo)
     spec!("geoadd", -5, ["write", "denyoom"], 1, 1, 1, crate::types::geo::geoadd),
+    spec!("geopos", -2, ["readonly"], 1, 1, 1, crate::types::geo::geopos),
+    spec!("geohash", -2, ["readonly"], 1, 1, 1, crate::types::geo::geohash),
+    spec!("geodist", -4, ["readonly"], 1, 1, 1, crate::types::geo::geodist),
+    spec!("georadius", -6, ["write", "denyoom", "movablekeys"], 1, 1, 1, crate::types::geo::georadius),
+    spec!("georadius_ro", -6, ["readonly"], 1, 1, 1, crate::types::geo::georadius_ro),
+    spec!("georadiusbymember", -5, ["write", "denyoom", "movablekeys"], 1, 1, 1, crate::types::geo::georadiusbymember),
+    spec!("georadiusbymember_ro", -5, ["readonly"], 1, 1, 1, crate::types::geo::georadiusbymember_ro),
+    spec!("geosearch", -7, ["readonly"], 1, 1, 1, crate::types::geo::geosearch),
+    spec!("geosearchstore", -8, ["write", "denyoom"], 1, 2, 1, crate::types::geo::geosearchstore),
     // hashes (types::hash)
     spec!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hset),
     spec!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hmset),
