@@ -31,12 +31,27 @@ fn bit_offset(a: &[u8], hash: bool, bits: u32) -> Option<u64> {
 }
 
 /// Store `val` as `key`'s string (encoding raw), keeping the old record's expiry.
-fn store(c: &mut Ctx, key: &[u8], val: &[u8], old: Option<&Val>) -> daisy::Result<()> {
+/// `changed` false: only the encoding becomes raw (Redis's `dbUnshareStringValue` of a
+/// value it then leaves as it was), which no WATCH sees.
+pub fn store(
+    c: &mut Ctx,
+    key: &[u8],
+    val: &[u8],
+    old: Option<&Val>,
+    changed: bool,
+) -> daisy::Result<()> {
     let hdr = Header::new(Type::String, Enc::Raw).with_expire(old.and_then(|v| v.expire_ms));
     let db = c.db();
     c.ks.put(c.tx, db, key, hdr, &[val], old, false)?;
-    c.touch(key);
+    if changed {
+        c.touch(key);
+    }
     Ok(())
+}
+
+/// The value is not raw-encoded: a write command makes it so even when it changes nothing.
+fn not_raw(old: Option<&Val>) -> bool {
+    old.is_some_and(|v| v.enc != Enc::Raw)
 }
 
 fn get_bit(s: &[u8], bit: u64) -> bool {
@@ -77,8 +92,10 @@ pub fn setbit(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let was = get_bit(&val, off);
     if grown || was != on {
         set_bit(&mut val, off, on);
-        store(c, a[1], &val, old.as_ref())?;
+        store(c, a[1], &val, old.as_ref(), true)?;
         c.notify(N_STRING, "setbit", a[1]);
+    } else if not_raw(old.as_ref()) {
+        store(c, a[1], &val, old.as_ref(), false)?;
     }
     resp::int(c.out, was as i64);
     Ok(())
@@ -166,6 +183,10 @@ pub fn bitcount(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         _ => return c.err(E_SYNTAX),
     };
+    if first > last {
+        resp::int(c.out, 0);
+        return Ok(());
+    }
     let n = count_bits(&s, first as u64, last as u64);
     resp::int(c.out, n as i64);
     Ok(())
@@ -232,7 +253,7 @@ pub fn bitpos(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         _ => return c.err(E_SYNTAX),
     };
-    let Some((first, last)) = range else {
+    let Some((first, last)) = range.filter(|(f, l)| f <= l) else {
         resp::int(c.out, -1);
         return Ok(());
     };
@@ -559,8 +580,8 @@ fn bitfield_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
         }
         changes += 1;
     }
-    if grown || changes > 0 {
-        store(c, a[1], &s, old.as_ref())?;
+    if grown || changes > 0 || not_raw(old.as_ref()) {
+        store(c, a[1], &s, old.as_ref(), grown || changes > 0)?;
     }
     if changes > 0 {
         c.notify(N_STRING, "setbit", a[1]);

@@ -10,6 +10,7 @@
 
 use crate::commands::{parse_i64, upper, Ctx, E_FLOAT, E_INT, E_SYNTAX};
 use crate::resp;
+use std::cmp::Ordering;
 use crate::types::zset::index::Select;
 use crate::types::zset::score::{parse_score, ScoreRange};
 use crate::types::zset::{open_read, store_result, ZVal};
@@ -78,13 +79,32 @@ fn decode_area(h: Hash) -> (f64, f64, f64, f64) {
 /// A score's longitude and latitude (`decodeGeohash`: the middle of its 26-step box).
 pub fn decode(score: f64) -> (f64, f64) {
     let (x0, x1, y0, y1) = decode_area(Hash {
-        bits: score as u64,
+        bits: c_u64(score),
         step: STEP,
     });
     (
         ((x0 + x1) / 2.0).clamp(LON_MIN, LON_MAX),
         ((y0 + y1) / 2.0).clamp(LAT_MIN, LAT_MAX),
     )
+}
+
+/// C's `(uint64_t)d` as x86-64 compilers emit it (a score that is no geohash still decodes
+/// as Redis decodes it): below 2^63 a signed conversion (out of range: 2^63), else the
+/// conversion of `d - 2^63` with the top bit flipped.
+fn c_u64(d: f64) -> u64 {
+    const TWO63: f64 = 9_223_372_036_854_775_808.0;
+    let signed = |x: f64| -> u64 {
+        if x.is_nan() || x <= -TWO63 - 1025.0 || x >= TWO63 {
+            1u64 << 63
+        } else {
+            x as i64 as u64
+        }
+    };
+    if d < TWO63 {
+        signed(d)
+    } else {
+        signed(d - TWO63) ^ (1u64 << 63)
+    }
 }
 
 const EARTH_RADIUS: f64 = 6_372_797.560_856;
@@ -638,16 +658,27 @@ fn radius_generic(c: &mut Ctx, a: &[&[u8]], src: usize, kind: Kind) -> daisy::Re
         resp::array(c.out, 0);
         return Ok(());
     }
-    match sort {
-        Some(true) => found.sort_by(|x, y| x.1.total_cmp(&y.1)),
-        Some(false) => found.sort_by(|x, y| y.1.total_cmp(&x.1)),
-        None => {}
-    }
     let n = if count == 0 {
         found.len()
     } else {
         found.len().min(count as usize)
     };
+    if let Some(asc) = sort {
+        let cmp = |x: &Found, y: &Found| {
+            let o = x.1.partial_cmp(&y.1).unwrap_or(Ordering::Equal);
+            if asc {
+                o
+            } else {
+                o.reverse()
+            }
+        };
+        if n == found.len() {
+            // glibc's qsort (a merge sort: stable).
+            found.sort_by(cmp);
+        } else {
+            pqsort(&mut found, 0, n - 1, &cmp);
+        }
+    }
     found.truncate(n);
     if let Some(k) = storekey {
         let elems: Vec<(Vec<u8>, f64)> = found
@@ -683,15 +714,118 @@ fn radius_generic(c: &mut Ctx, a: &[&[u8]], src: usize, kind: Kind) -> daisy::Re
     Ok(())
 }
 
+/// Redis's `pqsort` (pqsort.c, BSD's quicksort that only sorts the partitions meeting
+/// ranks `l..=r`): the order it leaves equal elements in is Redis's reply order.
+fn pqsort<T>(v: &mut [T], l: usize, r: usize, cmp: &dyn Fn(&T, &T) -> Ordering) {
+    let c = |v: &[T], i: usize, j: usize| cmp(&v[i], &v[j]);
+    let med3 = |v: &[T], a: usize, b: usize, d: usize| {
+        if c(v, a, b) == Ordering::Less {
+            if c(v, b, d) == Ordering::Less {
+                b
+            } else if c(v, a, d) == Ordering::Less {
+                d
+            } else {
+                a
+            }
+        } else if c(v, b, d) == Ordering::Greater {
+            b
+        } else if c(v, a, d) == Ordering::Less {
+            a
+        } else {
+            d
+        }
+    };
+    let vecswap = |v: &mut [T], a: usize, b: usize, n: usize| {
+        for k in 0..n {
+            v.swap(a + k, b + k);
+        }
+    };
+    let mut stack = vec![(0usize, v.len())];
+    while let Some((mut lo, mut n)) = stack.pop() {
+        loop {
+            if n < 7 {
+                for pm in lo + 1..lo + n {
+                    let mut pl = pm;
+                    while pl > lo && c(v, pl - 1, pl) == Ordering::Greater {
+                        v.swap(pl, pl - 1);
+                        pl -= 1;
+                    }
+                }
+                break;
+            }
+            let mut pm = lo + n / 2;
+            if n > 7 {
+                let mut pl = lo;
+                let mut pn = lo + n - 1;
+                if n > 40 {
+                    let d = n / 8;
+                    pl = med3(v, pl, pl + d, pl + 2 * d);
+                    pm = med3(v, pm - d, pm, pm + d);
+                    pn = med3(v, pn - 2 * d, pn - d, pn);
+                }
+                pm = med3(v, pl, pm, pn);
+            }
+            v.swap(lo, pm);
+            let (mut pa, mut pb) = (lo + 1, lo + 1);
+            let (mut pc, mut pd) = (lo + n - 1, lo + n - 1);
+            loop {
+                while pb <= pc {
+                    let o = c(v, pb, lo);
+                    if o == Ordering::Greater {
+                        break;
+                    }
+                    if o == Ordering::Equal {
+                        v.swap(pa, pb);
+                        pa += 1;
+                    }
+                    pb += 1;
+                }
+                while pb <= pc {
+                    let o = c(v, pc, lo);
+                    if o == Ordering::Less {
+                        break;
+                    }
+                    if o == Ordering::Equal {
+                        v.swap(pc, pd);
+                        pd -= 1;
+                    }
+                    pc -= 1;
+                }
+                if pb > pc {
+                    break;
+                }
+                v.swap(pb, pc);
+                pb += 1;
+                pc -= 1;
+            }
+            let pn = lo + n;
+            let s = (pa - lo).min(pb - pa);
+            vecswap(v, lo, pb - s, s);
+            let s = (pd - pc).min(pn - pd - 1);
+            vecswap(v, pb, pn - s, s);
+            let meets = |a: usize, len: usize| !(r < a || l >= a + len);
+            let left = pb - pa;
+            if left > 1 && meets(lo, left) {
+                stack.push((lo, left));
+            }
+            let right = pd - pc;
+            if right > 1 && meets(pn - right, right) {
+                lo = pn - right;
+                n = right;
+                continue;
+            }
+            break;
+        }
+    }
+}
+
 fn search_in(c: &mut Ctx, z: &ZVal, shape: &Shape, limit: usize) -> daisy::Result<Vec<Found>> {
     search(c, z, shape, limit)
 }
 
+/// Redis's `getDoubleFromObject` (strtod, whole argument, no leading space, no NaN).
 fn float(a: &[u8]) -> Option<f64> {
-    std::str::from_utf8(a)
-        .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|f| !f.is_nan())
+    parse_score(a)
 }
 
 /// GEOADD key [NX|XX] [CH] longitude latitude member [...]: ZADD with the geohash scores.

@@ -17,7 +17,7 @@
 
 use super::Type;
 use crate::commands::{Ctx, E_WRONGTYPE};
-use crate::keyspace::{Enc, Header, Val};
+use crate::keyspace::{Enc, Val};
 use crate::pubsub::N_STRING;
 use crate::resp;
 
@@ -446,10 +446,14 @@ fn lookup_hll(c: &mut Ctx, key: &[u8], write: bool) -> daisy::Result<Result<Opti
 }
 
 fn store(c: &mut Ctx, key: &[u8], val: &[u8], old: Option<&Val>) -> daisy::Result<()> {
-    let hdr = Header::new(Type::String, Enc::Raw).with_expire(old.and_then(|v| v.expire_ms));
-    let db = c.db();
-    c.ks.put(c.tx, db, key, hdr, &[val], old, false)?;
-    c.touch(key);
+    super::bitops::store(c, key, val, old, true)
+}
+
+/// Redis's `dbUnshareStringValue` of an HLL left unchanged: the encoding becomes raw.
+fn unshare(c: &mut Ctx, key: &[u8], val: &[u8], old: &Val) -> daisy::Result<()> {
+    if old.enc != Enc::Raw {
+        super::bitops::store(c, key, val, Some(old), false)?;
+    }
     Ok(())
 }
 
@@ -481,6 +485,8 @@ pub fn pfadd(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         invalidate(&mut v);
         store(c, a[1], &v, old.as_ref())?;
         c.notify(N_STRING, "pfadd", a[1]);
+    } else if let Some(o) = &old {
+        unshare(c, a[1], &v, o)?;
     }
     resp::int(c.out, updated as i64);
     Ok(())
@@ -512,6 +518,7 @@ pub fn pfcount(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     if v[15] & 0x80 == 0 {
         let card = u64::from_le_bytes(v[8..16].try_into().expect("8 bytes"));
+        unshare(c, a[1], &v, &old)?;
         resp::int(c.out, card as i64);
         return Ok(());
     }
