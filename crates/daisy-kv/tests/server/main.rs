@@ -4,6 +4,8 @@
 //!
 //! One test binary (`cargo test -p daisy-kv --test server`), its tests grouped by scenario:
 //!
+//! - `bitops`: bitmaps, BITFIELD, HyperLogLog (Redis's bytes and estimates) and geo (to the
+//!   digit), across a restart.
 //! - `strings`: string commands (SET options, counters, ranges, MSET, binary values).
 //! - `keyspace`: key commands, SCAN, FLUSHALL; expiry (lazy, active, options) across a
 //!   restart; Redis's answers in corners.
@@ -44,6 +46,7 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod bitops;
 mod collections;
 #[path = "../common/serve.rs"]
 mod common;
