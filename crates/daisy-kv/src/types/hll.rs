@@ -426,6 +426,24 @@ fn raw_histogram(regs: &[u8]) -> [u32; 64] {
     h
 }
 
+/// PFADD's effect on a value (None: absent) as this server computes it: the new bytes, or
+/// None when the value is no HLL or is corrupt (PFADD answers an error and changes nothing).
+/// The crash tests' models replay PFADD with it.
+pub fn pfadd_value(old: Option<&[u8]>, elems: &[&[u8]], max_bytes: usize) -> Option<Vec<u8>> {
+    let (mut v, mut updated) = match old {
+        Some(o) if !valid_hll(o) => return None,
+        Some(o) => (o.to_vec(), false),
+        None => (new_hll(), true),
+    };
+    for e in elems {
+        updated |= add(&mut v, e, max_bytes).ok()?;
+    }
+    if updated {
+        invalidate(&mut v);
+    }
+    Some(v)
+}
+
 // ---- commands -----------------------------------------------------------------------------
 
 /// The key's HLL: Ok(None) absent; Err(()) the reply (WRONGTYPE) was sent.
