@@ -129,7 +129,14 @@ fn redis_benchmark(
     // PFADD is no test of redis-benchmark's: it runs the command (its own invocation).
     if cfg.tests.iter().any(|t| t == "pfadd") {
         rows.extend(run_redis_benchmark(
-            tools, exe, port, cfg, case, &["pfadd"], scratch, timeout,
+            tools,
+            exe,
+            port,
+            cfg,
+            case,
+            &["pfadd"],
+            scratch,
+            timeout,
         )?);
     }
     if cfg.tests.iter().any(|t| t == "multi") {
@@ -187,7 +194,9 @@ fn run_redis_benchmark(
     ]
     .into_iter()
     .chain(if tests == ["pfadd"] {
-        ["PFADD", "hll:bench", "__rand_int__"].map(String::from).to_vec()
+        ["PFADD", "hll:bench", "__rand_int__"]
+            .map(String::from)
+            .to_vec()
     } else {
         vec!["-t".into(), tests.join(",")]
     })

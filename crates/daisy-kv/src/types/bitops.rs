@@ -168,7 +168,11 @@ pub fn bitcount(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 resp::int(c.out, 0);
                 return Ok(());
             }
-            let Ok(isbit) = (if a.len() == 5 { unit_arg(c, a[4]) } else { Ok(false) }) else {
+            let Ok(isbit) = (if a.len() == 5 {
+                unit_arg(c, a[4])
+            } else {
+                Ok(false)
+            }) else {
                 return Ok(());
             };
             let tot = s.len() as i64 * if isbit { 8 } else { 1 };
@@ -425,8 +429,7 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (bool, i64
         }
         r as i64
     };
-    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr)
-    {
+    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr) {
         (true, if ow == Overflow::Wrap { wrap() } else { max })
     } else if value < min
         || (bits != 64 && incr < minincr)
@@ -563,7 +566,11 @@ fn bitfield_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
                 let old = get_unsigned(&s, f.offset, f.bits);
                 let (ovf, new, ret) = if f.op == BfOp::Incr {
                     let (o, w) = unsigned_overflow(old, f.value, f.bits, f.overflow);
-                    let n = if o { w } else { old.wrapping_add(f.value as u64) };
+                    let n = if o {
+                        w
+                    } else {
+                        old.wrapping_add(f.value as u64)
+                    };
                     (o, n, n)
                 } else {
                     let v = f.value as u64;

@@ -10,10 +10,10 @@
 
 use crate::commands::{parse_i64, upper, Ctx, E_FLOAT, E_INT, E_SYNTAX};
 use crate::resp;
-use std::cmp::Ordering;
 use crate::types::zset::index::Select;
 use crate::types::zset::score::{parse_score, ScoreRange};
 use crate::types::zset::{open_read, store_result, ZVal};
+use std::cmp::Ordering;
 
 const LAT_MIN: f64 = -85.051_128_78;
 const LAT_MAX: f64 = 85.051_128_78;
@@ -226,8 +226,16 @@ impl Shape {
         let top = ww / EARTH_RADIUS / ((self.lat + lat_delta) * D_R).cos() / D_R;
         let bottom = ww / EARTH_RADIUS / ((self.lat - lat_delta) * D_R).cos() / D_R;
         let south = self.lat < 0.0;
-        let min_lon = if south { self.lon - bottom } else { self.lon - top };
-        let max_lon = if south { self.lon + bottom } else { self.lon + top };
+        let min_lon = if south {
+            self.lon - bottom
+        } else {
+            self.lon - top
+        };
+        let max_lon = if south {
+            self.lon + bottom
+        } else {
+            self.lon + top
+        };
         let (min_lat, max_lat) = (self.lat - lat_delta, self.lat + lat_delta);
         let radius_m = match self.radius {
             Some(r) => r,
@@ -237,7 +245,13 @@ impl Shape {
         } * self.conv;
         let mut steps = steps_by_radius(radius_m, self.lat);
         let at = |steps: u32| Hash {
-            bits: encode_in(self.lon, self.lat, (LON_MIN, LON_MAX), (LAT_MIN, LAT_MAX), steps),
+            bits: encode_in(
+                self.lon,
+                self.lat,
+                (LON_MIN, LON_MAX),
+                (LAT_MIN, LAT_MAX),
+                steps,
+            ),
             step: steps,
         };
         let mut hash = at(steps);
@@ -251,7 +265,16 @@ impl Shape {
         }
         let area = decode_area(hash);
         // north, south, east, west, north-east, north-west, south-east, south-west
-        let dirs = [(0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1)];
+        let dirs = [
+            (0, 1),
+            (0, -1),
+            (1, 0),
+            (-1, 0),
+            (1, 1),
+            (-1, 1),
+            (1, -1),
+            (-1, -1),
+        ];
         let mut out = [Some(hash); 9];
         for (i, (dx, dy)) in dirs.iter().enumerate() {
             let mut keep = true;
@@ -336,7 +359,9 @@ fn lonlat(c: &mut Ctx, lon: &[u8], lat: &[u8]) -> Result<(f64, f64), ()> {
     let x = double(c, lon, E_FLOAT)?;
     let y = double(c, lat, E_FLOAT)?;
     if !(LON_MIN..=LON_MAX).contains(&x) || !(LAT_MIN..=LAT_MAX).contains(&y) {
-        let _ = c.err(&format!("ERR invalid longitude,latitude pair {x:.6},{y:.6}"));
+        let _ = c.err(&format!(
+            "ERR invalid longitude,latitude pair {x:.6},{y:.6}"
+        ));
         return Err(());
     }
     Ok((x, y))

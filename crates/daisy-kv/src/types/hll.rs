@@ -446,9 +446,16 @@ pub fn pfadd_value(old: Option<&[u8]>, elems: &[&[u8]], max_bytes: usize) -> Opt
 
 // ---- commands -----------------------------------------------------------------------------
 
-/// The key's HLL: Ok(None) absent; Err(()) the reply (WRONGTYPE) was sent.
-fn lookup_hll(c: &mut Ctx, key: &[u8], write: bool) -> daisy::Result<Result<Option<(Val, Vec<u8>)>, ()>> {
-    let v = if write { c.lookup(key)? } else { c.lookup_read(key)? };
+/// A key's HLL: Ok(None) absent; Err(()) the reply (WRONGTYPE) was sent.
+type Found = Result<Option<(Val, Vec<u8>)>, ()>;
+
+/// The key's HLL and its record.
+fn lookup_hll(c: &mut Ctx, key: &[u8], write: bool) -> daisy::Result<Found> {
+    let v = if write {
+        c.lookup(key)?
+    } else {
+        c.lookup_read(key)?
+    };
     let Some(v) = v else { return Ok(Ok(None)) };
     if v.ty != Type::String {
         c.err(E_WRONGTYPE)?;

@@ -23,8 +23,8 @@
 
 pub mod bitops;
 pub mod geo;
-pub mod hll;
 pub mod hash;
+pub mod hll;
 pub mod intset;
 pub mod list;
 pub mod packed;

@@ -715,7 +715,11 @@ impl Gen {
                 Op::Cmd(a, Cmp::Exact)
             }),
             (5, Str, |g| {
-                let name = if g.rng.pct(80) { "BITFIELD" } else { "BITFIELD_RO" };
+                let name = if g.rng.pct(80) {
+                    "BITFIELD"
+                } else {
+                    "BITFIELD_RO"
+                };
                 let mut a = args![name, g.key()];
                 for _ in 0..g.rng.below(4) {
                     let t = format!("{}{}", g.rng.pick(&["i", "u"]), 1 + g.rng.below(64));
