@@ -8,7 +8,8 @@
 //! and become tables; SADD, SREM on sets of integers and strings that go intset -> listpack ->
 //! table; RPUSH, LPUSH, LPOP, RPOP with counts, LSET, LREM, LTRIM, LMOVE on lists that
 //! outgrow a packed record and become sequences; ZADD, ZINCRBY, ZREM, ZPOPMIN on sorted sets
-//! that grow past 128 members and become skiplists (map + ordered index); DEL of any of them,
+//! that grow past 128 members and become skiplists (map + ordered index); SETBIT on a bitmap
+//! that grows to 8 KB; GEOADD of known places on the sorted sets; DEL of any of them,
 //! big ones freed lazily) or a MULTI/EXEC block of up to four.
 //! Replies come in order, so after a restart each client's keys must be its acknowledged
 //! requests plus some prefix of the requests it still had in flight: an EXEC is whole or
@@ -141,6 +142,12 @@ impl Rng {
 const TTL_MS: u64 = 3_600_000;
 /// String keys per client (`c<c>:k<i>`); hashes and sets have `COLL_KEYS` each.
 const KEYS: u64 = 24;
+/// GEOADD's places: longitude, latitude and the score Redis 7.0.15 stores for them.
+const PLACES: [(&str, &str, i64); 3] = [
+    ("13.361389", "38.115556", 3_479_099_956_230_698),
+    ("15.087269", "37.502669", 3_479_447_370_796_909),
+    ("-0.1275", "51.507222", 2_163_557_714_840_001),
+];
 const COLL_KEYS: u64 = 6;
 
 /// One random command on client `c`'s keys (strings, hashes that outgrow their packed
@@ -256,6 +263,20 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             cmd
         }
         24 => vec![v("ZINCRBY"), zkey(rng), v("3"), member(rng)],
+        21 => match rng.below(2) {
+            // A bitmap that grows to 8 KB, one bit at a time.
+            0 => vec![
+                v("SETBIT"),
+                format!("c{c}:b").into_bytes(),
+                rng.below(65_536).to_string().into_bytes(),
+                v(if rng.below(3) == 0 { "0" } else { "1" }),
+            ],
+            // A place on a sorted set (its score is the place's 52-bit geohash).
+            _ => {
+                let (lon, lat, _) = PLACES[rng.below(PLACES.len() as u64) as usize];
+                vec![v("GEOADD"), zkey(rng), v(lon), v(lat), member(rng)]
+            }
+        },
         25 => match rng.below(2) {
             0 => vec![v("ZREM"), zkey(rng), member(rng), member(rng)],
             _ => vec![v("ZPOPMIN"), zkey(rng), v("2")],
@@ -471,6 +492,40 @@ fn apply_one(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
             d.push_back(x.clone());
             Reply::Bulk(Some(x))
         }
+        b"SETBIT" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::Str(Vec::new()), false));
+            let Val::Str(b) = &mut e.0 else {
+                unreachable!("the bitmap key holds a string")
+            };
+            let off: usize = String::from_utf8_lossy(&cmd[2]).parse().expect("offset");
+            let (byte, mask) = (off / 8, 0x80u8 >> (off % 8));
+            if b.len() <= byte {
+                b.resize(byte + 1, 0);
+            }
+            let old = b[byte] & mask != 0;
+            if cmd[3] == b"1" {
+                b[byte] |= mask;
+            } else {
+                b[byte] &= !mask;
+            }
+            int_ok(old as usize)
+        }
+        b"GEOADD" => {
+            let e = m
+                .entry(cmd[1].clone())
+                .or_insert((Val::ZSet(BTreeMap::new()), false));
+            let Val::ZSet(z) = &mut e.0 else {
+                unreachable!("zset keys hold sorted sets")
+            };
+            let score = PLACES
+                .iter()
+                .find(|p| p.0.as_bytes() == cmd[2])
+                .expect("a known place")
+                .2;
+            int_ok(z.insert(cmd[4].clone(), score).is_none() as usize)
+        }
         b"ZADD" => {
             let e = m
                 .entry(cmd[1].clone())
@@ -551,6 +606,7 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
     let mut m = Model::new();
     let mut keys: Vec<String> = (0..KEYS).map(|i| format!("c{c}:k{i}")).collect();
     keys.push(format!("c{c}:n"));
+    keys.push(format!("c{c}:b"));
     for i in 0..COLL_KEYS {
         keys.push(format!("c{c}:h{i}"));
         keys.push(format!("c{c}:s{i}"));

@@ -1,13 +1,13 @@
 //! The KV server's workload under the simulator: numbered transactions, each a group of one
 //! to six real server commands run by `daisy_kv::commands::execute`, as the event loop's
 //! group commit runs them, on a keyspace pool: strings (SET, SET PX, INCR, APPEND, MSET,
-//! GETEX), hashes (HSET, HSETNX, HDEL, HINCRBY, HINCRBYFLOAT) and sets (SADD, SREM, SMOVE,
+//! GETEX, SETBIT, PFADD on HyperLogLogs that go sparse -> dense), hashes (HSET, HSETNX, HDEL, HINCRBY, HINCRBYFLOAT) and sets (SADD, SREM, SMOVE,
 //! SINTERSTORE, SUNIONSTORE, SDIFFSTORE) that cross every encoding threshold a hash or set can
 //! (packed -> table by size and by length, intset -> packed -> table; the thresholds are set
 //! low, as CONFIG SET would), lists (RPUSH, LPUSH, LPOP, RPOP, LSET, LREM, LTRIM, LMOVE) that
 //! outgrow a packed record and become sequences, grow and lose chunks, and a big one freed
 //! lazily, sorted sets (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX, ZREMRANGEBYSCORE, ZUNIONSTORE)
-//! that go packed -> skiplist by size and by length, and a big one of 400 members freed lazily
+//! that go packed -> skiplist by size and by length (and GEOADD on them), and a big one of 400 members freed lazily
 //! (its ZADD's redo record outgrows the workload's 64 KiB log slot: an overflow record),
 //! keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
 //! RESTORE of a DUMP payload), databases (SELECT, SWAPDB, FLUSHDB, FLUSHALL), MULTI/EXEC
@@ -98,7 +98,7 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         }
     };
     let one = |rng: &mut SmallRng| -> Vec<Vec<Vec<u8>>> {
-        match rng.gen_range(0..46) {
+        match rng.gen_range(0..48) {
             0 | 1 => vec![vec![v("SET"), skey(rng), value(rng)]],
             2 => vec![vec![v("SET"), skey(rng), value(rng), v("PX"), v("3600000")]],
             3 => vec![vec![v("DEL"), any_key(rng)]],
@@ -299,6 +299,26 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
                         c.push(format!("y{i}").into_bytes());
                     }
                     vec![c]
+                }
+            }
+            46 => vec![vec![
+                v("SETBIT"),
+                skey(rng),
+                rng.gen_range(0..300).to_string().into_bytes(),
+                v(if rng.gen_range(0..3) == 0 { "0" } else { "1" }),
+            ]],
+            47 => {
+                if rng.gen_range(0..2) == 0 {
+                    // HyperLogLogs that go sparse -> dense (past hll-sparse-max-bytes).
+                    let mut c = vec![v("PFADD"), format!("p{}", rng.gen_range(0..2)).into_bytes()];
+                    for _ in 0..rng.gen_range(0..60) {
+                        c.push(rng.gen_range(0..100_000).to_string().into_bytes());
+                    }
+                    vec![c]
+                } else {
+                    let lon = format!("{:.4}", rng.gen_range(-180.0..180.0f64)).into_bytes();
+                    let lat = format!("{:.4}", rng.gen_range(-85.0..85.0f64)).into_bytes();
+                    vec![vec![v("GEOADD"), zkey(rng), lon, lat, member(rng)]]
                 }
             }
             _ => vec![vec![v("PERSIST"), any_key(rng)]],
@@ -559,6 +579,48 @@ impl Apply<'_> {
                 };
                 self.m.insert(self.key(&cmd[1]), (v, false));
             }
+            b"SETBIT" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::String(Vec::new()), false));
+                if let Value::String(b) = &mut e.0 {
+                    let off: usize = String::from_utf8_lossy(&cmd[2]).parse().unwrap();
+                    if b.len() <= off / 8 {
+                        b.resize(off / 8 + 1, 0);
+                    }
+                    let mask = 0x80u8 >> (off % 8);
+                    if cmd[3] == b"1" {
+                        b[off / 8] |= mask;
+                    } else {
+                        b[off / 8] &= !mask;
+                    }
+                }
+            }
+            b"PFADD" => {
+                let k = self.key(&cmd[1]);
+                let old = match self.m.get(&k) {
+                    Some((Value::String(s), _)) => Some(s.clone()),
+                    _ => None,
+                };
+                let elems: Vec<&[u8]> = cmd[2..].iter().map(|e| &e[..]).collect();
+                let new = daisy_kv::types::hll::pfadd_value(old.as_deref(), &elems, 3000)
+                    .expect("applicable() checked");
+                let ttl = self.m.get(&k).is_some_and(|e| e.1);
+                self.m.insert(k, (Value::String(new), ttl));
+            }
+            b"GEOADD" => {
+                let e = self
+                    .m
+                    .entry(self.key(&cmd[1]))
+                    .or_insert((Value::ZSet(BTreeMap::new()), false));
+                if let Value::ZSet(z) = &mut e.0 {
+                    let lon: f64 = String::from_utf8_lossy(&cmd[2]).parse().unwrap();
+                    let lat: f64 = String::from_utf8_lossy(&cmd[3]).parse().unwrap();
+                    let s = daisy_kv::types::geo::encode(lon, lat) as f64;
+                    z.insert(cmd[4].clone(), Score(s));
+                }
+            }
             b"ZADD" => {
                 let e = self
                     .m
@@ -762,7 +824,16 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             Some((Value::String(s), _)) => String::from_utf8_lossy(s).parse::<i64>().is_ok(),
             _ => false,
         },
-        b"APPEND" => is(&cmd[1], 0),
+        b"APPEND" | b"SETBIT" => is(&cmd[1], 0),
+        b"PFADD" => match m.get(&(db, cmd[1].clone())) {
+            None => true,
+            Some((Value::String(s), _)) => {
+                let elems: Vec<&[u8]> = cmd[2..].iter().map(|e| &e[..]).collect();
+                daisy_kv::types::hll::pfadd_value(Some(s), &elems, 3000).is_some()
+            }
+            _ => false,
+        },
+        b"GEOADD" => is(&cmd[1], 4),
         b"HSET" | b"HDEL" | b"HINCRBY" | b"HSETNX" => is(&cmd[1], 1),
         b"HINCRBYFLOAT" => match m.get(&(db, cmd[1].clone())) {
             None => true,

@@ -70,8 +70,9 @@ pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"]
 /// Tests `--tests` accepts: redis-benchmark's (`hset` and `sadd` write one big hash and set,
 /// `spop` pops from the set `sadd` filled; `lpush`/`rpush` push onto one list, `lpop`/`rpop`
 /// pop from it; each `lrange_N` first pushes N items onto a list of its own and then reads its
-/// first N; `zadd` adds random members to one sorted set, `zpopmin` pops from it), and
-/// `multi`, the bench's own MULTI/EXEC loader (transactions per second; see
+/// first N; `zadd` adds random members to one sorted set, `zpopmin` pops from it), `pfadd`
+/// (redis-benchmark running the command `PFADD hll:bench __rand_int__`: random elements
+/// into one HyperLogLog, which goes sparse -> dense early), and `multi`, the bench's own MULTI/EXEC loader (transactions per second; see
 /// `client::multi_exec_load`).
 pub const TESTS: &[&str] = &[
     "set",
@@ -90,6 +91,7 @@ pub const TESTS: &[&str] = &[
     "lrange_600",
     "zadd",
     "zpopmin",
+    "pfadd",
     "multi",
 ];
 /// The tests that only read (the report compares them with redis-none at every pipeline).

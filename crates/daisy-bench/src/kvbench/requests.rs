@@ -119,13 +119,26 @@ fn redis_benchmark(
         .tests
         .iter()
         .map(String::as_str)
-        .filter(|t| *t != "multi")
+        .filter(|t| *t != "multi" && *t != "pfadd")
         .collect();
     let mut rows = if rb_tests.is_empty() {
         vec![]
     } else {
         run_redis_benchmark(tools, exe, port, cfg, case, &rb_tests, scratch, timeout)?
     };
+    // PFADD is no test of redis-benchmark's: it runs the command (its own invocation).
+    if cfg.tests.iter().any(|t| t == "pfadd") {
+        rows.extend(run_redis_benchmark(
+            tools,
+            exe,
+            port,
+            cfg,
+            case,
+            &["pfadd"],
+            scratch,
+            timeout,
+        )?);
+    }
     if cfg.tests.iter().any(|t| t == "multi") {
         let t = multi_exec_load(port, cfg.clients, n, pipeline, keyspace, size, n as u64)?;
         rows.push(CsvRow {
@@ -177,11 +190,16 @@ fn run_redis_benchmark(
         pipeline.to_string(),
         "-d".into(),
         size.to_string(),
-        "-t".into(),
-        tests.join(","),
         "--csv".into(),
     ]
     .into_iter()
+    .chain(if tests == ["pfadd"] {
+        ["PFADD", "hll:bench", "__rand_int__"]
+            .map(String::from)
+            .to_vec()
+    } else {
+        vec!["-t".into(), tests.join(",")]
+    })
     .map(OsString::from)
     .collect();
     let mut p = Proc::spawn(

@@ -542,6 +542,7 @@ pub const TYPES_TESTS: &[&str] = &[
     "lrange_600",
     "zadd",
     "zpopmin",
+    "pfadd",
     "multi",
 ];
 /// Rounds of the data-type stage (paired, as the Redis benchmark's).

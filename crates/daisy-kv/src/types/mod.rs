@@ -21,8 +21,10 @@
 //! creates the map, fills it and rewrites the record in one transaction. So a crash leaves
 //! each command whole or absent, and a value never half-converted.
 
+pub mod bitops;
 pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod intset;
 pub mod list;
 pub mod packed;

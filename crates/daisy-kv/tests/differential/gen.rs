@@ -667,6 +667,157 @@ impl Gen {
                 }
                 Op::Cmd(a, Cmp::Exact)
             }),
+            // bitmaps and HyperLogLog (types::bitops, types::hll): strings
+            (8, Str, |g| {
+                let k = g.key();
+                let off = match g.rng.below(20) {
+                    0 => b("4294967296"),
+                    1 => b("-1"),
+                    2 => b("x"),
+                    _ => g.rng.below(100).to_string().into_bytes(),
+                };
+                let bit = match g.rng.below(10) {
+                    0 => b("2"),
+                    1..=5 => b("1"),
+                    _ => b("0"),
+                };
+                Op::Cmd(args!["SETBIT", k, off, bit], Cmp::Exact)
+            }),
+            (4, Str, |g| {
+                let (k, off) = (g.key(), g.int(0, 100));
+                Op::Cmd(args!["GETBIT", k, off], Cmp::Exact)
+            }),
+            (5, Str, |g| {
+                let mut a = args!["BITCOUNT", g.key()];
+                if g.rng.pct(70) {
+                    a.push(g.int(-20, 20));
+                    a.push(g.int(-20, 20));
+                    if g.rng.pct(50) {
+                        a.push(b(g.rng.pick(&["BIT", "BYTE", "bit", "BAD"])));
+                    }
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (5, Str, |g| {
+                let mut a = args!["BITPOS", g.key(), g.int(0, 1)];
+                for _ in 0..g.rng.below(4) {
+                    a.push(g.int(-20, 20));
+                }
+                if a.len() == 6 {
+                    a[5] = b(g.rng.pick(&["BIT", "BYTE", "BAD"]));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (4, Str, |g| {
+                let op = g.rng.pick(&["AND", "OR", "XOR", "NOT", "NAND"]);
+                let mut a = args!["BITOP", op, g.key()];
+                a.extend(g.keys(3));
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (5, Str, |g| {
+                let name = if g.rng.pct(80) {
+                    "BITFIELD"
+                } else {
+                    "BITFIELD_RO"
+                };
+                let mut a = args![name, g.key()];
+                for _ in 0..g.rng.below(4) {
+                    let t = format!("{}{}", g.rng.pick(&["i", "u"]), 1 + g.rng.below(64));
+                    let off = if g.rng.pct(30) {
+                        format!("#{}", g.rng.below(8))
+                    } else {
+                        g.rng.below(80).to_string()
+                    };
+                    match g.rng.below(4) {
+                        0 => a.extend([b("GET"), b(&t), b(&off)]),
+                        1 => a.extend([b("SET"), b(&t), b(&off), g.int(-300, 300)]),
+                        2 => a.extend([b("INCRBY"), b(&t), b(&off), g.int(-300, 300)]),
+                        _ => a.extend([b("OVERFLOW"), b(g.rng.pick(&["WRAP", "SAT", "FAIL"]))]),
+                    }
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (8, Str, |g| {
+                let mut a = args!["PFADD", g.key()];
+                for _ in 0..g.rng.below(40) {
+                    a.push(g.int(0, 5000));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (4, Str, |g| {
+                let mut a = args!["PFCOUNT"];
+                a.extend(g.keys(2));
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (3, Str, |g| {
+                let mut a = args!["PFMERGE", g.key()];
+                a.extend(g.keys(2));
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            // geo (types::geo): sorted sets
+            (8, Z, |g| {
+                let mut a = args!["GEOADD", g.key()];
+                for _ in 0..1 + g.rng.below(3) {
+                    a.push(g.int(-180, 180));
+                    a.push(g.int(-85, 85));
+                    a.push(g.member());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (4, Z, |g| {
+                let name = g.rng.pick(&["GEOPOS", "GEOHASH"]);
+                let mut a = args![name, g.key()];
+                for _ in 0..g.rng.below(3) {
+                    a.push(g.member());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (3, Z, |g| {
+                let (k, m1, m2) = (g.key(), g.member(), g.member());
+                let mut a = args!["GEODIST", k, m1, m2];
+                if g.rng.pct(50) {
+                    a.push(b(g.rng.pick(&["m", "km", "ft", "mi", "yd"])));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (5, Z, |g| {
+                let k = g.key();
+                let mut a = match g.rng.below(3) {
+                    0 => args!["GEORADIUS", k, g.int(-180, 180), g.int(-85, 85)],
+                    1 => args!["GEORADIUSBYMEMBER", k, g.member()],
+                    _ => {
+                        let mut a = args!["GEOSEARCH", k];
+                        if g.rng.pct(50) {
+                            a.extend([b("FROMLONLAT"), g.int(-180, 180), g.int(-85, 85)]);
+                        } else {
+                            a.extend([b("FROMMEMBER"), g.member()]);
+                        }
+                        if g.rng.pct(50) {
+                            a.push(b("BYBOX"));
+                            a.push(g.int(0, 20000));
+                        } else {
+                            a.push(b("BYRADIUS"));
+                        }
+                        a
+                    }
+                };
+                a.push(g.int(0, 10000));
+                a.push(b(g.rng.pick(&["km", "mi"])));
+                for _ in 0..g.rng.below(3) {
+                    match g.rng.below(6) {
+                        0 => a.push(b("WITHDIST")),
+                        1 => a.push(b("WITHCOORD")),
+                        2 => a.push(b("WITHHASH")),
+                        3 => a.push(b(g.rng.pick(&["ASC", "DESC"]))),
+                        4 => {
+                            a.push(b("COUNT"));
+                            a.push(g.int(0, 4));
+                        }
+                        _ => a.push(b("ANY")),
+                    }
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
             // hashes
             (40, H, |g| {
                 let name = if g.rng.pct(85) { "HSET" } else { "HMSET" };

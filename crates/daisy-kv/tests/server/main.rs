@@ -5,6 +5,8 @@
 //! One test binary (`cargo test -p daisy-kv --test server`), its tests grouped by scenario:
 //!
 //! - `acl`: access control as Redis 7.0 (users, rules, selectors, the ACL log and file).
+//! - `bitops`: bitmaps, BITFIELD, HyperLogLog (Redis's bytes and estimates) and geo (to the
+//!   digit), across a restart.
 //! - `strings`: string commands (SET options, counters, ranges, MSET, binary values).
 //! - `keyspace`: key commands, SCAN, FLUSHALL; expiry (lazy, active, options) across a
 //!   restart; Redis's answers in corners.
@@ -48,6 +50,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 mod acl;
+mod bitops;
 mod collections;
 #[path = "../common/serve.rs"]
 mod common;

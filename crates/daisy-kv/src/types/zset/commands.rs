@@ -491,7 +491,7 @@ fn zrange_generic(
 
 /// Replace `dst` by a sorted set of `elems` (Redis's `setKey`: whatever it held goes, its TTL
 /// too), or delete it when there are none; reply with their number.
-fn store_result(c: &mut Ctx, dst: &[u8], elems: &[Elem], event: &str) -> daisy::Result<()> {
+pub fn store_result(c: &mut Ctx, dst: &[u8], elems: &[Elem], event: &str) -> daisy::Result<()> {
     let existed = if let Some(old) = c.lookup(dst)? {
         let db = c.db();
         c.ks.delete(c.tx, db, dst, &old)?;
