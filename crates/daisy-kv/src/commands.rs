@@ -1017,7 +1017,7 @@ mod tests {
             assert_eq!(t.find(b"set\0").map(|s| s.name), None);
         }
         for (i, s) in COMMANDS.iter().enumerate() {
-            assert!(s.arity != 0 && s.name.len() <= 16, "{}", s.name);
+            assert!(s.arity != 0 && s.name.len() <= NAME_MAX, "{}", s.name);
             assert_eq!(s.index(), i);
         }
     }
