@@ -236,7 +236,10 @@ fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
     };
     let pool_size = c.sv.pool_size.max(c.sv.pool.size());
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    let (lua_mem, scripts) = (c.sv.scripting.used_memory(), c.sv.scripting.cached_scripts());
+    let (lua_mem, scripts) = (
+        c.sv.scripting.used_memory(),
+        c.sv.scripting.cached_scripts(),
+    );
     let (libs, funcs) = (
         c.sv.scripting.functions.libs.len(),
         c.sv.scripting.functions.functions_count(),

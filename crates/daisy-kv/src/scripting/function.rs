@@ -162,7 +162,8 @@ fn install_as(
         }
     }
     for f in &lib.funcs {
-        libs.by_func.insert(f.name.to_ascii_lowercase(), name.clone());
+        libs.by_func
+            .insert(f.name.to_ascii_lowercase(), name.clone());
     }
     libs.libs.insert(name, lib);
     Ok(())
@@ -181,8 +182,7 @@ pub(crate) fn load_stored(c: &mut Ctx, stored: Vec<(Vec<u8>, Vec<u8>)>) -> daisy
 
 /// The libraries' (name, code), to load them into a new interpreter.
 pub(crate) fn stored_libraries(c: &Ctx) -> Vec<(Vec<u8>, Vec<u8>)> {
-    c.sv
-        .scripting
+    c.sv.scripting
         .functions
         .libs
         .iter()
@@ -248,9 +248,9 @@ pub fn function(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 return c.err("ERR Function code is missing");
             }
             let code = a[i];
-            match compile(c, code).and_then(|(name, lib)| {
-                install(c, name.clone(), lib, replace).map(|_| name)
-            }) {
+            match compile(c, code)
+                .and_then(|(name, lib)| install(c, name.clone(), lib, replace).map(|_| name))
+            {
                 Ok(name) => {
                     super::store_put(c, FUNCTIONS_SLOT, name.as_bytes(), code)?;
                     resp::bulk(c.out, name.as_bytes());
@@ -350,11 +350,9 @@ fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         let p = a[3].to_ascii_uppercase();
         match &p[..] {
             b"FLUSH" | b"APPEND" | b"REPLACE" => p,
-            _ => {
-                return c.err(
-                    "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
-                )
-            }
+            _ => return c.err(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            ),
         }
     } else {
         b"APPEND".to_vec()
@@ -430,19 +428,18 @@ fn list(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             return c.err(&format!("ERR Unknown argument {}", lossy(a[i])));
         }
     }
-    let libs: Vec<(String, Library)> = c
-        .sv
-        .scripting
-        .functions
-        .libs
-        .iter()
-        .filter(|(n, _)| {
-            pattern
-                .as_ref()
-                .is_none_or(|p| crate::glob::matches(p, n.as_bytes()))
-        })
-        .map(|(n, l)| (n.clone(), l.clone()))
-        .collect();
+    let libs: Vec<(String, Library)> =
+        c.sv.scripting
+            .functions
+            .libs
+            .iter()
+            .filter(|(n, _)| {
+                pattern
+                    .as_ref()
+                    .is_none_or(|p| crate::glob::matches(p, n.as_bytes()))
+            })
+            .map(|(n, l)| (n.clone(), l.clone()))
+            .collect();
     let r3 = c.cl.resp3;
     resp::array(c.out, libs.len());
     for (name, lib) in libs {
@@ -496,7 +493,9 @@ pub(crate) fn read_register_args(args: mlua::MultiValue) -> Result<Func, String>
         for pair in t.pairs::<Value, Value>() {
             let (k, v) = pair.map_err(|e| e.to_string())?;
             let Value::String(k) = k else {
-                return Err("named argument key given to redis.register_function is not a string".into());
+                return Err(
+                    "named argument key given to redis.register_function is not a string".into(),
+                );
             };
             let key = k.to_string_lossy().to_ascii_lowercase();
             match key.as_str() {

@@ -2,7 +2,7 @@
 //! behaviour: `bit` (LuaBitOp), `cjson` (lua-cjson) and `cmsgpack` (lua-cmsgpack). Redis's
 //! `struct` library is not provided (README, "Scripting").
 
-use mlua::{Lua, LightUserData, MultiValue, Table, Value, Variadic};
+use mlua::{LightUserData, Lua, MultiValue, Table, Value, Variadic};
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -26,7 +26,8 @@ fn number(v: &Value) -> Option<f64> {
 
 /// LuaBitOp's conversion: the number modulo 2^32 as a signed 32-bit integer.
 fn tobit(v: &Value) -> mlua::Result<i32> {
-    let n = number(v).ok_or_else(|| mlua::Error::RuntimeError("bad argument (number expected)".into()))?;
+    let n = number(v)
+        .ok_or_else(|| mlua::Error::RuntimeError("bad argument (number expected)".into()))?;
     // LuaBitOp adds 2^52+2^51 and takes the low word: rounding to nearest.
     let r = n.round_ties_even();
     Ok((r.rem_euclid(4294967296.0) as u64 as u32) as i32)
@@ -35,10 +36,7 @@ fn tobit(v: &Value) -> mlua::Result<i32> {
 fn bit(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("tobit", lua.create_function(|_, v: Value| tobit(&v))?)?;
-    t.raw_set(
-        "bnot",
-        lua.create_function(|_, v: Value| Ok(!tobit(&v)?))?,
-    )?;
+    t.raw_set("bnot", lua.create_function(|_, v: Value| Ok(!tobit(&v)?))?)?;
     let fold = |lua: &Lua, f: fn(i32, i32) -> i32| {
         lua.create_function(move |_, args: Variadic<Value>| {
             let mut it = args.iter();
@@ -129,7 +127,11 @@ fn cjson(lua: &Lua) -> mlua::Result<Table> {
         "decode",
         lua.create_function(move |lua, s: mlua::String| {
             let b = s.as_bytes();
-            let mut p = JsonParser { b: &b, i: 0, cfg: &c };
+            let mut p = JsonParser {
+                b: &b,
+                i: 0,
+                cfg: &c,
+            };
             p.ws();
             let v = p.value(lua, 0)?;
             p.ws();
@@ -182,7 +184,11 @@ fn cjson(lua: &Lua) -> mlua::Result<Table> {
             Ok(c.decode_invalid_numbers.get())
         })?,
     )?;
-    for name in ["encode_keep_buffer", "encode_sparse_array", "encode_number_precision"] {
+    for name in [
+        "encode_keep_buffer",
+        "encode_sparse_array",
+        "encode_number_precision",
+    ] {
         t.raw_set(name, lua.create_function(|_, _: MultiValue| Ok(true))?)?;
     }
     t.raw_set("null", json_null())?;
@@ -351,7 +357,10 @@ impl JsonParser<'_> {
     }
 
     fn err(&self, what: &str) -> mlua::Error {
-        rt(format!("Expected {what} but found invalid token at character {}", self.i + 1))
+        rt(format!(
+            "Expected {what} but found invalid token at character {}",
+            self.i + 1
+        ))
     }
 
     fn value(&mut self, lua: &Lua, depth: usize) -> mlua::Result<Value> {
@@ -465,13 +474,22 @@ impl JsonParser<'_> {
                         b'b' => out.push(8),
                         b'f' => out.push(12),
                         b'u' => {
-                            let hex = self.b.get(self.i..self.i + 4).ok_or_else(|| self.err("unicode escape"))?;
-                            let mut cp = u32::from_str_radix(std::str::from_utf8(hex).unwrap_or("x"), 16)
-                                .map_err(|_| self.err("unicode escape"))?;
+                            let hex = self
+                                .b
+                                .get(self.i..self.i + 4)
+                                .ok_or_else(|| self.err("unicode escape"))?;
+                            let mut cp =
+                                u32::from_str_radix(std::str::from_utf8(hex).unwrap_or("x"), 16)
+                                    .map_err(|_| self.err("unicode escape"))?;
                             self.i += 4;
-                            if (0xD800..0xDC00).contains(&cp) && self.b[self.i..].starts_with(b"\\u") {
+                            if (0xD800..0xDC00).contains(&cp)
+                                && self.b[self.i..].starts_with(b"\\u")
+                            {
                                 if let Some(lo) = self.b.get(self.i + 2..self.i + 6) {
-                                    if let Ok(lo) = u32::from_str_radix(std::str::from_utf8(lo).unwrap_or("x"), 16) {
+                                    if let Ok(lo) = u32::from_str_radix(
+                                        std::str::from_utf8(lo).unwrap_or("x"),
+                                        16,
+                                    ) {
                                         if (0xDC00..0xE000).contains(&lo) {
                                             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                                             self.i += 6;

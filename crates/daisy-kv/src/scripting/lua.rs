@@ -314,7 +314,10 @@ fn sandbox(
                     "err",
                     "ERR redis.call/pcall can only be called inside a script invocation",
                 )?;
-                Ok(MultiValue::from_iter([Value::Boolean(true), Value::Table(t)]))
+                Ok(MultiValue::from_iter([
+                    Value::Boolean(true),
+                    Value::Table(t),
+                ]))
             }
         }
     })?;
@@ -328,9 +331,8 @@ fn sandbox(
         lua.create_string(super::sha1_hex(&bytes))
     })?;
     let cur = current.clone();
-    let killed = lua.create_function(move |_, ()| {
-        Ok(cur.borrow().as_ref().is_some_and(|r| r.killed.get()))
-    })?;
+    let killed = lua
+        .create_function(move |_, ()| Ok(cur.borrow().as_ref().is_some_and(|r| r.killed.get())))?;
     let cur = current.clone();
     let setresp = lua.create_function(move |_, v: u8| {
         Ok(match cur.borrow().as_ref() {
@@ -345,15 +347,17 @@ fn sandbox(
         })
     })?;
     let table = commands::Table::new();
-    let known = lua.create_function(move |_, name: mlua::String| {
-        Ok(table.find(&name.as_bytes()).is_some())
-    })?;
+    let known = lua
+        .create_function(move |_, name: mlua::String| Ok(table.find(&name.as_bytes()).is_some()))?;
     let register = lua.create_function(move |_, args: MultiValue| {
         let mut slot = loading.borrow_mut();
         let Some(state) = slot.as_mut() else {
             return Ok((
                 false,
-                Some("redis.register_function can only be called on FUNCTION LOAD command".to_string()),
+                Some(
+                    "redis.register_function can only be called on FUNCTION LOAD command"
+                        .to_string(),
+                ),
             ));
         };
         let Ok(funcs) = state else {
@@ -431,7 +435,10 @@ fn refuse(
     let Some(spec) = c.table.find(args[0]) else {
         // CLUSTER is a command Redis refuses in scripts; here it is not a command at all.
         if args[0].eq_ignore_ascii_case(b"cluster") {
-            return Err(("ERR This Redis command is not allowed from script".into(), None));
+            return Err((
+                "ERR This Redis command is not allowed from script".into(),
+                None,
+            ));
         }
         return Err(("ERR Unknown Redis command called from script".into(), None));
     };
@@ -505,12 +512,11 @@ pub fn run(
     let mut fatal: Option<daisy::Error> = None;
     let mut reply = Vec::new();
     let mut reply_errors: Vec<String> = Vec::new();
-    let threshold = c
-        .sv
-        .config
-        .get("busy-reply-threshold")
-        .and_then(|v| v.parse::<i64>().ok())
-        .unwrap_or(5000);
+    let threshold =
+        c.sv.config
+            .get("busy-reply-threshold")
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(5000);
     if threshold > 0 {
         let r = running.clone();
         let peers = c.sv.scripting.peers.clone();
@@ -550,84 +556,83 @@ pub fn run(
         };
         let fatal_ref = &mut fatal;
         let out = lua.scope(|scope| {
-            let dispatch = scope.create_function_mut(|lua, (n, t): (usize, Table)| {
-                let mut argv = Vec::with_capacity(n);
-                for i in 1..=n {
-                    argv.push(t.raw_get::<Value>(i)?);
-                }
-                let raise = |v: Value| Ok(MultiValue::from_iter([Value::Boolean(true), v]));
-                if let Some(e) = fatal_ref.as_ref() {
-                    return raise(err_value(lua, &format!("ERR {e}"), true)?);
-                }
-                if running.killed.get() {
-                    return raise(err_value(lua, &format!("ERR {SCRIPT_KILLED_MSG}"), true)?);
-                }
-                if argv.is_empty() {
-                    return raise(err_value(
-                        lua,
-                        "ERR Please specify at least one argument for this redis lib call",
-                        false,
-                    )?);
-                }
-                let mut owned: Vec<Vec<u8>> = Vec::with_capacity(argv.len());
-                for v in argv.iter() {
-                    match v {
-                        Value::String(s) => owned.push(s.as_bytes().to_vec()),
-                        Value::Integer(i) => {
-                            owned.push(crate::rdb::format_g17(*i as f64).into_bytes())
-                        }
-                        Value::Number(n) => owned.push(fmt_number(*n).into_bytes()),
-                        _ => {
-                            return raise(err_value(
+            let dispatch =
+                scope.create_function_mut(|lua, (n, t): (usize, Table)| {
+                    let mut argv = Vec::with_capacity(n);
+                    for i in 1..=n {
+                        argv.push(t.raw_get::<Value>(i)?);
+                    }
+                    let raise = |v: Value| Ok(MultiValue::from_iter([Value::Boolean(true), v]));
+                    if let Some(e) = fatal_ref.as_ref() {
+                        return raise(err_value(lua, &format!("ERR {e}"), true)?);
+                    }
+                    if running.killed.get() {
+                        return raise(err_value(lua, &format!("ERR {SCRIPT_KILLED_MSG}"), true)?);
+                    }
+                    if argv.is_empty() {
+                        return raise(err_value(
+                            lua,
+                            "ERR Please specify at least one argument for this redis lib call",
+                            false,
+                        )?);
+                    }
+                    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(argv.len());
+                    for v in argv.iter() {
+                        match v {
+                            Value::String(s) => owned.push(s.as_bytes().to_vec()),
+                            Value::Integer(i) => {
+                                owned.push(crate::rdb::format_g17(*i as f64).into_bytes())
+                            }
+                            Value::Number(n) => owned.push(fmt_number(*n).into_bytes()),
+                            _ => return raise(err_value(
                                 lua,
                                 "ERR Lua redis lib command arguments must be strings or integers",
                                 false,
-                            )?)
+                            )?),
                         }
                     }
-                }
-                let argv: Vec<&[u8]> = owned.iter().map(|a| &a[..]).collect();
-                let spec = match refuse(c, &argv, read_only) {
-                    Ok(s) => s,
-                    Err((msg, spec)) => {
-                        c.sv.counters.rejected_calls += 1;
-                        if let Some(s) = spec {
-                            c.sv.cmdstat(s, &argv).rejected += 1;
+                    let argv: Vec<&[u8]> = owned.iter().map(|a| &a[..]).collect();
+                    let spec = match refuse(c, &argv, read_only) {
+                        Ok(s) => s,
+                        Err((msg, spec)) => {
+                            c.sv.counters.rejected_calls += 1;
+                            if let Some(s) = spec {
+                                c.sv.cmdstat(s, &argv).rejected += 1;
+                            }
+                            c.sv.count_error(&msg);
+                            return raise(err_value(lua, &msg, true)?);
                         }
-                        c.sv.count_error(&msg);
-                        return raise(err_value(lua, &msg, true)?);
+                    };
+                    if spec.has("write") {
+                        running.dirty.set(true);
                     }
-                };
-                if spec.has("write") {
-                    running.dirty.set(true);
-                }
-                script_client.resp3 = running.resp.get() == 3;
-                let mut buf = Vec::new();
-                if let Err(e) = commands::call(
-                    c.table,
-                    spec,
-                    c.ks,
-                    c.tx,
-                    &mut script_client,
-                    c.sv,
-                    &argv,
-                    c.now_ms,
-                    &mut buf,
-                ) {
-                    let v = err_value(lua, &format!("ERR {e}"), true)?;
-                    *fatal_ref = Some(e);
-                    return raise(v);
-                }
-                let mut pos = 0;
-                let v = reply_to_lua(lua, &buf, &mut pos)?;
-                let is_err = buf.first() == Some(&b'-');
-                if is_err {
-                    if let Value::Table(t) = &v {
-                        t.raw_set("ignore_error_stats_update", true)?;
+                    script_client.resp3 = running.resp.get() == 3;
+                    let mut buf = Vec::new();
+                    if let Err(e) = commands::call(
+                        c.table,
+                        spec,
+                        c.ks,
+                        c.tx,
+                        &mut script_client,
+                        c.sv,
+                        &argv,
+                        c.now_ms,
+                        &mut buf,
+                    ) {
+                        let v = err_value(lua, &format!("ERR {e}"), true)?;
+                        *fatal_ref = Some(e);
+                        return raise(v);
                     }
-                }
-                Ok(MultiValue::from_iter([Value::Boolean(is_err), v]))
-            })?;
+                    let mut pos = 0;
+                    let v = reply_to_lua(lua, &buf, &mut pos)?;
+                    let is_err = buf.first() == Some(&b'-');
+                    if is_err {
+                        if let Value::Table(t) = &v {
+                            t.raw_set("ignore_error_stats_update", true)?;
+                        }
+                    }
+                    Ok(MultiValue::from_iter([Value::Boolean(is_err), v]))
+                })?;
             lua.set_named_registry_value("daisy.dispatch", dispatch)?;
             let r = runner.call::<(bool, Value)>((func, keys_t, args_t));
             lua.unset_named_registry_value("daisy.dispatch")?;
@@ -698,7 +703,10 @@ fn final_error(err: &Value, name: &str) -> (String, bool) {
                 Ok(Value::Number(n)) => crate::rdb::format_g17(n),
                 _ => "ERR unknown error".into(),
             };
-            let counted = matches!(t.raw_get::<Value>("ignore_error_stats_update"), Ok(Value::Boolean(true)));
+            let counted = matches!(
+                t.raw_get::<Value>("ignore_error_stats_update"),
+                Ok(Value::Boolean(true))
+            );
             let source: Option<String> = t.raw_get("source").ok();
             let line: Option<i64> = t.raw_get("line").ok();
             let msg = match (source, line) {
@@ -712,7 +720,10 @@ fn final_error(err: &Value, name: &str) -> (String, bool) {
                 Value::String(s) => s.to_string_lossy(),
                 _ => "execution failure".into(),
             };
-            (format!("ERR Error running script {name}, {text:.100}"), false)
+            (
+                format!("ERR Error running script {name}, {text:.100}"),
+                false,
+            )
         }
     }
 }
@@ -786,9 +797,10 @@ fn to_reply(
                 return Ok(());
             }
             if let Value::Table(vt) = t.raw_get::<Value>("verbatim_string")? {
-                if let (Value::String(f), Value::String(s)) =
-                    (vt.raw_get::<Value>("format")?, vt.raw_get::<Value>("string")?)
-                {
+                if let (Value::String(f), Value::String(s)) = (
+                    vt.raw_get::<Value>("format")?,
+                    vt.raw_get::<Value>("string")?,
+                ) {
                     let s = s.as_bytes();
                     if caller3 {
                         let f = f.as_bytes();

@@ -40,9 +40,16 @@ const E_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 /// then lists the other connections' sockets in `Scripting::peers` first.
 pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
     let is = |n: &[u8]| {
-        [&b"eval"[..], b"evalsha", b"eval_ro", b"evalsha_ro", b"fcall", b"fcall_ro"]
-            .iter()
-            .any(|s| n.eq_ignore_ascii_case(s))
+        [
+            &b"eval"[..],
+            b"evalsha",
+            b"eval_ro",
+            b"evalsha_ro",
+            b"fcall",
+            b"fcall_ro",
+        ]
+        .iter()
+        .any(|s| n.eq_ignore_ascii_case(s))
     };
     is(name)
         || (name.eq_ignore_ascii_case(b"exec")

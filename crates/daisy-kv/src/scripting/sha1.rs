@@ -58,7 +58,10 @@ pub fn sha1_hex(data: &[u8]) -> String {
 mod tests {
     #[test]
     fn known_digests() {
-        assert_eq!(super::sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        assert_eq!(
+            super::sha1_hex(b""),
+            "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+        );
         assert_eq!(
             super::sha1_hex(b"Pizza & Mandolino"),
             "74822d82031af7493c20eefa13bd07ec4fada82f"

@@ -436,7 +436,10 @@ fn acl_log_records_refusals_by_context_and_groups_repeats() {
     assert_eq!(text(&e["reason"]), "command");
     assert_eq!(text(&e["object"]), "get");
     let info = text(&e["client-info"]);
-    assert!(info.contains("user=antirez") && info.contains(" cmd=get "), "{info}");
+    assert!(
+        info.contains("user=antirez") && info.contains(" cmd=get "),
+        "{info}"
+    );
     for f in [
         "age-seconds",
         "entry-id",

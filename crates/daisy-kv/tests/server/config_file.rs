@@ -70,7 +70,10 @@ fn a_config_file_with_every_supported_directive_is_honoured() {
     assert_eq!(o.bind, "127.0.0.1");
     assert_eq!(o.requirepass.as_deref(), Some("secret#pass"));
     assert_eq!((o.max_clients, o.tcp_keepalive, o.databases), (77, 60, 4));
-    assert_eq!((o.max_size, o.size, o.busy_poll_us), (Some(1 << 30), 32 << 20, 0));
+    assert_eq!(
+        (o.max_size, o.size, o.busy_poll_us),
+        (Some(1 << 30), 32 << 20, 0)
+    );
     assert_eq!(o.pool, pool_in(&d));
     let srv = Server::start_with(&pool_in(&d), |x| {
         *x = o;

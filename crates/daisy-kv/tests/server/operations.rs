@@ -251,7 +251,10 @@ fn the_size_limit_is_raised_at_restart_and_at_run_time_and_oom_comes_at_it() {
         Some("command not allowed when used memory > 'maxmemory'.")
     );
     let size = info_field(&mut c, "memory", "daisy_pool_size");
-    assert!(size <= 32 << 20 && size + (512 << 10) > 32 << 20, "the pool is full: {size}");
+    assert!(
+        size <= 32 << 20 && size + (512 << 10) > 32 << 20,
+        "the pool is full: {size}"
+    );
     // Raised while serving: the same write now fits.
     let _: () = redis::cmd("CONFIG")
         .arg("SET")

@@ -96,28 +96,58 @@ fn eval_converts_lua_values_to_replies_as_redis() {
         ("return false", b"$-1\r\n"),
         ("return nil", b"$-1\r\n"),
         ("return {ok='fine'}", b"+fine\r\n"),
-        ("return {err='ERR this is an error'}", b"-ERR this is an error\r\n"),
-        ("return {1,2,3,'ciao',{1,2}}", b"*5\r\n:1\r\n:2\r\n:3\r\n$4\r\nciao\r\n*2\r\n:1\r\n:2\r\n"),
+        (
+            "return {err='ERR this is an error'}",
+            b"-ERR this is an error\r\n",
+        ),
+        (
+            "return {1,2,3,'ciao',{1,2}}",
+            b"*5\r\n:1\r\n:2\r\n:3\r\n$4\r\nciao\r\n*2\r\n:1\r\n:2\r\n",
+        ),
         ("return {1,2,nil,4}", b"*2\r\n:1\r\n:2\r\n"),
         ("return _G", b"*0\r\n"),
-        ("local a = {}; setmetatable(a,{__index=function() foo() end}) return a", b"*0\r\n"),
-        ("return redis.status_reply('MY_OK custom')", b"+MY_OK custom\r\n"),
-        ("return redis.error_reply('MY_ERR custom msg')", b"-MY_ERR custom msg\r\n"),
+        (
+            "local a = {}; setmetatable(a,{__index=function() foo() end}) return a",
+            b"*0\r\n",
+        ),
+        (
+            "return redis.status_reply('MY_OK custom')",
+            b"+MY_OK custom\r\n",
+        ),
+        (
+            "return redis.error_reply('MY_ERR custom msg')",
+            b"-MY_ERR custom msg\r\n",
+        ),
         ("return redis.error_reply('no code')", b"-no code\r\n"),
-        ("return redis.sha1hex('Pizza & Mandolino')", b"$40\r\n74822d82031af7493c20eefa13bd07ec4fada82f\r\n"),
+        (
+            "return redis.sha1hex('Pizza & Mandolino')",
+            b"$40\r\n74822d82031af7493c20eefa13bd07ec4fada82f\r\n",
+        ),
         ("return {double=3.5}", b"$3\r\n3.5\r\n"),
         ("return 'hello' --trailing comment", b"$5\r\nhello\r\n"),
     ];
     for (script, want) in cases {
-        assert_eq!(text(&eval(&mut s, script, &[], &[])), text(want), "{script}");
+        assert_eq!(
+            text(&eval(&mut s, script, &[], &[])),
+            text(want),
+            "{script}"
+        );
     }
     assert_eq!(
-        eval(&mut s, "return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}", &["a", "b"], &["c", "d"]),
+        eval(
+            &mut s,
+            "return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}",
+            &["a", "b"],
+            &["c", "d"]
+        ),
         b"*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"
     );
     // RESP3: booleans and doubles of their own type once the script and the client ask.
     assert!(ask(&mut s, &[b"HELLO", b"3"]).starts_with(b"%"));
-    assert_eq!(eval(&mut s, "redis.setresp(3); return true", &[], &[]), b"#t\r\n");
+    assert_eq!(
+        eval(&mut s, "redis.setresp(3); return true", &[], &[]),
+        b"#t\r\n"
+    );
     assert_eq!(eval(&mut s, "return false", &[], &[]), b"_\r\n");
     assert_eq!(eval(&mut s, "return {double=3.5}", &[], &[]), b",3.5\r\n");
     assert_eq!(
@@ -134,35 +164,70 @@ fn redis_call_converts_replies_to_lua_values() {
     let mut s = srv.raw();
     ask(&mut s, &[b"SET", b"x", b"0"]);
     assert_eq!(
-        eval(&mut s, "local v = redis.call('incr', KEYS[1]) return {type(v), v}", &["x"], &[]),
+        eval(
+            &mut s,
+            "local v = redis.call('incr', KEYS[1]) return {type(v), v}",
+            &["x"],
+            &[]
+        ),
         b"*2\r\n$6\r\nnumber\r\n:1\r\n"
     );
     assert_eq!(
-        eval(&mut s, "local v = redis.call('get', 'nosuch') return {type(v), v == false}", &[], &[]),
+        eval(
+            &mut s,
+            "local v = redis.call('get', 'nosuch') return {type(v), v == false}",
+            &[],
+            &[]
+        ),
         b"*2\r\n$7\r\nboolean\r\n:1\r\n"
     );
     assert_eq!(
-        eval(&mut s, "local v = redis.call('set', 'k', 'v') return {type(v), v['ok']}", &[], &[]),
+        eval(
+            &mut s,
+            "local v = redis.call('set', 'k', 'v') return {type(v), v['ok']}",
+            &[],
+            &[]
+        ),
         b"*2\r\n$5\r\ntable\r\n$2\r\nOK\r\n"
     );
     ask(&mut s, &[b"RPUSH", b"l", b"a", b"b", b"c"]);
     assert_eq!(
-        eval(&mut s, "local v = redis.call('lrange', 'l', 0, -1) return {#v, v[3]}", &[], &[]),
+        eval(
+            &mut s,
+            "local v = redis.call('lrange', 'l', 0, -1) return {#v, v[3]}",
+            &[],
+            &[]
+        ),
         b"*2\r\n:3\r\n$1\r\nc\r\n"
     );
     assert_eq!(
-        eval(&mut s, "local v = redis.pcall('incr', 'k') return v['err']", &[], &[]),
+        eval(
+            &mut s,
+            "local v = redis.pcall('incr', 'k') return v['err']",
+            &[],
+            &[]
+        ),
         b"$43\r\nERR value is not an integer or out of range\r\n"
     );
     // Numbers keep 17 significant digits; big numbers in strings stay strings.
     assert_eq!(
-        eval(&mut s, "redis.call('set','f',9007199254740991) return redis.call('get','f')", &[], &[]),
+        eval(
+            &mut s,
+            "redis.call('set','f',9007199254740991) return redis.call('get','f')",
+            &[],
+            &[]
+        ),
         b"$16\r\n9007199254740991\r\n"
     );
     // RESP3 inside the script: HGETALL gives a map.
     ask(&mut s, &[b"HSET", b"h", b"f", b"v"]);
     assert_eq!(
-        eval(&mut s, "redis.setresp(3); return redis.call('hgetall','h')", &[], &[]),
+        eval(
+            &mut s,
+            "redis.setresp(3); return redis.call('hgetall','h')",
+            &[],
+            &[]
+        ),
         b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n",
         "a RESP2 client gets the map flattened"
     );
@@ -201,12 +266,19 @@ fn redis_call_errors_read_as_redis_writes_them() {
         )
     );
     assert!(text(&eval(&mut s, "return redis.call()", &[], &[])).contains("one argument"));
-    assert!(text(&eval(&mut s, "return redis.pcall('blpop','x',0)", &[], &[]))
-        .starts_with("-ERR This Redis command is not allowed from script"));
-    assert!(text(&eval(&mut s, "return redis.call('ping', {})", &[], &[]))
-        .starts_with("-ERR Lua redis lib command arguments must be strings or integers"));
+    assert!(
+        text(&eval(&mut s, "return redis.pcall('blpop','x',0)", &[], &[]))
+            .starts_with("-ERR This Redis command is not allowed from script")
+    );
+    assert!(
+        text(&eval(&mut s, "return redis.call('ping', {})", &[], &[]))
+            .starts_with("-ERR Lua redis lib command arguments must be strings or integers")
+    );
     assert_eq!(
-        ask(&mut s, &[b"EVAL_RO", b"redis.call('del', KEYS[1])", b"1", b"foo"])[..60],
+        ask(
+            &mut s,
+            &[b"EVAL_RO", b"redis.call('del', KEYS[1])", b"1", b"foo"]
+        )[..60],
         b"-ERR Write commands are not allowed from read-only scripts. "[..]
     );
     assert_eq!(
@@ -221,8 +293,13 @@ fn redis_call_errors_read_as_redis_writes_them() {
         .starts_with("-ERR Error compiling script (new function): user_script:1:"));
     assert!(text(&eval(&mut s, "#!lua flags=what?\nreturn 1", &[], &[]))
         .starts_with("-ERR Unexpected flag in script shebang: what?"));
-    assert!(text(&eval(&mut s, "#!lua flags=no-writes\nredis.call('set','x',1)", &[], &[]))
-        .starts_with("-ERR Write commands are not allowed from read-only scripts."));
+    assert!(text(&eval(
+        &mut s,
+        "#!lua flags=no-writes\nredis.call('set','x',1)",
+        &[],
+        &[]
+    ))
+    .starts_with("-ERR Write commands are not allowed from read-only scripts."));
     srv.stop();
 }
 
@@ -233,18 +310,36 @@ fn the_sandbox_refuses_globals_bytecode_and_missing_libraries() {
     let mut s = srv.raw();
     let refused: &[(&str, &str)] = &[
         ("a = 10", "Attempt to modify a readonly table"),
-        ("return a", "Script attempted to access nonexistent global variable 'a'"),
+        (
+            "return a",
+            "Script attempted to access nonexistent global variable 'a'",
+        ),
         ("setmetatable(_G, {})", "Attempt to modify a readonly table"),
-        ("local g = getmetatable(_G); g.__index = {}", "Attempt to modify a readonly table"),
-        ("redis.call = function() return 1 end", "Attempt to modify a readonly table"),
-        ("cjson.encode = function() return 1 end", "Attempt to modify a readonly table"),
-        ("bit.lshift = function() return 1 end", "Attempt to modify a readonly table"),
+        (
+            "local g = getmetatable(_G); g.__index = {}",
+            "Attempt to modify a readonly table",
+        ),
+        (
+            "redis.call = function() return 1 end",
+            "Attempt to modify a readonly table",
+        ),
+        (
+            "cjson.encode = function() return 1 end",
+            "Attempt to modify a readonly table",
+        ),
+        (
+            "bit.lshift = function() return 1 end",
+            "Attempt to modify a readonly table",
+        ),
         ("_G = {}", "Attempt to modify a readonly table"),
         ("print('x')", "nonexistent global variable 'print'"),
         ("os.exit()", "nonexistent global variable 'os'"),
         ("io.write('x')", "nonexistent global variable 'io'"),
         ("loadfile('x')", "nonexistent global variable 'loadfile'"),
-        ("return loadstring(string.dump(function() return 1 end))()", "attempt to call a nil value"),
+        (
+            "return loadstring(string.dump(function() return 1 end))()",
+            "attempt to call a nil value",
+        ),
     ];
     for (script, want) in refused {
         let r = text(&eval(&mut s, script, &[], &[]));
@@ -260,7 +355,10 @@ fn the_sandbox_refuses_globals_bytecode_and_missing_libraries() {
         )),
         "$81\r\nfalse user_script:1: Script attempted to access nonexistent global variable 'foo'\r\n"
     );
-    assert_eq!(eval(&mut s, "return loadstring('return 7')()", &[], &[]), b":7\r\n");
+    assert_eq!(
+        eval(&mut s, "return loadstring('return 7')()", &[], &[]),
+        b":7\r\n"
+    );
     srv.stop();
 }
 
@@ -283,13 +381,21 @@ fn lua_libraries_cjson_cmsgpack_bit() {
         "$12\r\n[1,\"a\",true]\r\n"
     );
     let hex = "local e = cmsgpack.pack(ARGV[1] + 0) local h = '' for i = 1, #e do h = h .. string.format('%02x', string.byte(e, i)) end return h";
-    assert_eq!(text(&eval(&mut s, hex, &[], &["0.1"])), "$18\r\ncb3fb999999999999a\r\n");
+    assert_eq!(
+        text(&eval(&mut s, hex, &[], &["0.1"])),
+        "$18\r\ncb3fb999999999999a\r\n"
+    );
     assert_eq!(
         text(&eval(&mut s, hex, &[], &["-1099511627776"])),
         "$18\r\nd3ffffff0000000000\r\n"
     );
     assert_eq!(
-        eval(&mut s, "local t = cmsgpack.unpack(cmsgpack.pack({1,2,{a=3}})) return t[3].a", &[], &[]),
+        eval(
+            &mut s,
+            "local t = cmsgpack.unpack(cmsgpack.pack({1,2,{a=3}})) return t[3].a",
+            &[],
+            &[]
+        ),
         b":3\r\n"
     );
     assert_eq!(
@@ -306,7 +412,10 @@ fn eval_inside_multi_runs_at_exec() {
     let mut s = srv.raw();
     assert_eq!(ask(&mut s, &[b"MULTI"]), b"+OK\r\n");
     assert_eq!(
-        ask(&mut s, &[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"n"]),
+        ask(
+            &mut s,
+            &[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"n"]
+        ),
         b"+QUEUED\r\n"
     );
     assert_eq!(ask(&mut s, &[b"INCR", b"n"]), b"+QUEUED\r\n");
@@ -325,7 +434,12 @@ fn a_scripts_writes_survive_a_restart_and_an_error_keeps_the_earlier_ones() {
         b":100\r\n"
     );
     // Redis's rule: the writes before a failing call stay.
-    let r = eval(&mut s, "redis.call('set', 'a', '1') redis.call('nosuch') redis.call('set', 'b', '2')", &[], &[]);
+    let r = eval(
+        &mut s,
+        "redis.call('set', 'a', '1') redis.call('nosuch') redis.call('set', 'b', '2')",
+        &[],
+        &[],
+    );
     assert!(r.starts_with(b"-ERR Unknown Redis command"), "{}", text(&r));
     drop(s);
     srv.stop();
@@ -355,17 +469,42 @@ fn the_script_cache_survives_a_restart_until_script_flush() {
     let mut s = srv.raw();
     // Redis would answer NOSCRIPT here: its cache lives in memory only.
     assert_eq!(
-        ask(&mut s, &[b"EVALSHA", b"B534286061D4B9E4026607613B95C06C06015AE8", b"0"]),
+        ask(
+            &mut s,
+            &[
+                b"EVALSHA",
+                b"B534286061D4B9E4026607613B95C06C06015AE8",
+                b"0"
+            ]
+        ),
         b"$6\r\nloaded\r\n"
     );
     assert_eq!(
-        ask(&mut s, &[b"SCRIPT", b"EXISTS", b"a27e7e8a43702b7046d4f6a7ccf5b60cef6b9bd9", b"a27e7e8a43702b7046d4f6a7ccf5b60cef6b9bda"]),
+        ask(
+            &mut s,
+            &[
+                b"SCRIPT",
+                b"EXISTS",
+                b"a27e7e8a43702b7046d4f6a7ccf5b60cef6b9bd9",
+                b"a27e7e8a43702b7046d4f6a7ccf5b60cef6b9bda"
+            ]
+        ),
         b"*2\r\n:1\r\n:0\r\n"
     );
-    assert_eq!(ask(&mut s, &[b"EVALSHA", b"NotValidShaSUM", b"0"])[..9], b"-NOSCRIPT"[..]);
+    assert_eq!(
+        ask(&mut s, &[b"EVALSHA", b"NotValidShaSUM", b"0"])[..9],
+        b"-NOSCRIPT"[..]
+    );
     assert_eq!(ask(&mut s, &[b"SCRIPT", b"FLUSH"]), b"+OK\r\n");
     assert_eq!(
-        ask(&mut s, &[b"EVALSHA", b"b534286061d4b9e4026607613b95c06c06015ae8", b"0"]),
+        ask(
+            &mut s,
+            &[
+                b"EVALSHA",
+                b"b534286061d4b9e4026607613b95c06c06015ae8",
+                b"0"
+            ]
+        ),
         b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
     );
     drop(s);
@@ -374,7 +513,14 @@ fn the_script_cache_survives_a_restart_until_script_flush() {
     let srv = Server::start(&pool);
     let mut s = srv.raw();
     assert_eq!(
-        ask(&mut s, &[b"SCRIPT", b"EXISTS", b"b534286061d4b9e4026607613b95c06c06015ae8"]),
+        ask(
+            &mut s,
+            &[
+                b"SCRIPT",
+                b"EXISTS",
+                b"b534286061d4b9e4026607613b95c06c06015ae8"
+            ]
+        ),
         b"*1\r\n:0\r\n"
     );
     drop(s);
@@ -388,24 +534,36 @@ fn functions_load_call_list_and_survive_a_restart() {
     let srv = Server::start(&pool);
     let mut s = srv.raw();
     let lib = b"#!lua name=mylib\nredis.register_function('incr2', function(keys, args) return redis.call('incrby', keys[1], 2) end)\nredis.register_function{function_name='get_ro', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}";
-    assert_eq!(ask(&mut s, &[b"FUNCTION", b"LOAD", lib]), b"$5\r\nmylib\r\n");
+    assert_eq!(
+        ask(&mut s, &[b"FUNCTION", b"LOAD", lib]),
+        b"$5\r\nmylib\r\n"
+    );
     assert_eq!(
         ask(&mut s, &[b"FUNCTION", b"LOAD", lib]),
         b"-ERR Library 'mylib' already exists\r\n"
     );
     assert_eq!(ask(&mut s, &[b"FCALL", b"incr2", b"1", b"n"]), b":2\r\n");
-    assert_eq!(ask(&mut s, &[b"FCALL_RO", b"get_ro", b"1", b"n"]), b"$1\r\n2\r\n");
+    assert_eq!(
+        ask(&mut s, &[b"FCALL_RO", b"get_ro", b"1", b"n"]),
+        b"$1\r\n2\r\n"
+    );
     assert_eq!(
         ask(&mut s, &[b"FCALL_RO", b"incr2", b"1", b"n"]),
         b"-ERR Can not execute a script with write flag using *_ro command.\r\n"
     );
-    assert_eq!(ask(&mut s, &[b"FCALL", b"nosuch", b"0"]), b"-ERR Function not found\r\n");
+    assert_eq!(
+        ask(&mut s, &[b"FCALL", b"nosuch", b"0"]),
+        b"-ERR Function not found\r\n"
+    );
     assert_eq!(
         ask(&mut s, &[b"FUNCTION", b"LOAD", b"return 1"]),
         b"-ERR Missing library metadata\r\n"
     );
     assert_eq!(
-        ask(&mut s, &[b"FUNCTION", b"LOAD", b"#!lua name=empty\nlocal a = 1"]),
+        ask(
+            &mut s,
+            &[b"FUNCTION", b"LOAD", b"#!lua name=empty\nlocal a = 1"]
+        ),
         b"-ERR No functions registered\r\n"
     );
     drop(s);
@@ -415,11 +573,17 @@ fn functions_load_call_list_and_survive_a_restart() {
     let mut s = srv.raw();
     assert_eq!(ask(&mut s, &[b"FCALL", b"incr2", b"1", b"n"]), b":4\r\n");
     let list = text(&ask(&mut s, &[b"FUNCTION", b"LIST"]));
-    assert!(list.contains("mylib") && list.contains("get_ro") && list.contains("no-writes"), "{list}");
+    assert!(
+        list.contains("mylib") && list.contains("get_ro") && list.contains("no-writes"),
+        "{list}"
+    );
     let dump = ask(&mut s, &[b"FUNCTION", b"DUMP"]);
     let payload = &dump[dump.iter().position(|&b| b == b'\n').unwrap() + 1..dump.len() - 2];
     assert_eq!(ask(&mut s, &[b"FUNCTION", b"FLUSH"]), b"+OK\r\n");
-    assert_eq!(ask(&mut s, &[b"FCALL", b"incr2", b"1", b"n"]), b"-ERR Function not found\r\n");
+    assert_eq!(
+        ask(&mut s, &[b"FCALL", b"incr2", b"1", b"n"]),
+        b"-ERR Function not found\r\n"
+    );
     assert_eq!(ask(&mut s, &[b"FUNCTION", b"RESTORE", payload]), b"+OK\r\n");
     assert_eq!(ask(&mut s, &[b"FCALL", b"incr2", b"1", b"n"]), b":6\r\n");
     assert_eq!(ask(&mut s, &[b"FUNCTION", b"DELETE", b"mylib"]), b"+OK\r\n");
@@ -428,7 +592,10 @@ fn functions_load_call_list_and_survive_a_restart() {
     check_pool(&pool);
     let srv = Server::start(&pool);
     let mut s = srv.raw();
-    assert_eq!(ask(&mut s, &[b"FCALL", b"incr2", b"1", b"n"]), b"-ERR Function not found\r\n");
+    assert_eq!(
+        ask(&mut s, &[b"FCALL", b"incr2", b"1", b"n"]),
+        b"-ERR Function not found\r\n"
+    );
     drop(s);
     srv.stop();
 }
@@ -440,9 +607,16 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it_unless_it_wrote() {
     let mut r = srv.raw();
     let mut rd = srv.raw();
     assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"])[..8], b"-NOTBUSY"[..]);
-    assert_eq!(ask(&mut r, &[b"CONFIG", b"SET", b"lua-time-limit", b"10"]), b"+OK\r\n");
+    assert_eq!(
+        ask(&mut r, &[b"CONFIG", b"SET", b"lua-time-limit", b"10"]),
+        b"+OK\r\n"
+    );
     // A read-only script that never ends, and a PING pipelined behind it.
-    let mut req = encode(&[b"EVAL", b"local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end", b"0"]);
+    let mut req = encode(&[
+        b"EVAL",
+        b"local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end",
+        b"0",
+    ]);
     req.extend_from_slice(&encode(&[b"PING"]));
     rd.write_all(&req).unwrap();
     // Not in the EVAL's event-loop round: a request read in the same round as a script that
@@ -452,10 +626,17 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it_unless_it_wrote() {
         wait_busy(&mut r),
         b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
     );
-    assert_eq!(ask(&mut r, &[b"FUNCTION", b"KILL"])[..5], b"-BUSY"[..], "FUNCTION KILL does not stop EVAL");
+    assert_eq!(
+        ask(&mut r, &[b"FUNCTION", b"KILL"])[..5],
+        b"-BUSY"[..],
+        "FUNCTION KILL does not stop EVAL"
+    );
     assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"]), b"+OK\r\n");
     let killed = text(&read_reply(&mut rd));
-    assert!(killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{killed}");
+    assert!(
+        killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."),
+        "{killed}"
+    );
     assert_eq!(read_reply(&mut rd), b"+PONG\r\n", "the connection goes on");
     assert_eq!(ask(&mut r, &[b"PING"]), b"+PONG\r\n");
     // A script that wrote cannot be killed; it runs to its end and its write stays.
@@ -463,7 +644,10 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it_unless_it_wrote() {
     std::thread::sleep(Duration::from_millis(100));
     let busy = wait_busy(&mut r);
     assert!(busy.starts_with(b"-BUSY"), "{}", text(&busy));
-    assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"])[..12], b"-UNKILLABLE "[..]);
+    assert_eq!(
+        ask(&mut r, &[b"SCRIPT", b"KILL"])[..12],
+        b"-UNKILLABLE "[..]
+    );
     assert_eq!(read_reply(&mut rd), b"$4\r\ndone\r\n");
     assert_eq!(ask(&mut r, &[b"GET", b"w"]), b"$1\r\ny\r\n");
     drop((r, rd));
