@@ -7,7 +7,10 @@ set -euo pipefail
 # chromium: the report test opens report.html in headless Chromium and takes a screenshot.
 # python3-redis: redis-py runs against daisy serve (crates/daisy-kv/tests/server/redis_py.rs).
 # prometheus-redis-exporter: scrapes daisy serve (crates/daisy-kv/tests/server/monitoring.rs).
-want=(libpmemobj-dev redis-server redis-tools chromium python3-redis prometheus-redis-exporter)
+# valgrind, pkgconf: the C API's tests (crates/daisy-c/tests/c.rs: memcheck of the examples,
+# a program built with `pkg-config --cflags --libs daisy`).
+want=(libpmemobj-dev redis-server redis-tools chromium python3-redis prometheus-redis-exporter
+  valgrind pkgconf)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -155,6 +155,7 @@ pub struct ServerState {
 impl ServerState {
     /// Defaults for a server (or a test driver) on `pool`: loopback, port 6379, no password.
     pub fn new(pool: &daisy::Pool, now_ms: i64) -> ServerState {
+        let (durability, survives_power_loss) = pool.durability();
         ServerState {
             pool: pool.clone(),
             bind: "127.0.0.1".into(),
@@ -163,8 +164,8 @@ impl ServerState {
             max_clients: 10_000,
             pool_path: pool.path().display().to_string(),
             pool_mode: pool.mode().describe(),
-            durability: pool.durability().0,
-            survives_power_loss: pool.durability().1,
+            durability,
+            survives_power_loss,
             started_ms: now_ms,
             connected_clients: 0,
             total_connections: 0,
