@@ -332,6 +332,10 @@ pub fn shrink_if_sparse(
     c: &mut crate::commands::Ctx,
     view: &mut daisy::BytesMapView,
 ) -> daisy::Result<()> {
+    if !view.removed_any() {
+        // Inserts alone never make a table sparser: skip the header reads.
+        return Ok(());
+    }
     let len = view.len(c.tx)?;
     let cap = view.capacity(c.tx)?;
     // One segment (1024 slots) is as small as a table gets.

@@ -295,7 +295,9 @@ impl SetVal {
     pub fn store(self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
         let db = c.db();
         let exp = old.and_then(|v| v.expire_ms);
-        if self.len(c)? == 0 {
+        // A table that only gained entries in this command cannot be empty.
+        let grew_only = matches!(&self, SetVal::Table { view, .. } if !view.removed_any());
+        if !grew_only && self.len(c)? == 0 {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;

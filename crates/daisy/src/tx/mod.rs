@@ -212,6 +212,9 @@ impl<'p> Tx<'p> {
                 if !overlapped {
                     let p = b.copies[i].2;
                     b.record[p..p + 8].copy_from_slice(data);
+                    if b.indexed() {
+                        b.shadow_write(target, 8, p);
+                    }
                     return Ok(());
                 }
             }

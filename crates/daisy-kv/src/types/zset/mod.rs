@@ -319,7 +319,9 @@ impl ZVal {
     pub fn store(self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
         let db = c.db();
         let exp = old.and_then(|v| v.expire_ms);
-        if self.len(c)? == 0 {
+        // A big set that only gained members in this command cannot be empty.
+        let grew_only = matches!(&self, ZVal::Big(b) if !b.view.removed_any());
+        if !grew_only && self.len(c)? == 0 {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
