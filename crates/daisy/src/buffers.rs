@@ -217,6 +217,8 @@ pub(crate) struct TxBuffers {
     /// Where the logged copies of new objects begin in `record` (they are already in place,
     /// so commit does not apply them again); `record.len()` when there are none.
     pub(crate) fresh_log_start: usize,
+    /// Transactions this lane has begun (`Tx::serial`); never reset.
+    pub(crate) serial: u64,
 }
 
 impl Default for TxBuffers {
@@ -242,6 +244,7 @@ impl Default for TxBuffers {
             fresh_unfenced: false,
             durable_apply: false,
             fresh_log_start: usize::MAX,
+            serial: 0,
         }
     }
 }
@@ -520,7 +523,9 @@ impl TxBuffers {
         self.record.truncate(LOG_HEADER_SIZE);
         if self.record.buf.len() > RECORD_KEEP_MAX {
             // A big transaction's buffers are not kept for the lane's next ones.
+            let serial = self.serial;
             *self = TxBuffers::default();
+            self.serial = serial;
             return;
         }
         self.n_entries = 0;

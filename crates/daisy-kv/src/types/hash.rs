@@ -25,7 +25,7 @@ use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::pubsub::{N_GENERIC, N_HASH};
 use crate::{longdouble, resp, typed};
-use daisy::{BytesMapView, PBytesMap, Pool};
+use daisy::{BytesMapView, Pool};
 
 pub struct Hashes;
 
@@ -123,7 +123,7 @@ impl HashVal {
             Enc::Table => {
                 let id = table_id(&p).map_err(damaged)?;
                 Ok(HashVal::Table {
-                    view: PBytesMap::view(c.ks.pool(), c.tx, id)?,
+                    view: c.ks.map_view(c.tx, id.offset())?,
                     fresh: false,
                 })
             }
@@ -251,14 +251,17 @@ impl HashVal {
             }
             HashVal::Table { view, fresh: true } => {
                 let id = view.id().offset().to_le_bytes();
-                drop(view);
+                c.ks.views.keep_map(c.tx, view);
                 let hdr = Header::new(Type::Hash, Enc::Table).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[&id], old, false)?;
             }
             HashVal::Table {
                 mut view,
                 fresh: false,
-            } => super::shrink_if_sparse(c, &mut view)?,
+            } => {
+                super::shrink_if_sparse(c, &mut view)?;
+                c.ks.views.keep_map(c.tx, view);
+            }
         }
         c.touch(key);
         Ok(())

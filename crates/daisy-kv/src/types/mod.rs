@@ -374,7 +374,7 @@ pub fn copy_payload(
         return Ok(payload.to_vec());
     }
     let id = table_id(payload).map_err(daisy::Error::Unsupported)?;
-    let src = PBytesMap::view(c.ks.pool(), c.tx, id)?;
+    let src = c.ks.map_view(c.tx, id.offset())?;
     let items = table_all(c, &src)?;
     drop(src);
     let view = create_table(c, items.iter().map(|(k, v)| (&k[..], &v[..])))?;

@@ -210,8 +210,8 @@ impl ZVal {
             Enc::SkipList => {
                 let (map, tree) = big_ids(&p).map_err(damaged)?;
                 ZVal::Big(ZBig {
-                    view: PBytesMap::view(c.ks.pool(), c.tx, map)?,
-                    tree: PTreeMap::view(c.ks.pool(), c.tx, tree)?,
+                    view: c.ks.map_view(c.tx, map.offset())?,
+                    tree: c.ks.tree_view(c.tx, tree.offset())?,
                     fresh: false,
                 })
             }
@@ -336,11 +336,16 @@ impl ZVal {
             }
             ZVal::Big(b) if b.fresh => {
                 let p = payload_of(&b);
-                drop(b);
+                c.ks.views.keep_map(c.tx, b.view);
+                c.ks.views.keep_tree(c.tx, b.tree);
                 let hdr = Header::new(Type::ZSet, Enc::SkipList).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[&p], old, false)?;
             }
-            ZVal::Big(mut b) => super::shrink_if_sparse(c, &mut b.view)?,
+            ZVal::Big(mut b) => {
+                super::shrink_if_sparse(c, &mut b.view)?;
+                c.ks.views.keep_map(c.tx, b.view);
+                c.ks.views.keep_tree(c.tx, b.tree);
+            }
         }
         c.touch(key);
         Ok(())
@@ -365,8 +370,8 @@ pub fn copy_big(c: &mut Ctx, payload: &[u8]) -> daisy::Result<Vec<u8>> {
     let (map, tree) = big_ids(payload).map_err(damaged)?;
     let all = {
         let src = ZBig {
-            view: PBytesMap::view(c.ks.pool(), c.tx, map)?,
-            tree: PTreeMap::view(c.ks.pool(), c.tx, tree)?,
+            view: c.ks.map_view(c.tx, map.offset())?,
+            tree: c.ks.tree_view(c.tx, tree.offset())?,
             fresh: false,
         };
         src.all(c.tx)?
