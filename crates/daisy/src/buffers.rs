@@ -6,8 +6,12 @@
 use crate::alloc::Freed;
 use crate::log::*;
 
-/// Entries a transaction holds before its lookups switch from scanning to indexes.
-const INDEX_FROM: usize = 24;
+/// Entries a transaction holds before its lookups switch from scanning to indexes. Small:
+/// a scan of the entries costs a compare per entry on every read, and a group commit of
+/// daisy serve reads its collections' headers and chunks many times (measured in-process,
+/// LPUSH in groups of 16: 24 entries scanned cost 540-570 ns per command, indexing from 8
+/// 485 ns; SET, HSET and ZADD unchanged within noise).
+const INDEX_FROM: usize = 8;
 
 /// End of a chain in `TxBuffers::fresh_nodes`.
 const NO_NODE: u32 = u32::MAX;
