@@ -115,11 +115,20 @@ pub enum Fault {
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
     OverflowEarlyReuse = 20,
+    /// A block store's write switches the map word to the new block without first fencing
+    /// the block's data: the data and the word complete in the same fence, in no particular
+    /// order, so a crash may leave the word naming a half-written block
+    /// (collections/blocks.rs, step 1).
+    BlockSwapBeforeData = 21,
+    /// Opening a block store skips the barrier that retires every committed transaction:
+    /// recovery may then replay the creating transaction's logged map over the in-place map
+    /// words (collections/blocks.rs, "Crash reasoning").
+    BlockNoBarrier = 22,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 21] = [
+    pub const ALL: [Fault; 23] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -141,6 +150,8 @@ impl Fault {
         Fault::TreeSplitEarly,
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
+        Fault::BlockSwapBeforeData,
+        Fault::BlockNoBarrier,
     ];
 
     fn bit(self) -> u32 {
