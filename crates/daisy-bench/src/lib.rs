@@ -8,6 +8,7 @@ pub mod cttree;
 pub mod hashbench;
 pub mod hashbench_daisy;
 pub mod hashrivals;
+pub mod iobench;
 pub mod kvbench;
 pub mod kvcrash;
 pub mod measure;

@@ -358,6 +358,8 @@ impl PBlockStore {
     pub const MAX_BLOCKS: u64 = 1 << 40;
     /// Most spare blocks (write lanes).
     pub const MAX_SPARE: u32 = 4096;
+    /// Spare blocks (write lanes) of a store made by [`create_in`](Self::create_in).
+    pub const DEFAULT_SPARE: u32 = DEFAULT_SPARE;
 
     /// Create a store of `nblocks` blocks of `block_size` bytes (a multiple of 64, from 64 B
     /// to 1 MiB) inside `tx`, every block reading as zeros, with [`DEFAULT_SPARE`] spare
