@@ -1,6 +1,7 @@
 //! Daisy's lab: the crash tests and the benchmarks that compare Daisy with its rivals
 //! (PMDK's libpmemobj, msync, fsync) in one run.
 
+pub mod blockcrash;
 pub mod capi;
 pub mod charts;
 pub mod crashtest;
