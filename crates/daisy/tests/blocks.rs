@@ -432,7 +432,7 @@ fn random_damage_never_panics() {
         }
         let map = map_of(&pool, id);
         for _ in 0..(1 + rng() % 3) {
-            let at = if rng() % 3 == 0 {
+            let at = if rng().is_multiple_of(3) {
                 id.offset() + rng() % 64
             } else {
                 map + rng() % (32 * 8)
