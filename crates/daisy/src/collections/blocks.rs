@@ -362,7 +362,7 @@ impl PBlockStore {
     pub const DEFAULT_SPARE: u32 = DEFAULT_SPARE;
 
     /// Create a store of `nblocks` blocks of `block_size` bytes (a multiple of 64, from 64 B
-    /// to 1 MiB) inside `tx`, every block reading as zeros, with [`DEFAULT_SPARE`] spare
+    /// to 1 MiB) inside `tx`, every block reading as zeros, with [`Self::DEFAULT_SPARE`] spare
     /// blocks (at most that many writes run at once). Store the pointer somewhere reachable in
     /// the same transaction. The pool must have room for the data (`(nblocks + spare) *
     /// block_size` bytes) and the map (8 bytes per block).
