@@ -9,8 +9,10 @@ set -euo pipefail
 # prometheus-redis-exporter: scrapes daisy serve (crates/daisy-kv/tests/server/monitoring.rs).
 # valgrind, pkgconf: the C API's tests (crates/daisy-c/tests/c.rs: memcheck of the examples,
 # a program built with `pkg-config --cflags --libs daisy`).
+# fio, libpmemblk-dev: `daisy bench io` (seed 002's fio matrix: fio's own engines, and PMDK's
+# libpmemblk through a shim compiled at run time against its header).
 want=(libpmemobj-dev redis-server redis-tools chromium python3-redis prometheus-redis-exporter
-  valgrind pkgconf)
+  valgrind pkgconf fio libpmemblk-dev)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

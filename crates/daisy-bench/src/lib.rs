@@ -1,6 +1,7 @@
 //! Daisy's lab: the crash tests and the benchmarks that compare Daisy with its rivals
 //! (PMDK's libpmemobj, msync, fsync) in one run.
 
+pub mod blockcrash;
 pub mod capi;
 pub mod charts;
 pub mod crashtest;
@@ -8,6 +9,7 @@ pub mod cttree;
 pub mod hashbench;
 pub mod hashbench_daisy;
 pub mod hashrivals;
+pub mod iobench;
 pub mod kvbench;
 pub mod kvcrash;
 pub mod measure;

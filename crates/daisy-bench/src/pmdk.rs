@@ -431,3 +431,160 @@ impl Drop for PmdkBtree {
         unsafe { (self.close)(self.h) }
     }
 }
+
+// ---- libpmemblk: PMDK's block store (seed 002's rival of Daisy's `PBlockStore`) ----
+
+type BlkCreateFn = unsafe extern "C" fn(*const c_char, usize, usize, u32) -> *mut c_void;
+type BlkCloseFn = unsafe extern "C" fn(*mut c_void);
+type BlkNblockFn = unsafe extern "C" fn(*mut c_void) -> usize;
+type BlkReadFn = unsafe extern "C" fn(*mut c_void, *mut c_void, i64) -> c_int;
+type BlkWriteFn = unsafe extern "C" fn(*mut c_void, *const c_void, i64) -> c_int;
+
+/// PMDK's libpmemblk, loaded at run time (Debian's libpmemblk-dev; PMDK 1.x only: PMDK 2
+/// dropped it).
+pub struct Pmemblk {
+    _lib: Library,
+    create: BlkCreateFn,
+    close: BlkCloseFn,
+    nblock: BlkNblockFn,
+    read: BlkReadFn,
+    write: BlkWriteFn,
+    errormsg: ErrMsgFn,
+    pub version: String,
+}
+
+impl Pmemblk {
+    /// Load libpmemblk, or explain why not. Forces pmem mode on tmpfs, as [`Pmdk::load`].
+    pub fn load() -> Result<Pmemblk> {
+        // Must be set before the library's constructor runs.
+        std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+        let mut last = String::new();
+        for name in ["libpmemblk.so.1", "libpmemblk.so"] {
+            // SAFETY: loading libpmemblk runs its ELF constructors, which only initialise the
+            // library's own state.
+            match unsafe { Library::new(name) } {
+                Ok(lib) => return Self::bind(lib),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(anyhow!(
+            "PMDK's libpmemblk is not installed ({last}); install Debian's libpmemblk-dev to compare"
+        ))
+    }
+
+    fn bind(lib: Library) -> Result<Pmemblk> {
+        macro_rules! sym {
+            ($name:literal, $t:ty) => {{
+                // SAFETY: the symbol has this C signature in libpmemblk 1.x (libpmemblk.h).
+                let s: libloading::Symbol<$t> = unsafe { lib.get($name) }.map_err(|e| {
+                    anyhow!("libpmemblk lacks {}: {e}", String::from_utf8_lossy($name))
+                })?;
+                *s
+            }};
+        }
+        let package = std::process::Command::new("dpkg-query")
+            .args(["-W", "-f=${Version}", "libpmemblk1"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|v| !v.is_empty());
+        Ok(Pmemblk {
+            create: sym!(b"pmemblk_create", BlkCreateFn),
+            close: sym!(b"pmemblk_close", BlkCloseFn),
+            nblock: sym!(b"pmemblk_nblock", BlkNblockFn),
+            read: sym!(b"pmemblk_read", BlkReadFn),
+            write: sym!(b"pmemblk_write", BlkWriteFn),
+            errormsg: sym!(b"pmemblk_errormsg", ErrMsgFn),
+            version: format!(
+                "libpmemblk{}",
+                package
+                    .map(|v| format!(" (Debian package {v})"))
+                    .unwrap_or_default()
+            ),
+            _lib: lib,
+        })
+    }
+
+    fn err(&self) -> anyhow::Error {
+        // SAFETY: errormsg returns a thread-local NUL-terminated string.
+        let msg = unsafe { CStr::from_ptr((self.errormsg)()) }
+            .to_string_lossy()
+            .into_owned();
+        anyhow!(msg)
+    }
+}
+
+/// An open libpmemblk pool. libpmemblk's calls are thread-safe (its lanes): share it.
+pub struct PmemblkPool<'a> {
+    lib: &'a Pmemblk,
+    pbp: *mut c_void,
+    bsize: usize,
+    nblock: u64,
+}
+
+// SAFETY: libpmemblk documents pmemblk_read/pmemblk_write as safe to call from many threads on
+// one pool (it serialises per block and per lane internally); the handle is only closed in
+// Drop, which needs exclusive access.
+unsafe impl Send for PmemblkPool<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for PmemblkPool<'_> {}
+
+impl<'a> PmemblkPool<'a> {
+    /// Create a pool file of `size` bytes with blocks of `bsize` bytes (the file is replaced).
+    pub fn create(lib: &'a Pmemblk, path: &Path, bsize: usize, size: usize) -> Result<Self> {
+        let _ = std::fs::remove_file(path);
+        let cpath = CString::new(path.as_os_str().as_encoded_bytes())?;
+        // SAFETY: a valid C string; libpmemblk creates the file.
+        let pbp = unsafe { (lib.create)(cpath.as_ptr(), bsize, size, 0o600) };
+        if pbp.is_null() {
+            return Err(anyhow!("pmemblk_create {}: {}", path.display(), lib.err()));
+        }
+        // SAFETY: pbp is an open pool.
+        let nblock = unsafe { (lib.nblock)(pbp) } as u64;
+        Ok(PmemblkPool {
+            lib,
+            pbp,
+            bsize,
+            nblock,
+        })
+    }
+
+    /// Blocks the pool holds (less than the file's size over the block size: its BTT).
+    pub fn nblock(&self) -> u64 {
+        self.nblock
+    }
+
+    /// Read block `n` into `buf` (`bsize` bytes).
+    pub fn read(&self, n: u64, buf: &mut [u8]) -> Result<()> {
+        assert!(
+            buf.len() == self.bsize && n < self.nblock,
+            "pmemblk read out of range"
+        );
+        // SAFETY: the pool is open; buf holds bsize bytes; n is below nblock.
+        if unsafe { (self.lib.read)(self.pbp, buf.as_mut_ptr().cast(), n as i64) } != 0 {
+            return Err(anyhow!("pmemblk_read {n}: {}", self.lib.err()));
+        }
+        Ok(())
+    }
+
+    /// Write `buf` (`bsize` bytes) as block `n`: atomic, durable when it returns.
+    pub fn write(&self, n: u64, buf: &[u8]) -> Result<()> {
+        assert!(
+            buf.len() == self.bsize && n < self.nblock,
+            "pmemblk write out of range"
+        );
+        // SAFETY: the pool is open; buf holds bsize bytes; n is below nblock.
+        if unsafe { (self.lib.write)(self.pbp, buf.as_ptr().cast(), n as i64) } != 0 {
+            return Err(anyhow!("pmemblk_write {n}: {}", self.lib.err()));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PmemblkPool<'_> {
+    fn drop(&mut self) {
+        // SAFETY: pbp is open and closed once.
+        unsafe { (self.lib.close)(self.pbp) };
+    }
+}

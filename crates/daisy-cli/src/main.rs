@@ -54,6 +54,9 @@ enum Cmd {
         pool: PathBuf,
         #[arg(long)]
         seed: u64,
+        /// Write blocks of a block store instead (`daisy crashtest --blocks`).
+        #[arg(long)]
+        blocks: bool,
     },
 }
 
@@ -75,8 +78,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Crashtest(a) => crashtest::run(a),
         Cmd::Report(a) => report::run(a),
         Cmd::Serve(a) => serve::run(a).map(|()| ExitCode::SUCCESS),
-        Cmd::CrashtestChild { pool, seed } => {
-            crashtest::child(&pool, seed).map(|()| ExitCode::SUCCESS)
+        Cmd::CrashtestChild { pool, seed, blocks } => {
+            crashtest::child(&pool, seed, blocks).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Bench(b) => bench::run(b),
     }

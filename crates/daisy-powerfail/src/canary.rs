@@ -79,6 +79,9 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             EarlyRecoveryWatermark,
             TreeSplitEarly,
         ],
+        // The store's creation is the one transaction (it grows the pool); then data copies
+        // and map words in place.
+        Blocks => &[GrowWithoutSync, BlockSwapBeforeData, BlockNoBarrier],
     };
     let in_place = match w {
         Kv => &[][..],
@@ -89,15 +92,22 @@ pub fn expected(w: Workload) -> Vec<Fault> {
         // absent keys, an empty range) is a one-word transaction, whose in-place test is
         // reached (the test the canary breaks; it finds a record left to replay).
         Tree => &[InPlaceUncovered][..],
+        // The map words: stored in place, flushed, fenced (no one-word transaction).
+        Blocks => &[NoInPlaceFlush, TransientStore][..],
         _ => IN_PLACE,
     };
-    LOGGED.iter().chain(in_place).chain(own).copied().collect()
+    // The block store's creation writes only new objects (no data write-back to defer).
+    let logged = match w {
+        Blocks => &LOGGED[..3],
+        _ => LOGGED,
+    };
+    logged.iter().chain(in_place).chain(own).copied().collect()
 }
 
 /// Faults whose place a workload reaches although they cannot do harm there, and why.
 pub const HARMLESS: &[(Fault, &[Workload], &str)] = &[(
     LateInflightBound,
-    &[Single, Threads, HashMap, Kv, Msync, Seq, Tree],
+    &[Single, Threads, HashMap, Kv, Msync, Seq, Tree, Blocks],
     "one transaction runs at a time: no other lane computes a claim while the bound is late",
 )];
 

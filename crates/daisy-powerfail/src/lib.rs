@@ -33,13 +33,17 @@
 //!   tree of 256-byte nodes that grows to three or four levels and shrinks again: inserts and
 //!   bursts of them (leaf and internal splits, new roots, nodes allocated), removals, pops,
 //!   key-range and rank-range removals (merges, redistributions, collapsed roots, nodes and
-//!   item objects freed) and rank queries, each checked entry by entry against the model.
+//!   item objects freed) and rank queries, each checked entry by entry against the model;
+//! * `blocks`: a block store created under the simulator and written by three threads at once,
+//!   each block self-describing (LBA, version, checksum): no acknowledged write lost, no torn
+//!   block ([`blocks`]).
 //!
-//! Every workload but `concurrent` has two lives: after half of its budget one crash
+//! Every workload but `concurrent` and `blocks` has two lives: after half of its budget one crash
 //! image of the moment is kept, opened under the simulator (so crash points fall inside its
 //! recovery, whose every image must recover to the same state), and the workload runs on from
 //! there until its budget is spent.
 
+pub mod blocks;
 pub mod canary;
 pub mod concurrent;
 pub mod kv;
@@ -74,6 +78,8 @@ pub enum Workload {
     Seq,
     /// Ordered-map operations (`crashtest::Mix::Tree`).
     Tree,
+    /// A block store written by threads at once (`blocks.rs`).
+    Blocks,
 }
 
 /// Transactions the hash-map workload runs under the simulator before the first segment
@@ -106,7 +112,9 @@ fn workload_pool(path: &Path, w: Workload) -> Result<Pool> {
         // Records of a few KiB (a burst of inserts splitting several nodes, a range removal).
         Workload::Tree => opts.log_slot_size(8 << 10).log_slots_per_lane(8),
         Workload::Kv => return kv::KvWork::create_pool(path),
-        Workload::Concurrent => unreachable!("concurrent.rs builds its own pool"),
+        Workload::Concurrent | Workload::Blocks => {
+            unreachable!("concurrent.rs and blocks.rs build their own pools")
+        }
     };
     Pool::create(path, &opts).map_err(anyhow::Error::from)
 }
@@ -146,10 +154,11 @@ impl Workload {
             Workload::Msync => "msync",
             Workload::Seq => "seq",
             Workload::Tree => "tree",
+            Workload::Blocks => "blocks",
         }
     }
 
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::Single,
         Workload::Threads,
         Workload::Concurrent,
@@ -158,6 +167,7 @@ impl Workload {
         Workload::Msync,
         Workload::Seq,
         Workload::Tree,
+        Workload::Blocks,
     ];
 
     pub fn parse(s: &str) -> Option<Workload> {
@@ -179,7 +189,7 @@ impl Workload {
 /// every canary in `tests/must_fail.rs` is caught within its per-workload share, which is what
 /// CI runs. 10,000 per workload: the kv workload reaches its table shrink (the canary
 /// `ShrinkHeaderEarly`) only late in that share.
-pub const DEFAULT_BUDGET: u64 = 80_000;
+pub const DEFAULT_BUDGET: u64 = 90_000;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -857,6 +867,7 @@ pub fn run_workload(
 ) -> Result<WorkloadResult> {
     match w {
         Workload::Concurrent => concurrent::run(dir, seed, budget, per_point),
+        Workload::Blocks => blocks::run(dir, seed, budget, per_point),
         Workload::Kv => run_linear(dir, seed, w, budget, per_point, kv::KvModel::default()),
         _ => run_linear(dir, seed, w, budget, per_point, Model::with_mix(w.mix())),
     }

@@ -1,7 +1,7 @@
 //! The default run, as CI runs it: every workload at its share of the default budget, no
 //! failure, and every fence of every thread a crash point; the concurrent workload's threads
 //! really commit at the same time and make the library help, wait for slots and commit one
-//! word in place; every other workload has a second life whose recovery had crash points.
+//! word in place; the blocks workload's three writers all fence; every other workload has a second life whose recovery had crash points.
 //! (One test per file: the simulator is process-wide.)
 
 use daisy_powerfail::{Workload, DEFAULT_BUDGET};
@@ -59,6 +59,9 @@ fn default_budget_passes_on_every_workload() {
                     w.events
                 );
             }
+        } else if w.workload == "blocks" {
+            let busy = w.threads.iter().filter(|t| t.crash_points > 10).count();
+            assert_eq!(busy, 3, "every writer fences: {:?}", w.threads);
         } else {
             assert!(w.second_life_from.is_some(), "{w:?}");
             assert!(w.recovery_points > 0, "{w:?}");

@@ -48,13 +48,18 @@
 //! * [`PTreeMap`]: a B+-tree from byte strings to byte strings with ranks (section 8c);
 //! * [`PSeq`]: a deque of byte strings in chunks of packed items, as Redis's quicklist: O(1)
 //!   pushes and pops at both ends, index, set, insert, remove by value, trim and ranges
-//!   (section 8d).
+//!   (section 8d);
+//! * [`PBlockStore`]: an array of fixed-size blocks (NVM as a block device, as PMDK's
+//!   libpmemblk): each block write atomic under power failure without writing the data twice
+//!   (a free block written, then one 8-byte map word switched), many threads at once
+//!   (section 8e).
 
 // Module map. Each module uses only modules listed below it (`sim`, the simulator's hooks in
 // builds with feature `sim`, is called from everywhere and calls nothing back but `map`):
 //
-//   collections  persistent hash maps, ordered maps and sequences, on transactions (formats:
-//                collections/table.rs, collections/tree/, collections/seq.rs)
+//   collections  persistent hash maps, ordered maps and sequences, on transactions, and block
+//                stores (formats: collections/table.rs, collections/tree/, collections/seq.rs,
+//                collections/blocks.rs)
 //   pool         Pool: create, open, info, the API handle
 //   check        pool check: allocator metadata, logs, reachability
 //   backup       online backup: a consistent copy of a pool in use (dirty pages + a pause)
@@ -131,11 +136,11 @@ pub use bytemuck;
 pub use bytemuck::{Pod, Zeroable};
 pub use check::CheckReport;
 pub use collections::{
-    bytes_map_entries,
+    block_store_objects, bytes_map_entries,
     bytesmap::{EntryRef, Upsert},
-    check_all, map_objects, seq_items, seq_objects, tree_entries, tree_objects, Batch,
-    BytesMapView, MapCheck, PBytesMap, PHashMap, PSeq, PTreeMap, SeqIter, SeqView, TreeIter,
-    TreeMapView,
+    check_all, map_objects, seq_items, seq_objects, tree_entries, tree_objects, Batch, BlockReader,
+    BytesMapView, MapCheck, PBlockStore, PBytesMap, PHashMap, PSeq, PTreeMap, SeqIter, SeqView,
+    TreeIter, TreeMapView,
 };
 pub use error::{Error, Result};
 pub use layout::{DEFAULT_LANES, DEFAULT_SLOT_SIZE};

@@ -119,11 +119,20 @@ pub enum Fault {
     /// extent in the lane's undo table word: a crash before the commit finds no undo, and the
     /// program's direct stores of an uncommitted transaction stay (docs/FORMAT.md section 2.5).
     UndoNotNamed = 21,
+    /// A block store's write switches the map word to the new block without first fencing
+    /// the block's data: the data and the word complete in the same fence, in no particular
+    /// order, so a crash may leave the word naming a half-written block
+    /// (collections/blocks.rs, step 1).
+    BlockSwapBeforeData = 22,
+    /// Opening a block store skips the barrier that retires every committed transaction:
+    /// recovery may then replay the creating transaction's logged map over the in-place map
+    /// words (collections/blocks.rs, "Crash reasoning").
+    BlockNoBarrier = 23,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 22] = [
+    pub const ALL: [Fault; 24] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -146,6 +155,8 @@ impl Fault {
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
         Fault::UndoNotNamed,
+        Fault::BlockSwapBeforeData,
+        Fault::BlockNoBarrier,
     ];
 
     fn bit(self) -> u32 {

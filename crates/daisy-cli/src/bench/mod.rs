@@ -2,6 +2,7 @@
 //! measurements live in the daisy-bench crate; these modules are their command lines.
 
 mod hashmap;
+mod io;
 mod kv;
 mod open;
 mod seq;
@@ -36,6 +37,10 @@ pub enum BenchCmd {
     /// and removals against std's BTreeMap and PMDK's B-tree.
     #[command(long_about = tree::ABOUT)]
     Tree(tree::TreeArgs),
+    /// Seed 002's fio matrix: Daisy's block store against libpmemblk and fio's engines
+    /// (pmemblk, libpmem, mmap, psync with and without fsync), MB/s per rw x block size x jobs.
+    #[command(long_about = io::ABOUT)]
+    Io(io::IoArgs),
 }
 
 pub fn run(b: BenchCmd) -> Result<ExitCode> {
@@ -46,5 +51,6 @@ pub fn run(b: BenchCmd) -> Result<ExitCode> {
         BenchCmd::Kv(a) => kv::run(a),
         BenchCmd::Seq(a) => seq::run(a),
         BenchCmd::Tree(a) => tree::run(a),
+        BenchCmd::Io(a) => io::run(a),
     }
 }

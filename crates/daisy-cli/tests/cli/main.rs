@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod bench_hashmap;
+mod bench_io;
 mod bench_kv;
 mod bench_seq;
 mod bench_tree;

@@ -4,22 +4,27 @@
 //! * [`PBytesMap`]: byte-string keys and values of any length;
 //! * [`PTreeMap`]: an ordered map from byte strings to byte strings, with ranks;
 //! * [`PSeq`]: a sequence (deque) of byte strings: pushes and pops at both ends, indexes,
-//!   middle edits (Redis's lists).
+//!   middle edits (Redis's lists);
+//! * [`PBlockStore`]: an array of fixed-size blocks, each write atomic under power failure
+//!   (block translation, as PMDK's libpmemblk), read and written by many threads at once.
 //!
 //! The hash maps are extendible hash tables (`table.rs`: format, invariants and crash
 //! reasoning); the ordered map is a B+-tree with subtree counts (`tree/`: the same); the
-//! sequence is a doubly linked list of chunks of packed items (`seq.rs`: the same).
+//! sequence is a doubly linked list of chunks of packed items (`seq.rs`: the same); the block
+//! store is a map of physical blocks switched one 8-byte word per write (`blocks.rs`).
 //! Each has an exclusive handle (`open`, with self-durable operations and `_tx` ones that join
 //! a caller's transaction), a transaction-scoped view (`view`), bounded destruction
 //! (`free_step`), and a checker that `daisy pool check` runs on every one it finds
 //! ([`check_all`]).
 
+pub mod blocks;
 pub mod bytesmap;
 pub mod hashmap;
 pub mod seq;
 pub(crate) mod table;
 pub mod tree;
 
+pub use blocks::{block_store_objects, BlockReader, PBlockStore};
 pub use bytesmap::{BytesMapView, PBytesMap};
 pub use hashmap::{Batch, PHashMap};
 pub use seq::{seq_items, seq_objects, PSeq, SeqIter, SeqView};
@@ -123,10 +128,11 @@ pub fn tree_entries(pool: &crate::Pool, hdr: u64) -> crate::Result<Vec<(Vec<u8>,
     tree::tree_entries(&pool.inner, hdr)
 }
 
-/// Find every hash map, ordered map and sequence in the pool (objects that start with a valid
+/// Find every hash map, ordered map, sequence and block store in the pool (objects that start with a valid
 /// header of one) and check each one's invariants. Read-only; used by `daisy pool check`.
 /// A sequence's report has kind "sequence", its items as `entries` and its chunks as
-/// `segments`.
+/// `segments`; a block store's has kind "block store", the blocks holding data as `entries`
+/// and its physical blocks as `segments`.
 pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
     let inner: &PoolInner = &pool.inner;
     let mut out = Vec::new();
@@ -141,6 +147,10 @@ pub fn check_all(pool: &crate::Pool) -> crate::Result<Vec<MapCheck>> {
             {
                 out.push(tree::check_tree(inner, o.off));
             }
+            continue;
+        }
+        if o.size >= blocks::BLK_HEADER_BYTES && blocks::looks_like_block_store(inner, o.off) {
+            out.push(blocks::check_block_store(inner, o.off));
             continue;
         }
         if o.size >= seq::SEQ_HEADER_BYTES && seq::looks_like_seq(inner, o.off) {

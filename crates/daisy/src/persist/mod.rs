@@ -372,8 +372,22 @@ impl Persister {
     /// stores in pmem mode.
     #[inline]
     pub fn copy_nodrain(&self, map: &crate::map::Mapping, off: u64, src: &[u8]) {
+        self.copy_nodrain_from(map, off, src, NT_THRESHOLD)
+    }
+
+    /// [`copy_nodrain`](Self::copy_nodrain) with non-temporal stores from `nt_from` bytes on
+    /// (a block store's blocks are whole cache lines that nobody reads back soon: streaming
+    /// them past the cache pays from one line on).
+    #[inline]
+    pub fn copy_nodrain_from(
+        &self,
+        map: &crate::map::Mapping,
+        off: u64,
+        src: &[u8],
+        nt_from: usize,
+    ) {
         match self.mode {
-            Mode::Pmem(_) if src.len() >= NT_THRESHOLD => {
+            Mode::Pmem(_) if src.len() >= nt_from => {
                 let dst = map.write_nt(off, src);
                 self.dirty.note(dst, src.len());
                 #[cfg(feature = "sim")]

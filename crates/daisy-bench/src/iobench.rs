@@ -1,0 +1,600 @@
+//! `daisy bench io`: seed 002's fio matrix. NVM used as a block store, measured as bandwidth
+//! (MB/s, 10^6 bytes per second) for rw in {read, write, randread, randwrite} x block sizes
+//! x jobs (threads), for each mechanism on the same directory (tmpfs emulates NVM):
+//!
+//! * `daisy`: Daisy's block store (`daisy::PBlockStore`): every write atomic and durable when
+//!   it returns;
+//! * `libpmemblk`: PMDK's block store, called in process (the same load generator as
+//!   `daisy`): atomic and durable too;
+//! * `fio-pmemblk`, `fio-libpmem`, `fio-mmap`, `fio-psync`, `fio-psync-fsync`: the real `fio`
+//!   binary's engines (`libpmem` with `--sync=1`: non-temporal copies drained per write;
+//!   `mmap` and `psync` without a sync are not durable when a write returns; `--fsync=1` is);
+//! * `pwrite`: this crate's load generator on `pwrite`/`pread` of a file, the same path as
+//!   `fio-psync`: the cross-check of the generator against fio (within 10%, printed).
+//!
+//! A cell runs its jobs for a fixed time on one store (file) of `size` bytes shared by all
+//! jobs, as fio's `--numjobs` on one `--filename` with `--thread`: sequential jobs each start
+//! at block 0 and wrap; random ones draw uniformly. The stores are filled before the first read
+//! cell (a block never written reads as zeros without touching the data in a block store).
+
+use crate::pmdk::{Pmemblk, PmemblkPool};
+use crate::table::Table;
+use anyhow::{anyhow, bail, Context, Result};
+use daisy::{PBlockStore, PPtr, Pool, PoolOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+pub const RWS: [&str; 4] = ["read", "write", "randread", "randwrite"];
+pub const BLOCK_SIZES: [u32; 5] = [512, 1024, 2048, 4096, 8192];
+pub const JOBS: [u32; 4] = [1, 2, 4, 8];
+pub const MECHANISMS: [&str; 8] = [
+    "daisy",
+    "libpmemblk",
+    "fio-pmemblk",
+    "fio-libpmem",
+    "fio-mmap",
+    "fio-psync",
+    "fio-psync-fsync",
+    "pwrite",
+];
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub dir: PathBuf,
+    pub rws: Vec<String>,
+    pub block_sizes: Vec<u32>,
+    pub jobs: Vec<u32>,
+    pub mechanisms: Vec<String>,
+    /// Seconds per cell.
+    pub seconds: f64,
+    /// Bytes of data per store.
+    pub size: u64,
+    pub seed: u64,
+}
+
+impl Config {
+    /// The full matrix of seed 002 (80 cells per mechanism).
+    pub fn full(dir: PathBuf) -> Config {
+        Config {
+            dir,
+            rws: RWS.iter().map(|s| s.to_string()).collect(),
+            block_sizes: BLOCK_SIZES.to_vec(),
+            jobs: JOBS.to_vec(),
+            mechanisms: MECHANISMS.iter().map(|s| s.to_string()).collect(),
+            seconds: 1.0,
+            size: 256 << 20,
+            seed: 1,
+        }
+    }
+
+    /// A few cells: random writes and reads of 512 B and 4 KiB blocks by 1 and 4 jobs.
+    pub fn quick(dir: PathBuf) -> Config {
+        Config {
+            rws: vec!["randwrite".into(), "randread".into()],
+            block_sizes: vec![512, 4096],
+            jobs: vec![1, 4],
+            seconds: 0.5,
+            size: 64 << 20,
+            ..Config::full(dir)
+        }
+    }
+}
+
+/// One measured cell.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Cell {
+    pub mechanism: String,
+    pub rw: String,
+    pub bs: u32,
+    pub jobs: u32,
+    /// 10^6 bytes per second; None when the mechanism could not run (see `note`).
+    pub mb_s: Option<f64>,
+    pub note: String,
+}
+
+/// What a load generator drives: blocks of one size, read and written from many threads.
+trait Target: Sync {
+    fn nblocks(&self) -> u64;
+    fn read(&self, n: u64, buf: &mut [u8]) -> Result<()>;
+    fn write(&self, n: u64, buf: &[u8]) -> Result<()>;
+}
+
+struct DaisyTarget {
+    _pool: Pool,
+    store: PBlockStore,
+}
+
+impl Target for DaisyTarget {
+    fn nblocks(&self) -> u64 {
+        self.store.len()
+    }
+    fn read(&self, n: u64, buf: &mut [u8]) -> Result<()> {
+        Ok(self.store.read(n, buf)?)
+    }
+    fn write(&self, n: u64, buf: &[u8]) -> Result<()> {
+        Ok(self.store.write(n, buf)?)
+    }
+}
+
+impl Target for PmemblkPool<'_> {
+    fn nblocks(&self) -> u64 {
+        self.nblock()
+    }
+    fn read(&self, n: u64, buf: &mut [u8]) -> Result<()> {
+        PmemblkPool::read(self, n, buf)
+    }
+    fn write(&self, n: u64, buf: &[u8]) -> Result<()> {
+        PmemblkPool::write(self, n, buf)
+    }
+}
+
+struct FileTarget {
+    file: std::fs::File,
+    bs: u64,
+    n: u64,
+}
+
+impl Target for FileTarget {
+    fn nblocks(&self) -> u64 {
+        self.n
+    }
+    fn read(&self, n: u64, buf: &mut [u8]) -> Result<()> {
+        Ok(self.file.read_exact_at(buf, n * self.bs)?)
+    }
+    fn write(&self, n: u64, buf: &[u8]) -> Result<()> {
+        Ok(self.file.write_all_at(buf, n * self.bs)?)
+    }
+}
+
+fn daisy_target(dir: &Path, bs: u32, size: u64) -> Result<(DaisyTarget, PathBuf)> {
+    let path = dir.join(format!("daisy-bench-io-{}.pool", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let nblocks = size / bs as u64;
+    let data = (nblocks + PBlockStore::DEFAULT_SPARE as u64) * bs as u64;
+    let pool_size = (data + nblocks * 8 + (16 << 20)).next_multiple_of(1 << 20);
+    let pool = Pool::create(
+        &path,
+        &PoolOptions::new("daisy.bench.io")
+            .size(pool_size)
+            .max_size(pool_size * 2),
+    )?;
+    let root = pool.root::<PPtr<PBlockStore>>()?;
+    let id = pool.transaction(|tx| {
+        let id = PBlockStore::create_in(tx, bs, nblocks)?;
+        tx.write(root, &id)?;
+        Ok::<_, daisy::Error>(id)
+    })?;
+    let store = PBlockStore::open(&pool, id)?;
+    Ok((DaisyTarget { _pool: pool, store }, path))
+}
+
+/// Write every block once (so reads copy data), on `threads` threads.
+fn fill(t: &dyn Target, bs: u32) -> Result<()> {
+    let n = t.nblocks();
+    let threads = 4u64;
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..threads)
+            .map(|k| {
+                sc.spawn(move || -> Result<()> {
+                    let mut buf = vec![0x5au8; bs as usize];
+                    let mut i = k;
+                    while i < n {
+                        buf[..8].copy_from_slice(&i.to_le_bytes());
+                        t.write(i, &buf)?;
+                        i += threads;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .try_for_each(|h| h.join().map_err(|_| anyhow!("a fill thread panicked"))?)
+    })
+}
+
+/// Run `jobs` threads of `rw` on `t` for `secs`; MB/s.
+fn drive(t: &dyn Target, rw: &str, bs: u32, jobs: u32, secs: f64, seed: u64) -> Result<f64> {
+    let n = t.nblocks();
+    let random = rw.starts_with("rand");
+    let write = rw.ends_with("write");
+    let stop = AtomicBool::new(false);
+    let ops = AtomicU64::new(0);
+    let t0 = Instant::now();
+    let r: Result<()> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..jobs)
+            .map(|j| {
+                let (stop, ops) = (&stop, &ops);
+                sc.spawn(move || -> Result<()> {
+                    let mut x = (seed ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
+                    let mut buf = vec![0xa5u8; bs as usize];
+                    let mut seq = 0u64;
+                    let mut done = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..32 {
+                            let lba = if random {
+                                x ^= x << 13;
+                                x ^= x >> 7;
+                                x ^= x << 17;
+                                x % n
+                            } else {
+                                let l = seq;
+                                seq = if seq + 1 == n { 0 } else { seq + 1 };
+                                l
+                            };
+                            if write {
+                                buf[..8].copy_from_slice(&lba.to_le_bytes());
+                                t.write(lba, &buf)?;
+                            } else {
+                                t.read(lba, &mut buf)?;
+                            }
+                        }
+                        done += 32;
+                    }
+                    ops.fetch_add(done, Ordering::Relaxed);
+                    Ok(())
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        stop.store(true, Ordering::Relaxed);
+        hs.into_iter()
+            .try_for_each(|h| h.join().map_err(|_| anyhow!("a job panicked"))?)
+    });
+    r?;
+    let el = t0.elapsed().as_secs_f64();
+    Ok(ops.load(Ordering::Relaxed) as f64 * bs as f64 / el / 1e6)
+}
+
+/// fio's engine and extra options for a mechanism.
+fn fio_engine(m: &str) -> Option<(&'static str, &'static [&'static str])> {
+    Some(match m {
+        "fio-pmemblk" => ("pmemblk", &[]),
+        "fio-libpmem" => ("libpmem", &["--sync=1"]),
+        "fio-mmap" => ("mmap", &[]),
+        "fio-psync" => ("psync", &[]),
+        "fio-psync-fsync" => ("psync", &["--fsync=1"]),
+        _ => return None,
+    })
+}
+
+/// Whether the `fio` binary runs; its version.
+pub fn fio_version() -> Result<String> {
+    let o = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .context("fio is not installed (scripts/install-deps.sh installs Debian's fio)")?;
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// One fio run of a cell; MB/s from its JSON (`bw_bytes` of the group).
+fn fio_cell(
+    cfg: &Config,
+    m: &str,
+    file: &Path,
+    rw: &str,
+    bs: u32,
+    jobs: u32,
+    secs: Option<f64>,
+) -> Result<f64> {
+    let (engine, extra) = fio_engine(m).expect("a fio mechanism");
+    let size_mb = cfg.size >> 20;
+    let filename = if engine == "pmemblk" {
+        // path,bsize,fsize_mb: the pool (with its BTT) is created at this size.
+        format!("{},{bs},{}", file.display(), size_mb + size_mb / 8 + 16)
+    } else {
+        file.display().to_string()
+    };
+    let mut cmd = std::process::Command::new("fio");
+    cmd.env("PMEM_IS_PMEM_FORCE", "1")
+        .arg("--name=cell")
+        .arg(format!("--filename={filename}"))
+        .arg(format!("--ioengine={engine}"))
+        .arg(format!("--rw={rw}"))
+        .arg(format!("--bs={bs}"))
+        .arg(format!("--numjobs={jobs}"))
+        .arg(format!("--size={}", cfg.size))
+        .args([
+            "--thread",
+            "--group_reporting",
+            "--norandommap",
+            "--unlink=0",
+            "--output-format=json",
+            // fio's per-I/O latency bookkeeping off (as its pmemblk example does): the cells
+            // measure bandwidth, and the bookkeeping costs more than a 512 B copy.
+            "--disable_lat=1",
+            "--disable_clat=1",
+            "--disable_slat=1",
+            "--disable_bw_measurement=1",
+            "--clat_percentiles=0",
+        ])
+        .args(extra);
+    // Time-based cells; without a time, one pass over the file (laying it out).
+    if let Some(secs) = secs {
+        let ms = (secs * 1000.0).round().max(100.0) as u64;
+        cmd.arg(format!("--runtime={ms}ms")).arg("--time_based");
+    }
+    let out = cmd.output().context("running fio")?;
+    if !out.status.success() {
+        bail!(
+            "fio {engine} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
+    }
+    let s = String::from_utf8_lossy(&out.stdout);
+    // fio may print notes before the JSON object.
+    let json = &s[s.find('{').ok_or_else(|| anyhow!("fio printed no JSON"))?..];
+    let v: serde_json::Value = serde_json::from_str(json).context("fio's JSON")?;
+    let job = &v["jobs"][0];
+    let side = if rw.ends_with("write") {
+        "write"
+    } else {
+        "read"
+    };
+    let bw = job[side]["bw_bytes"]
+        .as_f64()
+        .ok_or_else(|| anyhow!("fio's JSON lacks {side}.bw_bytes"))?;
+    Ok(bw / 1e6)
+}
+
+/// Run the matrix; `progress` gets a line per cell.
+pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Vec<Cell>> {
+    std::fs::create_dir_all(&cfg.dir)?;
+    let mut cells = vec![];
+    let pmemblk = if cfg.mechanisms.iter().any(|m| m == "libpmemblk") {
+        Some(Pmemblk::load())
+    } else {
+        None
+    };
+    let fio = if cfg.mechanisms.iter().any(|m| m.starts_with("fio-")) {
+        Some(fio_version())
+    } else {
+        None
+    };
+    let mut push = |cells: &mut Vec<Cell>, m: &str, rw: &str, bs: u32, j: u32, r: Result<f64>| {
+        let (mb_s, note) = match r {
+            Ok(v) => (Some(v), String::new()),
+            Err(e) => (None, e.to_string()),
+        };
+        progress(&format!(
+            "{m:<16} {rw:<9} bs {bs:>5} jobs {j}: {}",
+            mb_s.map(|v| format!("{v:.0} MB/s"))
+                .unwrap_or_else(|| format!("skipped ({note})"))
+        ));
+        cells.push(Cell {
+            mechanism: m.into(),
+            rw: rw.into(),
+            bs,
+            jobs: j,
+            mb_s,
+            note,
+        });
+    };
+    // Writes before reads: a store is filled once, before its first read cell.
+    let mut order: Vec<&String> = cfg.rws.iter().filter(|r| r.ends_with("write")).collect();
+    order.extend(cfg.rws.iter().filter(|r| !r.ends_with("write")));
+    let tag = std::process::id();
+    for m in &cfg.mechanisms {
+        for &bs in &cfg.block_sizes {
+            let file = cfg.dir.join(format!("daisy-bench-io-{tag}-{m}.data"));
+            let _ = std::fs::remove_file(&file);
+            // The store of this mechanism and block size, for the in-process generators.
+            let target: Result<(Box<dyn Target + '_>, Option<PathBuf>)> = match m.as_str() {
+                "daisy" => daisy_target(&cfg.dir, bs, cfg.size)
+                    .map(|(t, p)| (Box::new(t) as Box<dyn Target>, Some(p))),
+                "libpmemblk" => match &pmemblk {
+                    Some(Ok(lib)) => PmemblkPool::create(
+                        lib,
+                        &file,
+                        bs as usize,
+                        (cfg.size + cfg.size / 8 + (16 << 20)) as usize,
+                    )
+                    .map(|p| (Box::new(p) as Box<dyn Target>, None)),
+                    Some(Err(e)) => Err(anyhow!("{e}")),
+                    None => unreachable!(),
+                },
+                "pwrite" => (|| {
+                    let f = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .open(&file)?;
+                    f.set_len(cfg.size)?;
+                    Ok((
+                        Box::new(FileTarget {
+                            file: f,
+                            bs: bs as u64,
+                            n: cfg.size / bs as u64,
+                        }) as Box<dyn Target>,
+                        None,
+                    ))
+                })(),
+                f if f.starts_with("fio-") => match &fio {
+                    Some(Err(e)) => Err(anyhow!("{e}")),
+                    _ => Ok((Box::new(NoTarget) as Box<dyn Target>, None)),
+                },
+                other => Err(anyhow!("unknown mechanism {other}")),
+            };
+            let (target, pool_path) = match target {
+                Ok(t) => t,
+                Err(e) => {
+                    let why = format!("{e:#}");
+                    for rw in &order {
+                        for &j in &cfg.jobs {
+                            push(&mut cells, m, rw, bs, j, Err(anyhow!("{why}")));
+                        }
+                    }
+                    continue;
+                }
+            };
+            let mut filled = false;
+            for rw in &order {
+                for &j in &cfg.jobs {
+                    let r = if m.starts_with("fio-") {
+                        if !rw.ends_with("write") && !filled {
+                            // Lay the file out (and fill a pmemblk pool) once, untimed.
+                            let _ = fio_cell(cfg, m, &file, "write", bs, 1, None).map(|_| ());
+                            filled = true;
+                        }
+                        fio_cell(cfg, m, &file, rw, bs, j, Some(cfg.seconds))
+                    } else {
+                        if !rw.ends_with("write") && !filled {
+                            fill(&*target, bs)?;
+                            filled = true;
+                        }
+                        drive(&*target, rw, bs, j, cfg.seconds, cfg.seed)
+                    };
+                    push(&mut cells, m, rw, bs, j, r);
+                }
+            }
+            drop(target);
+            if let Some(p) = pool_path {
+                let _ = std::fs::remove_file(p);
+            }
+            let _ = std::fs::remove_file(&file);
+        }
+    }
+    Ok(cells)
+}
+
+/// Placeholder target of the fio mechanisms (fio runs as a process).
+struct NoTarget;
+
+impl Target for NoTarget {
+    fn nblocks(&self) -> u64 {
+        0
+    }
+    fn read(&self, _: u64, _: &mut [u8]) -> Result<()> {
+        bail!("not an in-process target")
+    }
+    fn write(&self, _: u64, _: &[u8]) -> Result<()> {
+        bail!("not an in-process target")
+    }
+}
+
+fn find<'a>(cells: &'a [Cell], m: &str, rw: &str, bs: u32, j: u32) -> Option<&'a Cell> {
+    cells
+        .iter()
+        .find(|c| c.mechanism == m && c.rw == rw && c.bs == bs && c.jobs == j)
+}
+
+/// The seed's table for one mechanism: a row per (rw, jobs), a column per block size, MB/s.
+pub fn mechanism_table(cfg: &Config, cells: &[Cell], m: &str) -> Table {
+    let mut t = Table::new(
+        std::iter::once("type-jobs".to_string())
+            .chain(cfg.block_sizes.iter().map(|b| format!("{b} B"))),
+    )
+    .left(&[0]);
+    for rw in &cfg.rws {
+        t.gap();
+        for &j in &cfg.jobs {
+            let mut row = vec![format!("{rw}-{j}")];
+            for &bs in &cfg.block_sizes {
+                row.push(
+                    find(cells, m, rw, bs, j)
+                        .and_then(|c| c.mb_s)
+                        .map(|v| format!("{v:.0}"))
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            t.row(row);
+        }
+    }
+    t
+}
+
+/// Daisy over `rival`, per cell (x), in the same shape; and the smallest ratio over the write
+/// cells.
+pub fn ratio_table(cfg: &Config, cells: &[Cell], rival: &str) -> (Table, Option<f64>) {
+    let mut t = Table::new(
+        std::iter::once("type-jobs".to_string())
+            .chain(cfg.block_sizes.iter().map(|b| format!("{b} B"))),
+    )
+    .left(&[0]);
+    let mut min_write: Option<f64> = None;
+    for rw in &cfg.rws {
+        t.gap();
+        for &j in &cfg.jobs {
+            let mut row = vec![format!("{rw}-{j}")];
+            for &bs in &cfg.block_sizes {
+                let d = find(cells, "daisy", rw, bs, j).and_then(|c| c.mb_s);
+                let r = find(cells, rival, rw, bs, j).and_then(|c| c.mb_s);
+                row.push(match (d, r) {
+                    (Some(d), Some(r)) if r > 0.0 => {
+                        let x = d / r;
+                        if rw.ends_with("write") {
+                            min_write = Some(min_write.map_or(x, |m: f64| m.min(x)));
+                        }
+                        format!("{x:.2}x")
+                    }
+                    _ => "-".into(),
+                });
+            }
+            t.row(row);
+        }
+    }
+    (t, min_write)
+}
+
+/// The cross-check of this crate's generator (`pwrite`) against fio's `psync` on the same
+/// files: (cells compared, cells within 10%, the largest deviation).
+pub fn cross_check(cells: &[Cell]) -> (usize, usize, f64) {
+    let mut n = 0;
+    let mut within = 0;
+    let mut worst = 0f64;
+    for c in cells.iter().filter(|c| c.mechanism == "pwrite") {
+        let (Some(own), Some(fio)) = (
+            c.mb_s,
+            find(cells, "fio-psync", &c.rw, c.bs, c.jobs).and_then(|f| f.mb_s),
+        ) else {
+            continue;
+        };
+        n += 1;
+        let dev = (own / fio - 1.0).abs();
+        worst = worst.max(dev);
+        if dev <= 0.10 {
+            within += 1;
+        }
+    }
+    (n, within, worst)
+}
+
+/// Everything printed after the run: a table per mechanism, Daisy's ratios over its rivals,
+/// the generator's cross-check.
+pub fn report(cfg: &Config, cells: &[Cell]) -> String {
+    let mut out = String::new();
+    for m in &cfg.mechanisms {
+        let skipped: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| &c.mechanism == m && c.mb_s.is_none())
+            .collect();
+        out += &format!("\n{m} (MB/s)\n");
+        if let Some(c) = skipped.first() {
+            out += &format!("  {} cells skipped: {}\n", skipped.len(), c.note);
+        }
+        out += &mechanism_table(cfg, cells, m).text();
+    }
+    if cfg.mechanisms.iter().any(|m| m == "daisy") {
+        for rival in cfg.mechanisms.iter().filter(|m| *m != "daisy") {
+            let (t, min_write) = ratio_table(cfg, cells, rival);
+            out += &format!("\ndaisy / {rival} (higher: Daisy faster)\n");
+            out += &t.text();
+            if let Some(m) = min_write {
+                out += &format!("  smallest write ratio: {m:.2}x\n");
+            }
+        }
+    }
+    let (n, within, worst) = cross_check(cells);
+    if n > 0 {
+        out += &format!(
+            "\ncross-check of the load generator: pwrite vs fio-psync on the same files: {within} of {n} cells within 10% (largest deviation {:.0}%)\n",
+            worst * 100.0
+        );
+    }
+    out
+}
