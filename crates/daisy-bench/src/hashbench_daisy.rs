@@ -49,7 +49,8 @@ fn open<'a>(s: &Setup<'a>, batch: bool) -> Result<Box<dyn Mechanism + 'a>> {
     let id = pool
         .transaction(|tx| {
             // A fixed seed: every run and every mechanism sees the same layout.
-            let id = PHashMap::<u32, u32>::create_in_with_seed(tx, 0x5eed)?;
+            // Sized for N up front, as every rival's table is (the benchmark's capacity hint).
+            let id = PHashMap::<u32, u32>::create_in_with_seed_and_capacity(tx, 0x5eed, n)?;
             tx.write(root, &id)?;
             Ok::<_, Error>(id)
         })

@@ -115,11 +115,20 @@ pub enum Fault {
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
     OverflowEarlyReuse = 20,
+    /// A batch fills an empty hash map's segments in place without first setting the map's
+    /// FILLING flag: a crash before its commit leaves entries of an uncommitted batch in the
+    /// map, where opening it finds them (collections/table.rs, "Batches filling an empty
+    /// table").
+    FillWithoutFlag = 21,
+    /// A batch that filled a hash map's segments in place commits without flushing them
+    /// first: its record says the entries are committed while lines of them never reached
+    /// the media (collections/table.rs, `BatchCore::persist_filled`).
+    FillNoFlush = 22,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 21] = [
+    pub const ALL: [Fault; 23] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -141,6 +150,8 @@ impl Fault {
         Fault::TreeSplitEarly,
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
+        Fault::FillWithoutFlag,
+        Fault::FillNoFlush,
     ];
 
     fn bit(self) -> u32 {

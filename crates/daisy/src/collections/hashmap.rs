@@ -127,6 +127,50 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         )?))
     }
 
+    /// Create an empty map inside `tx` (random hash seed) with room for `capacity` entries:
+    /// its directory and segments are allocated now, sized so that the entries fill at most
+    /// half of the slots (the same bytes as an open-addressing table of `2 * capacity` slots
+    /// rounded up to a power of two), so inserting them splits no segment (or a rare few).
+    /// A [`batch`](Self::batch) into the empty map then stores into those segments in place:
+    /// no copy-on-write (see `batch`). The table never shrinks below this by itself.
+    pub fn create_in_with_capacity(tx: &mut Tx, capacity: u64) -> Result<PPtr<PHashMap<K, V>>> {
+        Self::create_in_with_seed_and_capacity(tx, random_seed(), capacity)
+    }
+
+    /// [`create_in_with_capacity`](Self::create_in_with_capacity) with a chosen hash seed.
+    pub fn create_in_with_seed_and_capacity(
+        tx: &mut Tx,
+        seed: u64,
+        capacity: u64,
+    ) -> Result<PPtr<PHashMap<K, V>>> {
+        check_types::<K, V>()?;
+        Ok(PPtr::from_offset(
+            Table::<Fixed<K, V>>::create_in_with_capacity(tx, seed, capacity)?,
+        ))
+    }
+
+    /// Make room for `capacity` entries in all (as
+    /// [`create_in_with_capacity`](Self::create_in_with_capacity) sizes a table): when a
+    /// segment is shallower than that, the whole table is rebuilt at that size, every entry
+    /// moved into new segments, in one transaction (durable when it returns; a crash leaves the
+    /// old table or the new one, the same entries in both). True when it rebuilt the table.
+    pub fn reserve(&mut self, capacity: u64) -> Result<bool> {
+        let this = &*self;
+        this.t.note_tx();
+        this.t.pool.transaction(|tx| {
+            if Self::IN_PLACE {
+                tx.durable_apply();
+            }
+            this.t.reserve(tx, capacity)
+        })
+    }
+
+    /// [`reserve`](Self::reserve) inside the caller's transaction.
+    pub fn reserve_tx(&mut self, tx: &mut Tx, capacity: u64) -> Result<bool> {
+        self.t.same_pool(tx)?;
+        self.t.reserve(tx, capacity)
+    }
+
     /// Open the map at `id`. Finishes a `clear` that a crash interrupted.
     pub fn open(pool: &Pool, id: PPtr<PHashMap<K, V>>) -> Result<PHashMap<K, V>> {
         check_types::<K, V>()?;
@@ -423,6 +467,19 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// cost a few nanoseconds over DRAM per operation; for a handful of operations, use
     /// [`insert_tx`](Self::insert_tx) in one transaction instead.
     ///
+    /// Bulk loading an empty map: when the map holds no entry as the batch begins, its
+    /// segments are not copied but filled in place. The batch first marks the map as being
+    /// filled, durably (one fence, after retiring every committed transaction); at its commit
+    /// the segments it wrote are flushed before the record that ends the filling. A crash
+    /// before that commit leaves the mark, and the next [`open`](Self::open) empties the
+    /// segments again (a pass over the table): the map is then empty, the prefix of the batch
+    /// that committed (none). With a table sized beforehand
+    /// ([`create_in_with_capacity`](Self::create_in_with_capacity), [`reserve`](Self::reserve))
+    /// or in the batch ([`Batch::reserve`]), a bulk load of N entries then costs N plain
+    /// stores, one flush of the written segments and two fences, with no copy and no split.
+    /// Only the batch's first transaction fills: after a commit inside it (a full log, a
+    /// [`Batch::sync`]) the map holds entries, and segments are copied on their next write.
+    ///
     /// Log size matters: every segment a batch creates or copies adds allocator entries to the
     /// redo record, and when the record fills the batch commits and starts over, copying each
     /// segment again on its next write. With the default 16 KiB log slots that happens every
@@ -431,7 +488,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// holds a batch that builds a 10-million-entry map).
     pub fn batch<R>(&mut self, f: impl FnOnce(&mut Batch<'_, K, V>) -> Result<R>) -> Result<R> {
         let len_delta = self.t.len_delta()?;
-        let core = BatchCore::begin(&self.t)?;
+        let core = BatchCore::begin(&self.t, len_delta)?;
         let mut b = Batch {
             core,
             len_delta,
@@ -549,21 +606,19 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
                 Probe::Found(off) if fresh => {
                     let vo = off + kb.len() as u64;
                     let old = read_val::<V>(&src, vo)?;
-                    self.core.tx().write_fresh(vo, vb);
+                    self.core.store(vo, vb);
                     return Ok(Some(old));
                 }
                 Probe::Free(off) if fresh => {
                     let mut slot = [0u8; BUCKET];
                     slot[..kb.len()].copy_from_slice(kb);
                     slot[kb.len()..kb.len() + vb.len()].copy_from_slice(vb);
-                    self.core
-                        .tx()
-                        .write_fresh(off, &slot[..kb.len() + vb.len()]);
+                    self.core.store(off, &slot[..kb.len() + vb.len()]);
                     self.core.len = self.core.len.wrapping_add(1);
                     return Ok(None);
                 }
                 Probe::Full => self.core.split::<Fixed<K, V>>(self.seed, idx)?,
-                _ => self.core.cow(idx)?,
+                _ => self.core.own(idx)?,
             }
         }
     }
@@ -622,10 +677,19 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
                     self.core.len = self.core.len.wrapping_sub(1);
                     return Ok(Some(old));
                 }
-                Probe::Found(_) => self.core.cow(idx)?,
+                Probe::Found(_) => self.core.own(idx)?,
                 _ => return Ok(None),
             }
         }
+    }
+
+    /// Make room for `capacity` entries in all, inside the batch (see
+    /// [`PHashMap::reserve`]): when the table is smaller, its entries move into a new table of
+    /// segments allocated in the batch's transaction, which the batch then writes in place (no
+    /// copy-on-write); the new table becomes the map's at the batch's next commit.
+    pub fn reserve(&mut self, capacity: u64) -> Result<()> {
+        self.before_op()?;
+        self.core.reserve::<Fixed<K, V>>(self.seed, capacity)
     }
 
     /// The batch's current transaction, for writes that must commit together with the
