@@ -494,9 +494,11 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
             len_delta,
             hdr: self.t.hdr,
             seed: self.t.seed,
+            queued: std::collections::VecDeque::with_capacity(PUT_QUEUE),
             _t: PhantomData,
         };
         let r = f(&mut b)?;
+        b.apply_queued()?;
         b.ensure_open()?;
         b.core.commit(b.hdr, false)?;
         Ok(r)
@@ -559,8 +561,15 @@ pub struct Batch<'m, K: Pod, V: Pod> {
     len_delta: i64,
     hdr: u64,
     seed: u64,
+    /// [`Batch::put`]s not applied yet, oldest first, with their keys' hashes (their buckets
+    /// were prefetched when they were queued). At most [`PUT_QUEUE`].
+    queued: std::collections::VecDeque<(K, V, u64)>,
     _t: PhantomData<fn() -> (K, V)>,
 }
+
+/// Puts a batch keeps queued (see [`Batch::put`]): enough cache misses in flight to cover a
+/// memory access's latency with the work of the puts in between.
+pub const PUT_QUEUE: usize = 16;
 
 impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// A commit inside the batch failed earlier: the batch cannot go on.
@@ -585,20 +594,76 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
 
     /// Make every operation so far durable (a durability point inside the batch).
     pub fn sync(&mut self) -> Result<()> {
+        self.apply_queued()?;
         self.ensure_open()?;
         self.core.commit(self.hdr, true)
+    }
+
+    /// Insert or replace, without returning the previous value, and possibly later: the key's
+    /// bucket is prefetched now and the put queued; it is applied when [`PUT_QUEUE`] newer
+    /// puts are queued, or at the batch's next other call ([`insert`](Self::insert),
+    /// [`get`](Self::get), [`remove`](Self::remove), [`sync`](Self::sync), ...) or its end,
+    /// whichever comes first. So the cache misses of consecutive puts overlap instead of
+    /// following one another: a bulk load of a large map runs at the speed of memory's
+    /// bandwidth rather than its latency. The operations still happen in call order, and a
+    /// crash keeps a prefix of them as for any batch.
+    ///
+    /// An error applying a queued put is returned by the call that applied it (a later put,
+    /// or the next other call, or the batch's end); the puts queued after the failed one are
+    /// dropped with it, so the map holds a prefix of the operations, ending before the failed
+    /// put. [`len`](Self::len) does not count puts still queued.
+    #[inline]
+    pub fn put(&mut self, k: K, v: V) -> Result<()> {
+        if is_reserved(bytemuck::bytes_of(&k)) {
+            return self.insert(k, v).map(|_| ());
+        }
+        let h = hash_bytes(self.seed, bytemuck::bytes_of(&k));
+        let (_, seg, _, _) = self.core.locate(h);
+        self.core.prefetch(seg + (home_bucket(h) * BUCKET) as u64);
+        if self.queued.len() < PUT_QUEUE {
+            self.queued.push_back((k, v, h));
+            return Ok(());
+        }
+        let (k0, v0, h0) = self.queued.pop_front().expect("the queue is full");
+        self.queued.push_back((k, v, h));
+        if let Err(e) = self.insert_hashed(k0, v0, h0) {
+            self.queued.clear();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Apply every queued put (see [`put`](Self::put)), oldest first.
+    #[inline]
+    fn apply_queued(&mut self) -> Result<()> {
+        while let Some((k, v, h)) = self.queued.pop_front() {
+            if let Err(e) = self.insert_hashed(k, v, h) {
+                self.queued.clear();
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Insert or replace; returns the previous value.
     #[inline]
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
+        self.apply_queued()?;
+        let kb = bytemuck::bytes_of(&k);
+        if is_reserved(kb) {
+            self.before_op()?;
+            return self.special_insert(bytemuck::bytes_of(&v));
+        }
+        let h = hash_bytes(self.seed, kb);
+        self.insert_hashed(k, v, h)
+    }
+
+    /// [`insert`](Self::insert) of a key that is not the reserved one, whose hash is `h`.
+    #[inline(always)]
+    fn insert_hashed(&mut self, k: K, v: V, h: u64) -> Result<Option<V>> {
         self.before_op()?;
         let kb = bytemuck::bytes_of(&k);
         let vb = bytemuck::bytes_of(&v);
-        if is_reserved(kb) {
-            return self.special_insert(vb);
-        }
-        let h = hash_bytes(self.seed, kb);
         loop {
             let (idx, seg, _, fresh) = self.core.locate(h);
             let src = Src::Pool(self.core.tx().pool_inner());
@@ -634,6 +699,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// Look up a value as the batch sees it.
     #[inline]
     pub fn get(&mut self, k: &K) -> Result<Option<V>> {
+        self.apply_queued()?;
         self.ensure_open()?;
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
@@ -651,6 +717,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
 
     /// Remove; returns the value.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
+        self.apply_queued()?;
         self.before_op()?;
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
@@ -688,6 +755,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// segments allocated in the batch's transaction, which the batch then writes in place (no
     /// copy-on-write); the new table becomes the map's at the batch's next commit.
     pub fn reserve(&mut self, capacity: u64) -> Result<()> {
+        self.apply_queued()?;
         self.before_op()?;
         self.core.reserve::<Fixed<K, V>>(self.seed, capacity)
     }
@@ -695,11 +763,13 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// The batch's current transaction, for writes that must commit together with the
     /// operations around them (a transaction ends when the log fills or at [`Batch::sync`]).
     pub fn tx(&mut self) -> Result<&mut Tx<'m>> {
+        self.apply_queued()?;
         self.ensure_open()?;
         Ok(self.core.tx())
     }
 
-    /// Entries in the map as the batch sees it.
+    /// Entries in the map as the batch sees it (puts still queued not counted: see
+    /// [`put`](Self::put)).
     pub fn len(&self) -> u64 {
         self.core.len.wrapping_add(self.len_delta as u64)
     }

@@ -1607,6 +1607,13 @@ impl<'p> BatchCore<'p> {
         self.pool.map.write_bytes(off, data);
     }
 
+    /// Hint that the bucket at `off` will be read soon (a prefetch; nothing when `off` is
+    /// outside the pool).
+    #[inline(always)]
+    pub fn prefetch(&self, off: u64) {
+        self.pool.map.prefetch(off);
+    }
+
     /// Locate the segment of `h`: (index, segment, local depth, fresh).
     #[inline(always)]
     pub fn locate(&self, h: u64) -> (u64, u64, u32, bool) {

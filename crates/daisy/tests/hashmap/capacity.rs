@@ -325,3 +325,84 @@ fn impossible_capacities_are_errors() {
     assert_eq!(m.get(&1).unwrap(), Some(1));
     assert_ok(&m.check());
 }
+
+/// Puts are queued (their buckets prefetched) and applied in call order: interleaved with
+/// gets, removes and inserts they give the same map as inserts, and the batch's end applies
+/// the last ones.
+#[test]
+fn puts_apply_in_order_with_other_operations() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "q.pool");
+    let id = create_sized(&pool, 13, 30_000);
+    let mut m = U32Map::open(&pool, id).unwrap();
+    let mut model = HashMap::new();
+    m.batch(|b| {
+        for i in 0..40_000u32 {
+            // Repeated keys: a later put overwrites an earlier one still in the queue.
+            let k = key(i % 25_000);
+            b.put(k, i)?;
+            model.insert(k, i);
+            if i % 997 == 0 {
+                assert_eq!(b.get(&k)?, Some(i), "a get sees the puts before it");
+                assert_eq!(b.len(), model.len() as u64, "all puts applied by the get");
+            }
+            if i % 1999 == 0 {
+                let r = key(i / 3);
+                assert_eq!(b.remove(&r)?, model.remove(&r));
+            }
+        }
+        b.put(u32::MAX, 5)?;
+        model.insert(u32::MAX, 5);
+        b.put(key(1), 77)?;
+        model.insert(key(1), 77);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(m.len().unwrap(), model.len() as u64);
+    assert_eq!(contents(&m), model);
+    assert_ok(&m.check());
+}
+
+/// A put that fails when it is applied (the pool is full) is reported by a later call, and
+/// the map keeps a prefix of the puts: those queued after the failed one are dropped. (The
+/// batch's own commit may then fail too, for want of room: it keeps the prefix its syncs made
+/// durable.)
+#[test]
+fn a_failing_put_keeps_a_prefix() {
+    let dir = tmp();
+    let pool = Pool::create(
+        dir.path().join("full.pool"),
+        &PoolOptions::new("test.hashmap")
+            .size(8 << 20)
+            .max_size(8 << 20),
+    )
+    .unwrap();
+    let id = create_u32(&pool, 14);
+    let mut m = U32Map::open(&pool, id).unwrap();
+    let mut failed_at = None;
+    let mut synced = 0;
+    let r = m.batch(|b| {
+        for i in 0..2_000_000u32 {
+            if i % 20_000 == 0 {
+                b.sync()?;
+                synced = i;
+            }
+            if let Err(e) = b.put(i, i) {
+                assert!(matches!(e, Error::PoolFull { .. }), "{e}");
+                failed_at = Some(i);
+                break;
+            }
+        }
+        Ok(())
+    });
+    let at = failed_at.expect("the pool never filled up");
+    let got = contents(&m);
+    let n = got.len() as u32;
+    assert!(
+        n >= synced && n < at,
+        "{n} kept, synced {synced}, failure seen at put {at}, {r:?}"
+    );
+    assert!(synced > 0);
+    assert!((0..n).all(|i| got.get(&i) == Some(&i)), "not a prefix");
+    assert_ok(&m.check());
+}
