@@ -34,6 +34,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Threads => &[
             SkipSlotReuseCheck,
@@ -42,6 +43,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Concurrent => &[
             SkipSlotReuseCheck,
@@ -66,6 +68,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Seq => &[
             EarlyBlockReuse,

@@ -115,20 +115,24 @@ pub enum Fault {
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
     OverflowEarlyReuse = 20,
+    /// `Tx::add_range` writes a range's old bytes into an undo extent but never names the
+    /// extent in the lane's undo table word: a crash before the commit finds no undo, and the
+    /// program's direct stores of an uncommitted transaction stay (docs/FORMAT.md section 2.5).
+    UndoNotNamed = 21,
     /// A batch fills an empty hash map's segments in place without first setting the map's
     /// FILLING flag: a crash before its commit leaves entries of an uncommitted batch in the
     /// map, where opening it finds them (collections/table.rs, "Batches filling an empty
     /// table").
-    FillWithoutFlag = 21,
+    FillWithoutFlag = 22,
     /// A batch that filled a hash map's segments in place commits without flushing them
     /// first: its record says the entries are committed while lines of them never reached
     /// the media (collections/table.rs, `BatchCore::persist_filled`).
-    FillNoFlush = 22,
+    FillNoFlush = 23,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 23] = [
+    pub const ALL: [Fault; 24] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -150,6 +154,7 @@ impl Fault {
         Fault::TreeSplitEarly,
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
+        Fault::UndoNotNamed,
         Fault::FillWithoutFlag,
         Fault::FillNoFlush,
     ];
