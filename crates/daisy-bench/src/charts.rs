@@ -15,6 +15,7 @@ fn mech_color(m: &str) -> RGBColor {
         "daisy" => RGBColor(214, 39, 40),
         "daisy-batch" => RGBColor(255, 127, 14),
         "store-flush" => RGBColor(31, 119, 180),
+        "store-end" => RGBColor(174, 199, 232),
         "pmdk" | "pmdk-tx" => RGBColor(44, 160, 44),
         "msync" | "msync-op" => RGBColor(148, 103, 189),
         "msync-end" => RGBColor(140, 86, 75),

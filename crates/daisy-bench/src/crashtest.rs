@@ -224,6 +224,24 @@ fn plan(seed: u64, id: u64, list_len: u64, seq_len: u64, mix: Mix) -> Op {
     if mix == Mix::Tree {
         return Op::Tree(cttree::plan(&mut rng, cttree::TREE_KEYS));
     }
+    if mix == Mix::Mixed && id == 6 {
+        // The first map operation (transactions 1 to 5 touch no map) is a batch into the empty
+        // map, which fills its segment in place (FLAG_FILLING; collections/table.rs, "Batches
+        // filling an empty table"): every crash point inside it must open to the empty map or
+        // the whole batch. (The hash-map workload starts its crash points later, after a
+        // warm-up; the single, concurrent and msync workloads run this one.)
+        return Op::MapBatch(
+            (0..40)
+                .map(|_| {
+                    (
+                        rng.gen_bool(0.9),
+                        rng.gen_range(0..MIXED_MAP_KEYS),
+                        rng.gen(),
+                    )
+                })
+                .collect(),
+        );
+    }
     if mix != Mix::Maps {
         // Transaction 1 allocates a blob of three chunks and transaction 2 replaces it with a
         // small one: the chunks go back to the heap holding data, and the runs that the next

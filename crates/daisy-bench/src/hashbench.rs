@@ -189,6 +189,10 @@ pub const MECHANISMS: &[Entry] = &[
         open: hashrivals::open_store_flush,
     },
     Entry {
+        name: "store-end",
+        open: hashrivals::open_store_end,
+    },
+    Entry {
         name: "pmdk-tx",
         open: hashrivals::open_pmdk_tx,
     },

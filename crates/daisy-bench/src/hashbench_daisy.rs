@@ -4,6 +4,9 @@
 //! * `daisy`: every operation its own transaction, durable when it returns;
 //! * `daisy-batch`: the whole run as one [`PHashMap::batch`], durable at its end (the seed's
 //!   "insert all, then persist"); after a crash the map holds a prefix of the operations.
+//!
+//! Both create the map with room for N entries (`create_in_with_seed_and_capacity`), as every
+//! rival's table is sized for N: the batch then fills the empty map's segments in place.
 
 use crate::hashbench::{Bytes, Counting, Mechanism, Setup};
 use anyhow::{anyhow, Result};
@@ -49,7 +52,8 @@ fn open<'a>(s: &Setup<'a>, batch: bool) -> Result<Box<dyn Mechanism + 'a>> {
     let id = pool
         .transaction(|tx| {
             // A fixed seed: every run and every mechanism sees the same layout.
-            let id = PHashMap::<u32, u32>::create_in_with_seed(tx, 0x5eed)?;
+            // Sized for N up front, as every rival's table is (the benchmark's capacity hint).
+            let id = PHashMap::<u32, u32>::create_in_with_seed_and_capacity(tx, 0x5eed, n)?;
             tx.write(root, &id)?;
             Ok::<_, Error>(id)
         })
@@ -83,9 +87,11 @@ impl Mechanism for InBatch<'_, '_> {
     fn describe(&self) -> String {
         String::new()
     }
+    /// A put: the driver wants no previous value, so the insert may wait in the batch's
+    /// queue while the next keys' buckets are fetched (`Batch::put`).
     #[inline]
     fn insert(&mut self, key: u32, value: u32) -> Result<()> {
-        self.b.insert(key, value).map(|_| ()).map_err(e2s)
+        self.b.put(key, value).map_err(e2s)
     }
     #[inline]
     fn get(&mut self, key: u32) -> Result<Option<u32>> {
@@ -120,9 +126,11 @@ impl Mechanism for MapPool {
 
     fn describe(&self) -> String {
         let how = if self.batch {
-            "the whole run as one batch (segments copied on first write, plain stores, one \
-             flush of the copies and one commit at the end; a crash keeps a prefix); pool with \
-             1 MiB log slots so a large batch stays one transaction"
+            "the whole run as one batch into the empty map, sized for N: its segments \
+             filled in place with plain stores (puts queued 16 deep, their buckets \
+             prefetched), one flush of the written segments and one commit at the end; a \
+             crash keeps a prefix (here: nothing or everything); pool with 1 MiB log slots so \
+             a large batch stays one transaction"
         } else {
             "every operation durable when it returns: one in-place 8-byte slot store, one \
              cache line flushed, one fence (a transaction for splits and removals that move \
@@ -176,7 +184,7 @@ impl Mechanism for MapPool {
         self.map
             .batch(|b| {
                 for &(k, v) in pairs {
-                    b.insert(k, v)?;
+                    b.put(k, v)?;
                 }
                 Ok(())
             })

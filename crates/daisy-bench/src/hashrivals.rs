@@ -1,4 +1,4 @@
-//! The rivals of `daisy bench hashmap`: one simple table, six ways of keeping it.
+//! The rivals of `daisy bench hashmap`: one simple table, seven ways of keeping it.
 //!
 //! The simple table: open addressing over 8-byte slots (key in the low half, value in the high
 //! half, native byte order), [`capacity`]`(N)` slots, linear probing from a Fibonacci
@@ -13,12 +13,18 @@
 //!   (`daisy::internals::Persister`, which picks clwb/clflushopt/clflush; msync of the page on a disk);
 //! * `pmdk-tx`: the root object of a PMDK pool; one libpmemobj transaction per write
 //!   (`pmemobj_tx_add_range` of the slot, then the store);
+//! * `store-end`: a mapped file; bare stores, then every written line flushed and one fence at
+//!   the end (the floor of one durability point);
 //! * `msync-op` / `msync-end`: a mapped file; `msync(MS_SYNC)` of the slot's page after each
 //!   write / of the whole table at the end (seed 000's baseline);
 //! * `fsync-op` / `fsync-end`: the table in DRAM plus a file; `pwrite` of the slot and
 //!   `fdatasync` per write / `pwrite` per write and one `fsync` at the end;
-//! * `dram`: `std::collections::HashMap` (default hasher, nothing persisted), the floor for
-//!   batched work.
+//! * `dram`: `std::collections::HashMap` (default hasher, nothing persisted, created with
+//!   room for N entries), the floor for batched work.
+//!
+//! Every table is sized for N before the run (the capacity hint): the simple tables get
+//! [`capacity`]`(N)` slots, `dram` `HashMap::with_capacity(N)`, Daisy's maps
+//! `create_in_with_seed_and_capacity(.., N)`.
 //!
 //! No `unsafe` here: mappings and msync come from `daisy::map`, PMDK from `crate::pmdk`.
 
@@ -366,6 +372,80 @@ impl Slots for StoreFlush {
     }
 }
 
+/// `store-end`: bare 8-byte stores, no flush while the run goes; at the end every line
+/// written is flushed (in address order) and one fence makes them all durable. The floor of a
+/// batch with one durability point in a mapped pool file: like `msync-end`, a crash before
+/// the end keeps any subset of the writes (no prefix, no atomicity).
+pub(crate) struct StoreEnd {
+    f: MappedFile,
+    persist: Persister,
+    /// One bit per 64-byte line of the table: written since the last durability point.
+    dirty: Vec<u64>,
+}
+
+impl StoreEnd {
+    /// Flush every line marked dirty, in address order, and forget the marks.
+    fn flush_dirty(&mut self) {
+        for (wi, word) in self.dirty.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let line = wi * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                self.persist.flush(self.f.map.at(line as u64 * 64, 64), 64);
+            }
+        }
+    }
+}
+
+impl Slots for StoreEnd {
+    fn name(&self) -> &'static str {
+        "store-end"
+    }
+    fn describe(&self) -> String {
+        format!(
+            "simple table in a mapped file; plain 8-byte stores, then every written line              flushed and one fence at the end (Persister, {}): the floor of one durability              point",
+            self.persist.mode().describe()
+        )
+    }
+    fn len(&self) -> usize {
+        self.f.slots
+    }
+    fn load(&self, i: usize) -> u64 {
+        self.f.load(i)
+    }
+    #[inline(always)]
+    fn store(&mut self, i: usize, w: u64) -> Result<()> {
+        self.f.store(i, w);
+        // Eight slots to a line, 64 lines to a word of the bitmap.
+        self.dirty[i / 512] |= 1 << ((i / 8) % 64);
+        Ok(())
+    }
+    fn write_image(&mut self, image: &[u64]) -> Result<()> {
+        self.f.write_image(image);
+        self.dirty.iter_mut().for_each(|w| *w = 0);
+        let len = self.f.slots * 8;
+        self.persist.flush(self.f.map.at(0, len), len);
+        self.persist
+            .fence()
+            .map_err(|e| self.f.file.err("fence", e))
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.flush_dirty();
+        self.persist
+            .fence()
+            .map_err(|e| self.f.file.err("fence", e))
+    }
+    fn bytes_used(&self) -> Option<Bytes> {
+        self.f.bytes()
+    }
+    fn counting(&self) -> Counting {
+        Counting::Persister
+    }
+    fn stored(&self) -> Result<Vec<u64>> {
+        self.f.file.read_slots()
+    }
+}
+
 /// `msync-op` / `msync-end`: a mapped file made durable with msync.
 pub(crate) struct Msync {
     f: MappedFile,
@@ -634,6 +714,16 @@ pub(crate) fn open_store_flush<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 
     Ok(Box::new(OpenTable::new(t)?))
 }
 
+pub(crate) fn open_store_end<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
+    let f = MappedFile::create(s)?;
+    let t = StoreEnd {
+        dirty: vec![0; f.slots.div_ceil(512)],
+        f,
+        persist: Persister::new(s.mode),
+    };
+    Ok(Box::new(OpenTable::new(t)?))
+}
+
 pub(crate) fn open_pmdk_tx<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     let lib = s.pmdk.ok_or_else(|| {
         anyhow!("PMDK's libpmemobj could not be loaded (see the PMDK line above)")
@@ -686,9 +776,10 @@ pub(crate) fn open_fsync_end<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a
     open_fsync(s, false)
 }
 
-pub(crate) fn open_dram<'a>(_s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
+pub(crate) fn open_dram<'a>(s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
+    // Sized for N up front, as every other table (the benchmark's capacity hint).
     Ok(Box::new(Dram {
-        map: std::collections::HashMap::new(),
+        map: std::collections::HashMap::with_capacity(s.n),
     }))
 }
 

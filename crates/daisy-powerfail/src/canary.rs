@@ -25,7 +25,10 @@ pub fn expected(w: Workload) -> Vec<Fault> {
         TransientStore,
     ];
     let own: &[Fault] = match w {
+        // Transaction 6 is a batch filling the empty map in place.
         Single => &[
+            FillWithoutFlag,
+            FillNoFlush,
             EarlyBlockReuse,
             NoRunBitmapZero,
             GrowWithoutSync,

@@ -128,11 +128,20 @@ pub enum Fault {
     /// recovery may then replay the creating transaction's logged map over the in-place map
     /// words (collections/blocks.rs, "Crash reasoning").
     BlockNoBarrier = 23,
+    /// A batch fills an empty hash map's segments in place without first setting the map's
+    /// FILLING flag: a crash before its commit leaves entries of an uncommitted batch in the
+    /// map, where opening it finds them (collections/table.rs, "Batches filling an empty
+    /// table").
+    FillWithoutFlag = 24,
+    /// A batch that filled a hash map's segments in place commits without flushing them
+    /// first: its record says the entries are committed while lines of them never reached
+    /// the media (collections/table.rs, `BatchCore::persist_filled`).
+    FillNoFlush = 25,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 24] = [
+    pub const ALL: [Fault; 26] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -157,6 +166,8 @@ impl Fault {
         Fault::UndoNotNamed,
         Fault::BlockSwapBeforeData,
         Fault::BlockNoBarrier,
+        Fault::FillWithoutFlag,
+        Fault::FillNoFlush,
     ];
 
     fn bit(self) -> u32 {

@@ -14,9 +14,11 @@ Mechanisms (--mechanisms):\n\
   daisy        Daisy's persistent hash map (PHashMap<u32, u32>) in a pool: every insert its own \
 transaction, durable when it returns\n\
   daisy-batch  the same map, the whole run as one batch: one durability point at the end (a \
-crash keeps a prefix of the inserts)\n\
+crash keeps a prefix of the inserts); the batch fills the empty map's segments in place\n\
   store-flush  simple table in a mapped file: 8-byte store + flush of its line + fence per \
 operation, no transaction (the physical floor of per-operation durability)\n\
+  store-end    the same table: plain 8-byte stores, then every written line flushed and one \
+fence at the end (the floor of one durability point)\n\
   pmdk-tx      the same table in a PMDK libpmemobj pool, one transaction per operation (skipped \
 when libpmemobj is not installed)\n\
   msync-op     the table in a mapped file, msync of the touched page after each operation\n\
@@ -25,6 +27,8 @@ baseline)\n\
   fsync-op     table in DRAM plus a file: pwrite of the slot + fdatasync per operation\n\
   fsync-end    pwrite per operation, one fsync at the end\n\
   dram         std::collections::HashMap, nothing persisted (the floor for batched work)\n\n\
+Every table is sized for N before the run, for every mechanism alike: the simple tables get 2N \
+slots, the HashMap with_capacity(N), Daisy's map create_in_with_seed_and_capacity(N). \
 The simple table: open addressing over 8-byte slots, 2N rounded up to a power of two slots, \
 linear probing, a multiplicative hash. Each row is the median of --runs timed runs on fresh \
 tables (total time only), with the spread; one more run times each operation for p99 and max. \

@@ -197,6 +197,26 @@ impl PBytesMap {
         Ok(PPtr::from_offset(Table::<BytesSlot>::create_in(tx, seed)?))
     }
 
+    /// A new, empty map in `tx` (random hash seed) with room for `capacity` entries: its
+    /// directory and segments are allocated now, at most half of their slots for the entries,
+    /// so inserting them splits no segment, or a rare few (the table's
+    /// [`capacity_depth`](super::table::capacity_depth)). The table never shrinks below this
+    /// by itself.
+    pub fn create_in_with_capacity(tx: &mut Tx, capacity: u64) -> Result<PPtr<PBytesMap>> {
+        Self::create_in_with_seed_and_capacity(tx, super::hashmap::random_seed(), capacity)
+    }
+
+    /// [`create_in_with_capacity`](Self::create_in_with_capacity) with a chosen hash seed.
+    pub fn create_in_with_seed_and_capacity(
+        tx: &mut Tx,
+        seed: u64,
+        capacity: u64,
+    ) -> Result<PPtr<PBytesMap>> {
+        Ok(PPtr::from_offset(
+            Table::<BytesSlot>::create_in_with_capacity(tx, seed, capacity)?,
+        ))
+    }
+
     /// Open the map at `id`; finishes a `clear` a crash interrupted.
     pub fn open(pool: &Pool, id: PPtr<PBytesMap>) -> Result<PBytesMap> {
         let t = Table::open(pool, id.offset(), WHAT)?;
@@ -710,6 +730,16 @@ impl PBytesMap {
     pub fn shrink_tx(&mut self, tx: &mut Tx, max_segments: usize) -> Result<bool> {
         self.t.same_pool(tx)?;
         self.t.shrink(tx, max_segments)
+    }
+
+    /// Make room for `capacity` entries in all, inside the caller's transaction: when a
+    /// segment is shallower than that many entries need, the table is rebuilt at that size
+    /// (entry slots move into new segments; entries are neither copied nor reallocated), the
+    /// old segments and directory freed. A crash leaves the old table or the new one, the same
+    /// entries in both. True when it rebuilt the table.
+    pub fn reserve_tx(&mut self, tx: &mut Tx, capacity: u64) -> Result<bool> {
+        self.t.same_pool(tx)?;
+        self.t.reserve(tx, capacity)
     }
 
     /// A key chosen uniformly at random (see [`random_entry_tx`](Self::random_entry_tx)).

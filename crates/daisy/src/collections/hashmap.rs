@@ -127,6 +127,50 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         )?))
     }
 
+    /// Create an empty map inside `tx` (random hash seed) with room for `capacity` entries:
+    /// its directory and segments are allocated now, sized so that the entries fill at most
+    /// half of the slots (the same bytes as an open-addressing table of `2 * capacity` slots
+    /// rounded up to a power of two), so inserting them splits no segment (or a rare few).
+    /// A [`batch`](Self::batch) into the empty map then stores into those segments in place:
+    /// no copy-on-write (see `batch`). The table never shrinks below this by itself.
+    pub fn create_in_with_capacity(tx: &mut Tx, capacity: u64) -> Result<PPtr<PHashMap<K, V>>> {
+        Self::create_in_with_seed_and_capacity(tx, random_seed(), capacity)
+    }
+
+    /// [`create_in_with_capacity`](Self::create_in_with_capacity) with a chosen hash seed.
+    pub fn create_in_with_seed_and_capacity(
+        tx: &mut Tx,
+        seed: u64,
+        capacity: u64,
+    ) -> Result<PPtr<PHashMap<K, V>>> {
+        check_types::<K, V>()?;
+        Ok(PPtr::from_offset(
+            Table::<Fixed<K, V>>::create_in_with_capacity(tx, seed, capacity)?,
+        ))
+    }
+
+    /// Make room for `capacity` entries in all (as
+    /// [`create_in_with_capacity`](Self::create_in_with_capacity) sizes a table): when a
+    /// segment is shallower than that, the whole table is rebuilt at that size, every entry
+    /// moved into new segments, in one transaction (durable when it returns; a crash leaves the
+    /// old table or the new one, the same entries in both). True when it rebuilt the table.
+    pub fn reserve(&mut self, capacity: u64) -> Result<bool> {
+        let this = &*self;
+        this.t.note_tx();
+        this.t.pool.transaction(|tx| {
+            if Self::IN_PLACE {
+                tx.durable_apply();
+            }
+            this.t.reserve(tx, capacity)
+        })
+    }
+
+    /// [`reserve`](Self::reserve) inside the caller's transaction.
+    pub fn reserve_tx(&mut self, tx: &mut Tx, capacity: u64) -> Result<bool> {
+        self.t.same_pool(tx)?;
+        self.t.reserve(tx, capacity)
+    }
+
     /// Open the map at `id`. Finishes a `clear` that a crash interrupted.
     pub fn open(pool: &Pool, id: PPtr<PHashMap<K, V>>) -> Result<PHashMap<K, V>> {
         check_types::<K, V>()?;
@@ -423,6 +467,19 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// cost a few nanoseconds over DRAM per operation; for a handful of operations, use
     /// [`insert_tx`](Self::insert_tx) in one transaction instead.
     ///
+    /// Bulk loading an empty map: when the map holds no entry as the batch begins, its
+    /// segments are not copied but filled in place. The batch first marks the map as being
+    /// filled, durably (one fence, after retiring every committed transaction); at its commit
+    /// the segments it wrote are flushed before the record that ends the filling. A crash
+    /// before that commit leaves the mark, and the next [`open`](Self::open) empties the
+    /// segments again (a pass over the table): the map is then empty, the prefix of the batch
+    /// that committed (none). With a table sized beforehand
+    /// ([`create_in_with_capacity`](Self::create_in_with_capacity), [`reserve`](Self::reserve))
+    /// or in the batch ([`Batch::reserve`]), a bulk load of N entries then costs N plain
+    /// stores, one flush of the written segments and two fences, with no copy and no split.
+    /// Only the batch's first transaction fills: after a commit inside it (a full log, a
+    /// [`Batch::sync`]) the map holds entries, and segments are copied on their next write.
+    ///
     /// Log size matters: every segment a batch creates or copies adds allocator entries to the
     /// redo record, and when the record fills the batch commits and starts over, copying each
     /// segment again on its next write. With the default 16 KiB log slots that happens every
@@ -431,15 +488,17 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
     /// holds a batch that builds a 10-million-entry map).
     pub fn batch<R>(&mut self, f: impl FnOnce(&mut Batch<'_, K, V>) -> Result<R>) -> Result<R> {
         let len_delta = self.t.len_delta()?;
-        let core = BatchCore::begin(&self.t)?;
+        let core = BatchCore::begin(&self.t, len_delta)?;
         let mut b = Batch {
             core,
             len_delta,
             hdr: self.t.hdr,
             seed: self.t.seed,
+            queued: std::collections::VecDeque::with_capacity(PUT_QUEUE),
             _t: PhantomData,
         };
         let r = f(&mut b)?;
+        b.apply_queued()?;
         b.ensure_open()?;
         b.core.commit(b.hdr, false)?;
         Ok(r)
@@ -502,8 +561,15 @@ pub struct Batch<'m, K: Pod, V: Pod> {
     len_delta: i64,
     hdr: u64,
     seed: u64,
+    /// [`Batch::put`]s not applied yet, oldest first, with their keys' hashes (their buckets
+    /// were prefetched when they were queued). At most [`PUT_QUEUE`].
+    queued: std::collections::VecDeque<(K, V, u64)>,
     _t: PhantomData<fn() -> (K, V)>,
 }
+
+/// Puts a batch keeps queued (see [`Batch::put`]): enough cache misses in flight to cover a
+/// memory access's latency with the work of the puts in between.
+pub const PUT_QUEUE: usize = 16;
 
 impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// A commit inside the batch failed earlier: the batch cannot go on.
@@ -528,20 +594,76 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
 
     /// Make every operation so far durable (a durability point inside the batch).
     pub fn sync(&mut self) -> Result<()> {
+        self.apply_queued()?;
         self.ensure_open()?;
         self.core.commit(self.hdr, true)
+    }
+
+    /// Insert or replace, without returning the previous value, and possibly later: the key's
+    /// bucket is prefetched now and the put queued; it is applied when [`PUT_QUEUE`] newer
+    /// puts are queued, or at the batch's next other call ([`insert`](Self::insert),
+    /// [`get`](Self::get), [`remove`](Self::remove), [`sync`](Self::sync), ...) or its end,
+    /// whichever comes first. So the cache misses of consecutive puts overlap instead of
+    /// following one another: a bulk load of a large map runs at the speed of memory's
+    /// bandwidth rather than its latency. The operations still happen in call order, and a
+    /// crash keeps a prefix of them as for any batch.
+    ///
+    /// An error applying a queued put is returned by the call that applied it (a later put,
+    /// or the next other call, or the batch's end); the puts queued after the failed one are
+    /// dropped with it, so the map holds a prefix of the operations, ending before the failed
+    /// put. [`len`](Self::len) does not count puts still queued.
+    #[inline]
+    pub fn put(&mut self, k: K, v: V) -> Result<()> {
+        if is_reserved(bytemuck::bytes_of(&k)) {
+            return self.insert(k, v).map(|_| ());
+        }
+        let h = hash_bytes(self.seed, bytemuck::bytes_of(&k));
+        let (_, seg, _, _) = self.core.locate(h);
+        self.core.prefetch(seg + (home_bucket(h) * BUCKET) as u64);
+        if self.queued.len() < PUT_QUEUE {
+            self.queued.push_back((k, v, h));
+            return Ok(());
+        }
+        let (k0, v0, h0) = self.queued.pop_front().expect("the queue is full");
+        self.queued.push_back((k, v, h));
+        if let Err(e) = self.insert_hashed(k0, v0, h0) {
+            self.queued.clear();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Apply every queued put (see [`put`](Self::put)), oldest first.
+    #[inline]
+    fn apply_queued(&mut self) -> Result<()> {
+        while let Some((k, v, h)) = self.queued.pop_front() {
+            if let Err(e) = self.insert_hashed(k, v, h) {
+                self.queued.clear();
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Insert or replace; returns the previous value.
     #[inline]
     pub fn insert(&mut self, k: K, v: V) -> Result<Option<V>> {
+        self.apply_queued()?;
+        let kb = bytemuck::bytes_of(&k);
+        if is_reserved(kb) {
+            self.before_op()?;
+            return self.special_insert(bytemuck::bytes_of(&v));
+        }
+        let h = hash_bytes(self.seed, kb);
+        self.insert_hashed(k, v, h)
+    }
+
+    /// [`insert`](Self::insert) of a key that is not the reserved one, whose hash is `h`.
+    #[inline(always)]
+    fn insert_hashed(&mut self, k: K, v: V, h: u64) -> Result<Option<V>> {
         self.before_op()?;
         let kb = bytemuck::bytes_of(&k);
         let vb = bytemuck::bytes_of(&v);
-        if is_reserved(kb) {
-            return self.special_insert(vb);
-        }
-        let h = hash_bytes(self.seed, kb);
         loop {
             let (idx, seg, _, fresh) = self.core.locate(h);
             let src = Src::Pool(self.core.tx().pool_inner());
@@ -549,21 +671,19 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
                 Probe::Found(off) if fresh => {
                     let vo = off + kb.len() as u64;
                     let old = read_val::<V>(&src, vo)?;
-                    self.core.tx().write_fresh(vo, vb);
+                    self.core.store(vo, vb);
                     return Ok(Some(old));
                 }
                 Probe::Free(off) if fresh => {
                     let mut slot = [0u8; BUCKET];
                     slot[..kb.len()].copy_from_slice(kb);
                     slot[kb.len()..kb.len() + vb.len()].copy_from_slice(vb);
-                    self.core
-                        .tx()
-                        .write_fresh(off, &slot[..kb.len() + vb.len()]);
+                    self.core.store(off, &slot[..kb.len() + vb.len()]);
                     self.core.len = self.core.len.wrapping_add(1);
                     return Ok(None);
                 }
                 Probe::Full => self.core.split::<Fixed<K, V>>(self.seed, idx)?,
-                _ => self.core.cow(idx)?,
+                _ => self.core.own(idx)?,
             }
         }
     }
@@ -579,6 +699,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// Look up a value as the batch sees it.
     #[inline]
     pub fn get(&mut self, k: &K) -> Result<Option<V>> {
+        self.apply_queued()?;
         self.ensure_open()?;
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
@@ -596,6 +717,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
 
     /// Remove; returns the value.
     pub fn remove(&mut self, k: &K) -> Result<Option<V>> {
+        self.apply_queued()?;
         self.before_op()?;
         let kb = bytemuck::bytes_of(k);
         if is_reserved(kb) {
@@ -622,20 +744,32 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
                     self.core.len = self.core.len.wrapping_sub(1);
                     return Ok(Some(old));
                 }
-                Probe::Found(_) => self.core.cow(idx)?,
+                Probe::Found(_) => self.core.own(idx)?,
                 _ => return Ok(None),
             }
         }
     }
 
+    /// Make room for `capacity` entries in all, inside the batch (see
+    /// [`PHashMap::reserve`]): when the table is smaller, its entries move into a new table of
+    /// segments allocated in the batch's transaction, which the batch then writes in place (no
+    /// copy-on-write); the new table becomes the map's at the batch's next commit.
+    pub fn reserve(&mut self, capacity: u64) -> Result<()> {
+        self.apply_queued()?;
+        self.before_op()?;
+        self.core.reserve::<Fixed<K, V>>(self.seed, capacity)
+    }
+
     /// The batch's current transaction, for writes that must commit together with the
     /// operations around them (a transaction ends when the log fills or at [`Batch::sync`]).
     pub fn tx(&mut self) -> Result<&mut Tx<'m>> {
+        self.apply_queued()?;
         self.ensure_open()?;
         Ok(self.core.tx())
     }
 
-    /// Entries in the map as the batch sees it.
+    /// Entries in the map as the batch sees it (puts still queued not counted: see
+    /// [`put`](Self::put)).
     pub fn len(&self) -> u64 {
         self.core.len.wrapping_add(self.len_delta as u64)
     }

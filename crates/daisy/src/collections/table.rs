@@ -93,6 +93,11 @@ pub const H_SPECIAL_VAL: u64 = 88;
 /// writes" above) changed the count since the header's `len` was last made exact.
 pub const FLAG_LEN_STALE: u32 = 1;
 
+/// `flags` bit: a batch is filling the map's segments in place (see "Batches filling an empty
+/// table" above). The map's committed contents are empty: whatever a segment holds was
+/// stored by a batch that did not commit, and opening the map empties the segments again.
+pub const FLAG_FILLING: u32 = 2;
+
 pub const KIND_FIXED: u32 = 1;
 pub const KIND_BYTES: u32 = 2;
 
@@ -459,7 +464,7 @@ fn may_move_back(hm: usize, j: usize, m: usize) -> bool {
 }
 
 /// How a table writes slots: through the redo log, or in place into a segment this
-/// transaction owns (a batch's copy).
+/// transaction owns (a batch's copy or new segment, or one it fills: see [`BatchCore::own`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
     Logged,
@@ -471,7 +476,7 @@ pub fn put(tx: &mut Tx, mode: WriteMode, off: u64, data: &[u8]) -> Result<()> {
     match mode {
         WriteMode::Logged => tx.write_bytes(off, data),
         WriteMode::InPlace => {
-            tx.write_fresh(off, data);
+            tx.pool_inner().map.write_bytes(off, data);
             Ok(())
         }
     }
@@ -600,10 +605,13 @@ pub struct Table<S: SlotKind> {
     _kind: std::marker::PhantomData<fn() -> S>,
 }
 
-/// Whether a header's flags word is valid: [`FLAG_LEN_STALE`] is the only flag, and only
-/// fixed maps with 8-byte slots write in place, so only they may carry it.
+/// Whether a header's flags word is valid: [`FLAG_LEN_STALE`] and [`FLAG_FILLING`] are the
+/// only flags; only fixed maps with 8-byte slots write single slots in place, so only they may
+/// carry the first, and only fixed maps have batches, so only they may carry the second.
 fn flags_valid(flags: u32, kind: u32, slot: usize) -> bool {
-    flags & !FLAG_LEN_STALE == 0 && (flags == 0 || (kind == KIND_FIXED && slot == 8))
+    flags & !(FLAG_LEN_STALE | FLAG_FILLING) == 0
+        && (flags & FLAG_LEN_STALE == 0 || (kind == KIND_FIXED && slot == 8))
+        && (flags & FLAG_FILLING == 0 || kind == KIND_FIXED)
 }
 
 /// `InPlace::delta` before the entries were counted.
@@ -632,8 +640,24 @@ fn new_segment_image<S: SlotKind>() -> Vec<u8> {
 impl<S: SlotKind> Table<S> {
     /// Create a new empty map inside `tx`; returns the header offset.
     pub fn create_in(tx: &mut Tx, seed: u64) -> Result<u64> {
-        let seg = tx.alloc_bytes(&new_segment_image::<S>())?.offset();
-        let dir = tx.alloc_bytes(&seg.to_le_bytes())?.offset();
+        Self::create_in_with_capacity(tx, seed, 0)
+    }
+
+    /// Create a new empty map inside `tx` with room for `capacity` entries: a directory of
+    /// 2^g words and 2^g empty segments ([`capacity_depth`]), all fresh objects (flushed before
+    /// the commit, with the header, the directory and the segments' allocation in one record).
+    /// Returns the header offset.
+    pub fn create_in_with_capacity(tx: &mut Tx, seed: u64, capacity: u64) -> Result<u64> {
+        let g = capacity_depth::<S>(capacity)?;
+        if !table_fits(tx.pool_inner(), g) {
+            return Err(Error::Aborted(format!(
+                "a hash map table for {capacity} entries (2^{g} segments of {SEG_BYTES} bytes) \
+                 does not fit the pool"
+            )));
+        }
+        let order: Vec<usize> = Vec::new();
+        let dir = place_all::<S>(tx, &[], &[], &order, g)?
+            .expect("an empty table has no probe window to overflow");
         let mut h = MapHeader {
             magic: MAP_MAGIC,
             kind: S::KIND,
@@ -645,7 +669,7 @@ impl<S: SlotKind> Table<S> {
             flags: 0,
             len: 0,
             dir,
-            depth: 0,
+            depth: g as u64,
             garbage_dir: 0,
             garbage_depth: 0,
             garbage_pos: 0,
@@ -664,6 +688,9 @@ impl<S: SlotKind> Table<S> {
         if h.format == MAP_FORMAT_OLD {
             t.upgrade_format()?;
         }
+        if h.flags & FLAG_FILLING != 0 {
+            t.finish_interrupted_fill()?;
+        }
         Ok(t)
     }
 
@@ -679,6 +706,13 @@ impl<S: SlotKind> Table<S> {
             });
         }
         let h = valid_header::<S>(&Src::Tx(tx), &pool.inner, hdr, what)?;
+        if h.flags & FLAG_FILLING != 0 {
+            return Err(Error::NotACollection {
+                offset: hdr,
+                what,
+                why: "a batch's fill was interrupted: open the map first".into(),
+            });
+        }
         if h.format != MAP_FORMAT {
             return Err(Error::NotACollection {
                 offset: hdr,
@@ -851,39 +885,68 @@ impl<S: SlotKind> Table<S> {
         if (1usize << g) >= segs.len() {
             return Ok(false);
         }
-        let mut slots: Vec<(u64, [u8; 16])> = Vec::with_capacity(hd.len as usize);
+        self.rebuild(tx, &segs, g)?;
+        Ok(true)
+    }
+
+    /// Make room for `n` entries (see [`capacity_depth`]) inside `tx`: a table with a segment
+    /// of a smaller local depth than `n` entries need is rebuilt with every segment at that
+    /// depth (or at the directory's depth, when that is deeper), its entries moved; nothing is
+    /// done (false) when every segment is deep enough already. Same crash reasoning as
+    /// [`Table::shrink`]: fresh objects, the header's `dir` and `depth` changed in one logged
+    /// write with the frees of the old ones, so after a crash the table is the old one or the
+    /// new one, both holding the same entries.
+    pub fn reserve(&self, tx: &mut Tx, n: u64) -> Result<bool> {
+        self.note_tx();
+        let g_cap = capacity_depth::<S>(n)?;
+        let src = Src::Tx(tx);
+        let hd = src.header(self.hdr)?;
+        let segs = self.segments(&src)?;
+        if segs.iter().all(|s| s.2 >= g_cap) {
+            return Ok(false);
+        }
+        self.rebuild(tx, &segs, g_cap.max(hd.depth as u32))?;
+        Ok(true)
+    }
+
+    /// Move every entry of the table (whose segments are `segs`) into a new table of global
+    /// depth at least `g` (deeper when a probe window would overflow), all segments at that
+    /// local depth, inside `tx`: fresh segments and directory (flushed before the commit), the
+    /// header's `dir` and `depth` in one logged 16-byte write, the old segments and directory
+    /// freed. Slots move as they are (an entry object of a byte-string map is not copied).
+    fn rebuild(&self, tx: &mut Tx, segs: &[(u64, u64, u32)], g: u32) -> Result<()> {
+        let src = Src::Tx(tx);
+        let hd = src.header(self.hdr)?;
+        // Every entry: its hash, and its slot's bytes (back to back, S::SLOT each).
+        let cap = hd.len.min(1 << 24) as usize;
+        let mut hashes: Vec<u64> = Vec::with_capacity(cap);
+        let mut bytes: Vec<u8> = Vec::with_capacity(cap * S::SLOT);
         let mut img = vec![0u8; SEG_BYTES];
-        for &(_, seg, _) in &segs {
+        for &(_, seg, _) in segs {
             src.read(seg, &mut img)?;
             for slot in img.chunks_exact(S::SLOT) {
                 if !S::is_empty(slot) {
-                    let mut b = [0u8; 16];
-                    b[..S::SLOT].copy_from_slice(slot);
-                    slots.push((S::entry_hash(self.seed, slot), b));
+                    hashes.push(S::entry_hash(self.seed, slot));
+                    bytes.extend_from_slice(slot);
                 }
             }
         }
-        // Place them; a probe window that overflows takes one more hash bit.
-        let imgs = loop {
-            if g >= MAX_DEPTH {
-                return Err(Error::Aborted(
-                    "hash map cannot be rebuilt smaller (keys hash too alike)".into(),
-                ));
+        let mut order: Vec<usize> = (0..hashes.len()).collect();
+        let mut g = g;
+        let dir = loop {
+            if g > MAX_DEPTH || !table_fits(tx.pool_inner(), g) {
+                return Err(Error::Aborted(if g > MAX_DEPTH {
+                    "hash map cannot be rebuilt (keys hash too alike)".into()
+                } else {
+                    format!("a hash map table of 2^{g} segments does not fit the pool")
+                }));
             }
-            let mut imgs = vec![new_segment_image::<S>(); 1usize << g];
-            let fits = slots.iter().all(|(h, slot)| {
-                place::<S>(&mut imgs[dir_index(*h, g) as usize], *h, &slot[..S::SLOT])
-            });
-            if fits {
-                break imgs;
+            order.sort_unstable_by_key(|&i| dir_index(hashes[i], g));
+            if let Some(d) = place_all::<S>(tx, &hashes, &bytes, &order, g)? {
+                break d;
             }
             g += 1;
         };
-        let mut words = Vec::with_capacity(imgs.len());
-        for im in &imgs {
-            words.push(tx.alloc_bytes(im)?.offset() | ((g as u64) << 56));
-        }
-        let dir = tx.alloc_bytes(bytemuck::cast_slice(&words))?.offset();
         if sim_fault!(ShrinkHeaderEarly) {
             let inner = tx.pool_inner();
             inner.store_word_durable(self.hdr + H_DIR, dir)?;
@@ -894,11 +957,11 @@ impl<S: SlotKind> Table<S> {
             w[8..].copy_from_slice(&(g as u64).to_le_bytes());
             tx.write_bytes(self.hdr + H_DIR, &w)?;
         }
-        for (_, seg, _) in segs {
+        for &(_, seg, _) in segs {
             tx.free(crate::PPtr::<u8>::from_offset(seg))?;
         }
         tx.free(crate::PPtr::<u8>::from_offset(hd.dir))?;
-        Ok(true)
+        Ok(())
     }
 
     /// Add `delta` to `len` (logged).
@@ -981,6 +1044,64 @@ impl<S: SlotKind> Table<S> {
         self.in_place
             .tx_since_barrier
             .store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Before a batch fills this (empty) map's segments in place: make every committed
+    /// transaction durable and retired, as for in-place slot writes (no recovery may replay a
+    /// record over what the batch stores, or over the flags word), then set [`FLAG_FILLING`]
+    /// with one durable in-place store of the header's checksum-and-flags word (`crc_flags`
+    /// as the map's committed header holds it). The handle is exclusive and the calling thread
+    /// holds no transaction, so no record that writes the map can be committed in between.
+    /// False when the pool is poisoned (the batch then copies segments, and fails at its first
+    /// commit anyway).
+    pub fn start_filling(&self, crc_flags: u64) -> Result<bool> {
+        let inner = &*self.pool.inner;
+        if inner.poisoned.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let newest = inner
+            .lanes
+            .next_seq
+            .load(Ordering::SeqCst)
+            .saturating_sub(1);
+        if !sim_fault!(NoInPlaceBarrier) {
+            inner.advance_watermark(newest)?;
+        }
+        if !sim_fault!(FillWithoutFlag) {
+            inner.store_word_durable(self.hdr + 32, crc_flags | (FLAG_FILLING as u64) << 32)?;
+        }
+        Ok(true)
+    }
+
+    /// Opening a map whose header says [`FLAG_FILLING`]: a batch was filling its (empty)
+    /// table in place when the process stopped, before its commit. The committed map is empty:
+    /// every segment is emptied again and made durable (non-temporal stores or flushes, one
+    /// fence), then the flag is cleared and `len` set to 0 in one transaction. A crash in
+    /// between leaves the flag set, and the next open does it again.
+    fn finish_interrupted_fill(&self) -> Result<()> {
+        let inner = &*self.pool.inner;
+        let src = Src::Pool(inner);
+        let empty = new_segment_image::<S>();
+        for (_, seg, _) in self.segments(&src)? {
+            if !inner.map.in_bounds(seg, SEG_BYTES) || seg < inner.hdr.heap_off {
+                return Err(bad_dir(self.hdr));
+            }
+            inner.persist.copy_nodrain(&inner.map, seg, &empty);
+        }
+        inner
+            .persist
+            .fence()
+            .map_err(|e| inner.io_err("persist", e))?;
+        self.note_tx();
+        self.pool.transaction(|tx| {
+            let mut w = [0u8; 12];
+            w[4..12].copy_from_slice(&0u64.to_le_bytes());
+            // flags (offset 36) and len (offset 40): an exact, empty map.
+            tx.write_bytes(self.hdr + H_FLAGS, &w)
+        })?;
+        self.in_place.len_stale.store(false, Ordering::Relaxed);
+        self.in_place.delta.store(0, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1250,6 +1371,106 @@ pub(crate) fn destroy_step<S: SlotKind>(
     Ok(false)
 }
 
+/// Allocate, inside `tx`, the 2^g segments of a table holding the entries whose hashes and
+/// slot bytes are given (`order`: their indexes sorted by directory index at depth `g`), and
+/// its directory (every segment at local depth `g`); returns the directory. One segment image
+/// is built at a time. None, with nothing left allocated, when a probe window would overflow.
+fn place_all<S: SlotKind>(
+    tx: &mut Tx,
+    hashes: &[u64],
+    bytes: &[u8],
+    order: &[usize],
+    g: u32,
+) -> Result<Option<u64>> {
+    let Some(words) = place_segments::<S>(tx, hashes, bytes, order, g, false)? else {
+        return Ok(None);
+    };
+    match tx.alloc_bytes(bytemuck::cast_slice(&words)) {
+        Ok(d) => Ok(Some(d.offset())),
+        Err(e) => {
+            let segs: Vec<u64> = words.iter().map(|w| w & OFF_MASK).collect();
+            cancel_fresh(tx, &segs);
+            Err(e)
+        }
+    }
+}
+
+/// The segments of [`place_all`], without the directory: their directory words (offset |
+/// local depth `g`). `cached`: written with ordinary stores and flushed at commit, so that a
+/// batch may go on storing into them ([`Tx::alloc_bytes_cached`]); otherwise copied with
+/// non-temporal stores where the mode has them.
+fn place_segments<S: SlotKind>(
+    tx: &mut Tx,
+    hashes: &[u64],
+    bytes: &[u8],
+    order: &[usize],
+    g: u32,
+    cached: bool,
+) -> Result<Option<Vec<u64>>> {
+    let mut words: Vec<u64> = Vec::with_capacity(1 << g);
+    let empty = new_segment_image::<S>();
+    let mut img = empty.clone();
+    let mut next = 0;
+    let give_back = |tx: &mut Tx, words: &[u64]| {
+        let segs: Vec<u64> = words.iter().map(|w| w & OFF_MASK).collect();
+        cancel_fresh(tx, &segs);
+    };
+    for i in 0..(1u64 << g) {
+        let first = next;
+        while next < order.len() && dir_index(hashes[order[next]], g) == i {
+            next += 1;
+        }
+        if next > first {
+            img.copy_from_slice(&empty);
+            for &e in &order[first..next] {
+                if !place::<S>(&mut img, hashes[e], &bytes[e * S::SLOT..(e + 1) * S::SLOT]) {
+                    give_back(tx, &words);
+                    return Ok(None);
+                }
+            }
+        }
+        let data = if next > first { &img } else { &empty };
+        let seg = if cached {
+            tx.alloc_bytes_cached(data)
+        } else {
+            tx.alloc_bytes(data).map(|p| p.offset())
+        };
+        match seg {
+            Ok(off) => words.push(off | ((g as u64) << 56)),
+            Err(e) => {
+                give_back(tx, &words);
+                return Err(e);
+            }
+        }
+    }
+    Ok(Some(words))
+}
+
+/// Global depth of a table with room for `n` entries: 2^g segments whose slots number at
+/// least twice `n` (at most half full, as the simple tables of `daisy bench hashmap`, which
+/// get 2n slots rounded up to a power of two: the same bytes). At half load a probe window of
+/// eight buckets overflows so rarely that inserting the `n` entries splits no segment, or a
+/// handful (for entries of 8 bytes, 64 slots per window against 32 expected: a window holds
+/// 64 keys with a probability under 1e-8); with large entries (one slot per bucket) some
+/// segments still split. An error when `n` is beyond any table.
+pub fn capacity_depth<S: SlotKind>(n: u64) -> Result<u32> {
+    let per_seg = (SEG_BUCKETS * S::PER_BUCKET) as u64;
+    let segs = n
+        .max(1)
+        .checked_mul(2)
+        .map(|slots| slots.div_ceil(per_seg))
+        .and_then(u64::checked_next_power_of_two)
+        .filter(|s| s.trailing_zeros() <= MAX_DEPTH)
+        .ok_or_else(|| Error::Aborted(format!("a hash map of {n} entries is beyond any table")))?;
+    Ok(segs.trailing_zeros())
+}
+
+/// Whether a table of 2^g segments (and its directory) could fit the pool at its largest.
+fn table_fits(pool: &PoolInner, g: u32) -> bool {
+    let heap = pool.hdr.max_size.saturating_sub(pool.hdr.heap_off);
+    g <= MAX_DEPTH && ((SEG_BYTES as u64 + 8) << g) <= heap
+}
+
 impl<S: SlotKind> Drop for Table<S> {
     fn drop(&mut self) {
         // A failure leaves the flag set: the next user counts the entries, nothing is lost.
@@ -1295,9 +1516,12 @@ fn cancel_fresh(tx: &mut Tx, segs: &[u64]) {
 pub const FRESH: u64 = 1 << 55;
 
 /// A batch's state: the directory in DRAM (with [`FRESH`] marking segments this transaction
-/// copied or created), the header fields it will write at commit, and the transaction.
+/// may write in place: copied, created, or filled), the header fields it will write at commit,
+/// and the transaction.
 pub struct BatchCore<'p> {
     pub tx: Option<Tx<'p>>,
+    pool: &'p PoolInner,
+    hdr: u64,
     pub dir: Vec<u64>,
     pub depth: u32,
     pub len: u64,
@@ -1307,36 +1531,87 @@ pub struct BatchCore<'p> {
     pub dir_resized: bool,
     pub persisted_dir: u64,
     pub persisted_len: u64,
+    /// [`FLAG_FILLING`] is durably set: segments of the persistent directory are written in
+    /// place (see "Batches filling an empty table" above).
+    filling: bool,
+    /// The header's checksum and flags word (offset 32) when the batch began, the flags
+    /// without [`FLAG_FILLING`]: written back when filling ends.
+    crc_flags: u64,
+    /// Segments of the persistent directory written in place while filling: flushed before
+    /// the commit record, emptied again when the batch ends without committing.
+    filled: Vec<u64>,
+    /// The byte an empty segment is filled with.
+    empty_fill: u8,
 }
 
 impl<'p> BatchCore<'p> {
-    pub fn begin<S: SlotKind>(t: &'p Table<S>) -> Result<BatchCore<'p>> {
+    /// Begin a batch on `t`, whose entries number the header's `len` plus `len_delta`
+    /// (in-place writes before the batch). When the map is empty (and the calling thread holds
+    /// no transaction that could have written it), the batch fills the existing segments in
+    /// place instead of copying them: [`Table::start_filling`] first.
+    pub fn begin<S: SlotKind>(t: &'p Table<S>, len_delta: i64) -> Result<BatchCore<'p>> {
         t.note_tx();
-        let tx = Tx::begin(&t.pool.inner)?;
+        let pool: &'p PoolInner = &t.pool.inner;
+        let committed = Src::Pool(pool).header(t.hdr)?;
+        let empty = committed.special == 0
+            && committed.len.wrapping_add(len_delta as u64) == 0
+            && committed.flags & FLAG_FILLING == 0
+            && !crate::tx::thread_in_tx();
+        let crc_flags = committed.crc as u64 | (committed.flags as u64) << 32;
+        let filling = empty && t.start_filling(crc_flags)?;
+        let mut core = BatchCore {
+            tx: None,
+            pool,
+            hdr: t.hdr,
+            dir: Vec::new(),
+            depth: 0,
+            len: 0,
+            changed: Vec::new(),
+            dir_resized: false,
+            persisted_dir: 0,
+            persisted_len: 0,
+            filling,
+            crc_flags,
+            filled: Vec::new(),
+            empty_fill: S::EMPTY_FILL,
+        };
+        // From here on, an error drops `core`, which clears the flag again.
+        let tx = Tx::begin(pool)?;
         let src = Src::Tx(&tx);
         let hd = src.header(t.hdr)?;
-        if !dir_fits(&t.pool.inner, hd.dir, hd.depth) {
+        if !dir_fits(pool, hd.dir, hd.depth) {
             return Err(bad_dir(t.hdr));
         }
         let g = hd.depth as u32;
         let dir = read_dir(&src, hd.dir, g)?;
         // The batch trusts this copy for in-place writes: a damaged directory stops it here.
         dir_spans(&dir, g, hd.dir).map_err(|_| bad_dir(t.hdr))?;
-        Ok(BatchCore {
-            tx: Some(tx),
-            dir,
-            depth: g,
-            len: hd.len,
-            changed: Vec::new(),
-            dir_resized: false,
-            persisted_dir: hd.dir,
-            persisted_len: hd.len,
-        })
+        core.tx = Some(tx);
+        core.dir = dir;
+        core.depth = g;
+        core.len = hd.len;
+        core.persisted_dir = hd.dir;
+        core.persisted_len = hd.len;
+        Ok(core)
     }
 
     #[inline(always)]
     pub fn tx(&mut self) -> &mut Tx<'p> {
         self.tx.as_mut().expect("batch transaction is open")
+    }
+
+    /// Store `data` at `off`, in a segment this transaction may write in place (marked
+    /// [`FRESH`] in the DRAM directory: flushed before the commit record).
+    #[inline(always)]
+    pub fn store(&mut self, off: u64, data: &[u8]) {
+        self.pool.map.write_bytes(off, data);
+    }
+
+    /// Hint that the bucket at `off` will be read soon (a prefetch; nothing when `off` is
+    /// outside the pool).
+    #[inline(always)]
+    pub fn prefetch(&self, off: u64) {
+        self.pool.map.prefetch(off);
     }
 
     /// Locate the segment of `h`: (index, segment, local depth, fresh).
@@ -1352,6 +1627,35 @@ impl<'p> BatchCore<'p> {
             *w = word;
         }
         self.changed.push((first, span));
+    }
+
+    /// Make the segment at `idx` writable in place for this transaction (its first write to
+    /// it): while filling, the segment itself (the map was empty when the batch began, so a
+    /// crash before the commit leaves nothing in it that matters: see "Batches filling an empty
+    /// table"); otherwise a fresh copy ([`BatchCore::cow`]).
+    pub fn own(&mut self, idx: u64) -> Result<()> {
+        if !self.filling {
+            return self.cow(idx);
+        }
+        let (_, seg, ld, fresh) = self.locate_idx(idx);
+        debug_assert!(!fresh);
+        // Written in place from here on: it must lie in the heap (a damaged directory word
+        // is refused here rather than written through).
+        let end = seg.checked_add(SEG_BYTES as u64);
+        if seg < self.pool.hdr.heap_off || end.is_none_or(|e| e > self.pool.heap_end()) {
+            return Err(Error::InvalidPointer {
+                offset: seg,
+                why: "hash map segment outside the pool's heap",
+            });
+        }
+        self.filled.push(seg);
+        // The persistent directory does not change: only the DRAM copy's word is marked.
+        let g = self.depth;
+        let first = (idx >> (g - ld)) << (g - ld);
+        for w in &mut self.dir[first as usize..(first + (1 << (g - ld))) as usize] {
+            *w |= FRESH;
+        }
+        Ok(())
     }
 
     /// Copy the segment at `idx` into a fresh object (first write of this transaction to it).
@@ -1442,7 +1746,10 @@ impl<'p> BatchCore<'p> {
     /// Write the directory and header changes into the transaction and commit it; then begin
     /// the next one. Afterwards no segment is fresh.
     pub fn commit(&mut self, hdr: u64, reopen: bool) -> Result<()> {
-        if let Err(e) = self.write_dir_and_header(hdr) {
+        let written = self
+            .write_dir_and_header(hdr)
+            .and_then(|()| self.persist_filled());
+        if let Err(e) = written {
             // The record may hold part of the directory change: abandon the transaction (its
             // drop rolls it back) so nothing half-written can ever commit. The batch is over;
             // what earlier commits made durable stays (the documented prefix).
@@ -1452,6 +1759,9 @@ impl<'p> BatchCore<'p> {
         let tx = self.tx.take().expect("batch transaction is open");
         let pool = tx.pool_inner();
         tx.commit()?;
+        // The record cleared FLAG_FILLING: the filled segments hold committed entries now.
+        self.filling = false;
+        self.filled.clear();
         self.persisted_len = self.len;
         self.changed.clear();
         self.dir_resized = false;
@@ -1506,7 +1816,123 @@ impl<'p> BatchCore<'p> {
             let len = self.len;
             self.tx().write_bytes(hdr + H_LEN, &len.to_le_bytes())?;
         }
+        if self.filling {
+            // Filling ends with this record: the flags as they were before the batch.
+            let flags = (self.crc_flags >> 32) as u32;
+            self.tx().write_bytes(hdr + H_FLAGS, &flags.to_le_bytes())?;
+        }
         Ok(())
+    }
+
+    /// Make the segments filled in place durable, before the commit record that clears
+    /// [`FLAG_FILLING`] (its own fence: a crash during the commit's fence may persist any
+    /// subset of the lines being flushed, and a record that says the filled entries are
+    /// committed must never reach the media without them).
+    fn persist_filled(&mut self) -> Result<()> {
+        if self.filled.is_empty() {
+            return Ok(());
+        }
+        let pool = self.pool;
+        if !sim_fault!(FillNoFlush) {
+            for &seg in &self.filled {
+                pool.persist.flush(pool.map.at(seg, SEG_BYTES), SEG_BYTES);
+            }
+        }
+        pool.persist.fence().map_err(|e| pool.io_err("persist", e))
+    }
+
+    /// The batch ends without committing its filled segments (an error, a failed commit, a
+    /// panic): empty them again, durably, then clear [`FLAG_FILLING`] with one in-place store
+    /// (no record that wrote the flags word can be replayed: [`Table::start_filling`] retired
+    /// every one, and no commit of this batch wrote it since). The map is then what it was
+    /// committed as: empty. A crash in between leaves the flag set, and opening the map
+    /// empties the segments. Nothing is written to a poisoned pool (a failed fence: what
+    /// reached the media is for recovery to judge).
+    fn undo_filling(&mut self) {
+        let pool = self.pool;
+        if pool.poisoned.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let empty = vec![self.empty_fill; SEG_BYTES];
+        for &seg in &self.filled {
+            pool.persist.copy_nodrain(&pool.map, seg, &empty);
+        }
+        if pool.persist.fence().is_err() {
+            pool.poisoned
+                .store(true, std::sync::atomic::Ordering::Release);
+            return;
+        }
+        let _ = pool.store_word_durable(self.hdr + 32, self.crc_flags);
+        self.filled.clear();
+        self.filling = false;
+    }
+
+    /// Make room for `n` entries ([`capacity_depth`]) in this transaction: when a segment is
+    /// shallower than that, every entry moves into a new table of fresh segments (written in
+    /// place by the batch from then on, no copy-on-write) at that depth or the directory's,
+    /// and the old segments are freed. The persistent directory is rewritten at commit.
+    pub fn reserve<S: SlotKind>(&mut self, seed: u64, n: u64) -> Result<()> {
+        let g_cap = capacity_depth::<S>(n)?;
+        let spans = dir_spans(
+            &self.dir.iter().map(|w| w & !FRESH).collect::<Vec<_>>(),
+            self.depth,
+            0,
+        )
+        .map_err(|_| bad_dir(self.hdr))?;
+        if spans.iter().all(|s| s.2 >= g_cap) {
+            return Ok(());
+        }
+        let src = Src::Pool(self.pool);
+        let mut hashes = Vec::new();
+        let mut bytes = Vec::new();
+        let mut img = vec![0u8; SEG_BYTES];
+        for &(_, seg, _) in &spans {
+            src.read(seg, &mut img)?;
+            for slot in img.chunks_exact(S::SLOT) {
+                if !S::is_empty(slot) {
+                    hashes.push(S::entry_hash(seed, slot));
+                    bytes.extend_from_slice(slot);
+                }
+            }
+        }
+        let mut order: Vec<usize> = (0..hashes.len()).collect();
+        let mut g = g_cap.max(self.depth);
+        let words = loop {
+            if !table_fits(self.pool, g) {
+                return Err(Error::Aborted(format!(
+                    "a hash map table of 2^{g} segments does not fit the pool"
+                )));
+            }
+            order.sort_unstable_by_key(|&i| dir_index(hashes[i], g));
+            let tx = self.tx.as_mut().expect("batch transaction is open");
+            if let Some(w) = place_segments::<S>(tx, &hashes, &bytes, &order, g, true)? {
+                break w;
+            }
+            g += 1;
+        };
+        let tx = self.tx.as_mut().expect("batch transaction is open");
+        for &(_, seg, _) in &spans {
+            if let Err(e) = tx.free(crate::PPtr::<u8>::from_offset(seg)) {
+                let segs: Vec<u64> = words.iter().map(|w| w & OFF_MASK).collect();
+                cancel_fresh(tx, &segs);
+                return Err(e);
+            }
+        }
+        self.dir = words.into_iter().map(|w| w | FRESH).collect();
+        self.depth = g;
+        self.dir_resized = true;
+        self.changed.clear();
+        Ok(())
+    }
+}
+
+impl Drop for BatchCore<'_> {
+    fn drop(&mut self) {
+        // The open transaction (if any) is rolled back first: nothing it did commits.
+        self.tx = None;
+        if self.filling {
+            self.undo_filling();
+        }
     }
 }
 
@@ -1623,10 +2049,16 @@ pub fn check_table(
             return r;
         }
     };
+    // A batch was filling the table in place when the process stopped: the committed map is
+    // empty, whatever the segments hold (opening the map empties them).
+    let filling = hd.flags & FLAG_FILLING != 0;
     for (i, seg, ld) in spans {
         let pattern = i >> (g - ld);
         r.segments += 1;
         r.objects.push(seg);
+        if filling {
+            continue;
+        }
         let mut img = vec![0u8; SEG_BYTES];
         if let Err(e) = src.read(seg, &mut img) {
             r.problems.push(format!("segment {seg:#x} unreadable: {e}"));
@@ -1727,6 +2159,10 @@ pub fn check_table(
     }
     if hd.special != 0 {
         count += 1;
+        if filling {
+            r.problems
+                .push("a map being filled by a batch holds the reserved key's entry".into());
+        }
     }
     r.entries = count;
     if !flags_valid(hd.flags, hd.kind, d.slot) {

@@ -44,7 +44,8 @@ impl<'p> Tx<'p> {
     }
 
     /// Allocate `data.len()` bytes holding `data`, written with ordinary stores and flushed at
-    /// commit, so that [`Tx::write_fresh`] may store into the object afterwards.
+    /// commit, so that the caller may go on storing into the object in place (a hash-map
+    /// batch's segments) until then.
     pub(crate) fn alloc_bytes_cached(&mut self, data: &[u8]) -> Result<u64> {
         let off = self.alloc_raw((data.len() as u64).max(1))?;
         self.pool.map.write_bytes(off, data);

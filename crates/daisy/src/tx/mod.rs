@@ -371,20 +371,6 @@ impl<'p> Tx<'p> {
         self.log_capacity().saturating_sub(self.log_used())
     }
 
-    /// Write into an object this transaction allocated with [`Tx::alloc_bytes_cached`] or
-    /// [`Tx::alloc_zeroed_bytes`], in place, without logging and without noting it dirty: those
-    /// calls noted the whole object dirty, so commit flushes these bytes too. The caller (a
-    /// collection that tracks which of its objects are fresh) guarantees the target is such an
-    /// object; writing anything else this way would break crash consistency.
-    #[inline(always)]
-    pub(crate) fn write_fresh(&mut self, off: u64, data: &[u8]) {
-        debug_assert!(
-            self.fresh_contains(off, data.len() as u64),
-            "write_fresh outside this transaction's new objects"
-        );
-        self.pool.map.write_bytes(off, data);
-    }
-
     /// Remember bytes written in place into this transaction's new objects; they are flushed
     /// just before the commit fence. Adjacent ranges merge (consecutive small allocations).
     #[inline]

@@ -144,6 +144,9 @@ fn batch_split_failing_half_way_leaks_nothing() {
         })
         .unwrap();
     let mut m = U32Map::open(&pool, id).unwrap();
+    // One entry, so that the batch copies the segment (a batch into an empty map fills it in
+    // place instead: `batch_fill_*` below).
+    m.insert(u32::MAX - 1, 0).unwrap();
     // Fill the pool with segment-sized objects, then give two back: a batch's first write
     // copies the (single) segment into one, and its first split gets only one of two.
     let mut fillers = Vec::new();
@@ -182,7 +185,7 @@ fn batch_split_failing_half_way_leaks_nothing() {
         "the failure must come from a split, not the first copy"
     );
     assert!(matches!(e, Error::PoolFull { .. }), "{e}");
-    assert_eq!(m.len().unwrap(), k as u64);
+    assert_eq!(m.len().unwrap(), k as u64 + 1);
     assert_ok(&m.check());
     let reach: Vec<u64> = m
         .check()

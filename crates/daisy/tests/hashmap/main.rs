@@ -7,6 +7,8 @@
 //!   in use, another pool, other map format versions); operations in a failed transaction;
 //!   byte-map entries read in place, cursor scans, random keys and `clear_with`.
 //! - `batch`: batches, the prefix an error keeps, a failed commit, a split failing half-way.
+//! - `capacity`: tables sized beforehand (`with_capacity`, `reserve`, `Batch::reserve`), a
+//!   batch filling an empty map in place, and a fill that fails or crashes (an empty map).
 //! - `clear`: `clear` frees everything, with small and the smallest log slots, and a crash
 //!   inside `clear`.
 //! - `crash`: committed and in-place writes survive a crash; `len` recounted; map operations
@@ -23,6 +25,7 @@ use std::collections::HashMap;
 
 mod basics;
 mod batch;
+mod capacity;
 mod clear;
 mod crash;
 mod damage;

@@ -15,6 +15,11 @@ enum MapOp {
     Batch(Vec<(bool, u32, u32)>),
     Clear,
     Crash,
+    /// `reserve` for that many entries.
+    Reserve(u32),
+    /// A batch that reserves room first, then fails (or the process dies) before its commit:
+    /// nothing of it stays (a batch into an empty map fills its segments in place).
+    FailedBatch(u32, Vec<(bool, u32, u32)>, bool),
 }
 
 fn key() -> impl Strategy<Value = u32> {
@@ -33,6 +38,9 @@ fn map_op() -> impl Strategy<Value = MapOp> {
         2 => prop::collection::vec(kv(), 1..3000).prop_map(MapOp::Batch),
         1 => Just(MapOp::Clear),
         1 => Just(MapOp::Crash),
+        1 => (0u32..20_000).prop_map(MapOp::Reserve),
+        2 => (0u32..20_000, prop::collection::vec(kv(), 1..40), any::<bool>())
+            .prop_map(|(r, o, c)| MapOp::FailedBatch(r, o, c)),
     ]
 }
 
@@ -83,6 +91,33 @@ proptest! {
                 MapOp::Clear => {
                     m.clear().unwrap();
                     model.clear();
+                }
+                MapOp::Reserve(n) => {
+                    m.reserve(n as u64).unwrap();
+                }
+                MapOp::FailedBatch(n, list, crash) => {
+                    let mut staged = model.clone();
+                    let r: Result<(), Error> = m.batch(|b| {
+                        b.reserve(n as u64)?;
+                        for &(ins, k, v) in &list {
+                            if ins {
+                                assert_eq!(b.insert(k, v)?, staged.insert(k, v));
+                            } else {
+                                assert_eq!(b.remove(&k)?, staged.remove(&k));
+                            }
+                        }
+                        if crash {
+                            pool.clone().crash_for_test();
+                        }
+                        Err(Error::Aborted("prop".into()))
+                    });
+                    prop_assert!(r.is_err());
+                    if crash {
+                        drop(m);
+                        pool.crash_for_test();
+                        pool = Pool::open(&path, "test.hashmap").unwrap();
+                        m = U32Map::open(&pool, id).unwrap();
+                    }
                 }
                 MapOp::Crash => {
                     drop(m);
