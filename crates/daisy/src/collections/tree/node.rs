@@ -28,6 +28,7 @@
 use super::super::table::Src;
 use crate::error::{Error, Result};
 use crate::tx::Tx;
+use std::cell::RefCell;
 
 /// Node sizes a tree may use. The largest is 2048 bytes: index bytes hold offset / 8.
 pub const NODE_SIZES: [u32; 4] = [256, 512, 1024, 2048];
@@ -217,17 +218,60 @@ pub fn internal_item(child: u64, count: u64, sep_entry: &[u8]) -> Vec<u8> {
 /// The empty separator entry of item 0.
 pub const EMPTY_ENTRY: [u8; 8] = [0; 8];
 
-/// A node copied into DRAM.
-#[derive(Clone)]
+thread_local! {
+    /// Buffers of dropped node images, reused by the next images of this thread: a descent
+    /// copies a node per level, and an allocation (zeroed) per copy cost more than the copy.
+    static SPARE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Buffers [`SPARE`] keeps at most (a split or a merge holds a handful of images at once).
+const SPARE_MAX: usize = 16;
+
+/// A buffer of `n` bytes, contents unspecified (a reused one, or a new one).
+fn take_buf(n: usize) -> Vec<u8> {
+    let b = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten();
+    match b {
+        Some(mut b) => {
+            b.resize(n, 0);
+            b
+        }
+        None => vec![0u8; n],
+    }
+}
+
+/// A node copied into DRAM. Its buffer goes back to this thread's spares when it drops.
 pub struct Img {
     pub off: u64,
     pub b: Vec<u8>,
 }
 
+impl Drop for Img {
+    fn drop(&mut self) {
+        let b = std::mem::take(&mut self.b);
+        if b.capacity() == 0 {
+            return;
+        }
+        let _ = SPARE.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_MAX {
+                s.push(b);
+            }
+        });
+    }
+}
+
+impl Clone for Img {
+    fn clone(&self) -> Img {
+        let mut b = take_buf(self.b.len());
+        b.copy_from_slice(&self.b);
+        Img { off: self.off, b }
+    }
+}
+
 impl Img {
     /// Read the node at `off` and check its header (tag, index and heap bounds, level).
     pub fn read(src: &Src, off: u64, geo: Geo, level: u64) -> Result<Img> {
-        let mut b = vec![0u8; geo.n];
+        let mut b = take_buf(geo.n);
         src.read(off, &mut b)?;
         let img = Img { off, b };
         img.validate(level)?;
@@ -236,7 +280,8 @@ impl Img {
 
     /// A new, empty node image (not yet in the pool).
     pub fn empty(off: u64, geo: Geo, level: u8) -> Img {
-        let mut b = vec![0u8; geo.n];
+        let mut b = take_buf(geo.n);
+        b.fill(0);
         b[0] = level;
         b[2..4].copy_from_slice(&(geo.n as u16).to_le_bytes());
         b[6..8].copy_from_slice(&NODE_TAG);
@@ -385,6 +430,33 @@ impl Img {
         Ok(true)
     }
 
+    /// Insert `item` at index position `pos` when it fits the free bytes between the index
+    /// and the heap as they lie (no compaction, the node not full): where [`insert_item`]
+    /// would put it, at the heap's low end. Its offset, or None (nothing changed) when the
+    /// insert needs [`insert_item`]'s compaction or a split.
+    ///
+    /// [`insert_item`]: Self::insert_item
+    #[inline]
+    pub fn insert_in_gap(&mut self, pos: usize, item: &[u8]) -> Option<usize> {
+        let count = self.count();
+        if count >= u8::MAX as usize || pos > count {
+            return None;
+        }
+        // Every used byte lies in the index or the heap, so when the gap takes the item,
+        // the node's used bytes plus the item fit its capacity (`insert_item`'s test).
+        let at = self.heap().checked_sub(item.len())?;
+        if at < NODE_HDR + count + 1 {
+            return None;
+        }
+        self.b[at..at + item.len()].copy_from_slice(item);
+        self.set_heap(at);
+        let ix = NODE_HDR + pos;
+        self.b.copy_within(ix..NODE_HDR + count, ix + 1);
+        self.b[ix] = (at / 8) as u8;
+        self.set_count(count + 1);
+        Some(at)
+    }
+
     /// Remove the item at `pos` from the index; its bytes become dead (reclaimed at once when
     /// it is the lowest item of the heap).
     pub fn remove_item(&mut self, pos: usize) -> Result<()> {
@@ -436,6 +508,41 @@ impl Img {
             .ok_or_else(|| damaged(self.off, "ordered map node overflows"))?;
         Ok(())
     }
+}
+
+/// A node's header and index (and the index byte after them) saved before an insert or a
+/// removal, which change nothing else in place: afterwards only these bytes are compared
+/// with the image to find what to write (not the whole node).
+pub struct Head {
+    b: [u8; NODE_HDR + 256],
+    count: usize,
+}
+
+impl Head {
+    pub fn save(img: &Img) -> Head {
+        let mut b = [0u8; NODE_HDR + 256];
+        let len = pad8(NODE_HDR + img.count() + 1).min(img.n());
+        b[..len].copy_from_slice(&img.b[..len]);
+        Head {
+            b,
+            count: img.count(),
+        }
+    }
+
+    /// Write the header and index bytes of `img` that differ from the saved ones. `img` may
+    /// hold at most one item more than when saved.
+    pub fn write_changes(&self, tx: &mut Tx, img: &Img) -> Result<()> {
+        debug_assert!(img.count() <= self.count + 1);
+        let len = pad8(NODE_HDR + self.count.max(img.count())).min(img.n());
+        write_diff(tx, img.off, &self.b[..len], &img.b[..len])
+    }
+}
+
+/// Write `item` at byte `at` of the node at `off` whose bytes there were `old` (free bytes
+/// as the transaction sees them): only the words that differ.
+pub fn write_item(tx: &mut Tx, off: u64, at: usize, old: &[u8], item: &[u8]) -> Result<()> {
+    debug_assert!(at.is_multiple_of(8) && item.len().is_multiple_of(8));
+    write_diff(tx, off + at as u64, old, item)
 }
 
 /// Bytes a node of `items` uses (index plus items).

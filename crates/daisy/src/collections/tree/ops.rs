@@ -530,6 +530,11 @@ fn items_count(leaf: bool, items: &[Vec<u8>]) -> u64 {
 }
 
 fn classify(geo: Geo, img: &Img) -> Result<Up> {
+    // Every item takes 8 bytes or more, and an index byte: a node of that many items is
+    // full enough without summing its items' sizes.
+    if img.count() * 9 >= geo.min_fill() {
+        return Ok(Up::Fit);
+    }
     Ok(if img.used()? < geo.min_fill() {
         Up::Under { count: img.count() }
     } else {
@@ -599,6 +604,27 @@ fn take_sep(item: &mut Vec<u8>) -> Vec<u8> {
     item.truncate(CHILD_HDR);
     item.extend_from_slice(&EMPTY_ENTRY);
     sep
+}
+
+/// Insert `item` at `pos` into `img`, the node as the transaction sees it, and write the
+/// result ([`put_item`]). The common case, an item that fits the free bytes between the index
+/// and the heap, changes the image in place and writes only the header, the index and the
+/// item (what differs of them), without copying or comparing the whole node.
+fn put_new(tx: &mut Tx, t: &T, mut img: Img, pos: usize, item: &[u8]) -> Result<Up> {
+    let len = item.len();
+    let mut was = [0u8; 256];
+    if len <= was.len() && img.heap() >= len {
+        let at = img.heap() - len;
+        was[..len].copy_from_slice(&img.b[at..at + len]);
+        let head = Head::save(&img);
+        if let Some(at) = img.insert_in_gap(pos, item) {
+            head.write_changes(tx, &img)?;
+            write_item(tx, img.off, at, &was[..len], item)?;
+            return classify(t.geo, &img);
+        }
+    }
+    let old = img.clone();
+    put_item(tx, t, &old, img, pos, item)
 }
 
 /// Insert `item` at `pos` into `img`, whose image as the transaction sees it is `old`, and
@@ -844,15 +870,14 @@ pub fn insert(tx: &mut Tx, t: &T, key: &[u8], val: &[u8]) -> Result<bool> {
         if let Some(o) = leaf.entry(pos)?.0.obj() {
             tx.free(PPtr::<u8>::from_offset(o))?;
         }
-        let mut img = leaf.clone();
-        let at = img.slot(pos)?;
-        let old_len = img.item(pos)?.len();
+        let at = leaf.slot(pos)?;
+        let old_len = leaf.item(pos)?.len();
         let up = if old_len == item.len() {
             // Same size: rewrite in place (only the changed bytes are logged).
-            img.b[at..at + old_len].copy_from_slice(&item);
-            write_diff(tx, leaf.off, &leaf.b, &img.b)?;
+            write_item(tx, leaf.off, at, &leaf.b[at..at + old_len], &item)?;
             Up::Fit
         } else {
+            let mut img = leaf.clone();
             img.remove_item(pos)?;
             put_item(tx, t, &leaf, img, pos, &item)?
         };
@@ -860,12 +885,13 @@ pub fn insert(tx: &mut Tx, t: &T, key: &[u8], val: &[u8]) -> Result<bool> {
         propagate(tx, t, &h, &path, up, 0)?;
         return Ok(true);
     }
-    let up = put_item(tx, t, &leaf, leaf.clone(), pos, &item)?;
+    let up = put_new(tx, t, leaf, pos, &item)?;
     propagate(tx, t, &h, &path, up, 1)?;
     Ok(false)
 }
 
-/// Remove the entry of `target` and return it.
+/// Remove the entry of `target` and return it; for a key target the key returned is empty
+/// (the caller has it: it is not read).
 pub fn remove(tx: &mut Tx, t: &T, target: Target) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
     let h = t.hot(&Src::Tx(tx))?;
     if h.root == 0 {
@@ -880,17 +906,23 @@ pub fn remove(tx: &mut Tx, t: &T, target: Target) -> Result<Option<(Vec<u8>, Vec
     if !found {
         return Ok(None);
     }
-    let (k, v) = leaf.entry(pos)?;
-    let kv = {
+    let (kv, obj) = {
+        let (k, v) = leaf.entry(pos)?;
         let src = Src::Tx(tx);
-        (read_key(&src, &k)?, read_val(&src, &v)?)
+        let key = match target {
+            Target::Key(_) => Vec::new(),
+            Target::Rank(_) => read_key(&src, &k)?,
+        };
+        ((key, read_val(&src, &v)?), k.obj())
     };
-    if let Some(o) = k.obj() {
+    if let Some(o) = obj {
         tx.free(PPtr::<u8>::from_offset(o))?;
     }
-    let mut img = leaf.clone();
+    // Only the header and the index change.
+    let head = Head::save(&leaf);
+    let mut img = leaf;
     img.remove_item(pos)?;
-    write_diff(tx, leaf.off, &leaf.b, &img.b)?;
+    head.write_changes(tx, &img)?;
     let up = classify(t.geo, &img)?;
     propagate(tx, t, &h, &path, up, -1)?;
     Ok(Some(kv))
@@ -913,9 +945,10 @@ pub fn remove_ranks(tx: &mut Tx, t: &T, from: u64, to: u64) -> Result<u64> {
                 tx.free(PPtr::<u8>::from_offset(o))?;
             }
         }
-        let mut img = leaf.clone();
+        let head = Head::save(&leaf);
+        let mut img = leaf;
         img.remove_items(pos, m)?;
-        write_diff(tx, leaf.off, &leaf.b, &img.b)?;
+        head.write_changes(tx, &img)?;
         let up = classify(t.geo, &img)?;
         propagate(tx, t, &h, &path, up, -(m as i64))?;
         removed += m as u64;
