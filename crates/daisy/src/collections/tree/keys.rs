@@ -75,16 +75,40 @@ pub fn read_val(src: &Src, v: &ValRef) -> Result<Vec<u8>> {
     }
 }
 
+/// Byte strings in memcmp order, a proper prefix first (as `a.cmp(b)`), 8 bytes at a time:
+/// keys are short (a sorted set's are a score and a member) and most comparisons end in
+/// their first word, where a call into the C library's memcmp costs more than the work.
+#[inline(always)]
+pub fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap());
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap());
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
+}
+
 /// Compare the search key `k` with an entry's key (memcmp order, a proper prefix first).
 /// An outline key is read from its object only when its prefix does not decide.
 #[inline]
 pub fn cmp_key(src: &Src, k: &[u8], e: &KeyRef) -> Result<Ordering> {
     match *e {
-        KeyRef::In(b) => Ok(k.cmp(b)),
+        KeyRef::In(b) => Ok(cmp_bytes(k, b)),
         KeyRef::Out { obj, klen, prefix } => {
             let p = prefix.len();
             let c = k.len().min(p);
-            match k[..c].cmp(&prefix[..c]) {
+            match cmp_bytes(&k[..c], &prefix[..c]) {
                 Ordering::Equal => {}
                 o => return Ok(o),
             }

@@ -239,6 +239,171 @@ fn take_buf(n: usize) -> Vec<u8> {
     }
 }
 
+/// Check a node's header (`b` holds at least its first 8 bytes; the node has `n` bytes with
+/// `n` = `b.len()` for a whole image): tag, level, heap bounds, index within them.
+fn check_header_n(off: u64, b: &[u8], n: usize, level: u64) -> Result<()> {
+    if b[6..8] != NODE_TAG || b[4..6] != [0, 0] {
+        return Err(damaged(off, "ordered map node has no node tag"));
+    }
+    if b[0] as u64 != level {
+        return Err(damaged(off, "ordered map node is at the wrong level"));
+    }
+    let heap = u16::from_le_bytes([b[2], b[3]]) as usize;
+    if !heap.is_multiple_of(8) || heap > n || NODE_HDR + b[1] as usize > heap {
+        return Err(damaged(off, "ordered map node's heap bounds are invalid"));
+    }
+    Ok(())
+}
+
+fn check_header(off: u64, b: &[u8], level: u64) -> Result<()> {
+    check_header_n(off, b, b.len(), level)
+}
+
+/// The internal item at byte `at` of `b` (the node at `off`, or a piece of it that holds the
+/// item whole, `at` relative to it): child, count, separator key.
+#[inline]
+fn parse_child(off: u64, b: &[u8], at: usize) -> Result<(u64, u64, KeyRef<'_>)> {
+    let (k, v, _) = entry_at(b, at + CHILD_HDR)
+        .ok_or_else(|| damaged(off, "ordered map separator is damaged"))?;
+    if !matches!(v, ValRef::In(v) if v.is_empty()) && !matches!(v, ValRef::Out { .. }) {
+        return Err(damaged(off, "ordered map separator carries a value"));
+    }
+    // The entry parsed, so the item's first 16 bytes lie inside `b`.
+    let child = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let count = u64::from_le_bytes(b[at + 8..at + 16].try_into().unwrap());
+    Ok((child, count, k))
+}
+
+/// Bytes an internal item's first read takes: the child, the count and a short separator
+/// (a sorted set's are a score and a byte or two), so one read usually holds the item.
+const PROBE_FIRST: usize = 32;
+
+/// Largest internal item: child and count, then an inline separator of up to 2048 / 16
+/// bytes (an outline one takes 32).
+const ITEM_MAX_INTERNAL: usize = CHILD_HDR + 2048 / 16;
+
+/// An internal node read piecemeal: its header and index, then only the items a descent
+/// probes, each read on its own (a binary search reads a handful of items, not the node's
+/// kilobyte; through a transaction every byte read is also looked up in its own writes).
+/// The header is checked as [`Img::read`] checks it, each item as [`Img::child`] does.
+pub struct Inner {
+    pub off: u64,
+    n: usize,
+    count: usize,
+    heap: usize,
+    /// Header and index (bytes 0..8 + count).
+    head: [u8; NODE_HDR + 256],
+}
+
+/// A buffer for one internal item (see [`Inner::read_item`]).
+pub type ItemBuf = [u8; ITEM_MAX_INTERNAL];
+
+/// Child, count, separator key of the internal item [`Inner::read_item`] put in `b` (checked
+/// as [`Img::child`] checks it).
+#[inline]
+pub fn probed_child(off: u64, b: &ItemBuf) -> Result<(u64, u64, KeyRef<'_>)> {
+    parse_child(off, b, 0)
+}
+
+impl Inner {
+    /// A reader for the internal nodes of a tree of geometry `geo`, to [`load`](Self::load)
+    /// one node after another (a descent reuses it level by level).
+    pub fn new(geo: Geo) -> Inner {
+        Inner {
+            off: 0,
+            n: geo.n,
+            count: 0,
+            heap: geo.n,
+            head: [0u8; NODE_HDR + 256],
+        }
+    }
+
+    /// Read the header and index of the internal node at `off`, at `level` (1 or more).
+    #[inline]
+    pub fn load(&mut self, src: &Src, off: u64, level: u64) -> Result<()> {
+        // Nothing of a node that fails its checks stays usable.
+        self.count = 0;
+        self.off = off;
+        // A node is cache-line aligned: its first 64 bytes are one line, and they hold the
+        // index of up to 56 items.
+        src.read(off, &mut self.head[..64])?;
+        check_header_n(off, &self.head, self.n, level)?;
+        let count = self.head[1] as usize;
+        let heap = u16::from_le_bytes([self.head[2], self.head[3]]) as usize;
+        // The probes' lines, fetched together (a binary search would otherwise wait for
+        // each one in turn).
+        let pool = match src {
+            Src::Pool(p) => *p,
+            Src::Tx(tx) => tx.pool_inner(),
+        };
+        for line in (heap & !63..self.n).step_by(64) {
+            pool.map.prefetch(off + line as u64);
+        }
+        if NODE_HDR + count > 64 {
+            src.read(off + 64, &mut self.head[64..NODE_HDR + count])?;
+        }
+        self.count = count;
+        self.heap = heap;
+        Ok(())
+    }
+
+    #[inline(always)]
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Offset of item `i` in the node (checked against the heap, as [`Img::slot`]).
+    #[inline(always)]
+    fn slot(&self, i: usize) -> Result<usize> {
+        let at = self.head[NODE_HDR + i] as usize * 8;
+        if i >= self.count || at < self.heap || at + 8 > self.n {
+            return Err(damaged(self.off, "ordered map node index names no item"));
+        }
+        Ok(at)
+    }
+
+    /// Read item `i` into `b` (bytes past the item are left as they were); its byte in the
+    /// node.
+    #[inline]
+    pub fn read_item(&self, src: &Src, i: usize, b: &mut ItemBuf) -> Result<usize> {
+        let at = self.slot(i)?;
+        let avail = self.n - at;
+        let first = avail.min(PROBE_FIRST);
+        src.read(self.off + at as u64, &mut b[..first])?;
+        if first < CHILD_HDR + 2 {
+            return Err(damaged(self.off, "ordered map separator is damaged"));
+        }
+        let size = match b[CHILD_HDR] {
+            OUT => CHILD_HDR + OUT_ENTRY,
+            kl => CHILD_HDR + pad8(2 + kl as usize + b[CHILD_HDR + 1] as usize),
+        };
+        if size > first {
+            if size > avail || size > ITEM_MAX_INTERNAL {
+                return Err(damaged(self.off, "ordered map separator is damaged"));
+            }
+            src.read(self.off + (at + first) as u64, &mut b[first..size])?;
+        }
+        Ok(at)
+    }
+
+    /// Child and count of item `i`, and the item's byte (its separator is not read).
+    #[inline]
+    pub fn child_count(&self, src: &Src, i: usize) -> Result<(u64, u64, usize)> {
+        let at = self.slot(i)?;
+        if at + CHILD_HDR > self.n {
+            return Err(damaged(self.off, "ordered map item runs past its node"));
+        }
+        let w: [u64; 2] = src.read_pod(self.off + at as u64)?;
+        Ok((u64::from_le(w[0]), u64::from_le(w[1]), at))
+    }
+
+    /// Pool offset of the count word of the item at byte `at`.
+    #[inline]
+    pub fn count_word_at(&self, at: usize) -> u64 {
+        self.off + at as u64 + 8
+    }
+}
+
 /// A node copied into DRAM. Its buffer goes back to this thread's spares when it drops.
 pub struct Img {
     pub off: u64,
@@ -289,21 +454,7 @@ impl Img {
     }
 
     fn validate(&self, level: u64) -> Result<()> {
-        let b = &self.b;
-        if b[6..8] != NODE_TAG || b[4..6] != [0, 0] {
-            return Err(damaged(self.off, "ordered map node has no node tag"));
-        }
-        if b[0] as u64 != level {
-            return Err(damaged(self.off, "ordered map node is at the wrong level"));
-        }
-        let heap = self.heap();
-        if !heap.is_multiple_of(8) || heap > b.len() || NODE_HDR + self.count() > heap {
-            return Err(damaged(
-                self.off,
-                "ordered map node's heap bounds are invalid",
-            ));
-        }
-        Ok(())
+        check_header(self.off, &self.b, level)
     }
 
     #[inline(always)]
@@ -355,20 +506,7 @@ impl Img {
     /// Item `i` of an internal node: child, count, separator key.
     #[inline]
     pub fn child(&self, i: usize) -> Result<(u64, u64, KeyRef<'_>)> {
-        let at = self.slot(i)?;
-        let (k, v, _) = entry_at(&self.b, at + CHILD_HDR)
-            .ok_or_else(|| damaged(self.off, "ordered map separator is damaged"))?;
-        if !matches!(v, ValRef::In(v) if v.is_empty()) && !matches!(v, ValRef::Out { .. }) {
-            return Err(damaged(self.off, "ordered map separator carries a value"));
-        }
-        let child = u64::from_le_bytes(self.b[at..at + 8].try_into().unwrap());
-        let count = u64::from_le_bytes(self.b[at + 8..at + 16].try_into().unwrap());
-        Ok((child, count, k))
-    }
-
-    /// Pool offset of the count word of internal item `i`.
-    pub fn count_word(&self, i: usize) -> Result<u64> {
-        Ok(self.off + self.slot(i)? as u64 + 8)
+        parse_child(self.off, &self.b, self.slot(i)?)
     }
 
     /// The encoded bytes of item `i`.

@@ -138,19 +138,90 @@ impl T {
 
 // ---- Reads ----
 
-/// Child of an internal node a key descends into: the number of separators <= key.
-fn child_for(src: &Src, img: &Img, key: &[u8]) -> Result<usize> {
-    let (mut lo, mut hi) = (1usize, img.count());
+/// Child of an internal node a key descends into (the number of separators <= key), found
+/// by reading only the items the binary search probes: (index, child, count, byte of the
+/// item).
+fn child_for(src: &Src, node: &Inner, key: &[u8]) -> Result<(usize, u64, u64, usize)> {
+    let (mut lo, mut hi) = (1usize, node.count());
+    let mut b: ItemBuf = [0; _];
+    // The last probe at or below the key: the answer, unless none was (then item 0).
+    let mut below = None;
     while lo < hi {
         let mid = (lo + hi) / 2;
-        let (_, _, sep) = img.child(mid)?;
+        let at = node.read_item(src, mid, &mut b)?;
+        let (child, count, sep) = probed_child(node.off, &b)?;
         if cmp_key(src, key, &sep)? != Ordering::Less {
             lo = mid + 1;
+            below = Some((child, count, at));
         } else {
             hi = mid;
         }
     }
-    Ok(lo - 1)
+    let (child, count, at) = match below {
+        Some(b) => b,
+        None => {
+            let at = node.read_item(src, 0, &mut b)?;
+            let (child, count, _) = probed_child(node.off, &b)?;
+            (child, count, at)
+        }
+    };
+    Ok((lo - 1, child, count, at))
+}
+
+/// The child of `node`, whose subtree holds `total` entries, that holds rank `*r` (below
+/// `total`) of its subtree; `*r` becomes the rank inside it. The counts are read from the
+/// nearer end (a pop from either end reads one item per level). (index, child, count, byte
+/// of the item).
+fn rank_child_of(
+    src: &Src,
+    node: &Inner,
+    total: u64,
+    r: &mut u64,
+) -> Result<(usize, u64, u64, usize)> {
+    let n = node.count();
+    if *r <= total.wrapping_sub(1).wrapping_sub(*r) {
+        for i in 0..n {
+            let (child, c, at) = node.child_count(src, i)?;
+            if *r < c {
+                return Ok((i, child, c, at));
+            }
+            *r -= c;
+        }
+    } else {
+        // Ranks counted from the high end.
+        let mut back = total.wrapping_sub(1).wrapping_sub(*r);
+        for i in (0..n).rev() {
+            let (child, c, at) = node.child_count(src, i)?;
+            if back < c {
+                *r = c - 1 - back;
+                return Ok((i, child, c, at));
+            }
+            back -= c;
+        }
+    }
+    Err(damaged(
+        node.off,
+        "ordered map subtree counts disagree with the length",
+    ))
+}
+
+/// Entries under the children of `node` (whose subtree holds `total`) left of child `i`
+/// (which holds `c`): summed from the nearer end.
+fn left_of(src: &Src, node: &Inner, i: usize, c: u64, total: u64) -> Result<u64> {
+    let n = node.count();
+    let mut sum = 0u64;
+    if i <= n / 2 {
+        for j in 0..i {
+            sum = sum.wrapping_add(node.child_count(src, j)?.1);
+        }
+        Ok(sum)
+    } else {
+        sum = c;
+        for j in i + 1..n {
+            sum = sum.wrapping_add(node.child_count(src, j)?.1);
+        }
+        Ok(total.wrapping_sub(sum))
+    }
 }
 
 /// First entry of a leaf >= key, and whether it equals key.
@@ -205,21 +276,25 @@ pub fn locate(src: &Src, t: &T, target: Target, want_rank: bool) -> Result<Optio
         Target::Rank(r) => r,
         Target::Key(_) => 0,
     };
+    let mut total = h.len;
+    let mut inner = Inner::new(t.geo);
     for level in (1..h.height).rev() {
-        let img = Img::read(src, node, t.geo, level)?;
-        let i = match target {
+        inner.load(src, node, level)?;
+        let (child, count) = match target {
             Target::Key(k) => {
-                let i = child_for(src, &img, k)?;
+                let (i, child, count, _) = child_for(src, &inner, k)?;
                 if want_rank {
-                    for j in 0..i {
-                        rank += img.child(j)?.1;
-                    }
+                    rank = rank.wrapping_add(left_of(src, &inner, i, count, total)?);
                 }
-                i
+                (child, count)
             }
-            Target::Rank(_) => rank_child(&img, &mut r)?,
+            Target::Rank(_) => {
+                let (_, child, count, _) = rank_child_of(src, &inner, total, &mut r)?;
+                (child, count)
+            }
         };
-        node = img.child(i)?.0;
+        node = child;
+        total = count;
     }
     let leaf = Img::read(src, node, t.geo, 0)?;
     if leaf.count() == 0 {
@@ -484,21 +559,23 @@ fn descend_w(tx: &Tx, t: &T, h: &Hot, target: Target) -> Result<(Vec<Step>, Img,
         Target::Rank(r) => r,
         Target::Key(_) => 0,
     };
+    let mut total = h.len;
+    let mut inner = Inner::new(t.geo);
     for level in (1..h.height).rev() {
-        let img = Img::read(&src, node, t.geo, level)?;
-        let i = match target {
-            Target::Key(k) => child_for(&src, &img, k)?,
-            Target::Rank(_) => rank_child(&img, &mut r)?,
+        inner.load(&src, node, level)?;
+        let (i, child, count, at) = match target {
+            Target::Key(k) => child_for(&src, &inner, k)?,
+            Target::Rank(_) => rank_child_of(&src, &inner, total, &mut r)?,
         };
-        let (child, count, _) = img.child(i)?;
         path.push(Step {
             node,
             level,
             pos: i,
             count,
-            count_at: img.count_word(i)?,
+            count_at: inner.count_word_at(at),
         });
         node = child;
+        total = count;
     }
     let leaf = Img::read(&src, node, t.geo, 0)?;
     if leaf.count() == 0 {
