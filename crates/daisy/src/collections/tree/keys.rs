@@ -169,12 +169,28 @@ pub fn alloc_obj(tx: &mut Tx, key: &[u8], val: &[u8]) -> Result<u64> {
     Ok(p)
 }
 
+/// Whether the leaf entry for (key, value) is inline (see [`make_entry`]).
+#[inline]
+fn is_inline(geo: Geo, key: &[u8], val: &[u8]) -> bool {
+    2 + key.len() + val.len() <= geo.inline_max()
+}
+
+/// Bytes of the leaf entry [`make_entry`] makes for (key, value) (nothing allocated).
+#[inline]
+pub fn entry_len(geo: Geo, key: &[u8], val: &[u8]) -> usize {
+    if is_inline(geo, key, val) {
+        pad8(2 + key.len() + val.len())
+    } else {
+        OUT_ENTRY
+    }
+}
+
 /// The leaf entry for (key, value): inline when `2 + klen + vlen` fits the node's inline
 /// limit, else an outline entry naming a new item object.
 pub fn make_entry(tx: &mut Tx, geo: Geo, key: &[u8], val: &[u8]) -> Result<Vec<u8>> {
     check_len("key", key.len())?;
     check_len("value", val.len())?;
-    if 2 + key.len() + val.len() <= geo.inline_max() {
+    if is_inline(geo, key, val) {
         return Ok(inline_entry(key, val));
     }
     let obj = alloc_obj(tx, key, val)?;

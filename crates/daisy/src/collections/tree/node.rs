@@ -568,6 +568,20 @@ impl Img {
         Ok(true)
     }
 
+    /// Where [`insert_in_gap`](Self::insert_in_gap) puts an item of `len` bytes, if it fits
+    /// the gap between the index and the heap (and the node has room for an index byte).
+    #[inline]
+    pub fn gap_for(&self, len: usize) -> Option<usize> {
+        let count = self.count();
+        if count >= u8::MAX as usize {
+            return None;
+        }
+        // Every used byte lies in the index or the heap, so when the gap takes the item,
+        // the node's used bytes plus the item fit its capacity (`insert_item`'s test).
+        let at = self.heap().checked_sub(len)?;
+        (at >= NODE_HDR + count + 1).then_some(at)
+    }
+
     /// Insert `item` at index position `pos` when it fits the free bytes between the index
     /// and the heap as they lie (no compaction, the node not full): where [`insert_item`]
     /// would put it, at the heap's low end. Its offset, or None (nothing changed) when the
@@ -577,15 +591,10 @@ impl Img {
     #[inline]
     pub fn insert_in_gap(&mut self, pos: usize, item: &[u8]) -> Option<usize> {
         let count = self.count();
-        if count >= u8::MAX as usize || pos > count {
+        if pos > count {
             return None;
         }
-        // Every used byte lies in the index or the heap, so when the gap takes the item,
-        // the node's used bytes plus the item fit its capacity (`insert_item`'s test).
-        let at = self.heap().checked_sub(item.len())?;
-        if at < NODE_HDR + count + 1 {
-            return None;
-        }
+        let at = self.gap_for(item.len())?;
         self.b[at..at + item.len()].copy_from_slice(item);
         self.set_heap(at);
         let ix = NODE_HDR + pos;
@@ -676,11 +685,39 @@ impl Head {
     }
 }
 
-/// Write `item` at byte `at` of the node at `off` whose bytes there were `old` (free bytes
-/// as the transaction sees them): only the words that differ.
-pub fn write_item(tx: &mut Tx, off: u64, at: usize, old: &[u8], item: &[u8]) -> Result<()> {
-    debug_assert!(at.is_multiple_of(8) && item.len().is_multiple_of(8));
-    write_diff(tx, off + at as u64, old, item)
+/// An item [`Img::insert_in_gap`] placed, with the bytes it covered (free bytes as the
+/// transaction sees them), to write only the words that differ.
+pub struct Gap {
+    at: usize,
+    was: [u8; 256],
+}
+
+impl Gap {
+    /// Whether [`Gap::insert`] takes an item of `len` bytes into `img`.
+    #[inline]
+    pub fn fits(img: &Img, len: usize) -> bool {
+        len <= 256 && img.gap_for(len).is_some()
+    }
+
+    /// Insert `item` at index position `pos` of `img` if it fits the gap (see
+    /// [`Img::insert_in_gap`]; None, `img` unchanged, otherwise or when the item is over 256
+    /// bytes).
+    #[inline]
+    pub fn insert(img: &mut Img, pos: usize, item: &[u8]) -> Option<Gap> {
+        let len = item.len();
+        let at = img.heap().checked_sub(len)?;
+        let mut was = [0u8; 256];
+        was.get_mut(..len)?
+            .copy_from_slice(img.b.get(at..at + len)?);
+        let placed = img.insert_in_gap(pos, item)?;
+        debug_assert_eq!(placed, at);
+        Some(Gap { at, was })
+    }
+
+    /// Write the item's words that differ from the bytes it covered.
+    pub fn write(&self, tx: &mut Tx, img: &Img, item: &[u8]) -> Result<()> {
+        write_diff(tx, img.off + self.at as u64, &self.was[..item.len()], item)
+    }
 }
 
 /// Bytes a node of `items` uses (index plus items).

@@ -688,17 +688,11 @@ fn take_sep(item: &mut Vec<u8>) -> Vec<u8> {
 /// and the heap, changes the image in place and writes only the header, the index and the
 /// item (what differs of them), without copying or comparing the whole node.
 fn put_new(tx: &mut Tx, t: &T, mut img: Img, pos: usize, item: &[u8]) -> Result<Up> {
-    let len = item.len();
-    let mut was = [0u8; 256];
-    if len <= was.len() && img.heap() >= len {
-        let at = img.heap() - len;
-        was[..len].copy_from_slice(&img.b[at..at + len]);
-        let head = Head::save(&img);
-        if let Some(at) = img.insert_in_gap(pos, item) {
-            head.write_changes(tx, &img)?;
-            write_item(tx, img.off, at, &was[..len], item)?;
-            return classify(t.geo, &img);
-        }
+    let head = Head::save(&img);
+    if let Some(gap) = Gap::insert(&mut img, pos, item) {
+        head.write_changes(tx, &img)?;
+        gap.write(tx, &img, item)?;
+        return classify(t.geo, &img);
     }
     let old = img.clone();
     put_item(tx, t, &old, img, pos, item)
@@ -931,18 +925,50 @@ pub fn insert(tx: &mut Tx, t: &T, key: &[u8], val: &[u8]) -> Result<bool> {
     let h = t.hot(&Src::Tx(tx))?;
     if h.root == 0 {
         let item = make_entry(tx, t.geo, key, val)?;
-        let img = build(0, t.geo, 0, &[&item]).expect("one entry fits a leaf");
-        let root = tx.alloc_bytes(&img.b)?.offset();
-        let w = Hot {
-            root,
-            len: h.len + 1,
-            height: 1,
-        };
-        tx.write_bytes(t.hdr + H_ROOT, bytemuck::bytes_of(&w))?;
-        return Ok(false);
+        return first_entry(tx, t, &h, &item);
     }
     let (path, leaf, pos, found) = descend_w(tx, t, &h, Target::Key(key))?;
     let item = make_entry(tx, t.geo, key, val)?;
+    insert_at(tx, t, &h, &path, leaf, pos, found, &item)
+}
+
+/// The first entry of an empty tree: a root leaf holding `item`.
+fn first_entry(tx: &mut Tx, t: &T, h: &Hot, item: &[u8]) -> Result<bool> {
+    let img = build(0, t.geo, 0, &[item]).expect("one entry fits a leaf");
+    let root = tx.alloc_bytes(&img.b)?.offset();
+    let w = Hot {
+        root,
+        len: h.len + 1,
+        height: 1,
+    };
+    tx.write_bytes(t.hdr + H_ROOT, bytemuck::bytes_of(&w))?;
+    Ok(false)
+}
+
+/// Insert the entry `item` (already encoded, its object allocated) for `key`: a descent of
+/// its own, then [`insert_at`].
+fn insert_made(tx: &mut Tx, t: &T, key: &[u8], item: &[u8]) -> Result<bool> {
+    let h = t.hot(&Src::Tx(tx))?;
+    if h.root == 0 {
+        return first_entry(tx, t, &h, item);
+    }
+    let (path, leaf, pos, found) = descend_w(tx, t, &h, Target::Key(key))?;
+    insert_at(tx, t, &h, &path, leaf, pos, found, item)
+}
+
+/// Insert `item` at position `pos` of `leaf`, where a descent along `path` found its key
+/// (`found`: replacing the entry there), and settle the tree; true when it replaced one.
+#[allow(clippy::too_many_arguments)]
+fn insert_at(
+    tx: &mut Tx,
+    t: &T,
+    h: &Hot,
+    path: &[Step],
+    leaf: Img,
+    pos: usize,
+    found: bool,
+    item: &[u8],
+) -> Result<bool> {
     if found {
         if let Some(o) = leaf.entry(pos)?.0.obj() {
             tx.free(PPtr::<u8>::from_offset(o))?;
@@ -951,20 +977,132 @@ pub fn insert(tx: &mut Tx, t: &T, key: &[u8], val: &[u8]) -> Result<bool> {
         let old_len = leaf.item(pos)?.len();
         let up = if old_len == item.len() {
             // Same size: rewrite in place (only the changed bytes are logged).
-            write_item(tx, leaf.off, at, &leaf.b[at..at + old_len], &item)?;
+            write_diff(tx, leaf.off + at as u64, &leaf.b[at..at + old_len], item)?;
             Up::Fit
         } else {
             let mut img = leaf.clone();
             img.remove_item(pos)?;
-            put_item(tx, t, &leaf, img, pos, &item)?
+            put_item(tx, t, &leaf, img, pos, item)?
         };
         // A smaller value may leave the leaf under its minimum: settled like a removal.
-        propagate(tx, t, &h, &path, up, 0)?;
+        propagate(tx, t, h, path, up, 0)?;
         return Ok(true);
     }
-    let up = put_new(tx, t, leaf, pos, &item)?;
-    propagate(tx, t, &h, &path, up, 1)?;
+    let up = put_new(tx, t, leaf, pos, item)?;
+    propagate(tx, t, h, path, up, 1)?;
     Ok(false)
+}
+
+/// Replace the entry of `from` by (`to`, `val`), as [`remove`] of `from` and then [`insert`]
+/// of `to` would, to the byte; false, with nothing changed, when `from` has no entry.
+///
+/// A sorted set moving a member to a new score does this. Both changes are computed on the
+/// leaves' images before anything is written: when the removal leaves its leaf full enough
+/// and the insert fits its leaf's free bytes (no merge, no split), the counts of the levels
+/// both paths share end as they were, and so does the length, so they are not written (a
+/// move within one leaf writes that leaf alone). Otherwise the removal is written and
+/// settled, and the insert runs as it would alone.
+pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Result<bool> {
+    check_len("key", to.len())?;
+    check_len("value", val.len())?;
+    if from == to {
+        if remove(tx, t, Target::Key(from))?.is_none() {
+            return Ok(false);
+        }
+        insert(tx, t, to, val)?;
+        return Ok(true);
+    }
+    let h = t.hot(&Src::Tx(tx))?;
+    if h.root == 0 {
+        return Ok(false);
+    }
+    let (path, leaf, pos, found) = descend_w(tx, t, &h, Target::Key(from))?;
+    if !found {
+        return Ok(false);
+    }
+    // `to` belongs to this leaf when it lies strictly between the leaf's first and last keys
+    // (no separator falls between keys of one leaf); otherwise a second descent says where.
+    let within = {
+        let src = Src::Tx(tx);
+        let last = leaf.count() - 1;
+        cmp_key(&src, to, &leaf.entry(0)?.0)? == Ordering::Greater
+            && cmp_key(&src, to, &leaf.entry(last)?.0)? == Ordering::Less
+    };
+    let other = match within {
+        true => None,
+        false => Some(descend_w(tx, t, &h, Target::Key(to))?).filter(|o| o.1.off != leaf.off),
+    };
+    // As `remove` does first: free the old entry's object. The new entry is encoded (its
+    // object allocated) where `insert` would: after the removal's writes, which free nothing
+    // on the paths taken below (no merge), or, in the fallback, after the removal settled.
+    if let Some(o) = leaf.entry(pos)?.0.obj() {
+        tx.free(PPtr::<u8>::from_offset(o))?;
+    }
+    let item_len = entry_len(t.geo, to, val);
+    let head_r = Head::save(&leaf);
+    let mut img_r = leaf;
+    img_r.remove_item(pos)?;
+    let up_r = classify(t.geo, &img_r)?;
+    let fit_r = matches!(up_r, Up::Fit);
+    let gap_damaged = || damaged(t.hdr, "ordered map leaf changed under a move");
+    match other {
+        None if fit_r => {
+            // One leaf: the removal and the insert on its image, then what differs written.
+            let (pos2, found2) = leaf_search(&Src::Tx(tx), &img_r, to)?;
+            if !found2 && Gap::fits(&img_r, item_len) {
+                let item = make_entry(tx, t.geo, to, val)?;
+                let gap = Gap::insert(&mut img_r, pos2, &item).ok_or_else(gap_damaged)?;
+                head_r.write_changes(tx, &img_r)?;
+                gap.write(tx, &img_r, &item)?;
+                // The counts and the length end as they were; a leaf a shorter entry left
+                // under its minimum is settled by its parent.
+                let up = classify(t.geo, &img_r)?;
+                propagate(tx, t, &h, &path, up, 0)?;
+                return Ok(true);
+            }
+        }
+        Some((path_i, leaf_i, pos_i, false)) if fit_r && Gap::fits(&leaf_i, item_len) => {
+            let item = make_entry(tx, t.geo, to, val)?;
+            let head_i = Head::save(&leaf_i);
+            let mut img_i = leaf_i;
+            let gap = Gap::insert(&mut img_i, pos_i, &item).ok_or_else(gap_damaged)?;
+            if let Up::Fit = classify(t.geo, &img_i)? {
+                head_r.write_changes(tx, &img_r)?;
+                head_i.write_changes(tx, &img_i)?;
+                gap.write(tx, &img_i, &item)?;
+                // The levels both paths share (the same node and child) lose an entry and
+                // gain one: their counts stay. Below them each path's counts change.
+                let common = path
+                    .iter()
+                    .zip(&path_i)
+                    .take_while(|(a, b)| a.node == b.node && a.pos == b.pos)
+                    .count();
+                for st in &path[common..] {
+                    let c = st.count.wrapping_sub(1);
+                    tx.write_bytes(st.count_at, &c.to_le_bytes())?;
+                }
+                for st in &path_i[common..] {
+                    let c = st.count.wrapping_add(1);
+                    tx.write_bytes(st.count_at, &c.to_le_bytes())?;
+                }
+                return Ok(true);
+            }
+            // A leaf under its minimum even with the new entry (damaged): the removal (which
+            // freed nothing), then the insert as it runs alone.
+            head_r.write_changes(tx, &img_r)?;
+            propagate(tx, t, &h, &path, up_r, -1)?;
+            insert_made(tx, t, to, &item)?;
+            return Ok(true);
+        }
+        _ => {}
+    }
+    // A merge or a split (or `to` present): the removal written and settled, then the
+    // insert as it runs alone.
+    head_r.write_changes(tx, &img_r)?;
+    propagate(tx, t, &h, &path, up_r, -1)?;
+    let item = make_entry(tx, t.geo, to, val)?;
+    insert_made(tx, t, to, &item)?;
+    Ok(true)
 }
 
 /// Remove the entry of `target` and return it; for a key target the key returned is empty
