@@ -579,7 +579,7 @@ impl Img {
         // Every used byte lies in the index or the heap, so when the gap takes the item,
         // the node's used bytes plus the item fit its capacity (`insert_item`'s test).
         let at = self.heap().checked_sub(len)?;
-        (at >= NODE_HDR + count + 1).then_some(at)
+        (at > NODE_HDR + count).then_some(at)
     }
 
     /// Insert `item` at index position `pos` when it fits the free bytes between the index
