@@ -1595,7 +1595,7 @@ mod tests {
         );
         assert!(max_depth >= 3, "the tree reached {max_depth} levels");
         assert!(shrank, "the tree never lost nodes (merges)");
-        assert_eq!(kinds.len(), 7, "{kinds:?}");
+        assert_eq!(kinds.len(), 8, "{kinds:?}");
         assert!(model.tree.map.len() > 50, "{}", model.tree.map.len());
         // A wrong model is detected: a missing entry, a changed value, a wrong probe.
         let mut wrong = model.clone();

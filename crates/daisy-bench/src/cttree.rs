@@ -1,7 +1,7 @@
 //! The ordered map's part of the kill torture and of the power-failure simulator's `tree`
 //! workload ([`crate::crashtest::Mix::Tree`]): a [`PTreeMap`] of the smallest node size, so
 //! that leaf and internal splits, merges, redistributions, node allocations and frees come
-//! every few operations, driven by inserts (single and in bursts), removals, pops at both
+//! every few operations, driven by inserts (single and in bursts), removals, moves of an entry to a new key, pops at both
 //! ends, key-range and rank-range removals and rank queries inside transactions; and the DRAM
 //! model it is checked against after every kill and on every crash image.
 //!
@@ -38,6 +38,10 @@ pub enum TreeOp {
     Fill(u32, u32, u8),
     /// Remove these keys (absent ones are no-ops).
     Remove(Vec<u32>),
+    /// Move the entry of key `from` to key `to` with a value of this length
+    /// ([`daisy::TreeMapView::move_key`], ZADD giving a member a new score; nothing when
+    /// `from` is absent).
+    Move(Vec<(u32, u32, u8)>),
     /// Pop this many from the low end (true) or the high end.
     Pop(bool, u32),
     /// Remove every key number in `lo..hi` by score bounds (ZREMRANGEBYSCORE): whole leaves
@@ -108,7 +112,21 @@ pub fn plan(rng: &mut SmallRng, keys: u32) -> TreeOp {
             TreeOp::RemoveRange(lo, lo.saturating_add(w).min(keys))
         }
         68..=73 => TreeOp::RemoveRanks(rng.gen(), rng.gen_range(1..=20)),
-        _ => TreeOp::Probe(rng.gen_range(0..keys), rng.gen()),
+        74..=80 => TreeOp::Probe(rng.gen_range(0..keys), rng.gen()),
+        _ => {
+            let n = rng.gen_range(1..=3);
+            TreeOp::Move(
+                (0..n)
+                    .map(|_| {
+                        (
+                            rng.gen_range(0..keys),
+                            rng.gen_range(0..keys),
+                            value_len(rng),
+                        )
+                    })
+                    .collect(),
+            )
+        }
     }
 }
 
@@ -145,6 +163,11 @@ pub fn run(
         TreeOp::Remove(ks) => {
             for k in ks {
                 v.remove(tx, &key(k))?;
+            }
+        }
+        TreeOp::Move(moves) => {
+            for (from, to, len) in moves {
+                v.move_key(tx, &key(from), &key(to), &value(id, to, len))?;
             }
         }
         TreeOp::Pop(low, n) => {
@@ -206,6 +229,13 @@ impl TreeModel {
             TreeOp::Remove(ks) => {
                 for k in ks {
                     m.remove(&key(k));
+                }
+            }
+            TreeOp::Move(moves) => {
+                for (from, to, len) in moves {
+                    if m.remove(&key(from)).is_some() {
+                        m.insert(key(to), value(id, to, len));
+                    }
                 }
             }
             TreeOp::Pop(low, n) => {

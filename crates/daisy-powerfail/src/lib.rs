@@ -31,7 +31,8 @@
 //!   by `free_step` a few objects per transaction, each against the model;
 //! * `tree`: ordered-map operations only (`crashtest::Mix::Tree`, `daisy_bench::cttree`) on a
 //!   tree of 256-byte nodes that grows to three or four levels and shrinks again: inserts and
-//!   bursts of them (leaf and internal splits, new roots, nodes allocated), removals, pops,
+//!   bursts of them (leaf and internal splits, new roots, nodes allocated), removals, moves of
+//!   an entry to a new key (`move_key`: within a leaf or across two), pops,
 //!   key-range and rank-range removals (merges, redistributions, collapsed roots, nodes and
 //!   item objects freed) and rank queries, each checked entry by entry against the model;
 //! * `blocks`: a block store created under the simulator and written by three threads at once,

@@ -10,6 +10,8 @@ use std::ops::Bound;
 enum Op {
     Insert(u32, u16),
     Remove(u32),
+    /// `move_key(from, to, value)`: the entry of `from` replaced by one for `to`.
+    Move(u32, u32, u16),
     Get(u32),
     PopFirst,
     PopLast,
@@ -92,6 +94,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         30 => (key(), any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
         8 => key().prop_map(Op::Remove),
+        8 => (key(), key(), any::<u16>()).prop_map(|(a, b, v)| Op::Move(a, b, v)),
         3 => key().prop_map(Op::Get),
         2 => Just(Op::PopFirst),
         2 => Just(Op::PopLast),
@@ -125,6 +128,14 @@ fn run(ops: Vec<Op>, node_size: u32) -> Result<(), TestCaseError> {
             Op::Remove(k) => {
                 let k = key_bytes(k);
                 prop_assert_eq!(m.remove(&k).unwrap(), model.remove(&k));
+            }
+            Op::Move(a, b, v) => {
+                let (from, to, v) = (key_bytes(a), key_bytes(b), value_bytes(b, v));
+                let had = model.remove(&from).is_some();
+                if had {
+                    model.insert(to.clone(), v.clone());
+                }
+                prop_assert_eq!(m.move_key(&from, &to, &v).unwrap(), had);
             }
             Op::Get(k) => {
                 let k = key_bytes(k);
@@ -279,6 +290,60 @@ fn run(ops: Vec<Op>, node_size: u32) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Apply `fill` inserts, then `moves` as [`PTreeMap::move_key`] in one pool and as a
+/// removal and an insert (one transaction) in another: the two trees must own the same objects, byte for byte
+/// (the move is a shortcut, not a different tree).
+fn run_moves(
+    fill: Vec<(u32, u16)>,
+    moves: Vec<(u32, u32, u16)>,
+    node_size: u32,
+) -> Result<(), TestCaseError> {
+    let dir = tmp();
+    let (pa, pb) = (new_pool(&dir, "a.pool"), new_pool(&dir, "b.pool"));
+    let (ia, ib) = (create(&pa, node_size), create(&pb, node_size));
+    let mut a = PTreeMap::open(&pa, ia).unwrap();
+    let mut b = PTreeMap::open(&pb, ib).unwrap();
+    for (k, v) in fill {
+        a.insert(&key_bytes(k), &value_bytes(k, v)).unwrap();
+        b.insert(&key_bytes(k), &value_bytes(k, v)).unwrap();
+    }
+    for (i, (from, to, v)) in moves.into_iter().enumerate() {
+        let (from, to, v) = (key_bytes(from), key_bytes(to), value_bytes(to, v));
+        let moved = a.move_key(&from, &to, &v).unwrap();
+        // In one transaction, as the move: a block freed there is reused only after it.
+        let removed = pb
+            .transaction(|tx| {
+                let removed = b.remove_tx(tx, &from)?.is_some();
+                if removed {
+                    b.insert_tx(tx, &to, &v)?;
+                }
+                Ok::<_, Error>(removed)
+            })
+            .unwrap();
+        prop_assert_eq!(moved, removed, "move {}", i);
+    }
+    let (ca, cb) = (a.check(), b.check());
+    prop_assert!(ca.problems.is_empty(), "{:?}", ca.problems);
+    let mut objs = ca.objects.clone();
+    objs.sort_unstable();
+    let mut objs_b = cb.objects.clone();
+    objs_b.sort_unstable();
+    prop_assert_eq!(&objs, &objs_b);
+    for off in objs {
+        let bytes = |pool: &Pool| {
+            pool.transaction(|tx| {
+                let n = tx.usable_size(PPtr::<u8>::from_offset(off))?;
+                let mut v = vec![0u8; n as usize];
+                tx.read_bytes(off, &mut v)?;
+                Ok::<_, Error>(v)
+            })
+            .unwrap()
+        };
+        prop_assert!(bytes(&pa) == bytes(&pb), "object {:#x} differs", off);
+    }
+    Ok(())
+}
+
 proptest! {
     // PROPTEST_CASES raises the count for a longer hunt; TREE_CHECK_EACH=1 checks the tree
     // after every operation (finds the first one that breaks an invariant).
@@ -297,5 +362,16 @@ proptest! {
     #[test]
     fn tree_with_default_nodes_matches_std_btreemap(ops in prop::collection::vec(op(), 1..300)) {
         run(ops, PTreeMap::DEFAULT_NODE_SIZE)?;
+    }
+
+    /// Moves leave the bytes a removal and an insert leave (small nodes: moves within a
+    /// leaf, across leaves, with merges and splits; long keys: item objects freed and made).
+    #[test]
+    fn move_key_leaves_the_same_tree_as_remove_then_insert(
+        fill in prop::collection::vec((key(), any::<u16>()), 0..300),
+        moves in prop::collection::vec((key(), key(), any::<u16>()), 1..300),
+        small in any::<bool>(),
+    ) {
+        run_moves(fill, moves, if small { 256 } else { PTreeMap::DEFAULT_NODE_SIZE })?;
     }
 }

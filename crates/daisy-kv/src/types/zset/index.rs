@@ -625,15 +625,20 @@ impl ZIndex for ZBig {
 
     fn set(&mut self, tx: &mut Tx, member: &[u8], score: f64) -> daisy::Result<Option<f64>> {
         let old = self.score(tx, member)?;
-        if let Some(o) = old {
-            if o.to_bits() == score.to_bits() {
-                return Ok(old);
+        let key = tree_key(score, member);
+        match old {
+            Some(o) if o.to_bits() == score.to_bits() => return Ok(old),
+            // A new score orders the member elsewhere: its index entry moves there (one
+            // pass over the tree, not a removal and an insert).
+            Some(o) if score_key(o) != score_key(score) => {
+                if !self.tree.move_key(tx, &tree_key(o, member), &key, &[])? {
+                    return Err(damaged("a member missing from the ordered index"));
+                }
             }
-            if score_key(o) != score_key(score) {
-                self.unindex(tx, member, o)?;
+            _ => {
+                self.tree.insert(tx, &key, &[])?;
             }
         }
-        self.tree.insert(tx, &tree_key(score, member), &[])?;
         self.view.insert(tx, member, &score.to_le_bytes())?;
         Ok(old)
     }

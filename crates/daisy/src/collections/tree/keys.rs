@@ -75,16 +75,40 @@ pub fn read_val(src: &Src, v: &ValRef) -> Result<Vec<u8>> {
     }
 }
 
+/// Byte strings in memcmp order, a proper prefix first (as `a.cmp(b)`), 8 bytes at a time:
+/// keys are short (a sorted set's are a score and a member) and most comparisons end in
+/// their first word, where a call into the C library's memcmp costs more than the work.
+#[inline(always)]
+pub fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap());
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap());
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
+}
+
 /// Compare the search key `k` with an entry's key (memcmp order, a proper prefix first).
 /// An outline key is read from its object only when its prefix does not decide.
 #[inline]
 pub fn cmp_key(src: &Src, k: &[u8], e: &KeyRef) -> Result<Ordering> {
     match *e {
-        KeyRef::In(b) => Ok(k.cmp(b)),
+        KeyRef::In(b) => Ok(cmp_bytes(k, b)),
         KeyRef::Out { obj, klen, prefix } => {
             let p = prefix.len();
             let c = k.len().min(p);
-            match k[..c].cmp(&prefix[..c]) {
+            match cmp_bytes(&k[..c], &prefix[..c]) {
                 Ordering::Equal => {}
                 o => return Ok(o),
             }
@@ -145,12 +169,28 @@ pub fn alloc_obj(tx: &mut Tx, key: &[u8], val: &[u8]) -> Result<u64> {
     Ok(p)
 }
 
+/// Whether the leaf entry for (key, value) is inline (see [`make_entry`]).
+#[inline]
+fn is_inline(geo: Geo, key: &[u8], val: &[u8]) -> bool {
+    2 + key.len() + val.len() <= geo.inline_max()
+}
+
+/// Bytes of the leaf entry [`make_entry`] makes for (key, value) (nothing allocated).
+#[inline]
+pub fn entry_len(geo: Geo, key: &[u8], val: &[u8]) -> usize {
+    if is_inline(geo, key, val) {
+        pad8(2 + key.len() + val.len())
+    } else {
+        OUT_ENTRY
+    }
+}
+
 /// The leaf entry for (key, value): inline when `2 + klen + vlen` fits the node's inline
 /// limit, else an outline entry naming a new item object.
 pub fn make_entry(tx: &mut Tx, geo: Geo, key: &[u8], val: &[u8]) -> Result<Vec<u8>> {
     check_len("key", key.len())?;
     check_len("value", val.len())?;
-    if 2 + key.len() + val.len() <= geo.inline_max() {
+    if is_inline(geo, key, val) {
         return Ok(inline_entry(key, val));
     }
     let obj = alloc_obj(tx, key, val)?;

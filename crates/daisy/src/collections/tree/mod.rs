@@ -401,6 +401,19 @@ impl PTreeMap {
         self.pool.transaction(|tx| ops::insert(tx, &t, key, value))
     }
 
+    /// Replace the entry of `from` by (`to`, `value`): the same tree as [`remove`] of `from`
+    /// and then [`insert`] of `to`, to the byte, with fewer writes when neither leaf splits
+    /// nor merges (a sorted set moving a member to a new score). False, with nothing changed,
+    /// when `from` has no entry. Durable when it returns.
+    ///
+    /// [`remove`]: Self::remove
+    /// [`insert`]: Self::insert
+    pub fn move_key(&mut self, from: &[u8], to: &[u8], value: &[u8]) -> Result<bool> {
+        let t = self.t;
+        self.pool
+            .transaction(|tx| ops::move_key(tx, &t, from, to, value))
+    }
+
     /// Remove `key`; its value when it was present. Durable when it returns.
     pub fn remove(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let t = self.t;
@@ -650,6 +663,12 @@ impl TreeMapView {
     /// Remove `key`; its value when it was present.
     pub fn remove(&mut self, tx: &mut Tx, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.0.remove_tx(tx, key)
+    }
+    /// Replace the entry of `from` by (`to`, `value`); false, with nothing changed, when
+    /// `from` has no entry (see [`PTreeMap::move_key`]).
+    pub fn move_key(&mut self, tx: &mut Tx, from: &[u8], to: &[u8], value: &[u8]) -> Result<bool> {
+        same_pool(&self.0.pool.inner, tx, self.0.t.hdr)?;
+        ops::move_key(tx, &self.0.t, from, to, value)
     }
     /// Remove and return the smallest entry.
     pub fn pop_first(&mut self, tx: &mut Tx) -> Result<Option<Entry>> {

@@ -28,6 +28,7 @@
 use super::super::table::Src;
 use crate::error::{Error, Result};
 use crate::tx::Tx;
+use std::cell::RefCell;
 
 /// Node sizes a tree may use. The largest is 2048 bytes: index bytes hold offset / 8.
 pub const NODE_SIZES: [u32; 4] = [256, 512, 1024, 2048];
@@ -217,17 +218,225 @@ pub fn internal_item(child: u64, count: u64, sep_entry: &[u8]) -> Vec<u8> {
 /// The empty separator entry of item 0.
 pub const EMPTY_ENTRY: [u8; 8] = [0; 8];
 
-/// A node copied into DRAM.
-#[derive(Clone)]
+thread_local! {
+    /// Buffers of dropped node images, reused by the next images of this thread: a descent
+    /// copies a node per level, and an allocation (zeroed) per copy cost more than the copy.
+    static SPARE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Buffers [`SPARE`] keeps at most (a split or a merge holds a handful of images at once).
+const SPARE_MAX: usize = 16;
+
+/// A buffer of `n` bytes, contents unspecified (a reused one, or a new one).
+fn take_buf(n: usize) -> Vec<u8> {
+    let b = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten();
+    match b {
+        Some(mut b) => {
+            b.resize(n, 0);
+            b
+        }
+        None => vec![0u8; n],
+    }
+}
+
+/// Check a node's header (`b` holds at least its first 8 bytes; the node has `n` bytes with
+/// `n` = `b.len()` for a whole image): tag, level, heap bounds, index within them.
+fn check_header_n(off: u64, b: &[u8], n: usize, level: u64) -> Result<()> {
+    if b[6..8] != NODE_TAG || b[4..6] != [0, 0] {
+        return Err(damaged(off, "ordered map node has no node tag"));
+    }
+    if b[0] as u64 != level {
+        return Err(damaged(off, "ordered map node is at the wrong level"));
+    }
+    let heap = u16::from_le_bytes([b[2], b[3]]) as usize;
+    if !heap.is_multiple_of(8) || heap > n || NODE_HDR + b[1] as usize > heap {
+        return Err(damaged(off, "ordered map node's heap bounds are invalid"));
+    }
+    Ok(())
+}
+
+fn check_header(off: u64, b: &[u8], level: u64) -> Result<()> {
+    check_header_n(off, b, b.len(), level)
+}
+
+/// The internal item at byte `at` of `b` (the node at `off`, or a piece of it that holds the
+/// item whole, `at` relative to it): child, count, separator key.
+#[inline]
+fn parse_child(off: u64, b: &[u8], at: usize) -> Result<(u64, u64, KeyRef<'_>)> {
+    let (k, v, _) = entry_at(b, at + CHILD_HDR)
+        .ok_or_else(|| damaged(off, "ordered map separator is damaged"))?;
+    if !matches!(v, ValRef::In(v) if v.is_empty()) && !matches!(v, ValRef::Out { .. }) {
+        return Err(damaged(off, "ordered map separator carries a value"));
+    }
+    // The entry parsed, so the item's first 16 bytes lie inside `b`.
+    let child = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let count = u64::from_le_bytes(b[at + 8..at + 16].try_into().unwrap());
+    Ok((child, count, k))
+}
+
+/// Bytes an internal item's first read takes: the child, the count and a short separator
+/// (a sorted set's are a score and a byte or two), so one read usually holds the item.
+const PROBE_FIRST: usize = 32;
+
+/// Largest internal item: child and count, then an inline separator of up to 2048 / 16
+/// bytes (an outline one takes 32).
+const ITEM_MAX_INTERNAL: usize = CHILD_HDR + 2048 / 16;
+
+/// An internal node read piecemeal: its header and index, then only the items a descent
+/// probes, each read on its own (a binary search reads a handful of items, not the node's
+/// kilobyte; through a transaction every byte read is also looked up in its own writes).
+/// The header is checked as [`Img::read`] checks it, each item as [`Img::child`] does.
+pub struct Inner {
+    pub off: u64,
+    n: usize,
+    count: usize,
+    heap: usize,
+    /// Header and index (bytes 0..8 + count).
+    head: [u8; NODE_HDR + 256],
+}
+
+/// A buffer for one internal item (see [`Inner::read_item`]).
+pub type ItemBuf = [u8; ITEM_MAX_INTERNAL];
+
+/// Child, count, separator key of the internal item [`Inner::read_item`] put in `b` (checked
+/// as [`Img::child`] checks it).
+#[inline]
+pub fn probed_child(off: u64, b: &ItemBuf) -> Result<(u64, u64, KeyRef<'_>)> {
+    parse_child(off, b, 0)
+}
+
+impl Inner {
+    /// A reader for the internal nodes of a tree of geometry `geo`, to [`load`](Self::load)
+    /// one node after another (a descent reuses it level by level).
+    pub fn new(geo: Geo) -> Inner {
+        Inner {
+            off: 0,
+            n: geo.n,
+            count: 0,
+            heap: geo.n,
+            head: [0u8; NODE_HDR + 256],
+        }
+    }
+
+    /// Read the header and index of the internal node at `off`, at `level` (1 or more).
+    #[inline]
+    pub fn load(&mut self, src: &Src, off: u64, level: u64) -> Result<()> {
+        // Nothing of a node that fails its checks stays usable.
+        self.count = 0;
+        self.off = off;
+        // A node is cache-line aligned: its first 64 bytes are one line, and they hold the
+        // index of up to 56 items.
+        src.read(off, &mut self.head[..64])?;
+        check_header_n(off, &self.head, self.n, level)?;
+        let count = self.head[1] as usize;
+        let heap = u16::from_le_bytes([self.head[2], self.head[3]]) as usize;
+        // The probes' lines, fetched together (a binary search would otherwise wait for
+        // each one in turn).
+        let pool = match src {
+            Src::Pool(p) => *p,
+            Src::Tx(tx) => tx.pool_inner(),
+        };
+        for line in (heap & !63..self.n).step_by(64) {
+            pool.map.prefetch(off + line as u64);
+        }
+        if NODE_HDR + count > 64 {
+            src.read(off + 64, &mut self.head[64..NODE_HDR + count])?;
+        }
+        self.count = count;
+        self.heap = heap;
+        Ok(())
+    }
+
+    #[inline(always)]
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Offset of item `i` in the node (checked against the heap, as [`Img::slot`]).
+    #[inline(always)]
+    fn slot(&self, i: usize) -> Result<usize> {
+        let at = self.head[NODE_HDR + i] as usize * 8;
+        if i >= self.count || at < self.heap || at + 8 > self.n {
+            return Err(damaged(self.off, "ordered map node index names no item"));
+        }
+        Ok(at)
+    }
+
+    /// Read item `i` into `b` (bytes past the item are left as they were); its byte in the
+    /// node.
+    #[inline]
+    pub fn read_item(&self, src: &Src, i: usize, b: &mut ItemBuf) -> Result<usize> {
+        let at = self.slot(i)?;
+        let avail = self.n - at;
+        let first = avail.min(PROBE_FIRST);
+        src.read(self.off + at as u64, &mut b[..first])?;
+        if first < CHILD_HDR + 2 {
+            return Err(damaged(self.off, "ordered map separator is damaged"));
+        }
+        let size = match b[CHILD_HDR] {
+            OUT => CHILD_HDR + OUT_ENTRY,
+            kl => CHILD_HDR + pad8(2 + kl as usize + b[CHILD_HDR + 1] as usize),
+        };
+        if size > first {
+            if size > avail || size > ITEM_MAX_INTERNAL {
+                return Err(damaged(self.off, "ordered map separator is damaged"));
+            }
+            src.read(self.off + (at + first) as u64, &mut b[first..size])?;
+        }
+        Ok(at)
+    }
+
+    /// Child and count of item `i`, and the item's byte (its separator is not read).
+    #[inline]
+    pub fn child_count(&self, src: &Src, i: usize) -> Result<(u64, u64, usize)> {
+        let at = self.slot(i)?;
+        if at + CHILD_HDR > self.n {
+            return Err(damaged(self.off, "ordered map item runs past its node"));
+        }
+        let w: [u64; 2] = src.read_pod(self.off + at as u64)?;
+        Ok((u64::from_le(w[0]), u64::from_le(w[1]), at))
+    }
+
+    /// Pool offset of the count word of the item at byte `at`.
+    #[inline]
+    pub fn count_word_at(&self, at: usize) -> u64 {
+        self.off + at as u64 + 8
+    }
+}
+
+/// A node copied into DRAM. Its buffer goes back to this thread's spares when it drops.
 pub struct Img {
     pub off: u64,
     pub b: Vec<u8>,
 }
 
+impl Drop for Img {
+    fn drop(&mut self) {
+        let b = std::mem::take(&mut self.b);
+        if b.capacity() == 0 {
+            return;
+        }
+        let _ = SPARE.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_MAX {
+                s.push(b);
+            }
+        });
+    }
+}
+
+impl Clone for Img {
+    fn clone(&self) -> Img {
+        let mut b = take_buf(self.b.len());
+        b.copy_from_slice(&self.b);
+        Img { off: self.off, b }
+    }
+}
+
 impl Img {
     /// Read the node at `off` and check its header (tag, index and heap bounds, level).
     pub fn read(src: &Src, off: u64, geo: Geo, level: u64) -> Result<Img> {
-        let mut b = vec![0u8; geo.n];
+        let mut b = take_buf(geo.n);
         src.read(off, &mut b)?;
         let img = Img { off, b };
         img.validate(level)?;
@@ -236,7 +445,8 @@ impl Img {
 
     /// A new, empty node image (not yet in the pool).
     pub fn empty(off: u64, geo: Geo, level: u8) -> Img {
-        let mut b = vec![0u8; geo.n];
+        let mut b = take_buf(geo.n);
+        b.fill(0);
         b[0] = level;
         b[2..4].copy_from_slice(&(geo.n as u16).to_le_bytes());
         b[6..8].copy_from_slice(&NODE_TAG);
@@ -244,21 +454,7 @@ impl Img {
     }
 
     fn validate(&self, level: u64) -> Result<()> {
-        let b = &self.b;
-        if b[6..8] != NODE_TAG || b[4..6] != [0, 0] {
-            return Err(damaged(self.off, "ordered map node has no node tag"));
-        }
-        if b[0] as u64 != level {
-            return Err(damaged(self.off, "ordered map node is at the wrong level"));
-        }
-        let heap = self.heap();
-        if !heap.is_multiple_of(8) || heap > b.len() || NODE_HDR + self.count() > heap {
-            return Err(damaged(
-                self.off,
-                "ordered map node's heap bounds are invalid",
-            ));
-        }
-        Ok(())
+        check_header(self.off, &self.b, level)
     }
 
     #[inline(always)]
@@ -310,20 +506,7 @@ impl Img {
     /// Item `i` of an internal node: child, count, separator key.
     #[inline]
     pub fn child(&self, i: usize) -> Result<(u64, u64, KeyRef<'_>)> {
-        let at = self.slot(i)?;
-        let (k, v, _) = entry_at(&self.b, at + CHILD_HDR)
-            .ok_or_else(|| damaged(self.off, "ordered map separator is damaged"))?;
-        if !matches!(v, ValRef::In(v) if v.is_empty()) && !matches!(v, ValRef::Out { .. }) {
-            return Err(damaged(self.off, "ordered map separator carries a value"));
-        }
-        let child = u64::from_le_bytes(self.b[at..at + 8].try_into().unwrap());
-        let count = u64::from_le_bytes(self.b[at + 8..at + 16].try_into().unwrap());
-        Ok((child, count, k))
-    }
-
-    /// Pool offset of the count word of internal item `i`.
-    pub fn count_word(&self, i: usize) -> Result<u64> {
-        Ok(self.off + self.slot(i)? as u64 + 8)
+        parse_child(self.off, &self.b, self.slot(i)?)
     }
 
     /// The encoded bytes of item `i`.
@@ -385,6 +568,42 @@ impl Img {
         Ok(true)
     }
 
+    /// Where [`insert_in_gap`](Self::insert_in_gap) puts an item of `len` bytes, if it fits
+    /// the gap between the index and the heap (and the node has room for an index byte).
+    #[inline]
+    pub fn gap_for(&self, len: usize) -> Option<usize> {
+        let count = self.count();
+        if count >= u8::MAX as usize {
+            return None;
+        }
+        // Every used byte lies in the index or the heap, so when the gap takes the item,
+        // the node's used bytes plus the item fit its capacity (`insert_item`'s test).
+        let at = self.heap().checked_sub(len)?;
+        (at > NODE_HDR + count).then_some(at)
+    }
+
+    /// Insert `item` at index position `pos` when it fits the free bytes between the index
+    /// and the heap as they lie (no compaction, the node not full): where [`insert_item`]
+    /// would put it, at the heap's low end. Its offset, or None (nothing changed) when the
+    /// insert needs [`insert_item`]'s compaction or a split.
+    ///
+    /// [`insert_item`]: Self::insert_item
+    #[inline]
+    pub fn insert_in_gap(&mut self, pos: usize, item: &[u8]) -> Option<usize> {
+        let count = self.count();
+        if pos > count {
+            return None;
+        }
+        let at = self.gap_for(item.len())?;
+        self.b[at..at + item.len()].copy_from_slice(item);
+        self.set_heap(at);
+        let ix = NODE_HDR + pos;
+        self.b.copy_within(ix..NODE_HDR + count, ix + 1);
+        self.b[ix] = (at / 8) as u8;
+        self.set_count(count + 1);
+        Some(at)
+    }
+
     /// Remove the item at `pos` from the index; its bytes become dead (reclaimed at once when
     /// it is the lowest item of the heap).
     pub fn remove_item(&mut self, pos: usize) -> Result<()> {
@@ -435,6 +654,69 @@ impl Img {
         *self = build(self.off, geo, level, &refs)
             .ok_or_else(|| damaged(self.off, "ordered map node overflows"))?;
         Ok(())
+    }
+}
+
+/// A node's header and index (and the index byte after them) saved before an insert or a
+/// removal, which change nothing else in place: afterwards only these bytes are compared
+/// with the image to find what to write (not the whole node).
+pub struct Head {
+    b: [u8; NODE_HDR + 256],
+    count: usize,
+}
+
+impl Head {
+    pub fn save(img: &Img) -> Head {
+        let mut b = [0u8; NODE_HDR + 256];
+        let len = pad8(NODE_HDR + img.count() + 1).min(img.n());
+        b[..len].copy_from_slice(&img.b[..len]);
+        Head {
+            b,
+            count: img.count(),
+        }
+    }
+
+    /// Write the header and index bytes of `img` that differ from the saved ones. `img` may
+    /// hold at most one item more than when saved.
+    pub fn write_changes(&self, tx: &mut Tx, img: &Img) -> Result<()> {
+        debug_assert!(img.count() <= self.count + 1);
+        let len = pad8(NODE_HDR + self.count.max(img.count())).min(img.n());
+        write_diff(tx, img.off, &self.b[..len], &img.b[..len])
+    }
+}
+
+/// An item [`Img::insert_in_gap`] placed, with the bytes it covered (free bytes as the
+/// transaction sees them), to write only the words that differ.
+pub struct Gap {
+    at: usize,
+    was: [u8; 256],
+}
+
+impl Gap {
+    /// Whether [`Gap::insert`] takes an item of `len` bytes into `img`.
+    #[inline]
+    pub fn fits(img: &Img, len: usize) -> bool {
+        len <= 256 && img.gap_for(len).is_some()
+    }
+
+    /// Insert `item` at index position `pos` of `img` if it fits the gap (see
+    /// [`Img::insert_in_gap`]; None, `img` unchanged, otherwise or when the item is over 256
+    /// bytes).
+    #[inline]
+    pub fn insert(img: &mut Img, pos: usize, item: &[u8]) -> Option<Gap> {
+        let len = item.len();
+        let at = img.heap().checked_sub(len)?;
+        let mut was = [0u8; 256];
+        was.get_mut(..len)?
+            .copy_from_slice(img.b.get(at..at + len)?);
+        let placed = img.insert_in_gap(pos, item)?;
+        debug_assert_eq!(placed, at);
+        Some(Gap { at, was })
+    }
+
+    /// Write the item's words that differ from the bytes it covered.
+    pub fn write(&self, tx: &mut Tx, img: &Img, item: &[u8]) -> Result<()> {
+        write_diff(tx, img.off + self.at as u64, &self.was[..item.len()], item)
     }
 }
 

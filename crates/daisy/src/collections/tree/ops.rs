@@ -138,19 +138,90 @@ impl T {
 
 // ---- Reads ----
 
-/// Child of an internal node a key descends into: the number of separators <= key.
-fn child_for(src: &Src, img: &Img, key: &[u8]) -> Result<usize> {
-    let (mut lo, mut hi) = (1usize, img.count());
+/// Child of an internal node a key descends into (the number of separators <= key), found
+/// by reading only the items the binary search probes: (index, child, count, byte of the
+/// item).
+fn child_for(src: &Src, node: &Inner, key: &[u8]) -> Result<(usize, u64, u64, usize)> {
+    let (mut lo, mut hi) = (1usize, node.count());
+    let mut b: ItemBuf = [0; _];
+    // The last probe at or below the key: the answer, unless none was (then item 0).
+    let mut below = None;
     while lo < hi {
         let mid = (lo + hi) / 2;
-        let (_, _, sep) = img.child(mid)?;
+        let at = node.read_item(src, mid, &mut b)?;
+        let (child, count, sep) = probed_child(node.off, &b)?;
         if cmp_key(src, key, &sep)? != Ordering::Less {
             lo = mid + 1;
+            below = Some((child, count, at));
         } else {
             hi = mid;
         }
     }
-    Ok(lo - 1)
+    let (child, count, at) = match below {
+        Some(b) => b,
+        None => {
+            let at = node.read_item(src, 0, &mut b)?;
+            let (child, count, _) = probed_child(node.off, &b)?;
+            (child, count, at)
+        }
+    };
+    Ok((lo - 1, child, count, at))
+}
+
+/// The child of `node`, whose subtree holds `total` entries, that holds rank `*r` (below
+/// `total`) of its subtree; `*r` becomes the rank inside it. The counts are read from the
+/// nearer end (a pop from either end reads one item per level). (index, child, count, byte
+/// of the item).
+fn rank_child_of(
+    src: &Src,
+    node: &Inner,
+    total: u64,
+    r: &mut u64,
+) -> Result<(usize, u64, u64, usize)> {
+    let n = node.count();
+    if *r <= total.wrapping_sub(1).wrapping_sub(*r) {
+        for i in 0..n {
+            let (child, c, at) = node.child_count(src, i)?;
+            if *r < c {
+                return Ok((i, child, c, at));
+            }
+            *r -= c;
+        }
+    } else {
+        // Ranks counted from the high end.
+        let mut back = total.wrapping_sub(1).wrapping_sub(*r);
+        for i in (0..n).rev() {
+            let (child, c, at) = node.child_count(src, i)?;
+            if back < c {
+                *r = c - 1 - back;
+                return Ok((i, child, c, at));
+            }
+            back -= c;
+        }
+    }
+    Err(damaged(
+        node.off,
+        "ordered map subtree counts disagree with the length",
+    ))
+}
+
+/// Entries under the children of `node` (whose subtree holds `total`) left of child `i`
+/// (which holds `c`): summed from the nearer end.
+fn left_of(src: &Src, node: &Inner, i: usize, c: u64, total: u64) -> Result<u64> {
+    let n = node.count();
+    let mut sum = 0u64;
+    if i <= n / 2 {
+        for j in 0..i {
+            sum = sum.wrapping_add(node.child_count(src, j)?.1);
+        }
+        Ok(sum)
+    } else {
+        sum = c;
+        for j in i + 1..n {
+            sum = sum.wrapping_add(node.child_count(src, j)?.1);
+        }
+        Ok(total.wrapping_sub(sum))
+    }
 }
 
 /// First entry of a leaf >= key, and whether it equals key.
@@ -205,21 +276,25 @@ pub fn locate(src: &Src, t: &T, target: Target, want_rank: bool) -> Result<Optio
         Target::Rank(r) => r,
         Target::Key(_) => 0,
     };
+    let mut total = h.len;
+    let mut inner = Inner::new(t.geo);
     for level in (1..h.height).rev() {
-        let img = Img::read(src, node, t.geo, level)?;
-        let i = match target {
+        inner.load(src, node, level)?;
+        let (child, count) = match target {
             Target::Key(k) => {
-                let i = child_for(src, &img, k)?;
+                let (i, child, count, _) = child_for(src, &inner, k)?;
                 if want_rank {
-                    for j in 0..i {
-                        rank += img.child(j)?.1;
-                    }
+                    rank = rank.wrapping_add(left_of(src, &inner, i, count, total)?);
                 }
-                i
+                (child, count)
             }
-            Target::Rank(_) => rank_child(&img, &mut r)?,
+            Target::Rank(_) => {
+                let (_, child, count, _) = rank_child_of(src, &inner, total, &mut r)?;
+                (child, count)
+            }
         };
-        node = img.child(i)?.0;
+        node = child;
+        total = count;
     }
     let leaf = Img::read(src, node, t.geo, 0)?;
     if leaf.count() == 0 {
@@ -484,21 +559,23 @@ fn descend_w(tx: &Tx, t: &T, h: &Hot, target: Target) -> Result<(Vec<Step>, Img,
         Target::Rank(r) => r,
         Target::Key(_) => 0,
     };
+    let mut total = h.len;
+    let mut inner = Inner::new(t.geo);
     for level in (1..h.height).rev() {
-        let img = Img::read(&src, node, t.geo, level)?;
-        let i = match target {
-            Target::Key(k) => child_for(&src, &img, k)?,
-            Target::Rank(_) => rank_child(&img, &mut r)?,
+        inner.load(&src, node, level)?;
+        let (i, child, count, at) = match target {
+            Target::Key(k) => child_for(&src, &inner, k)?,
+            Target::Rank(_) => rank_child_of(&src, &inner, total, &mut r)?,
         };
-        let (child, count, _) = img.child(i)?;
         path.push(Step {
             node,
             level,
             pos: i,
             count,
-            count_at: img.count_word(i)?,
+            count_at: inner.count_word_at(at),
         });
         node = child;
+        total = count;
     }
     let leaf = Img::read(&src, node, t.geo, 0)?;
     if leaf.count() == 0 {
@@ -530,6 +607,11 @@ fn items_count(leaf: bool, items: &[Vec<u8>]) -> u64 {
 }
 
 fn classify(geo: Geo, img: &Img) -> Result<Up> {
+    // Every item takes 8 bytes or more, and an index byte: a node of that many items is
+    // full enough without summing its items' sizes.
+    if img.count() * 9 >= geo.min_fill() {
+        return Ok(Up::Fit);
+    }
     Ok(if img.used()? < geo.min_fill() {
         Up::Under { count: img.count() }
     } else {
@@ -599,6 +681,21 @@ fn take_sep(item: &mut Vec<u8>) -> Vec<u8> {
     item.truncate(CHILD_HDR);
     item.extend_from_slice(&EMPTY_ENTRY);
     sep
+}
+
+/// Insert `item` at `pos` into `img`, the node as the transaction sees it, and write the
+/// result ([`put_item`]). The common case, an item that fits the free bytes between the index
+/// and the heap, changes the image in place and writes only the header, the index and the
+/// item (what differs of them), without copying or comparing the whole node.
+fn put_new(tx: &mut Tx, t: &T, mut img: Img, pos: usize, item: &[u8]) -> Result<Up> {
+    let head = Head::save(&img);
+    if let Some(gap) = Gap::insert(&mut img, pos, item) {
+        head.write_changes(tx, &img)?;
+        gap.write(tx, &img, item)?;
+        return classify(t.geo, &img);
+    }
+    let old = img.clone();
+    put_item(tx, t, &old, img, pos, item)
 }
 
 /// Insert `item` at `pos` into `img`, whose image as the transaction sees it is `old`, and
@@ -828,44 +925,188 @@ pub fn insert(tx: &mut Tx, t: &T, key: &[u8], val: &[u8]) -> Result<bool> {
     let h = t.hot(&Src::Tx(tx))?;
     if h.root == 0 {
         let item = make_entry(tx, t.geo, key, val)?;
-        let img = build(0, t.geo, 0, &[&item]).expect("one entry fits a leaf");
-        let root = tx.alloc_bytes(&img.b)?.offset();
-        let w = Hot {
-            root,
-            len: h.len + 1,
-            height: 1,
-        };
-        tx.write_bytes(t.hdr + H_ROOT, bytemuck::bytes_of(&w))?;
-        return Ok(false);
+        return first_entry(tx, t, &h, &item);
     }
     let (path, leaf, pos, found) = descend_w(tx, t, &h, Target::Key(key))?;
     let item = make_entry(tx, t.geo, key, val)?;
+    insert_at(tx, t, &h, &path, leaf, pos, found, &item)
+}
+
+/// The first entry of an empty tree: a root leaf holding `item`.
+fn first_entry(tx: &mut Tx, t: &T, h: &Hot, item: &[u8]) -> Result<bool> {
+    let img = build(0, t.geo, 0, &[item]).expect("one entry fits a leaf");
+    let root = tx.alloc_bytes(&img.b)?.offset();
+    let w = Hot {
+        root,
+        len: h.len + 1,
+        height: 1,
+    };
+    tx.write_bytes(t.hdr + H_ROOT, bytemuck::bytes_of(&w))?;
+    Ok(false)
+}
+
+/// Insert the entry `item` (already encoded, its object allocated) for `key`: a descent of
+/// its own, then [`insert_at`].
+fn insert_made(tx: &mut Tx, t: &T, key: &[u8], item: &[u8]) -> Result<bool> {
+    let h = t.hot(&Src::Tx(tx))?;
+    if h.root == 0 {
+        return first_entry(tx, t, &h, item);
+    }
+    let (path, leaf, pos, found) = descend_w(tx, t, &h, Target::Key(key))?;
+    insert_at(tx, t, &h, &path, leaf, pos, found, item)
+}
+
+/// Insert `item` at position `pos` of `leaf`, where a descent along `path` found its key
+/// (`found`: replacing the entry there), and settle the tree; true when it replaced one.
+#[allow(clippy::too_many_arguments)]
+fn insert_at(
+    tx: &mut Tx,
+    t: &T,
+    h: &Hot,
+    path: &[Step],
+    leaf: Img,
+    pos: usize,
+    found: bool,
+    item: &[u8],
+) -> Result<bool> {
     if found {
         if let Some(o) = leaf.entry(pos)?.0.obj() {
             tx.free(PPtr::<u8>::from_offset(o))?;
         }
-        let mut img = leaf.clone();
-        let at = img.slot(pos)?;
-        let old_len = img.item(pos)?.len();
+        let at = leaf.slot(pos)?;
+        let old_len = leaf.item(pos)?.len();
         let up = if old_len == item.len() {
             // Same size: rewrite in place (only the changed bytes are logged).
-            img.b[at..at + old_len].copy_from_slice(&item);
-            write_diff(tx, leaf.off, &leaf.b, &img.b)?;
+            write_diff(tx, leaf.off + at as u64, &leaf.b[at..at + old_len], item)?;
             Up::Fit
         } else {
+            let mut img = leaf.clone();
             img.remove_item(pos)?;
-            put_item(tx, t, &leaf, img, pos, &item)?
+            put_item(tx, t, &leaf, img, pos, item)?
         };
         // A smaller value may leave the leaf under its minimum: settled like a removal.
-        propagate(tx, t, &h, &path, up, 0)?;
+        propagate(tx, t, h, path, up, 0)?;
         return Ok(true);
     }
-    let up = put_item(tx, t, &leaf, leaf.clone(), pos, &item)?;
-    propagate(tx, t, &h, &path, up, 1)?;
+    let up = put_new(tx, t, leaf, pos, item)?;
+    propagate(tx, t, h, path, up, 1)?;
     Ok(false)
 }
 
-/// Remove the entry of `target` and return it.
+/// Replace the entry of `from` by (`to`, `val`), as [`remove`] of `from` and then [`insert`]
+/// of `to` would, to the byte; false, with nothing changed, when `from` has no entry.
+///
+/// A sorted set moving a member to a new score does this. Both changes are computed on the
+/// leaves' images before anything is written: when the removal leaves its leaf full enough
+/// and the insert fits its leaf's free bytes (no merge, no split), the counts of the levels
+/// both paths share end as they were, and so does the length, so they are not written (a
+/// move within one leaf writes that leaf alone). Otherwise the removal is written and
+/// settled, and the insert runs as it would alone.
+pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Result<bool> {
+    check_len("key", to.len())?;
+    check_len("value", val.len())?;
+    if from == to {
+        if remove(tx, t, Target::Key(from))?.is_none() {
+            return Ok(false);
+        }
+        insert(tx, t, to, val)?;
+        return Ok(true);
+    }
+    let h = t.hot(&Src::Tx(tx))?;
+    if h.root == 0 {
+        return Ok(false);
+    }
+    let (path, leaf, pos, found) = descend_w(tx, t, &h, Target::Key(from))?;
+    if !found {
+        return Ok(false);
+    }
+    // `to` belongs to this leaf when it lies strictly between the leaf's first and last keys
+    // (no separator falls between keys of one leaf); otherwise a second descent says where.
+    let within = {
+        let src = Src::Tx(tx);
+        let last = leaf.count() - 1;
+        cmp_key(&src, to, &leaf.entry(0)?.0)? == Ordering::Greater
+            && cmp_key(&src, to, &leaf.entry(last)?.0)? == Ordering::Less
+    };
+    let other = match within {
+        true => None,
+        false => Some(descend_w(tx, t, &h, Target::Key(to))?).filter(|o| o.1.off != leaf.off),
+    };
+    // As `remove` does first: free the old entry's object. The new entry is encoded (its
+    // object allocated) where `insert` would: after the removal's writes, which free nothing
+    // on the paths taken below (no merge), or, in the fallback, after the removal settled.
+    if let Some(o) = leaf.entry(pos)?.0.obj() {
+        tx.free(PPtr::<u8>::from_offset(o))?;
+    }
+    let item_len = entry_len(t.geo, to, val);
+    let head_r = Head::save(&leaf);
+    let mut img_r = leaf;
+    img_r.remove_item(pos)?;
+    let up_r = classify(t.geo, &img_r)?;
+    let fit_r = matches!(up_r, Up::Fit);
+    let gap_damaged = || damaged(t.hdr, "ordered map leaf changed under a move");
+    match other {
+        None if fit_r => {
+            // One leaf: the removal and the insert on its image, then what differs written.
+            let (pos2, found2) = leaf_search(&Src::Tx(tx), &img_r, to)?;
+            if !found2 && Gap::fits(&img_r, item_len) {
+                let item = make_entry(tx, t.geo, to, val)?;
+                let gap = Gap::insert(&mut img_r, pos2, &item).ok_or_else(gap_damaged)?;
+                head_r.write_changes(tx, &img_r)?;
+                gap.write(tx, &img_r, &item)?;
+                // The counts and the length end as they were; a leaf a shorter entry left
+                // under its minimum is settled by its parent.
+                let up = classify(t.geo, &img_r)?;
+                propagate(tx, t, &h, &path, up, 0)?;
+                return Ok(true);
+            }
+        }
+        Some((path_i, leaf_i, pos_i, false)) if fit_r && Gap::fits(&leaf_i, item_len) => {
+            let item = make_entry(tx, t.geo, to, val)?;
+            let head_i = Head::save(&leaf_i);
+            let mut img_i = leaf_i;
+            let gap = Gap::insert(&mut img_i, pos_i, &item).ok_or_else(gap_damaged)?;
+            if let Up::Fit = classify(t.geo, &img_i)? {
+                head_r.write_changes(tx, &img_r)?;
+                head_i.write_changes(tx, &img_i)?;
+                gap.write(tx, &img_i, &item)?;
+                // The levels both paths share (the same node and child) lose an entry and
+                // gain one: their counts stay. Below them each path's counts change.
+                let common = path
+                    .iter()
+                    .zip(&path_i)
+                    .take_while(|(a, b)| a.node == b.node && a.pos == b.pos)
+                    .count();
+                for st in &path[common..] {
+                    let c = st.count.wrapping_sub(1);
+                    tx.write_bytes(st.count_at, &c.to_le_bytes())?;
+                }
+                for st in &path_i[common..] {
+                    let c = st.count.wrapping_add(1);
+                    tx.write_bytes(st.count_at, &c.to_le_bytes())?;
+                }
+                return Ok(true);
+            }
+            // A leaf under its minimum even with the new entry (damaged): the removal (which
+            // freed nothing), then the insert as it runs alone.
+            head_r.write_changes(tx, &img_r)?;
+            propagate(tx, t, &h, &path, up_r, -1)?;
+            insert_made(tx, t, to, &item)?;
+            return Ok(true);
+        }
+        _ => {}
+    }
+    // A merge or a split (or `to` present): the removal written and settled, then the
+    // insert as it runs alone.
+    head_r.write_changes(tx, &img_r)?;
+    propagate(tx, t, &h, &path, up_r, -1)?;
+    let item = make_entry(tx, t.geo, to, val)?;
+    insert_made(tx, t, to, &item)?;
+    Ok(true)
+}
+
+/// Remove the entry of `target` and return it; for a key target the key returned is empty
+/// (the caller has it: it is not read).
 pub fn remove(tx: &mut Tx, t: &T, target: Target) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
     let h = t.hot(&Src::Tx(tx))?;
     if h.root == 0 {
@@ -880,17 +1121,23 @@ pub fn remove(tx: &mut Tx, t: &T, target: Target) -> Result<Option<(Vec<u8>, Vec
     if !found {
         return Ok(None);
     }
-    let (k, v) = leaf.entry(pos)?;
-    let kv = {
+    let (kv, obj) = {
+        let (k, v) = leaf.entry(pos)?;
         let src = Src::Tx(tx);
-        (read_key(&src, &k)?, read_val(&src, &v)?)
+        let key = match target {
+            Target::Key(_) => Vec::new(),
+            Target::Rank(_) => read_key(&src, &k)?,
+        };
+        ((key, read_val(&src, &v)?), k.obj())
     };
-    if let Some(o) = k.obj() {
+    if let Some(o) = obj {
         tx.free(PPtr::<u8>::from_offset(o))?;
     }
-    let mut img = leaf.clone();
+    // Only the header and the index change.
+    let head = Head::save(&leaf);
+    let mut img = leaf;
     img.remove_item(pos)?;
-    write_diff(tx, leaf.off, &leaf.b, &img.b)?;
+    head.write_changes(tx, &img)?;
     let up = classify(t.geo, &img)?;
     propagate(tx, t, &h, &path, up, -1)?;
     Ok(Some(kv))
@@ -913,9 +1160,10 @@ pub fn remove_ranks(tx: &mut Tx, t: &T, from: u64, to: u64) -> Result<u64> {
                 tx.free(PPtr::<u8>::from_offset(o))?;
             }
         }
-        let mut img = leaf.clone();
+        let head = Head::save(&leaf);
+        let mut img = leaf;
         img.remove_items(pos, m)?;
-        write_diff(tx, leaf.off, &leaf.b, &img.b)?;
+        head.write_changes(tx, &img)?;
         let up = classify(t.geo, &img)?;
         propagate(tx, t, &h, &path, up, -(m as i64))?;
         removed += m as u64;
