@@ -69,6 +69,8 @@ pub struct Client {
     pub deny_blocking: bool,
     /// Its channels and patterns (`pubsub`).
     pub pubsub: crate::pubsub::ClientSubs,
+    /// The client a script's `redis.call` runs as (Redis's `CLIENT_SCRIPT`).
+    pub script: bool,
 }
 
 /// What a blocked client waits for.
@@ -855,15 +857,7 @@ pub fn precheck(
     sv: &ServerState,
 ) -> Option<String> {
     let Some(spec) = spec else {
-        // Redis 7's text: the name, then up to the first arguments, each quoted.
-        let mut m = format!(
-            "ERR unknown command '{}', with args beginning with: ",
-            lossy(args[0])
-        );
-        for a in args[1..].iter().take(8) {
-            m.push_str(&format!("'{}' ", lossy(a)));
-        }
-        return Some(m);
+        return Some(unknown_command_error(args));
     };
     // Redis 7 checks the argument count before authentication; a container's subcommand
     // is a command of its own (unknown, or its own arity), inside MULTI too.
@@ -884,8 +878,29 @@ pub fn precheck(
     None
 }
 
+/// The reply to a command the table does not have: Redis 7's text, the name, then up to the
+/// first arguments, each quoted.
+pub fn unknown_command_error(args: &[&[u8]]) -> String {
+    let mut m = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        lossy(args[0])
+    );
+    for a in args[1..].iter().take(8) {
+        m.push_str(&format!("'{}' ", lossy(a)));
+    }
+    m
+}
+
+/// The command named `name` (any case), without a [`Table`]: a scan of [`COMMANDS`], for
+/// the rare callers that hold no table (a busy script answering the other clients).
+pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    COMMANDS
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
 /// Whether a command runs at once inside MULTI instead of being queued.
-fn runs_inside_multi(spec: &Spec) -> bool {
+pub fn runs_inside_multi(spec: &Spec) -> bool {
     matches!(
         spec.name,
         "exec" | "discard" | "multi" | "watch" | "quit" | "reset"

@@ -104,9 +104,9 @@ pub struct Scripting {
     current: Rc<std::cell::RefCell<Option<Rc<Running>>>>,
     /// FUNCTION's libraries.
     pub functions: super::function::Libraries,
-    /// The other connections' sockets, set by the event loop before a command that runs a
-    /// script: a script past `busy-reply-threshold` answers them (`busy`).
-    pub peers: Vec<std::os::fd::RawFd>,
+    /// The other connections, set by the event loop before a command that runs a script: a
+    /// script past `busy-reply-threshold` answers them (`busy`).
+    pub busy: super::busy::Shared,
     /// While FUNCTION LOAD runs a library's code: what it registered, or its first error.
     loading: Loading,
 }
@@ -305,7 +305,7 @@ fn sandbox(
         .fold(0u32, |acc, p| (acc << 8) | p.parse::<u32>().unwrap_or(0));
     real.raw_set("REDIS_VERSION_NUMBER", num)?;
     // The bridge: the dispatcher the running command placed in the registry.
-    let bridge = lua.create_function(|lua, args: (usize, Table)| {
+    let bridge = lua.create_function(|lua, args: (usize, Table, bool)| {
         match lua.named_registry_value::<Option<Function>>("daisy.dispatch")? {
             Some(f) => f.call::<MultiValue>(args),
             None => {
@@ -346,9 +346,6 @@ fn sandbox(
             ),
         })
     })?;
-    let table = commands::Table::new();
-    let known = lua
-        .create_function(move |_, name: mlua::String| Ok(table.find(&name.as_bytes()).is_some()))?;
     let register = lua.create_function(move |_, args: MultiValue| {
         let mut slot = loading.borrow_mut();
         let Some(state) = slot.as_mut() else {
@@ -374,10 +371,39 @@ fn sandbox(
             Err(e) => Ok((false, Some(e))),
         }
     })?;
+    // The message of an error a Rust function raised (what pcall returns for it).
+    let errtext = lua.create_function(|_, v: Value| {
+        Ok(match v {
+            Value::Error(e) => lua_error_text(&e),
+            other => other.to_string()?,
+        })
+    })?;
+    for (key, acl) in [
+        (super::ccall::HELPER, false),
+        (super::ccall::ACL_HELPER, true),
+    ] {
+        let helper: Function = lua
+            .load("local bridge, select, acl = ... return function(...) return bridge(select('#', ...), {...}, acl) end")
+            .set_name("=daisy_call")
+            .call((bridge.clone(), real.raw_get::<Function>("select")?, acl))?;
+        lua.set_named_registry_value(key.to_str().expect("an ASCII key"), helper)?;
+    }
+    let [ccall, cpcall, acl_check] = super::ccall::functions(lua)?;
     let (env, gmt, load_index): (Table, Table, Table) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=daisy_sandbox")
-        .call((real.clone(), bridge, sha1, killed, setresp, known, register))?;
+        .call((
+            real.clone(),
+            bridge,
+            sha1,
+            killed,
+            setresp,
+            register,
+            errtext,
+            ccall,
+            cpcall,
+            acl_check,
+        ))?;
     // Errors become Redis's error tables, with the script's line (eval.c's
     // `__redis__err__handler`).
     let handler = lua.create_function(|lua, err: Value| error_table(lua, err))?;
@@ -455,7 +481,12 @@ fn refuse(
             Some(spec),
         ));
     }
-    if read_only && spec.has("write") {
+    // `may_replicate` commands (PUBLISH, PFCOUNT, ...) count as writes here, as in Redis's
+    // `scriptVerifyWriteCommandAllow` (CLIENT PAUSE WRITE lets read-only scripts run).
+    if read_only
+        && (spec.has("write")
+            || crate::admin::meta::lookup_argv(args).is_some_and(|m| m.has("may_replicate")))
+    {
         return Err((
             "ERR Write commands are not allowed from read-only scripts.".into(),
             Some(spec),
@@ -519,7 +550,7 @@ pub fn run(
             .unwrap_or(5000);
     if threshold > 0 {
         let r = running.clone();
-        let peers = c.sv.scripting.peers.clone();
+        let peers = c.sv.scripting.busy.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(100_000),
             move |_, _| {
@@ -552,12 +583,13 @@ pub fn run(
             authed: true,
             db: c.cl.db,
             deny_blocking: true,
+            script: true,
             ..Default::default()
         };
         let fatal_ref = &mut fatal;
         let out = lua.scope(|scope| {
             let dispatch =
-                scope.create_function_mut(|lua, (n, t): (usize, Table)| {
+                scope.create_function_mut(|lua, (n, t, acl_check): (usize, Table, bool)| {
                     let mut argv = Vec::with_capacity(n);
                     for i in 1..=n {
                         argv.push(t.raw_get::<Value>(i)?);
@@ -592,6 +624,26 @@ pub fn run(
                         }
                     }
                     let argv: Vec<&[u8]> = owned.iter().map(|a| &a[..]).collect();
+                    if acl_check {
+                        // redis.acl_check_cmd: may the caller's user run it (Redis's
+                        // `ACLCheckAllUserCommandPerm`, nothing logged)?
+                        let Some(spec) = c.table.find(argv[0]).filter(|s| {
+                            crate::admin::arity_error(s, &argv)
+                                .is_none_or(|e| !e.starts_with("ERR unknown subcommand"))
+                        }) else {
+                            return raise(err_value(
+                                lua,
+                                "ERR Invalid command passed to redis.acl_check_cmd()",
+                                false,
+                            )?);
+                        };
+                        let ok = (c.cl.user.id == 0 && c.sv.acl.default_unrestricted)
+                            || c.sv.acl.check(c.cl, spec, &argv).is_ok();
+                        return Ok(MultiValue::from_iter([
+                            Value::Boolean(false),
+                            Value::Boolean(ok),
+                        ]));
+                    }
                     let spec = match refuse(c, &argv, read_only) {
                         Ok(s) => s,
                         Err((msg, spec)) => {
@@ -763,7 +815,15 @@ fn to_reply(
             }
         }
         Value::Integer(i) => resp::int(out, *i),
-        Value::Number(n) => resp::int(out, if n.is_nan() { i64::MIN } else { *n as i64 }),
+        // C's (long long) cast on x86-64: truncation, and i64::MIN when out of range.
+        Value::Number(n) => resp::int(
+            out,
+            if n.is_nan() || !(-9.223372036854775808e18..9.223372036854775808e18).contains(n) {
+                i64::MIN
+            } else {
+                *n as i64
+            },
+        ),
         Value::Table(t) => {
             if let Value::String(e) = t.raw_get::<Value>("err")? {
                 let msg = e.to_string_lossy();

@@ -16,13 +16,15 @@
 //! its script cache.
 //!
 //! Modules: `lua` (the interpreter, the sandbox, conversions both ways, running a script),
-//! `libs` (cjson, cmsgpack, bit), `function` (FUNCTION and FCALL), `sha1`.
+//! `libs` (cjson, cmsgpack, bit), `struct_lib` (struct), `function` (FUNCTION and FCALL), `sha1`.
 
-mod busy;
+pub mod busy;
+mod ccall;
 mod function;
 mod libs;
 mod lua;
 mod sha1;
+mod struct_lib;
 
 pub use function::{fcall, fcall_ro, function};
 pub use lua::{Scripting, SCRIPT_KILLED_MSG};
@@ -57,6 +59,40 @@ pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
                 .multi
                 .as_ref()
                 .is_some_and(|m| m.queued.iter().any(|q| is(&q[0]))))
+}
+
+/// Whether a script command's script declared that it may write (Redis's
+/// `evalGetCommandFlags`/`fcallGetCommandFlags`: declared flags replace the command's own
+/// `write` and `may_replicate`); None when the command's own flags hold: not a script
+/// command, a script without a shebang (or with an invalid one), an unknown EVALSHA or FCALL.
+/// CLIENT PAUSE WRITE holds what may write.
+pub fn declared_writes(s: &Scripting, args: &[&[u8]]) -> Option<bool> {
+    if args.len() < 2 {
+        return None;
+    }
+    let name = args[0].to_ascii_lowercase();
+    let flags = match &name[..] {
+        b"eval" | b"eval_ro" => match s.script(&sha1_hex(args[1])) {
+            Some((_, f)) => f,
+            None => lua::parse_shebang(args[1]).ok()?.0,
+        },
+        b"evalsha" | b"evalsha_ro" if args[1].len() == 40 => {
+            s.script(&String::from_utf8_lossy(args[1]).to_ascii_lowercase())?
+                .1
+        }
+        b"fcall" | b"fcall_ro" => {
+            let f = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
+            let lib = s.functions.by_func.get(&f)?;
+            let func = s.functions.libs[lib]
+                .funcs
+                .iter()
+                .find(|x| x.name.eq_ignore_ascii_case(&f))?;
+            // Functions always declare (no flags: may write).
+            return Some(!func.flags.no_writes);
+        }
+        _ => return None,
+    };
+    (!flags.compat).then_some(!flags.no_writes)
 }
 
 /// `numkeys` of EVAL/FCALL: the keys and the arguments, or None after the error reply.

@@ -2,7 +2,9 @@
 //! `redis.call` errors, the sandbox, EVAL inside MULTI, a script's writes surviving a restart
 //! (and a failing script keeping the writes before its error), the script cache and the
 //! function libraries surviving a restart, SCRIPT FLUSH, FUNCTION and FCALL, the Lua
-//! libraries, and SCRIPT KILL of a busy script.
+//! libraries (`struct` byte for byte as Redis), SCRIPT KILL of a busy script, what a busy
+//! script answers the other clients (a request read in the same event-loop round, MULTI and
+//! EXEC), and CLIENT PAUSE WRITE letting scripts that declare no writes run.
 
 use super::*;
 
@@ -619,9 +621,6 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it_unless_it_wrote() {
     ]);
     req.extend_from_slice(&encode(&[b"PING"]));
     rd.write_all(&req).unwrap();
-    // Not in the EVAL's event-loop round: a request read in the same round as a script that
-    // never ends waits behind it (README, scripting, "what differs").
-    std::thread::sleep(Duration::from_millis(200));
     assert_eq!(
         wait_busy(&mut r),
         b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
@@ -681,4 +680,319 @@ fn read_reply(s: &mut TcpStream) -> Vec<u8> {
             Ok(_) => out.push(byte[0]),
         }
     }
+}
+
+/// A script that loops `ms` milliseconds by the server's clock (TIME), then returns `ret`.
+fn spin_script(ms: u64, ret: &str) -> String {
+    format!(
+        "local function now() local t = redis.call('time') return tonumber(t[1]) * 1000000 + tonumber(t[2]) end \
+         local t0 = now() while now() - t0 < {} do end return '{ret}'",
+        ms * 1000
+    )
+}
+
+/// Nothing arrives on `s` within `ms` (it waits: paused, or behind a script).
+fn silent_for(s: &mut TcpStream, ms: u64) -> bool {
+    s.set_read_timeout(Some(Duration::from_millis(ms))).unwrap();
+    let mut b = [0u8; 1];
+    let r = s.read(&mut b);
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    matches!(r, Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut)
+}
+
+#[test]
+fn a_request_read_in_the_same_round_as_a_script_that_never_ends_is_answered_busy() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut r = srv.raw();
+    let mut m = srv.raw();
+    let mut blocker = srv.raw();
+    let mut rd = srv.raw();
+    assert_eq!(
+        ask(&mut r, &[b"CONFIG", b"SET", b"lua-time-limit", b"500"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(ask(&mut m, &[b"MULTI"]), b"+OK\r\n");
+    // While a 300 ms script (under the threshold) holds the event loop, a script that never
+    // ends, then a PING and a command inside MULTI, arrive: the next round reads all three,
+    // the script first.
+    let spin = spin_script(300, "blocker");
+    blocker
+        .write_all(&encode(&[b"EVAL", spin.as_bytes(), b"0"]))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    rd.write_all(&encode(&[b"EVAL", b"while true do end", b"0"]))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    r.write_all(&encode(&[b"PING"])).unwrap();
+    m.write_all(&encode(&[b"INCR", b"x"])).unwrap();
+    let busy = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+    assert_eq!(
+        read_reply(&mut r),
+        busy,
+        "the PING is answered by the busy script"
+    );
+    assert_eq!(read_reply(&mut m), busy);
+    assert_eq!(read_reply(&mut blocker), b"$7\r\nblocker\r\n");
+    // Inside MULTI, the refused INCR marks the transaction.
+    assert_eq!(
+        ask(&mut m, &[b"EXEC"]),
+        b"-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(ask(&mut m, &[b"PING", b"after"]), busy, "MULTI has ended");
+    assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    let killed = text(&read_reply(&mut rd));
+    assert!(
+        killed.starts_with("-ERR Script killed by user with SCRIPT KILL... script: "),
+        "{killed}"
+    );
+    assert_eq!(ask(&mut r, &[b"PING"]), b"+PONG\r\n");
+    assert_eq!(
+        ask(&mut r, &[b"GET", b"x"]),
+        b"$-1\r\n",
+        "the INCR never ran"
+    );
+    let info = text(&ask(&mut r, &[b"INFO", b"errorstats"]));
+    assert!(info.contains("errorstat_BUSY:count=3"), "{info}");
+    assert!(info.contains("errorstat_EXECABORT:count=1"), "{info}");
+    drop((r, m, blocker, rd));
+    srv.stop();
+}
+
+#[test]
+fn multi_and_exec_while_a_script_is_busy_answer_as_redis() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut r = srv.raw();
+    let mut rd = srv.raw();
+    let mut a = srv.raw();
+    let mut b = srv.raw();
+    assert_eq!(
+        ask(&mut r, &[b"CONFIG", b"SET", b"lua-time-limit", b"10"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(ask(&mut r, &[b"SET", b"xx", b"1"]), b"+OK\r\n");
+    // `b` is inside MULTI with one command queued before the script starts.
+    assert_eq!(ask(&mut b, &[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(ask(&mut b, &[b"INCR", b"xx"]), b"+QUEUED\r\n");
+    rd.write_all(&encode(&[b"EVAL", b"while true do end", b"0"]))
+        .unwrap();
+    wait_busy(&mut r);
+    let busy = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+    // MULTI is allowed while busy; what follows is refused and marks the transaction.
+    assert_eq!(ask(&mut a, &[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(ask(&mut a, &[b"INCR", b"xx"]), busy);
+    assert_eq!(
+        ask(&mut a, &[b"MULTI"]),
+        b"-ERR MULTI calls can not be nested\r\n"
+    );
+    // Allowed commands that do not run at once inside MULTI are queued, as always.
+    assert_eq!(ask(&mut a, &[b"UNWATCH"]), b"+QUEUED\r\n");
+    // EXEC is not allowed: it ends the transaction with EXECABORT ... BUSY.
+    assert_eq!(
+        ask(&mut b, &[b"EXEC"]),
+        b"-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(
+        ask(&mut b, &[b"DISCARD"]),
+        b"-ERR DISCARD without MULTI\r\n"
+    );
+    assert_eq!(
+        ask(&mut r, &[b"FUNCTION", b"KILL"]),
+        b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    assert!(text(&read_reply(&mut rd)).starts_with("-ERR Script killed by user"));
+    // After the script, `a`'s transaction goes on, marked by the refused INCR.
+    assert_eq!(ask(&mut a, &[b"INCR", b"xx"]), b"+QUEUED\r\n");
+    assert_eq!(
+        ask(&mut a, &[b"EXEC"]),
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    assert_eq!(ask(&mut a, &[b"PING", b"asdf"]), b"$4\r\nasdf\r\n");
+    assert_eq!(ask(&mut b, &[b"PING", b"asdf"]), b"$4\r\nasdf\r\n");
+    assert_eq!(ask(&mut r, &[b"GET", b"xx"]), b"$1\r\n1\r\n", "no INCR ran");
+    drop((r, rd, a, b));
+    srv.stop();
+}
+
+#[test]
+fn client_pause_write_lets_scripts_that_declare_no_writes_run() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut r = srv.raw();
+    let mut rr = srv.raw();
+    let mut held = srv.raw();
+    assert_eq!(ask(&mut r, &[b"SET", b"x", b"y"]), b"+OK\r\n");
+    assert_eq!(
+        ask(
+            &mut r,
+            &[
+                b"FUNCTION",
+                b"LOAD",
+                b"#!lua name=f1\nredis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}\nredis.register_function('f2', function() return 'w' end)"
+            ]
+        ),
+        b"$2\r\nf1\r\n"
+    );
+    assert_eq!(
+        ask(&mut r, &[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]),
+        b"+OK\r\n"
+    );
+    let ro = b"#!lua flags=no-writes\nreturn 'unique script'";
+    assert_eq!(
+        ask(&mut rr, &[b"EVAL", ro, b"0"]),
+        b"$13\r\nunique script\r\n"
+    );
+    assert_eq!(
+        ask(&mut rr, &[b"EVAL", ro, b"0"]),
+        b"$13\r\nunique script\r\n",
+        "cached"
+    );
+    assert_eq!(
+        ask(
+            &mut rr,
+            &[b"EVAL_RO", b"return redis.call('GeT', KEYS[1])", b"1", b"x"]
+        ),
+        b"$1\r\ny\r\n"
+    );
+    let sha = ask(
+        &mut rr,
+        &[b"SCRIPT", b"LOAD", b"#!lua flags=no-writes\nreturn 2"],
+    );
+    let sha = &sha[5..45];
+    assert_eq!(ask(&mut rr, &[b"EVALSHA", sha, b"0"]), b":2\r\n");
+    assert_eq!(ask(&mut rr, &[b"FCALL", b"f1", b"0"]), b"$5\r\nhello\r\n");
+    assert_eq!(
+        ask(&mut rr, &[b"FCALL_RO", b"f1", b"0"]),
+        b"$5\r\nhello\r\n"
+    );
+    assert_eq!(ask(&mut rr, &[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(ask(&mut rr, &[b"EVAL", ro, b"0"]), b"+QUEUED\r\n");
+    assert_eq!(
+        ask(&mut rr, &[b"EXEC"]),
+        b"*1\r\n$13\r\nunique script\r\n",
+        "an EXEC of no-writes scripts is not held"
+    );
+    // A script without flags, with flags that allow writes, or a function without
+    // no-writes, may write: held until the pause ends.
+    for req in [
+        &[&b"EVAL"[..], b"return 1", b"0"][..],
+        &[b"EVAL", b"#!lua\nreturn 1", b"0"],
+        &[b"FCALL", b"f2", b"0"],
+    ] {
+        held.write_all(&encode(req)).unwrap();
+    }
+    assert!(
+        silent_for(&mut held, 200),
+        "write scripts wait for the pause"
+    );
+    assert_eq!(ask(&mut r, &[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(read_reply(&mut held), b":1\r\n");
+    assert_eq!(read_reply(&mut held), b":1\r\n");
+    assert_eq!(read_reply(&mut held), b"$1\r\nw\r\n");
+    // A read-only script refuses may-replicate commands such as PUBLISH.
+    let e = text(&ask(
+        &mut r,
+        &[b"EVAL_RO", b"return redis.call('publish','ch','msg')", b"0"],
+    ));
+    assert!(
+        e.starts_with("-ERR Write commands are not allowed from read-only scripts. script: "),
+        "{e}"
+    );
+    drop((r, rr, held));
+    srv.stop();
+}
+
+#[test]
+fn the_struct_library_packs_and_unpacks_as_redis() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut r = srv.raw();
+    // Each reply as Redis 7.0.15 gives it (x86-64).
+    let cases: &[(&str, &[u8])] = &[
+        ("return struct.pack('>I4', 258)", b"$4\r\n\0\0\x01\x02\r\n"),
+        ("return {struct.unpack('<hH', '\\255\\255\\1\\0')}", b"*3\r\n:-1\r\n:1\r\n:5\r\n"),
+        ("return struct.size('!4 b i')", b":8\r\n"),
+        ("return {struct.unpack('b c0', '\\3abc')}", b"*2\r\n$3\r\nabc\r\n:5\r\n"),
+        ("return struct.pack('s', 'ab')", b"$3\r\nab\0\r\n"),
+        ("return struct.pack('>d', 1.5)", b"$8\r\n?\xf8\0\0\0\0\0\0\r\n"),
+        ("return tostring(struct.unpack('<f', struct.pack('<f', 0.1)))", b"$16\r\n0.10000000149012\r\n"),
+        ("return struct.pack('>l', -1)", b"$8\r\n\xff\xff\xff\xff\xff\xff\xff\xff\r\n"),
+        ("return struct.pack('>L', 1e20)", b"$8\r\n\0\0\0\0\0\0\0\0\r\n"),
+        ("return struct.pack('b', 300)", b"$1\r\n,\r\n"),
+        ("return tostring(struct.unpack('>L', struct.pack('>L', -1)))", b"$18\r\n1.844674407371e+19\r\n"),
+        ("return {struct.unpack('<i3 >i3 I9 i12', struct.pack('<i3 >i3 I9 i12', -2, -2, 5, -1))}", b"*5\r\n:-2\r\n:-2\r\n:5\r\n:-1\r\n:28\r\n"),
+        ("return struct.size('!2 b d c3 x T')", b":22\r\n"),
+        ("return {struct.unpack('i', 'abcdefgh', 5)}", b"*2\r\n:1751606885\r\n:9\r\n"),
+        ("return {struct.unpack('f d', struct.pack('f d', 1/0, -1/0))}", b"*3\r\n:-9223372036854775808\r\n:-9223372036854775808\r\n:13\r\n"),
+        ("return {pcall(struct.pack, 'y')}", b"*2\r\n$-1\r\n$50\r\nbad argument #1 to '?' (invalid format option 'y')\r\n"),
+    ];
+    for (script, want) in cases {
+        assert_eq!(
+            text(&ask(&mut r, &[b"EVAL", script.as_bytes(), b"0"])),
+            text(want),
+            "{script}"
+        );
+    }
+    let errors: &[(&str, &str)] = &[
+        (
+            "return struct.pack('y', 1)",
+            "-ERR user_script:1: bad argument #1 to 'pack' (invalid format option 'y') script: ",
+        ),
+        (
+            "local p = struct.pack; return p('y')",
+            "-ERR user_script:1: bad argument #1 to 'p' (invalid format option 'y')",
+        ),
+        (
+            "return struct.size('s')",
+            "-ERR user_script:1: bad argument #1 to 'size' (option 's' has no fixed size)",
+        ),
+        (
+            "return struct.unpack('>I2', 'a')",
+            "-ERR user_script:1: bad argument #2 to 'unpack' (data string too short)",
+        ),
+        (
+            "return struct.pack('i40', 1)",
+            "-ERR user_script:1: integral size 40 is larger than limit of 32",
+        ),
+        (
+            "return struct.pack('!3i', 1)",
+            "-ERR user_script:1: alignment 3 is not a power of 2",
+        ),
+        (
+            "return struct.unpack('c0', 'abc')",
+            "-ERR user_script:1: format 'c0' needs a previous size",
+        ),
+        (
+            "return struct.unpack('s', 'ab')",
+            "-ERR user_script:1: unfinished string in data",
+        ),
+        (
+            "return struct.pack('c5', 'ab')",
+            "-ERR user_script:1: bad argument #3 to 'pack' (string too short)",
+        ),
+        (
+            "return struct.pack('!i')",
+            "-ERR user_script:1: bad argument #2 to 'pack' (number expected, got nil)",
+        ),
+        (
+            "return struct.pack()",
+            "-ERR user_script:1: bad argument #1 to 'pack' (string expected, got no value)",
+        ),
+        (
+            "return struct.unpack('i', 'abcd', 0)",
+            "-ERR user_script:1: bad argument #3 to 'unpack' (offset must be 1 or greater)",
+        ),
+        (
+            "return struct.size('i99999999999')",
+            "-ERR user_script:1: integral size overflow",
+        ),
+    ];
+    for (script, want) in errors {
+        let got = text(&ask(&mut r, &[b"EVAL", script.as_bytes(), b"0"]));
+        assert!(got.starts_with(want), "{script}: {got}");
+    }
+    drop(r);
+    srv.stop();
 }
