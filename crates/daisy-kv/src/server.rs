@@ -1454,14 +1454,13 @@ impl Server {
                         j += 1;
                         continue;
                     }
-                    // A request that runs a script starts a group unless the group holds only
-                    // requests of its own connection: if the script runs past the busy
-                    // threshold, it answers the other connections (`scripting::busy`), which
-                    // needs their earlier replies durable and written first.
+                    // A script that runs past the busy threshold answers the other
+                    // connections (`scripting::busy`), which needs their earlier replies
+                    // durable and written first: in a group that holds other connections'
+                    // requests before it, such a script is stopped instead, the group fails
+                    // (`BUSY_RESTART`), and the retry runs it in a group of its own.
                     let scripted = self.runs_script(&work[j], ranges);
-                    if scripted && group_conn.is_some_and(|g| g != Some(work[j].conn)) {
-                        break;
-                    }
+                    let shared = group_conn.is_some_and(|g| g != Some(work[j].conn));
                     group_conn = match group_conn {
                         None => Some(Some(work[j].conn)),
                         Some(g) if g == Some(work[j].conn) => Some(g),
@@ -1483,10 +1482,13 @@ impl Server {
                     }
                     failed_at.set(j);
                     if scripted {
-                        self.exec_script(tx, work, j, ranges, now, group)?;
-                    } else {
-                        self.exec(tx, w, ranges, now)?;
+                        self.before_script(work, j, ranges, group, shared);
                     }
+                    let r = self.exec(tx, w, ranges, now);
+                    if scripted {
+                        self.after_script(work);
+                    }
+                    r?;
                     if !self.store.ready.is_empty() {
                         self.serve_blocked(tx, now, &mut saved, group)?;
                     }
@@ -1811,22 +1813,32 @@ impl Server {
         crate::scripting::runs_script(&src[ranges[w.args.start].clone()], &c.cl)
     }
 
-    /// Run request `j` of `work`, one that may run a script, with the other connections
-    /// handed to the script (`scripting::busy`): one past the busy threshold answers them.
-    #[allow(clippy::too_many_arguments)]
-    fn exec_script(
+    /// Before request `j` of `work`, one that may run a script. When the group holds requests of
+    /// other connections before it (`shared`), a script past the busy threshold is stopped
+    /// and fails the group (`scripting::BUSY_RESTART`: the retry runs it in a group of its
+    /// own); otherwise the other connections are handed to the script (`scripting::busy`):
+    /// one past the busy threshold answers them.
+    #[cold]
+    fn before_script(
         &mut self,
-        tx: &mut daisy::Tx,
         work: &[Work],
         j: usize,
         ranges: &[Range<usize>],
-        now: i64,
         group: u64,
-    ) -> daisy::Result<()> {
-        self.lend_peers(work, j, ranges, group);
-        let r = self.exec(tx, &work[j], ranges, now);
-        self.take_back_peers(work, j);
-        r
+        shared: bool,
+    ) {
+        if shared {
+            self.sv.scripting.busy.borrow_mut().restart = true;
+        } else {
+            self.lend_peers(work, j, ranges, group);
+        }
+    }
+
+    /// After a request that may run a script (see `before_script`).
+    #[cold]
+    fn after_script(&mut self, work: &[Work]) {
+        self.sv.scripting.busy.borrow_mut().restart = false;
+        self.take_back_peers(work);
     }
 
     /// Before a script: write the other connections' committed replies, and hand those the
@@ -1911,7 +1923,7 @@ impl Server {
 
     /// After a script: the connections lent to it get their input back; the requests it
     /// answered are marked done, and what they changed is applied.
-    fn take_back_peers(&mut self, work: &[Work], _j: usize) {
+    fn take_back_peers(&mut self, work: &[Work]) {
         let list = std::mem::take(&mut self.sv.scripting.busy.borrow_mut().list);
         for p in list {
             let Some(Some(c)) = self.conns.get_mut(p.conn) else {

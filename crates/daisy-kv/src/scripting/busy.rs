@@ -13,6 +13,11 @@
 //! HELLO, RESET) need state the script's command holds, so the connection's requests from
 //! that one on wait until the script ends.
 //!
+//! A script whose event-loop group holds other connections' requests before it (their
+//! replies wait for the group's commit) does not answer: it is stopped for a restart
+//! (`Running::restart`; its group fails and the retry runs it in a group of its own, after
+//! those replies are durable and written).
+//!
 //! The event loop hands over ([`Peer`]) each other connection that can be answered this way:
 //! one whose committed replies are all written (so a reply given here cannot overtake an
 //! earlier one), not blocked, not paused, authenticated, an unrestricted user, not a RESP2
@@ -50,6 +55,9 @@ pub struct Peers {
     pub list: Vec<Peer>,
     /// What a socket holds, peeked.
     scratch: Vec<u8>,
+    /// The script shares its group with other connections' requests: at the busy threshold
+    /// it is stopped for a restart in a group of its own (`Running::restart`), not answering.
+    pub restart: bool,
     /// Set by SIGTERM or SIGINT (the event loop's flag): a busy script that has not written is
     /// killed, so the server can shut down; one that has written ends the process as SHUTDOWN
     /// NOSAVE does (its transaction never commits).
@@ -389,8 +397,13 @@ pub fn serve_peers(shared: &Shared, running: &Running) {
     let Peers {
         list,
         scratch,
+        restart,
         stop,
     } = &mut *peers;
+    if *restart {
+        running.restart.set(true);
+        return;
+    }
     if stop
         .as_ref()
         .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
@@ -420,6 +433,7 @@ mod tests {
             kind,
             started: Instant::now(),
             killed: Cell::new(false),
+            restart: Cell::new(false),
             dirty: Cell::new(dirty),
             resp: Cell::new(2),
             name: "x".into(),

@@ -68,11 +68,21 @@ pub enum RunKind {
     Function,
 }
 
+impl Running {
+    /// Killed, or stopped for a restart: the script must end (pcall does not catch it).
+    pub fn stopping(&self) -> bool {
+        self.killed.get() || self.restart.get()
+    }
+}
+
 /// The script running now (SCRIPT KILL, FUNCTION KILL, BUSY).
 pub struct Running {
     pub kind: RunKind,
     pub started: Instant,
     pub killed: Cell<bool>,
+    /// Stopped at the busy threshold for a restart in a group of its own (`busy`): its
+    /// command fails with [`super::BUSY_RESTART`], failing the event loop's group.
+    pub restart: Cell<bool>,
     /// It has run a write command (it cannot be killed any more).
     pub dirty: Cell<bool>,
     /// RESP version of its `redis.call` replies (`redis.setresp`).
@@ -331,8 +341,8 @@ fn sandbox(
         lua.create_string(super::sha1_hex(&bytes))
     })?;
     let cur = current.clone();
-    let killed = lua
-        .create_function(move |_, ()| Ok(cur.borrow().as_ref().is_some_and(|r| r.killed.get())))?;
+    let killed =
+        lua.create_function(move |_, ()| Ok(cur.borrow().as_ref().is_some_and(|r| r.stopping())))?;
     let cur = current.clone();
     let setresp = lua.create_function(move |_, v: u8| {
         Ok(match cur.borrow().as_ref() {
@@ -528,6 +538,7 @@ pub fn run(
         kind,
         started: Instant::now(),
         killed: Cell::new(false),
+        restart: Cell::new(false),
         dirty: Cell::new(false),
         resp: Cell::new(2),
         name: name.to_string(),
@@ -554,10 +565,10 @@ pub fn run(
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(100_000),
             move |_, _| {
-                if !r.killed.get() && r.started.elapsed().as_millis() >= threshold as u128 {
+                if !r.stopping() && r.started.elapsed().as_millis() >= threshold as u128 {
                     super::busy::serve_peers(&peers, &r);
                 }
-                if r.killed.get() {
+                if r.stopping() {
                     return Err(mlua::Error::RuntimeError(SCRIPT_KILLED_MSG.into()));
                 }
                 Ok(VmState::Continue)
@@ -598,7 +609,7 @@ pub fn run(
                     if let Some(e) = fatal_ref.as_ref() {
                         return raise(err_value(lua, &format!("ERR {e}"), true)?);
                     }
-                    if running.killed.get() {
+                    if running.stopping() {
                         return raise(err_value(lua, &format!("ERR {SCRIPT_KILLED_MSG}"), true)?);
                     }
                     if argv.is_empty() {
@@ -717,6 +728,9 @@ pub fn run(
     if let Some(e) = fatal {
         return Err(e);
     }
+    if running.restart.get() {
+        return Err(daisy::Error::Aborted(super::BUSY_RESTART.into()));
+    }
     if let Err(e) = result {
         reply.clear();
         let msg = format!(
@@ -815,15 +829,8 @@ fn to_reply(
             }
         }
         Value::Integer(i) => resp::int(out, *i),
-        // C's (long long) cast on x86-64: truncation, and i64::MIN when out of range.
-        Value::Number(n) => resp::int(
-            out,
-            if n.is_nan() || !(-9.223372036854775808e18..9.223372036854775808e18).contains(n) {
-                i64::MIN
-            } else {
-                *n as i64
-            },
-        ),
+        // C's (long long) cast, as Redis converts a Lua number.
+        Value::Number(n) => resp::int(out, super::struct_lib::c_long_long(*n)),
         Value::Table(t) => {
             if let Value::String(e) = t.raw_get::<Value>("err")? {
                 let msg = e.to_string_lossy();

@@ -38,9 +38,20 @@ use lua::{RunKind, ScriptFlags};
 
 const E_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
+/// Why a script's command failed its event-loop group (`daisy::Error::Aborted`): it ran past
+/// the busy threshold in a group holding other connections' requests (`busy`). Nothing of the
+/// group is kept; the event loop runs the requests before it as a group, then the script's
+/// alone, where it can answer the other connections.
+pub const BUSY_RESTART: &str =
+    "a script ran past the busy threshold in a shared group: it runs again in a group of its own";
+
 /// Whether a request (its command's name, sent by `cl`) may run a script: the event loop
 /// then lists the other connections' sockets in `Scripting::peers` first.
 pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
+    // Every such name starts with an E or an F: the others (nearly every request) stop here.
+    if !matches!(name.first().map(|c| c | 0x20), Some(b'e' | b'f')) {
+        return false;
+    }
     let is = |n: &[u8]| {
         [
             &b"eval"[..],

@@ -110,23 +110,29 @@ fn check_string(lua: &Lua, args: &[Value], narg: usize) -> mlua::Result<Vec<u8>>
     }
 }
 
-/// x86-64's `cvttsd2si`: truncation, and 0x8000000000000000 out of range.
-fn cvtt(d: f64) -> u64 {
-    if d.is_nan() || !(-9.223372036854775808e18..9.223372036854775808e18).contains(&d) {
-        1 << 63
+/// 2^63.
+const TWO_63: f64 = (1u64 << 63) as f64;
+
+/// C's `(long long)` cast on x86-64 (`cvttsd2si`): truncation, and i64::MIN out of range.
+pub(super) fn c_long_long(d: f64) -> i64 {
+    if d.is_nan() || !(-TWO_63..TWO_63).contains(&d) {
+        i64::MIN
     } else {
-        d.trunc() as i64 as u64
+        d.trunc() as i64
     }
 }
 
-/// `putinteger`'s conversion of a number to the unsigned type.
+fn cvtt(d: f64) -> u64 {
+    c_long_long(d) as u64
+}
+
+/// `putinteger`'s conversion of a number to the unsigned type (a negative one through the
+/// signed type, a large one as x86-64 converts to unsigned).
 fn to_bits(n: f64) -> u64 {
-    if n < 0.0 {
-        cvtt(n)
-    } else if n < 9.223372036854775808e18 {
+    if n < TWO_63 {
         cvtt(n)
     } else {
-        cvtt(n - 9.223372036854775808e18) ^ (1 << 63)
+        cvtt(n - TWO_63) ^ (1 << 63)
     }
 }
 

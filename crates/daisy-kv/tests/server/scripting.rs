@@ -996,3 +996,51 @@ fn the_struct_library_packs_and_unpacks_as_redis() {
     drop(r);
     srv.stop();
 }
+
+#[test]
+fn a_script_busy_behind_another_clients_request_in_its_group_runs_again_alone() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut r = srv.raw();
+    let mut blocker = srv.raw();
+    let mut rd = srv.raw();
+    assert_eq!(
+        ask(&mut r, &[b"CONFIG", b"SET", b"lua-time-limit", b"500"]),
+        b"+OK\r\n"
+    );
+    // While a 300 ms script holds the event loop, an INCR and then a script that never ends
+    // arrive: the next round runs them in one group, the script behind the INCR.
+    let spin = spin_script(300, "blocker");
+    blocker
+        .write_all(&encode(&[b"EVAL", spin.as_bytes(), b"0"]))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    r.write_all(&encode(&[b"INCR", b"c"])).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    rd.write_all(&encode(&[
+        b"EVAL",
+        b"redis.call('get', KEYS[1]) while true do end",
+        b"1",
+        b"c",
+    ]))
+    .unwrap();
+    assert_eq!(read_reply(&mut blocker), b"$7\r\nblocker\r\n");
+    // At the threshold the script is stopped and its group fails; the INCR runs again in a
+    // group of its own, commits and answers (once); then the script runs alone, and goes busy.
+    assert_eq!(read_reply(&mut r), b":1\r\n");
+    let busy = wait_busy(&mut r);
+    assert_eq!(
+        busy,
+        b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert_eq!(ask(&mut r, &[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    let killed = text(&read_reply(&mut rd));
+    assert!(killed.starts_with("-ERR Script killed by user"), "{killed}");
+    assert_eq!(
+        ask(&mut r, &[b"GET", b"c"]),
+        b"$1\r\n1\r\n",
+        "the INCR ran once"
+    );
+    drop((r, blocker, rd));
+    srv.stop();
+}
