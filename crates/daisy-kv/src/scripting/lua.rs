@@ -119,7 +119,12 @@ pub struct Scripting {
     pub busy: super::busy::Shared,
     /// While FUNCTION LOAD runs a library's code: what it registered, or its first error.
     loading: Loading,
+    /// Scripts run (the garbage collector's pace).
+    runs: u64,
 }
+
+/// Scripts between two garbage-collection steps (Redis's `LUA_GC_CYCLE_PERIOD`).
+const GC_PERIOD: u64 = 50;
 
 type Loading = Rc<std::cell::RefCell<Option<Result<Vec<super::function::Func>, String>>>>;
 
@@ -210,6 +215,8 @@ impl Scripting {
             sandbox(&lua, self.current.clone(), self.loading.clone())
                 .expect("the sandbox prelude runs");
         self.load_swap = Some(load_swap);
+        // What setting up the sandbox left behind.
+        let _ = lua.gc_collect();
         self.lua = Some(lua);
         self.env = Some(env);
         self.real = Some(real);
@@ -722,6 +729,12 @@ pub fn run(
     })();
     if threshold > 0 {
         lua.remove_hook();
+    }
+    // A garbage-collection step every GC_PERIOD scripts, as Redis's eval.c does (a full cycle
+    // at Lua's own pace would cost latency, one step per script too much time).
+    c.sv.scripting.runs += 1;
+    if c.sv.scripting.runs % GC_PERIOD == 0 {
+        let _ = lua.gc_step_kbytes(GC_PERIOD as i32);
     }
     c.sv.scripting.running = None;
     *c.sv.scripting.current.borrow_mut() = None;

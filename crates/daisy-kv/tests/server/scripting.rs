@@ -1044,3 +1044,68 @@ fn a_script_busy_behind_another_clients_request_in_its_group_runs_again_alone() 
     drop((r, blocker, rd));
     srv.stop();
 }
+
+#[test]
+fn monitor_shows_the_script_command_then_its_commands_as_lua() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut m = srv.raw();
+    let mut r = srv.raw();
+    assert_eq!(
+        ask(
+            &mut r,
+            &[
+                b"FUNCTION",
+                b"LOAD",
+                b"#!lua name=test\nredis.register_function('test', function() return redis.call('set', 'foo', 'baz') end)"
+            ]
+        ),
+        b"$4\r\ntest\r\n"
+    );
+    assert_eq!(ask(&mut m, &[b"MONITOR"]), b"+OK\r\n");
+    assert_eq!(
+        ask(
+            &mut r,
+            &[
+                b"EVAL",
+                b"redis.call('set',KEYS[1],ARGV[1])",
+                b"1",
+                b"foo",
+                b"bar"
+            ]
+        ),
+        b"$-1\r\n"
+    );
+    assert_eq!(ask(&mut r, &[b"FCALL", b"test", b"0"]), b"+OK\r\n");
+    let lines: Vec<String> = (0..4).map(|_| text(&read_reply(&mut m))).collect();
+    let tail = |l: &str| {
+        l.split_once(" [")
+            .map(|x| x.1.to_string())
+            .unwrap_or_default()
+    };
+    assert!(lines[0].starts_with('+'), "{lines:?}");
+    let eval_line = tail(&lines[0]);
+    assert!(eval_line.starts_with("0 127.0.0.1:"), "{lines:?}");
+    assert!(
+        eval_line.ends_with(
+            "] \"EVAL\" \"redis.call('set',KEYS[1],ARGV[1])\" \"1\" \"foo\" \"bar\"\r\n"
+        ),
+        "{lines:?}"
+    );
+    assert_eq!(
+        tail(&lines[1]),
+        "0 lua] \"set\" \"foo\" \"bar\"\r\n",
+        "{lines:?}"
+    );
+    assert!(
+        tail(&lines[2]).ends_with("] \"FCALL\" \"test\" \"0\"\r\n"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        tail(&lines[3]),
+        "0 lua] \"set\" \"foo\" \"baz\"\r\n",
+        "{lines:?}"
+    );
+    drop((m, r));
+    srv.stop();
+}
