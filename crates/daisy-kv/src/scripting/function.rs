@@ -218,8 +218,8 @@ fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
     let Some((keys, args)) = super::split_keys(c, a, "ERR Bad number of keys provided")? else {
         return Ok(());
     };
-    if ro && !func.flags.no_writes {
-        return c.err("ERR Can not execute a script with write flag using *_ro command.");
+    if let Some(e) = super::check_flags(c.sv, func.flags, ro) {
+        return c.err(e);
     }
     lua::run(
         c,
@@ -229,6 +229,7 @@ fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
         RunKind::Function,
         &name,
         ro || func.flags.no_writes,
+        func.flags.allow_oom,
         a,
     )
 }

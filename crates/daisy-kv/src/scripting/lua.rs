@@ -469,11 +469,16 @@ fn error_table(lua: &Lua, err: Value) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// Why `redis.call` refused a command before running it (script.c `scriptCall`).
+/// Why `redis.call` refused a command before running it (script.c `scriptCall`): `dirty`,
+/// the script has written (the server-state checks no longer apply: it cannot stop half
+/// way); `oom`, the pool was past maxmemory when the script started and it may not write
+/// then (no `allow-oom` flag).
 fn refuse(
     c: &mut Ctx,
     args: &[&[u8]],
     read_only: bool,
+    dirty: bool,
+    oom: bool,
 ) -> Result<&'static commands::Spec, (String, Option<&'static commands::Spec>)> {
     let Some(spec) = c.table.find(args[0]) else {
         // CLUSTER is a command Redis refuses in scripts; here it is not a command at all.
@@ -498,20 +503,24 @@ fn refuse(
             Some(spec),
         ));
     }
+    // The calling user's permissions hold inside the script too (logged with context `lua`).
+    if let Some(e) = crate::acl::check_script(c, spec, args) {
+        return Err((format!("ERR {e}"), Some(spec)));
+    }
+    let meta = crate::admin::meta::lookup_argv(args);
     // `may_replicate` commands (PUBLISH, PFCOUNT, ...) count as writes here, as in Redis's
     // `scriptVerifyWriteCommandAllow` (CLIENT PAUSE WRITE lets read-only scripts run).
-    if read_only
-        && (spec.has("write")
-            || crate::admin::meta::lookup_argv(args).is_some_and(|m| m.has("may_replicate")))
-    {
+    if read_only && (spec.has("write") || meta.is_some_and(|m| m.has("may_replicate"))) {
         return Err((
             "ERR Write commands are not allowed from read-only scripts.".into(),
             Some(spec),
         ));
     }
-    // The calling user's permissions hold inside the script too (logged with context `lua`).
-    if let Some(e) = crate::acl::check_script(c, spec, args) {
-        return Err((format!("ERR {e}"), Some(spec)));
+    if spec.has("write") && !dirty && c.sv.config.no_good_replicas {
+        return Err((commands::E_NOREPLICAS.into(), Some(spec)));
+    }
+    if oom && !dirty && meta.is_some_and(|m| m.has("denyoom")) {
+        return Err((commands::E_OOM.into(), Some(spec)));
     }
     Ok(spec)
 }
@@ -536,6 +545,7 @@ pub fn run(
     kind: RunKind,
     name: &str,
     read_only: bool,
+    allow_oom: bool,
     command: &[&[u8]],
 ) -> daisy::Result<()> {
     let lua = c.sv.scripting.lua().clone();
@@ -558,6 +568,8 @@ pub fn run(
     c.sv.scripting.running = Some(running.clone());
     *c.sv.scripting.current.borrow_mut() = Some(running.clone());
     let caller_resp3 = c.cl.resp3;
+    // Redis's `pre_command_oom_state`: the pool's state when the script starts decides.
+    let oom = !allow_oom && c.sv.over_maxmemory();
     let mut fatal: Option<daisy::Error> = None;
     let mut reply = Vec::new();
     let mut reply_errors: Vec<String> = Vec::new();
@@ -662,7 +674,7 @@ pub fn run(
                             Value::Boolean(ok),
                         ]));
                     }
-                    let spec = match refuse(c, &argv, read_only) {
+                    let spec = match refuse(c, &argv, read_only, running.dirty.get(), oom) {
                         Ok(s) => s,
                         Err((msg, spec)) => {
                             c.sv.counters.rejected_calls += 1;
@@ -733,7 +745,7 @@ pub fn run(
     // A garbage-collection step every GC_PERIOD scripts, as Redis's eval.c does (a full cycle
     // at Lua's own pace would cost latency, one step per script too much time).
     c.sv.scripting.runs += 1;
-    if c.sv.scripting.runs % GC_PERIOD == 0 {
+    if c.sv.scripting.runs.is_multiple_of(GC_PERIOD) {
         let _ = lua.gc_step_kbytes(GC_PERIOD as i32);
     }
     c.sv.scripting.running = None;

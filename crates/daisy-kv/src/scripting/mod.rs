@@ -72,12 +72,11 @@ pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
                 .is_some_and(|m| m.queued.iter().any(|q| is(&q[0]))))
 }
 
-/// Whether a script command's script declared that it may write (Redis's
-/// `evalGetCommandFlags`/`fcallGetCommandFlags`: declared flags replace the command's own
-/// `write` and `may_replicate`); None when the command's own flags hold: not a script
-/// command, a script without a shebang (or with an invalid one), an unknown EVALSHA or FCALL.
-/// CLIENT PAUSE WRITE holds what may write.
-pub fn declared_writes(s: &Scripting, args: &[&[u8]]) -> Option<bool> {
+/// The flags a script command's script declares (Redis's `evalGetCommandFlags` and
+/// `fcallGetCommandFlags`: declared flags replace the command's own `write`, `denyoom` and
+/// `may_replicate`); None when the command's own flags hold: not a script command, a script
+/// without a shebang (or with an invalid one), an unknown EVALSHA or FCALL.
+pub fn declared_flags(s: &Scripting, args: &[&[u8]]) -> Option<ScriptFlags> {
     if args.len() < 2 {
         return None;
     }
@@ -94,16 +93,22 @@ pub fn declared_writes(s: &Scripting, args: &[&[u8]]) -> Option<bool> {
         b"fcall" | b"fcall_ro" => {
             let f = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
             let lib = s.functions.by_func.get(&f)?;
-            let func = s.functions.libs[lib]
+            // Functions always declare (no flags: may write, not when out of memory).
+            s.functions.libs[lib]
                 .funcs
                 .iter()
-                .find(|x| x.name.eq_ignore_ascii_case(&f))?;
-            // Functions always declare (no flags: may write).
-            return Some(!func.flags.no_writes);
+                .find(|x| x.name.eq_ignore_ascii_case(&f))?
+                .flags
         }
         _ => return None,
     };
-    (!flags.compat).then_some(!flags.no_writes)
+    (!flags.compat).then_some(flags)
+}
+
+/// Whether a script command's script declared that it may write ([`declared_flags`]); None
+/// when the command's own flags hold. CLIENT PAUSE WRITE holds what may write.
+pub fn declared_writes(s: &Scripting, args: &[&[u8]]) -> Option<bool> {
+    declared_flags(s, args).map(|f| !f.no_writes)
 }
 
 /// `numkeys` of EVAL/FCALL: the keys and the arguments, or None after the error reply.
@@ -228,8 +233,8 @@ fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Resu
         }
     }
     let (func, flags) = c.sv.scripting.script(&sha).expect("just created");
-    if let Some(e) = check_flags(flags, ro) {
-        return c.err(&e);
+    if let Some(e) = check_flags(c.sv, flags, ro) {
+        return c.err(e);
     }
     lua::run(
         c,
@@ -239,18 +244,36 @@ fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Resu
         RunKind::Eval,
         &sha,
         ro || flags.no_writes,
+        !flags.compat && flags.allow_oom,
         a,
     )
 }
 
-/// The checks of a script's flags before it runs (script.c `scriptPrepareForRun`): the ones
-/// that apply to a server without replicas, persistence errors or maxmemory.
-fn check_flags(flags: ScriptFlags, ro: bool) -> Option<String> {
+/// The checks of a script's flags before it runs (script.c `scriptPrepareForRun`; the command
+/// checks before it, [`crate::commands::state_refusal`], do not run for a script inside
+/// EXEC): the ones that apply to a server without replicas or persistence errors. A script
+/// without a shebang is checked command by command instead (`redis.call`).
+pub(crate) fn check_flags(
+    sv: &crate::commands::ServerState,
+    flags: ScriptFlags,
+    ro: bool,
+) -> Option<&'static str> {
     if flags.compat {
         return None;
     }
-    if !flags.no_writes && ro {
-        return Some("ERR Can not execute a script with write flag using *_ro command.".into());
+    if !flags.no_writes {
+        if ro {
+            return Some("ERR Can not execute a script with write flag using *_ro command.");
+        }
+        if sv.config.no_good_replicas {
+            return Some(crate::commands::E_NOREPLICAS);
+        }
+    }
+    // no-writes implies allow-oom.
+    if !flags.no_writes && !flags.allow_oom && sv.over_maxmemory() {
+        return Some(
+            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+        );
     }
     None
 }

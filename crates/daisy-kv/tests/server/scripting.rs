@@ -1109,3 +1109,162 @@ fn monitor_shows_the_script_command_then_its_commands_as_lua() {
     drop((m, r));
     srv.stop();
 }
+
+/// What Redis 7.0.15 answers (checked byte for byte against it, INFO commandstats' counts
+/// too) while `min-replicas-to-write` asks for replicas (a server without any refuses every
+/// write) and while maxmemory is below the pool's size (a pool never shrinks: commands that
+/// may grow memory are refused until maxmemory is raised): top-level commands, MULTI and
+/// EXEC, scripts by their declared flags, `redis.call` in scripts without a shebang, and
+/// functions.
+#[test]
+fn writes_answer_noreplicas_and_oom_as_redis_scripts_by_their_flags() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut r = srv.raw();
+    let mut other = srv.raw();
+    let lib = "#!lua name=lib\n\
+        redis.register_function('w', function() return redis.call('set','y','1') end)\n\
+        redis.register_function{function_name='r', callback=function() return redis.call('get','y') end, flags={'no-writes'}}\n\
+        redis.register_function{function_name='o', callback=function() return redis.call('set','y','2') end, flags={'allow-oom'}}";
+    assert_eq!(
+        ask(&mut r, &[b"FUNCTION", b"LOAD", lib.as_bytes()]),
+        b"$3\r\nlib\r\n"
+    );
+    assert_eq!(ask(&mut r, &[b"SET", b"x", b"some value"]), b"+OK\r\n");
+    let norepl: &[u8] = b"-NOREPLICAS Not enough good replicas to write.\r\n";
+    let oom: &[u8] = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+    let aborted: &[u8] = b"-EXECABORT Transaction discarded because of previous errors.\r\n";
+    let config = |s: &mut TcpStream, name: &str, v: &str| {
+        assert_eq!(
+            ask(s, &[b"CONFIG", b"SET", name.as_bytes(), v.as_bytes()]),
+            b"+OK\r\n"
+        );
+    };
+
+    config(&mut r, "min-replicas-to-write", "1");
+    let get_x = "return redis.call('get','x')";
+    assert_eq!(
+        eval(
+            &mut r,
+            &format!("#!lua flags=no-writes\n{get_x}"),
+            &["x"],
+            &[]
+        ),
+        b"$10\r\nsome value\r\n"
+    );
+    assert_eq!(eval(&mut r, get_x, &["x"], &[]), b"$10\r\nsome value\r\n");
+    assert_eq!(
+        eval(&mut r, &format!("#!lua\n{get_x}"), &["x"], &[]),
+        norepl
+    );
+    assert_eq!(
+        text(&eval(&mut r, "return redis.call('set','x', 1)", &["x"], &[])),
+        "-NOREPLICAS Not enough good replicas to write. script: edc6c778efe97d7b082a13bb199c772df244ec15, on @user_script:1.\r\n"
+    );
+    assert_eq!(
+        eval(&mut r, "return redis.pcall('set','x', 1)", &["x"], &[]),
+        norepl
+    );
+    assert_eq!(ask(&mut r, &[b"DEL", b"x"]), norepl);
+    assert_eq!(ask(&mut r, &[b"PUBLISH", b"c", b"m"]), b":0\r\n");
+    assert_eq!(ask(&mut r, &[b"FCALL", b"w", b"0"]), norepl);
+    assert_eq!(ask(&mut r, &[b"FCALL", b"r", b"0"]), b"$-1\r\n");
+    assert_eq!(ask(&mut r, &[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(ask(&mut r, &[b"SET", b"x", b"1"]), norepl);
+    assert_eq!(ask(&mut r, &[b"EXEC"]), aborted);
+    config(&mut r, "min-replicas-to-write", "0");
+
+    assert_eq!(ask(&mut r, &[b"SET", b"x", b"v"]), b"+OK\r\n");
+    config(&mut r, "maxmemory", "1");
+    assert_eq!(ask(&mut r, &[b"SET", b"x", b"2"]), oom);
+    assert_eq!(ask(&mut r, &[b"LPUSH", b"l", b"a"]), oom);
+    assert_eq!(ask(&mut r, &[b"GET", b"x"]), b"$1\r\nv\r\n");
+    assert_eq!(ask(&mut r, &[b"EXPIRE", b"x", b"100"]), b":1\r\n");
+    assert_eq!(ask(&mut r, &[b"DEL", b"nosuch"]), b":0\r\n");
+    assert_eq!(eval(&mut r, "#!lua\nreturn 1", &[], &[]), oom);
+    assert_eq!(
+        eval(
+            &mut r,
+            "#!lua flags=allow-oom\nreturn redis.call('set','x','3')",
+            &[],
+            &[]
+        ),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        text(&eval(&mut r, "redis.call('set','x',1) return 1", &["x"], &[])),
+        "-OOM command not allowed when used memory > 'maxmemory'. script: e50389d7724274719d9b4e35a25d4cc4ca908c7a, on @user_script:1.\r\n"
+    );
+    assert_eq!(
+        eval(
+            &mut r,
+            "local t = redis.pcall('set','x','y') return t['err']",
+            &["x"],
+            &[]
+        ),
+        b"$55\r\nOOM command not allowed when used memory > 'maxmemory'.\r\n"
+    );
+    assert_eq!(eval(&mut r, get_x, &["x"], &[]), b"$1\r\n3\r\n");
+    assert_eq!(ask(&mut r, &[b"FCALL", b"w", b"0"]), oom);
+    assert_eq!(ask(&mut r, &[b"FCALL_RO", b"r", b"0"]), b"$-1\r\n");
+    assert_eq!(ask(&mut r, &[b"FCALL", b"o", b"0"]), b"+OK\r\n");
+    assert_eq!(
+        ask(
+            &mut r,
+            &[
+                b"FUNCTION",
+                b"LOAD",
+                b"#!lua name=lib2\nredis.register_function('z', function() return 1 end)"
+            ]
+        ),
+        oom
+    );
+    // Queuing takes memory: any command but EXEC, DISCARD, QUIT and RESET is refused.
+    assert_eq!(ask(&mut r, &[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(ask(&mut r, &[b"GET", b"x"]), oom);
+    assert_eq!(ask(&mut r, &[b"DISCARD"]), b"+OK\r\n");
+    config(&mut r, "maxmemory", "0");
+    assert_eq!(ask(&mut r, &[b"SET", b"x", b"4"]), b"+OK\r\n");
+
+    // The state that counts for EXEC is the one when it runs: its queue's flags decide.
+    for (name, value, why) in [
+        ("maxmemory", "1", &oom[1..]),
+        ("min-replicas-to-write", "1", &norepl[1..]),
+    ] {
+        assert_eq!(ask(&mut r, &[b"MULTI"]), b"+OK\r\n");
+        assert_eq!(eval(&mut r, "#!lua\nreturn 1", &[], &[]), b"+QUEUED\r\n");
+        assert_eq!(ask(&mut r, &[b"SET", b"x", b"8"]), b"+QUEUED\r\n");
+        config(&mut other, name, value);
+        let mut want = b"-EXECABORT Transaction discarded because of: ".to_vec();
+        want.extend_from_slice(why);
+        assert_eq!(text(&ask(&mut r, &[b"EXEC"])), text(&want));
+        config(&mut other, name, "0");
+    }
+    assert_eq!(ask(&mut r, &[b"GET", b"x"]), b"$1\r\n4\r\n");
+    // The counts as Redis's: refused commands (in scripts too) are rejected calls.
+    let stats = text(&ask(&mut r, &[b"INFO", b"commandstats"]));
+    for want in [
+        "cmdstat_set:calls=5,",
+        "cmdstat_eval:calls=8,",
+        "cmdstat_fcall:calls=2,",
+        "cmdstat_exec:calls=1,",
+        "cmdstat_function|load:calls=1,",
+    ] {
+        assert!(stats.contains(want), "{want} in {stats}");
+    }
+    for (cmd, counts) in [
+        ("set", "rejected_calls=6,failed_calls=0"),
+        ("eval", "rejected_calls=2,failed_calls=3"),
+        ("fcall", "rejected_calls=2,failed_calls=0"),
+        ("exec", "rejected_calls=2,failed_calls=1"),
+        ("function|load", "rejected_calls=1,failed_calls=0"),
+    ] {
+        let line = stats
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+            .unwrap_or_else(|| panic!("{cmd} in {stats}"));
+        assert!(line.ends_with(counts), "{line}: {counts}");
+    }
+    drop((r, other));
+    srv.stop();
+}
