@@ -115,11 +115,15 @@ pub enum Fault {
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
     OverflowEarlyReuse = 20,
+    /// `Tx::add_range` writes a range's old bytes into an undo extent but never names the
+    /// extent in the lane's undo table word: a crash before the commit finds no undo, and the
+    /// program's direct stores of an uncommitted transaction stay (docs/FORMAT.md section 2.5).
+    UndoNotNamed = 21,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 21] = [
+    pub const ALL: [Fault; 22] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -141,6 +145,7 @@ impl Fault {
         Fault::TreeSplitEarly,
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
+        Fault::UndoNotNamed,
     ];
 
     fn bit(self) -> u32 {
