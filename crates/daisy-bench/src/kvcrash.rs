@@ -10,10 +10,12 @@
 //! outgrow a packed record and become sequences; ZADD, ZINCRBY, ZREM, ZPOPMIN on sorted sets
 //! that grow past 128 members and become skiplists (map + ordered index); SETBIT on a bitmap
 //! that grows to 8 KB; GEOADD of known places on the sorted sets; DEL of any of them,
-//! big ones freed lazily) or a MULTI/EXEC block of up to four.
+//! big ones freed lazily), a MULTI/EXEC block of up to four, or a script (EVALSHA of one that
+//! INCRs a counter, HSETs a hash and SETs two or three strings; or of one that SETs and
+//! APPENDs, then fails: its writes before the error stay, as in Redis).
 //! Replies come in order, so after a restart each client's keys must be its acknowledged
-//! requests plus some prefix of the requests it still had in flight: an EXEC is whole or
-//! absent. Between the kill and the restart, `daisy pool check` must pass (records, types,
+//! requests plus some prefix of the requests it still had in flight: an EXEC, and a
+//! script, is whole or absent. Between the kill and the restart, `daisy pool check` must pass (records, types,
 //! expiry counts, the lazyfree queue, reachability).
 
 use crate::kvbench::{encode, Conn, Reply};
@@ -285,8 +287,56 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
     }
 }
 
-/// A random request on client `c`'s keys: one command, or a MULTI/EXEC block of a few.
-fn random_request(rng: &mut Rng, c: usize) -> Vec<Vec<Vec<u8>>> {
+/// A script that writes several keys: INCR of KEYS[1], HSET of KEYS[2] `script` to that
+/// number, SET of each further key to ARGV[1]:number; its reply is the number.
+const SCRIPT_WRITES: &str = "local n = redis.call('INCR', KEYS[1]) redis.call('HSET', KEYS[2], 'script', n) for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[1] .. ':' .. n) end return n";
+/// A script that fails after writing: SET of KEYS[1] and APPEND to KEYS[2] stay, then HINCRBY
+/// by a non-number raises (the error names the script's SHA-1 and line 1).
+const SCRIPT_FAILS: &str = "redis.call('SET', KEYS[1], ARGV[1]) redis.call('APPEND', KEYS[2], ARGV[1]) return redis.call('HINCRBY', KEYS[3], 'count', 'x')";
+
+/// The SHA-1s of [`SCRIPT_WRITES`] and [`SCRIPT_FAILS`], as SCRIPT LOAD gave them.
+type Shas = [String; 2];
+
+/// A script request (EVALSHA) on client `c`'s keys.
+fn script_request(rng: &mut Rng, c: usize, shas: &Shas) -> Vec<Vec<u8>> {
+    let key = |rng: &mut Rng| format!("c{c}:k{}", rng.below(KEYS)).into_bytes();
+    let hkey = |rng: &mut Rng| format!("c{c}:h{}", rng.below(COLL_KEYS)).into_bytes();
+    let arg = |rng: &mut Rng| format!("v{}", rng.below(1000)).into_bytes();
+    if rng.below(3) == 0 {
+        let (k1, k2, h) = (key(rng), key(rng), hkey(rng));
+        vec![
+            b"EVALSHA".to_vec(),
+            shas[1].clone().into_bytes(),
+            b"3".to_vec(),
+            k1,
+            k2,
+            h,
+            arg(rng),
+        ]
+    } else {
+        let mut cmd = vec![
+            b"EVALSHA".to_vec(),
+            shas[0].clone().into_bytes(),
+            Vec::new(),
+            format!("c{c}:n").into_bytes(),
+            hkey(rng),
+        ];
+        // Two or three strings: 4 or 5 keys in all (3 names SCRIPT_FAILS in `apply_one`).
+        for _ in 0..2 + rng.below(2) {
+            cmd.push(key(rng));
+        }
+        cmd[2] = (cmd.len() - 3).to_string().into_bytes();
+        cmd.push(arg(rng));
+        cmd
+    }
+}
+
+/// A random request on client `c`'s keys: one command, a MULTI/EXEC block of a few, or a
+/// script.
+fn random_request(rng: &mut Rng, c: usize, shas: &Shas) -> Vec<Vec<Vec<u8>>> {
+    if rng.below(10) == 0 {
+        return vec![script_request(rng, c, shas)];
+    }
     if rng.below(6) == 0 {
         let mut block = vec![vec![b"MULTI".to_vec()]];
         for _ in 0..1 + rng.below(4) {
@@ -577,6 +627,38 @@ fn apply_one(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
             }
             Reply::Array(Some(out))
         }
+        b"EVALSHA" => {
+            let n: usize = String::from_utf8_lossy(&cmd[2]).parse().unwrap_or(0);
+            let (keys, argv) = (&cmd[3..3 + n], &cmd[3 + n..]);
+            if n == 3 {
+                // SCRIPT_FAILS (SCRIPT_WRITES has 4 or 5 keys): the writes before the error
+                // stay.
+                apply_one(m, &[b"SET".to_vec(), keys[0].clone(), argv[0].clone()]);
+                apply_one(m, &[b"APPEND".to_vec(), keys[1].clone(), argv[0].clone()]);
+                return Reply::Error(format!(
+                    "ERR value is not an integer or out of range script: {}, on @user_script:1.",
+                    String::from_utf8_lossy(&cmd[1])
+                ));
+            }
+            let Reply::Int(num) = apply_one(m, &[b"INCR".to_vec(), keys[0].clone()]) else {
+                unreachable!("INCR answers a number")
+            };
+            let num = num.to_string().into_bytes();
+            let hset = [
+                b"HSET".to_vec(),
+                keys[1].clone(),
+                b"script".to_vec(),
+                num.clone(),
+            ];
+            apply_one(m, &hset);
+            for k in &keys[2..] {
+                let mut val = argv[0].clone();
+                val.push(b':');
+                val.extend_from_slice(&num);
+                apply_one(m, &[b"SET".to_vec(), k.clone(), val]);
+            }
+            Reply::Int(String::from_utf8_lossy(&num).parse().unwrap_or(0))
+        }
         other => unreachable!("{}", String::from_utf8_lossy(other)),
     }
 }
@@ -692,10 +774,34 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
         };
     };
     conn.set_read_timeout(Duration::from_secs(20));
+    // The scripts' SHA-1s (the server keeps its script cache in the pool, so after a restart
+    // they are there already; loading again changes nothing).
+    let mut shas: Shas = Default::default();
+    for (sha, body) in shas.iter_mut().zip([SCRIPT_WRITES, SCRIPT_FAILS]) {
+        match conn.cmd(&["SCRIPT", "LOAD", body]) {
+            Ok(Reply::Bulk(Some(s))) => *sha = String::from_utf8_lossy(&s).into_owned(),
+            Ok(r) => {
+                return Written {
+                    model: m,
+                    in_flight: vec![],
+                    acked: 0,
+                    wrong: Some(format!("client {c}: SCRIPT LOAD answered {r:?}")),
+                }
+            }
+            Err(_) => {
+                return Written {
+                    model: m,
+                    in_flight: vec![],
+                    acked: 0,
+                    wrong: None,
+                }
+            }
+        }
+    }
     let mut acked = 0;
     loop {
         let batch: Vec<Vec<Vec<Vec<u8>>>> = (0..1 + rng.below(8))
-            .map(|_| random_request(&mut rng, c))
+            .map(|_| random_request(&mut rng, c, &shas))
             .collect();
         let mut wire = Vec::new();
         for cmd in batch.iter().flatten() {

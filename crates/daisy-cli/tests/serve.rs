@@ -1,6 +1,7 @@
 //! `daisy serve` as a process: killed with SIGKILL at random moments while clients write
-//! (every acknowledged write must survive, nothing unacknowledged half-applied), stopped with
-//! SIGTERM, and driven by Debian's redis-cli and redis-benchmark.
+//! (every acknowledged write must survive, nothing unacknowledged half-applied; scripts whole
+//! or absent), stopped with SIGTERM (also while a script is busy), and driven by Debian's
+//! redis-cli and redis-benchmark.
 //!
 //! The crash test's clients speak RESP over raw sockets so they know exactly which replies
 //! arrived before the kill: replies are in order, so after a restart each client's keys must
@@ -111,6 +112,53 @@ fn sigterm_stops_cleanly_and_keeps_everything() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("layout"), "{err}");
     drop(srv);
+}
+
+/// SIGTERM while a script runs past the busy threshold: one that has not written is killed
+/// and the server stops cleanly; one that has written cannot be killed, so the server exits at
+/// once and its writes are not kept (its transaction never committed).
+#[test]
+fn sigterm_ends_a_busy_script() {
+    let dir = tmpdir();
+    let pool = dir.path().join("kv.pool");
+    for (script, keys) in [
+        ("while true do end", &[][..]),
+        (
+            "redis.call('set', KEYS[1], 'w') while true do end",
+            &["w"][..],
+        ),
+    ] {
+        let mut srv = serve(&pool, &[]);
+        assert_eq!(
+            call(srv.port, &["CONFIG", "SET", "lua-time-limit", "50"]),
+            Reply::Simple("OK".into())
+        );
+        // Opened before the script: a busy script answers the connections it knows.
+        let mut probe =
+            daisy_bench::kvbench::Conn::connect(srv.port, std::time::Duration::from_secs(10))
+                .unwrap();
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        let n = keys.len().to_string();
+        let mut args: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), n.as_bytes()];
+        args.extend(keys.iter().map(|k| k.as_bytes()));
+        let mut req = Vec::new();
+        encode(&mut req, &args);
+        conn.write_all(&req).unwrap();
+        let t0 = std::time::Instant::now();
+        loop {
+            match probe.cmd(&["PING"]).unwrap() {
+                Reply::Error(e) if e.starts_with("BUSY") => break,
+                r => assert!(t0.elapsed().as_secs() < 20, "no BUSY: {r:?}"),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        unsafe_sigterm(srv.child.id());
+        let st = srv.child.wait().unwrap();
+        assert!(st.success(), "{script}: exit status {st:?}");
+        drop(srv);
+    }
+    let srv = serve(&pool, &[]);
+    assert_eq!(call(srv.port, &["GET", "w"]), Reply::Bulk(None));
 }
 
 fn unsafe_sigterm(pid: u32) {

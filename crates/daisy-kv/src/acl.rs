@@ -854,7 +854,7 @@ pub struct Acl {
     log: VecDeque<LogEntry>,
     next_entry_id: u64,
     /// The default user may run everything (the hot path's one check).
-    default_unrestricted: bool,
+    pub(crate) default_unrestricted: bool,
     /// The default user needs no password and is on: connections start authenticated.
     default_open: bool,
     /// Users (ids) whose connections the event loop must close (DELUSER, ACL LOAD).

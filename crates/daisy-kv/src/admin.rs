@@ -464,6 +464,13 @@ fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &
     if cmd.has("admin") || cmd.has("skip_monitor") {
         return;
     }
+    monitor_line(sv, cl, args);
+}
+
+/// Add MONITOR's line for `args` run by `cl` (the commands a script runs show as `lua`'s).
+/// EVAL, EVALSHA and FCALL (flagged `skip_monitor`) call it themselves before they run, so
+/// that the script's commands follow them, as in Redis.
+pub fn monitor_line(sv: &mut ServerState, cl: &Client, args: &[&[u8]]) {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -474,7 +481,7 @@ fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &
         t.as_secs(),
         t.subsec_micros(),
         cl.db,
-        cl.addr
+        if cl.script { "lua" } else { &cl.addr }
     );
     for a in args {
         feed.extend_from_slice(b" \"");

@@ -20,6 +20,10 @@ use std::collections::HashMap;
 pub const E_INT: &str = "ERR value is not an integer or out of range";
 pub const E_SYNTAX: &str = "ERR syntax error";
 pub const E_NOAUTH: &str = "NOAUTH Authentication required.";
+/// Redis's reply to a command that may grow memory past `maxmemory` (`shared.oomerr`).
+pub const E_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+/// Redis's reply to a write while `min-replicas-to-write` is not met (`shared.noreplicaserr`).
+pub const E_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const E_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 pub const E_FLOAT: &str = "ERR value is not a valid float";
 /// Largest string value (proto-max-bulk-len).
@@ -69,6 +73,8 @@ pub struct Client {
     pub deny_blocking: bool,
     /// Its channels and patterns (`pubsub`).
     pub pubsub: crate::pubsub::ClientSubs,
+    /// The client a script's `redis.call` runs as (Redis's `CLIENT_SCRIPT`).
+    pub script: bool,
 }
 
 /// What a blocked client waits for.
@@ -188,6 +194,17 @@ impl ServerState {
             acl: crate::acl::Acl::new(),
             scripting: Default::default(),
         }
+    }
+
+    /// Whether the pool is past its size limit: CONFIG SET maxmemory (or `--max-size` at a
+    /// reopen) set the limit below the pool's size, and a pool never shrinks. Redis's "used
+    /// memory > maxmemory" with nothing to evict: commands that may grow memory are refused
+    /// `-OOM` before they run ([`state_refusal`]), in scripts too, until maxmemory is raised.
+    /// (A pool that reaches its limit by growing is not past it: its writes fail `-OOM` only
+    /// when the free space inside it runs out, see `server::error_reply`.)
+    pub fn over_maxmemory(&self) -> bool {
+        let max = self.pool.max_size();
+        max < self.pool.capacity() && self.pool.size() > max
     }
 
     /// A random word (xorshift64*: random keys and members need a spread, not a secret).
@@ -859,15 +876,7 @@ pub fn precheck(
     sv: &ServerState,
 ) -> Option<String> {
     let Some(spec) = spec else {
-        // Redis 7's text: the name, then up to the first arguments, each quoted.
-        let mut m = format!(
-            "ERR unknown command '{}', with args beginning with: ",
-            lossy(args[0])
-        );
-        for a in args[1..].iter().take(8) {
-            m.push_str(&format!("'{}' ", lossy(a)));
-        }
-        return Some(m);
+        return Some(unknown_command_error(args));
     };
     // Redis 7 checks the argument count before authentication; a container's subcommand
     // is a command of its own (unknown, or its own arity), inside MULTI too.
@@ -888,8 +897,71 @@ pub fn precheck(
     None
 }
 
+/// Writes the server's state refuses (Redis's `processCommand`, after the ACL check): `-OOM`
+/// for a command flagged `denyoom` (or any command queued in MULTI) while the pool is past
+/// maxmemory ([`ServerState::over_maxmemory`]), `-NOREPLICAS` for a write while
+/// `min-replicas-to-write` asks for replicas (this server has none). A script command counts
+/// with the flags its script declares (a shebang's, a function's), EXEC with those of its
+/// queue. None: go ahead (what is checked costs nothing while neither setting is in force).
+pub fn state_refusal(
+    spec: &Spec,
+    args: &[&[u8]],
+    cl: &Client,
+    sv: &ServerState,
+) -> Option<&'static str> {
+    let no_replicas = sv.config.no_good_replicas;
+    let over = sv.over_maxmemory();
+    if !no_replicas && !over {
+        return None;
+    }
+    // (write, denyoom) of one command line.
+    let flags = |a: &[&[u8]]| match crate::scripting::declared_flags(&sv.scripting, a) {
+        Some(f) => (!f.no_writes, !f.no_writes && !f.allow_oom),
+        None => crate::admin::meta::lookup_argv(a)
+            .map_or((false, false), |m| (m.has("write"), m.has("denyoom"))),
+    };
+    let (write, denyoom) = match (&cl.multi, spec.name) {
+        (Some(m), "exec") => m.queued.iter().fold((false, false), |(w, d), q| {
+            let (qw, qd) = flags(&q.iter().map(|a| &a[..]).collect::<Vec<_>>());
+            (w || qw, d || qd)
+        }),
+        _ => flags(args),
+    };
+    // Queuing in MULTI takes memory too: only EXEC (when nothing queued is denyoom), DISCARD,
+    // QUIT and RESET go ahead.
+    let queues = cl.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
+    if over && (denyoom || queues) {
+        return Some(E_OOM);
+    }
+    if no_replicas && write {
+        return Some(E_NOREPLICAS);
+    }
+    None
+}
+
+/// The reply to a command the table does not have: Redis 7's text, the name, then up to the
+/// first arguments, each quoted.
+pub fn unknown_command_error(args: &[&[u8]]) -> String {
+    let mut m = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        lossy(args[0])
+    );
+    for a in args[1..].iter().take(8) {
+        m.push_str(&format!("'{}' ", lossy(a)));
+    }
+    m
+}
+
+/// The command named `name` (any case), without a [`Table`]: a scan of [`COMMANDS`], for
+/// the rare callers that hold no table (a busy script answering the other clients).
+pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    COMMANDS
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
 /// Whether a command runs at once inside MULTI instead of being queued.
-fn runs_inside_multi(spec: &Spec) -> bool {
+pub fn runs_inside_multi(spec: &Spec) -> bool {
     matches!(
         spec.name,
         "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
@@ -913,7 +985,8 @@ pub fn execute(
     let spec = table.find(args[0]);
     let mut refused = precheck(spec, args, cl, sv);
     if let (None, Some(s)) = (&refused, spec) {
-        refused = crate::acl::check(s, args, cl, sv, now_ms);
+        refused = crate::acl::check(s, args, cl, sv, now_ms)
+            .or_else(|| state_refusal(s, args, cl, sv).map(String::from));
     }
     if let Some(mut e) = refused {
         if let Some(m) = cl.multi.as_mut() {

@@ -333,6 +333,10 @@ pub struct Config {
     /// Every command call is timed (slowlog-log-slower-than 0 logs every command; the
     /// latency monitor is on): otherwise one call in 8 of each command.
     pub time_every_call: bool,
+    /// min-replicas-to-write (with a nonzero min-replicas-max-lag) asks for replicas this
+    /// server never has: every write is refused `-NOREPLICAS`, as on a Redis master without
+    /// enough good replicas (Redis's `checkGoodReplicasStatus`).
+    pub no_good_replicas: bool,
     /// A config file's `save` lines so far add to each other (the first replaces the default).
     file_saves: bool,
 }
@@ -355,6 +359,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             latency_threshold_ms: 0,
             time_every_call: false,
+            no_good_replicas: false,
             file_saves: false,
         };
         c.refresh();
@@ -746,6 +751,8 @@ impl Config {
         self.slowlog_max_len = self.num("slowlog-max-len");
         self.latency_threshold_ms = self.num("latency-monitor-threshold") as u64;
         self.time_every_call = self.slowlog_slower_than == 0 || self.latency_threshold_ms > 0;
+        self.no_good_replicas =
+            self.num("min-replicas-to-write") > 0 && self.num("min-replicas-max-lag") > 0;
     }
 
     /// A parameter's value by name (or alias).

@@ -285,6 +285,32 @@ impl Conn {
         }
     }
 
+    /// Write pending replies until the socket would block, without changing what the
+    /// connection is registered for (the end of the round's `Server::write` does that).
+    fn write_now(&mut self, stats: &mut crate::admin::LoopStats) {
+        stats.writes_processed += 1;
+        while self.wpos < self.wbuf.len() {
+            match self.stream.write(&self.wbuf[self.wpos..]) {
+                Ok(0) => {
+                    self.dead = true;
+                    return;
+                }
+                Ok(n) => {
+                    self.wpos += n;
+                    stats.net_output_bytes += n as u64;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.dead = true;
+                    return;
+                }
+            }
+        }
+        self.wbuf.clear();
+        self.wpos = 0;
+    }
+
     /// Give the input buffer `size` bytes (at least the input it holds), keeping that input.
     fn resize_input(&mut self, size: usize) {
         let pending = self.rlen - self.rpos;
@@ -662,11 +688,13 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         obuf_limits: (0, 0, 0),
         unix: None,
         hup: Arc::new(AtomicBool::new(false)),
+        answered: Vec::new(),
     };
     s.apply_pubsub_config();
     s.lazy_work = s.store.lazy_pending() > 0;
     s.unix = unix;
     s.hup = hup;
+    s.sv.scripting.busy.borrow_mut().stop = Some(Arc::clone(&stop));
     ready(addr);
     let r = s.run(&mut poll, &mut listener, &stop);
     if stop.load(Ordering::Relaxed) {
@@ -771,6 +799,9 @@ struct Server {
     unix: Option<UnixListener>,
     /// SIGHUP arrived (it is logged and ignored).
     hup: Arc<AtomicBool>,
+    /// Per request of the batch `run_work` runs: a busy script answered it already
+    /// (`scripting::busy`), so it does not run. Empty until a script answers one.
+    answered: Vec<bool>,
 }
 
 /// Samples behind INFO's instantaneous metrics (Redis's `trackInstantaneousMetric`: the
@@ -1384,6 +1415,7 @@ impl Server {
     fn run_work(&mut self, work: &[Work], ranges: &[Range<usize>]) {
         let now = now_ms();
         let mut i = 0;
+        self.answered.clear();
         // The command a failed group stopped at: the groups before it end there, then it
         // runs alone.
         let mut stop_at: Option<usize> = None;
@@ -1411,11 +1443,29 @@ impl Server {
             let res = pool.transaction(|tx| {
                 let mut j = start;
                 let room0 = tx.log_room();
+                // The connection of the group's requests so far, None once there are several.
+                let mut group_conn: Option<Option<usize>> = None;
                 while j < end && !self.shutdown {
                     let room = tx.log_room();
                     if j > start && (room < LOG_RESERVE || room0 - room > GROUP_LOG_BYTES) {
                         break;
                     }
+                    if self.answered.get(j) == Some(&true) {
+                        j += 1;
+                        continue;
+                    }
+                    // A script that runs past the busy threshold answers the other
+                    // connections (`scripting::busy`), which needs their earlier replies
+                    // durable and written first: in a group that holds other connections'
+                    // requests before it, such a script is stopped instead, the group fails
+                    // (`BUSY_RESTART`), and the retry runs it in a group of its own.
+                    let scripted = self.runs_script(&work[j], ranges);
+                    let shared = group_conn.is_some_and(|g| g != Some(work[j].conn));
+                    group_conn = match group_conn {
+                        None => Some(Some(work[j].conn)),
+                        Some(g) if g == Some(work[j].conn) => Some(g),
+                        Some(_) => Some(None),
+                    };
                     // Overlap the cache misses of the commands ahead with this one's work:
                     // bucket of the command 8 ahead, entry of the one 4 ahead.
                     self.prefetch(work.get(j + 8), ranges, 1);
@@ -1431,7 +1481,14 @@ impl Server {
                         }
                     }
                     failed_at.set(j);
-                    self.exec(tx, w, ranges, now)?;
+                    if scripted {
+                        self.before_script(work, j, ranges, group, shared);
+                    }
+                    let r = self.exec(tx, w, ranges, now);
+                    if scripted {
+                        self.after_script(work);
+                    }
+                    r?;
                     if !self.store.ready.is_empty() {
                         self.serve_blocked(tx, now, &mut saved, group)?;
                     }
@@ -1639,13 +1696,8 @@ impl Server {
         // A CLIENT command sees every connection, its own buffers included.
         let introspect =
             w.proto_error.is_none() && wants_others(&src[ranges[w.args.start].clone()], &c.cl);
-        let scripted = w.proto_error.is_none()
-            && crate::scripting::runs_script(&src[ranges[w.args.start].clone()], &c.cl);
         if introspect {
             self.list_others(w.conn, now);
-        }
-        if scripted {
-            self.sv.scripting.peers = self.peer_fds(w.conn);
         }
         let Some(Some(c)) = self.conns.get_mut(w.conn) else {
             return Ok(());
@@ -1689,7 +1741,7 @@ impl Server {
         let paused = self.sv.admin.pause.filter(|p| now < p.until_ms);
         if !c.cl.admin.postponed.is_empty()
             || paused.is_some_and(|p| {
-                (p.all || may_write(&self.table, args, &c.cl))
+                (p.all || may_write(&self.table, args, &c.cl, &self.sv.scripting))
                     && cmd::precheck(self.table.find(args[0]), args, &c.cl, &self.sv).is_none()
             })
         {
@@ -1750,16 +1802,181 @@ impl Server {
         Ok(())
     }
 
-    /// The sockets of every live connection but `me` (a script past the busy threshold
-    /// answers them: `scripting::busy`).
-    fn peer_fds(&self, me: usize) -> Vec<std::os::fd::RawFd> {
+    /// Whether request `w` may run a script (EVAL, FCALL, ..., or an EXEC with one queued).
+    fn runs_script(&self, w: &Work, ranges: &[Range<usize>]) -> bool {
+        if w.proto_error.is_some() {
+            return false;
+        }
+        let Some(Some(c)) = self.conns.get(w.conn) else {
+            return false;
+        };
+        let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
+        crate::scripting::runs_script(&src[ranges[w.args.start].clone()], &c.cl)
+    }
+
+    /// Before request `j` of `work`, one that may run a script. When the group holds requests of
+    /// other connections before it (`shared`), a script past the busy threshold is stopped
+    /// and fails the group (`scripting::BUSY_RESTART`: the retry runs it in a group of its
+    /// own); otherwise the other connections are handed to the script (`scripting::busy`):
+    /// one past the busy threshold answers them.
+    #[cold]
+    fn before_script(
+        &mut self,
+        work: &[Work],
+        j: usize,
+        ranges: &[Range<usize>],
+        group: u64,
+        shared: bool,
+    ) {
+        if shared {
+            self.sv.scripting.busy.borrow_mut().restart = true;
+        } else {
+            self.lend_peers(work, j, ranges, group);
+        }
+    }
+
+    /// After a request that may run a script (see `before_script`).
+    #[cold]
+    fn after_script(&mut self, work: &[Work]) {
+        self.sv.scripting.busy.borrow_mut().restart = false;
+        self.take_back_peers(work);
+    }
+
+    /// Before a script: write the other connections' committed replies, and hand those the
+    /// script may answer to it, with their unrun input (see `scripting::busy` for which).
+    /// Connections the current group touched are left out: their replies are not durable yet.
+    fn lend_peers(&mut self, work: &[Work], j: usize, ranges: &[Range<usize>], group: u64) {
+        use crate::scripting::busy::{Outcome, Peer};
         use std::os::fd::AsRawFd;
-        self.conns
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_ref().filter(|x| i != me && !x.dead))
-            .map(|x| x.stream.as_raw_fd())
-            .collect()
+        let me = work[j].conn;
+        // The requests of this batch after the script, per connection, in order.
+        let mut later: Vec<(usize, usize)> = (j + 1..work.len())
+            .filter(|&k| self.answered.get(k) != Some(&true) && work[k].conn != me)
+            .map(|k| (work[k].conn, k))
+            .collect();
+        later.sort_by_key(|&(conn, _)| conn);
+        let need_auth = self.sv.acl.auth_required();
+        let acl_free = self.sv.acl.default_unrestricted;
+        let mut list = Vec::new();
+        let mut later_at = 0;
+        for i in 0..self.conns.len() {
+            let from = later_at;
+            while later_at < later.len() && later[later_at].0 == i {
+                later_at += 1;
+            }
+            let mine = &later[from..later_at];
+            if i == me || self.saved_mark.get(i) == Some(&group) {
+                continue;
+            }
+            let Some(Some(c)) = self.conns.get_mut(i) else {
+                continue;
+            };
+            if c.wpos < c.wbuf.len() && !c.dead {
+                c.write_now(&mut self.sv.admin.stats);
+                if c.wpos < c.wbuf.len() {
+                    self.woken.push(i);
+                }
+            }
+            let eligible = !c.dead
+                && !c.close_after
+                && c.wpos >= c.wbuf.len()
+                && c.cl.blocked.is_none()
+                && c.cl.admin.postponed.is_empty()
+                && c.cl.admin.resume.is_empty()
+                && !c.cl.admin.monitor
+                && (c.cl.authed || !need_auth)
+                && c.cl.user.id == 0
+                && acl_free
+                && (c.cl.resp3 || !c.cl.pubsub.active())
+                && mine.iter().all(|&(_, k)| !work[k].owned);
+            if !eligible {
+                continue;
+            }
+            let mut peer = Peer {
+                conn: i,
+                fd: c.stream.as_raw_fd(),
+                input: Vec::new(),
+                limits: self.limits,
+                parsed: Vec::with_capacity(mine.len()),
+                arg_ranges: Vec::new(),
+                tail: c.rpos..c.rlen,
+                outcome: Outcome {
+                    in_multi: c.cl.multi.is_some(),
+                    ..Default::default()
+                },
+            };
+            for &(_, k) in mine {
+                let at = peer.arg_ranges.len();
+                peer.arg_ranges
+                    .extend_from_slice(&ranges[work[k].args.clone()]);
+                peer.parsed.push((k, at..peer.arg_ranges.len()));
+            }
+            if !mine.is_empty() || c.rpos < c.rlen {
+                peer.input = std::mem::take(&mut c.rbuf);
+            } else {
+                peer.tail = 0..0;
+            }
+            list.push(peer);
+        }
+        let mut peers = self.sv.scripting.busy.borrow_mut();
+        peers.list = list;
+    }
+
+    /// After a script: the connections lent to it get their input back; the requests it
+    /// answered are marked done, and what they changed is applied.
+    fn take_back_peers(&mut self, work: &[Work]) {
+        let list = std::mem::take(&mut self.sv.scripting.busy.borrow_mut().list);
+        for p in list {
+            let Some(Some(c)) = self.conns.get_mut(p.conn) else {
+                continue;
+            };
+            if !p.input.is_empty() {
+                c.rbuf = p.input;
+            }
+            let o = p.outcome;
+            if o.parsed_done > 0 {
+                if self.answered.len() < work.len() {
+                    self.answered.resize(work.len(), false);
+                }
+                for &(k, _) in &p.parsed[..o.parsed_done] {
+                    self.answered[k] = true;
+                }
+            }
+            if o.tail_used > 0 {
+                c.rpos += o.tail_used;
+                c.resume = Default::default();
+                c.partial.clear();
+            }
+            if o.unwatch {
+                self.store.watches.unwatch_all(c.cl.id);
+            }
+            if o.multi_ended {
+                c.cl.multi = None;
+            }
+            if o.in_multi {
+                let m = c.cl.multi.get_or_insert_with(Default::default);
+                m.error |= o.multi_flagged;
+                m.queued.extend(o.queued);
+            }
+            if !o.unsent.is_empty() {
+                c.wbuf.extend_from_slice(&o.unsent);
+                self.woken.push(p.conn);
+            }
+            if o.quit {
+                c.close_after = true;
+                self.killed.push(p.conn);
+            }
+            for args in &o.rejected {
+                let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                self.sv.counters.rejected_calls += 1;
+                if let Some(s) = self.table.find(argv[0]) {
+                    self.sv.cmdstat(s, &argv).rejected += 1;
+                }
+            }
+            for e in &o.errors {
+                self.sv.count_error(e);
+            }
+        }
     }
 
     /// List every connection but `me` in `AdminState::others`, for a CLIENT command.
@@ -2403,9 +2620,19 @@ fn raise_fd_limit(max_clients: usize) {
 
 /// Whether a command may write (Redis's `is_may_replicate_command`: flags write or
 /// may_replicate, or an EXEC with such a command queued): CLIENT PAUSE WRITE holds it.
-fn may_write(table: &cmd::Table, args: &[&[u8]], cl: &Client) -> bool {
+fn may_write(
+    table: &cmd::Table,
+    args: &[&[u8]],
+    cl: &Client,
+    scripts: &crate::scripting::Scripting,
+) -> bool {
+    // A script that declares its flags (`#!lua flags=no-writes`, a function's flags) replaces
+    // the command's own (Redis's `getCommandFlags`).
     let writes = |a: &[&[u8]]| {
-        crate::admin::meta::lookup_argv(a).is_some_and(|m| m.has("write") || m.has("may_replicate"))
+        crate::scripting::declared_writes(scripts, a).unwrap_or_else(|| {
+            crate::admin::meta::lookup_argv(a)
+                .is_some_and(|m| m.has("write") || m.has("may_replicate"))
+        })
     };
     if table.find(args[0]).is_some_and(|s| s.name == "exec") {
         return cl.multi.as_ref().is_some_and(|m| {

@@ -139,7 +139,7 @@ fn sort_generic(c: &mut Ctx, a: &[&[u8]], readonly: bool) -> daisy::Result<()> {
         return c.err(E_WRONGTYPE);
     }
     // A set has no order of its own: stored or scripted output is sorted anyway.
-    if dontsort && ty == Some(Type::Set) && store.is_some() {
+    if dontsort && ty == Some(Type::Set) && (store.is_some() || c.cl.script) {
         dontsort = false;
         alpha = true;
         by = None;

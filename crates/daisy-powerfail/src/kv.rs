@@ -11,7 +11,8 @@
 //! (its ZADD's redo record outgrows the workload's 64 KiB log slot: an overflow record),
 //! keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
 //! RESTORE of a DUMP payload), databases (SELECT, SWAPDB, FLUSHDB, FLUSHALL), MULTI/EXEC
-//! blocks, and collections big enough to be freed lazily: after each transaction one bounded
+//! blocks, scripts (EVAL of one that writes several keys, and of one that fails after writing:
+//! its writes before the error stay, as in Redis), and collections big enough to be freed lazily: after each transaction one bounded
 //! lazyfree step runs in a transaction of its own, so the simulator crashes inside it too.
 //! (SPOP, SRANDMEMBER and HRANDFIELD are random, so no model predicts them; SPOP's write is the
 //! removal SREM makes, and the differential test checks their replies.)
@@ -54,6 +55,17 @@ pub const CONFIG: &[(&str, &str)] = &[
     ("zset-max-listpack-value", "24"),
     ("list-max-listpack-size", "8"),
 ];
+
+/// A script that writes several keys (EVAL): INCR of KEYS[1], HSET of KEYS[2] `script` to
+/// that number, SET of each further key to ARGV[1]:number. A crash leaves all of it or none.
+pub const SCRIPT_WRITES: &str = "local n = redis.call('INCR', KEYS[1]) \
+    redis.call('HSET', KEYS[2], 'script', n) \
+    for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[1] .. ':' .. n) end return n";
+/// A script that fails after writing: SET KEYS[1] and APPEND to KEYS[2] stay (as in Redis,
+/// nothing is rolled back), then HINCRBY by a non-number raises an error.
+pub const SCRIPT_FAILS: &str = "redis.call('SET', KEYS[1], ARGV[1]) \
+    redis.call('APPEND', KEYS[2], ARGV[1]) \
+    return redis.call('HINCRBY', KEYS[3], 'n', 'x')";
 
 /// The commands of transaction `id`.
 pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
@@ -335,6 +347,40 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     if side.gen_range(0..6) == 0 {
         out.extend(bitops(&mut side));
+    }
+    // Scripts (EVAL) come from a random stream of their own too, first in a group now and
+    // then: one that writes several keys, or one that fails after writing.
+    let mut scripts =
+        SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ 0x5C41);
+    if scripts.gen_range(0..8) == 0 {
+        let rng = &mut scripts;
+        if rng.gen_range(0..3) == 0 {
+            let k1 = skey(rng);
+            let k2 = skey(rng);
+            out.push(vec![
+                v("EVAL"),
+                v(SCRIPT_FAILS),
+                v("3"),
+                k1,
+                k2,
+                hkey(rng),
+                value(rng),
+            ]);
+        } else {
+            let mut c = vec![
+                v("EVAL"),
+                v(SCRIPT_WRITES),
+                Vec::new(),
+                v("counter"),
+                hkey(rng),
+            ];
+            for _ in 0..rng.gen_range(1..4) {
+                c.push(skey(rng));
+            }
+            c[2] = (c.len() - 3).to_string().into_bytes();
+            c.push(format!("v{}", rng.gen_range(0..100)).into_bytes());
+            out.push(c);
+        }
     }
     for _ in 0..rng.gen_range(1..=6) {
         if rng.gen_range(0..8) == 0 {
@@ -766,6 +812,33 @@ impl Apply<'_> {
                 }
             }
             b"MULTI" | b"EXEC" => {}
+            b"EVAL" => {
+                let n: usize = String::from_utf8_lossy(&cmd[2]).parse().unwrap_or(0);
+                let (keys, argv) = (&cmd[3..3 + n], &cmd[3 + n..]);
+                if cmd[1] == SCRIPT_WRITES.as_bytes() {
+                    self.apply(&[b"INCR".to_vec(), keys[0].clone()]);
+                    let Some((Value::String(num), _)) = self.m.get(&self.key(&keys[0])) else {
+                        unreachable!("INCR made a string")
+                    };
+                    let num = num.clone();
+                    self.apply(&[
+                        b"HSET".to_vec(),
+                        keys[1].clone(),
+                        b"script".to_vec(),
+                        num.clone(),
+                    ]);
+                    for k in &keys[2..] {
+                        let mut val = argv[0].clone();
+                        val.push(b':');
+                        val.extend_from_slice(&num);
+                        self.apply(&[b"SET".to_vec(), k.clone(), val]);
+                    }
+                } else {
+                    // The writes before the error stay.
+                    self.apply(&[b"SET".to_vec(), keys[0].clone(), argv[0].clone()]);
+                    self.apply(&[b"APPEND".to_vec(), keys[1].clone(), argv[0].clone()]);
+                }
+            }
             other => unreachable!("{other:?}"),
         }
     }
@@ -870,6 +943,13 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
         // COPY of a key onto itself is an error.
         b"COPY" => cmd[1] != cmd[2],
         b"RENAME" => ty(&cmd[1]).is_some(),
+        // The scripts' commands in turn (SCRIPT_WRITES: the counter is a number, KEYS[2] a
+        // hash or nothing; SCRIPT_FAILS: what it appends to is a string, what it fails on a
+        // hash, so the error is the one expected). Their SETs always apply.
+        b"EVAL" if cmd[1] == SCRIPT_WRITES.as_bytes() => {
+            applicable(m, db, &[b"INCR".to_vec(), cmd[3].clone()]) && is(&cmd[4], 1)
+        }
+        b"EVAL" => cmd[3] != cmd[4] && is(&cmd[4], 0) && is(&cmd[5], 1),
         _ => true,
     }
 }
@@ -1005,9 +1085,14 @@ impl KvWork {
         let mut out = Vec::new();
         self.cl.db = 0;
         self.cl.multi = None;
+        // Where each command's reply starts.
+        let mut starts = Vec::with_capacity(cmds.len());
         let r = pool.transaction(|tx| {
+            out.clear();
+            starts.clear();
             for c in &cmds {
                 let args: Vec<&[u8]> = c.iter().map(|a| &a[..]).collect();
+                starts.push(out.len());
                 cmd::execute(
                     &self.table,
                     &mut self.ks,
@@ -1026,11 +1111,23 @@ impl KvWork {
             return Err(e.into());
         }
         self.ks.committed();
-        if has_error_reply(&out) {
-            bail!(
-                "transaction {id}: an error reply: {}",
-                String::from_utf8_lossy(&out[..out.len().min(2000)])
-            );
+        starts.push(out.len());
+        for (i, c) in cmds.iter().enumerate() {
+            let reply = &out[starts[i]..starts[i + 1]];
+            // SCRIPT_FAILS answers its error; every other command succeeds.
+            let fails = c[0] == b"EVAL" && c[1] == SCRIPT_FAILS.as_bytes();
+            let ok = if fails {
+                reply.starts_with(b"-ERR value is not an integer or out of range script: ")
+            } else {
+                !has_error_reply(reply)
+            };
+            if !ok {
+                bail!(
+                    "transaction {id}: {} answered {}",
+                    String::from_utf8_lossy(&c[0]),
+                    String::from_utf8_lossy(&reply[..reply.len().min(2000)])
+                );
+            }
         }
         self.model = next;
         // Lazyfree, a few objects at a time (so a table takes several steps).
@@ -1038,5 +1135,46 @@ impl KvWork {
             self.ks.resync();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The workload sends both scripts (each applicable now and then), the server runs them as
+    /// the model does (the one that fails keeps its writes), and the keyspace then equals the
+    /// model's.
+    #[test]
+    fn scripts_run_and_the_keyspace_equals_the_model() {
+        let seed = 20261124;
+        let d = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+        let path = d.path().join("kv.pool");
+        let pool = KvWork::create_pool(&path).unwrap();
+        let mut work = KvWork::open(&pool, seed, 0).unwrap();
+        let mut model = Keys::new();
+        let (mut writes, mut fails, mut seen) = (0, 0, false);
+        for id in 1..=300 {
+            work.run_tx(seed, id).unwrap();
+            for c in run_model(&mut model, seed, id) {
+                if c[0] == b"EVAL" {
+                    if c[1] == SCRIPT_WRITES.as_bytes() {
+                        writes += 1;
+                    } else {
+                        fails += 1;
+                    }
+                }
+            }
+            seen |= model
+                .values()
+                .any(|(v, _)| matches!(v, Value::Hash(h) if h.contains_key(&b"script"[..])));
+        }
+        assert!(
+            writes >= 5 && fails >= 2,
+            "scripts sent: {writes} + {fails}"
+        );
+        assert!(seen, "a script's HSET was in the keyspace");
+        drop(work); // its keyspace holds the maps open
+        assert_eq!(to_model(keyspace::dump(&pool).unwrap()), model);
     }
 }

@@ -4,6 +4,7 @@
 use anyhow::{anyhow, Result};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A RESP2 reply.
@@ -43,6 +44,11 @@ impl Conn {
             r: BufReader::with_capacity(1 << 16, s.try_clone()?),
             w: s,
         })
+    }
+
+    /// The bytes already read but not yet parsed, and the socket.
+    pub fn into_parts(self) -> (Vec<u8>, TcpStream) {
+        (self.r.buffer().to_vec(), self.w)
     }
 
     pub fn set_read_timeout(&self, t: Duration) {
@@ -360,6 +366,232 @@ pub fn multi_exec_load(
     })
 }
 
+/// Messages a subscriber may lag behind the publisher in [`pubsub_load`] before the
+/// publisher waits: far below the `pubsub` output-buffer limit (8 MB soft) of both servers,
+/// so the load measures steady delivery, never a subscriber disconnected for reading slowly.
+const PUBSUB_WINDOW: u64 = 4096;
+
+/// The pub/sub case (redis-benchmark has none): `subscribers` connections SUBSCRIBE to one
+/// channel, then one publisher connection sends `n` PUBLISHes of a `size`-byte message,
+/// `pipeline` at a time, reading their replies before its next batch (each must count every
+/// subscriber) and staying at most [`PUBSUB_WINDOW`] messages ahead of the slowest
+/// subscriber. Every subscriber must receive all `n` messages, byte for byte as sent (each
+/// push is the same RESP2 `message` array, so a subscriber's stream is checked against it).
+/// Two threads read the subscribers' sockets (non-blocking, in turn), as redis-benchmark
+/// drives many connections from few threads. `tps` is messages published per second, the
+/// time running until the last subscriber has the last message (deliveries per second are
+/// `tps` x subscribers); latency is the publisher's, per batch, counted for each PUBLISH in it.
+pub fn pubsub_load(
+    port: u16,
+    subscribers: usize,
+    n: usize,
+    pipeline: usize,
+    size: usize,
+) -> Result<TxLoad> {
+    let subscribers = subscribers.max(1);
+    let channel: &[u8] = b"bench:pubsub";
+    let payload = vec![b'x'; size.max(1)];
+    let mut message = Vec::new();
+    encode(&mut message, &[b"message", channel, &payload]);
+    let mut subs = Vec::with_capacity(subscribers);
+    for _ in 0..subscribers {
+        let mut c = Conn::connect(port, Duration::from_secs(10))?;
+        let mut req = Vec::new();
+        encode(&mut req, &[b"SUBSCRIBE", channel]);
+        c.send(&req)?;
+        match c.read_reply()? {
+            Reply::Array(Some(a)) if a.len() == 3 => {}
+            r => return Err(anyhow!("SUBSCRIBE: expected a confirmation, got {r:?}")),
+        }
+        subs.push(c);
+    }
+    let received: Vec<AtomicU64> = (0..subscribers).map(|_| AtomicU64::new(0)).collect();
+    let failed = AtomicBool::new(false);
+    let threads = subscribers.min(2);
+    let total = n as u64;
+    let t0 = std::time::Instant::now();
+    let (hist, readers) = std::thread::scope(|s| {
+        let mut shares: Vec<Vec<(usize, Conn)>> = (0..threads).map(|_| vec![]).collect();
+        for (i, c) in subs.into_iter().enumerate() {
+            shares[i % threads].push((i, c));
+        }
+        let readers: Vec<_> = shares
+            .into_iter()
+            .map(|mine| {
+                let (received, failed, message) = (&received, &failed, &message);
+                s.spawn(move || {
+                    let r = read_subscribers(mine, received, failed, message, total);
+                    if r.is_err() {
+                        // The publisher stops too, instead of waiting for this subscriber.
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        let hist = publish(
+            port,
+            &received,
+            &failed,
+            subscribers,
+            total,
+            pipeline,
+            &payload,
+        );
+        if hist.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        let readers: Vec<Result<()>> = readers
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a subscriber thread panicked")))
+            })
+            .collect();
+        (hist, readers)
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    // A subscriber's error says more than the publisher's that follows it.
+    for r in readers {
+        r?;
+    }
+    let hist = hist?;
+    let ms = |us: u64| us as f64 / 1e3;
+    Ok(TxLoad {
+        tps: n as f64 / secs.max(1e-9),
+        avg_ms: hist.mean() / 1e3,
+        p50_ms: ms(hist.value_at_quantile(0.5)),
+        p99_ms: ms(hist.value_at_quantile(0.99)),
+        max_ms: ms(hist.max()),
+    })
+}
+
+/// [`pubsub_load`]'s publisher: `total` PUBLISHes of `payload`, `pipeline` at a time, at most
+/// [`PUBSUB_WINDOW`] ahead of the slowest subscriber; its per-batch latencies.
+fn publish(
+    port: u16,
+    received: &[AtomicU64],
+    failed: &AtomicBool,
+    subscribers: usize,
+    total: u64,
+    pipeline: usize,
+    payload: &[u8],
+) -> Result<hdrhistogram::Histogram<u64>> {
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
+        .map_err(|e| anyhow!("histogram: {e}"))?;
+    let mut c = Conn::connect(port, Duration::from_secs(10))?;
+    let mut one = Vec::new();
+    encode(&mut one, &[b"PUBLISH", b"bench:pubsub", payload]);
+    let mut buf = Vec::new();
+    let mut sent = 0u64;
+    let slowest = || received.iter().map(|r| r.load(Ordering::Relaxed)).min();
+    while sent < total {
+        let start = std::time::Instant::now();
+        while slowest().unwrap_or(0) + PUBSUB_WINDOW < sent {
+            if failed.load(Ordering::Relaxed) {
+                return Err(anyhow!("a subscriber failed"));
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                return Err(anyhow!("a subscriber stopped receiving"));
+            }
+            std::thread::yield_now();
+        }
+        let batch = (pipeline.max(1) as u64).min(total - sent);
+        buf.clear();
+        for _ in 0..batch {
+            buf.extend_from_slice(&one);
+        }
+        let t = std::time::Instant::now();
+        c.send(&buf)?;
+        for _ in 0..batch {
+            match c.read_reply()? {
+                Reply::Int(k) if k == subscribers as i64 => {}
+                r => return Err(anyhow!("PUBLISH: expected :{subscribers}, got {r:?}")),
+            }
+        }
+        hist.record_n(t.elapsed().as_micros().max(1) as u64, batch)
+            .map_err(|e| anyhow!("histogram: {e}"))?;
+        sent += batch;
+    }
+    Ok(hist)
+}
+
+/// [`pubsub_load`]'s readers: the subscribers `mine` (their numbers and connections), read
+/// without blocking, in turn, until each has `total` messages. Each one's stream is `message`
+/// repeated (every push is the same array): each byte is compared with its place in it.
+fn read_subscribers(
+    mine: Vec<(usize, Conn)>,
+    received: &[AtomicU64],
+    failed: &AtomicBool,
+    message: &[u8],
+    total: u64,
+) -> Result<()> {
+    let mut socks = Vec::with_capacity(mine.len());
+    for (i, c) in mine {
+        // What the confirmation's read left buffered comes first.
+        let (buffered, sock) = c.into_parts();
+        sock.set_nonblocking(true)?;
+        socks.push((i, sock, buffered, 0usize));
+    }
+    let mut buf = vec![0u8; 1 << 16];
+    let mut stalled = std::time::Instant::now();
+    loop {
+        let mut progress = false;
+        let mut done = true;
+        for (i, sock, pending, pos) in socks.iter_mut() {
+            let got = received[*i].load(Ordering::Relaxed);
+            if got >= total && pending.is_empty() {
+                continue;
+            }
+            done = false;
+            let k = if pending.is_empty() {
+                match sock.read(&mut buf) {
+                    Ok(0) => {
+                        return Err(anyhow!("subscriber {i}: the server closed the connection"))
+                    }
+                    Ok(k) => k,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(anyhow!("subscriber {i}: read: {e}")),
+                }
+            } else {
+                let k = pending.len().min(buf.len());
+                buf[..k].copy_from_slice(&pending[..k]);
+                pending.drain(..k);
+                k
+            };
+            progress = true;
+            let mut count = got;
+            for &b in &buf[..k] {
+                if b != message[*pos] {
+                    return Err(anyhow!(
+                        "subscriber {i}: message {} differs from what was published",
+                        count + 1
+                    ));
+                }
+                *pos += 1;
+                if *pos == message.len() {
+                    *pos = 0;
+                    count += 1;
+                }
+            }
+            if count > total {
+                return Err(anyhow!("subscriber {i}: more than {total} messages"));
+            }
+            received[*i].store(count, Ordering::Relaxed);
+        }
+        if done || failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if progress {
+            stalled = std::time::Instant::now();
+        } else if stalled.elapsed() > Duration::from_secs(60) {
+            return Err(anyhow!("subscribers: no message for 60 s"));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// Send `n` commands, command j encoded by `make(j, buf)`, in batches of `per_batch` written
 /// at once, then their replies read: none may be an error. For loads of any commands.
 pub fn pipelined(
@@ -385,4 +617,55 @@ pub fn pipelined(
         i = end;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pub/sub loader against a real redis-server (skipped, saying so, without one): every
+    /// subscriber gets every message, and a subscriber fed something else fails the load.
+    #[test]
+    fn pubsub_load_delivers_every_message_to_every_subscriber() {
+        let Some(exe) = super::super::find_in_path("redis-server") else {
+            eprintln!("skipped: redis-server is not installed");
+            return;
+        };
+        let port = super::super::free_port().unwrap();
+        let mut child = std::process::Command::new(exe)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while !super::super::port_open(port) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let r = pubsub_load(port, 3, 5000, 16, 8);
+        // A message to the channel that the publisher did not send: the subscribers see a
+        // stream that differs from the published one.
+        let stray = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            let mut c = Conn::connect(port, Duration::from_secs(5)).unwrap();
+            let mut req = Vec::new();
+            encode(&mut req, &[b"PUBLISH", b"bench:pubsub", b"not the payload"]);
+            c.send(&req).unwrap();
+        });
+        let bad = pubsub_load(port, 2, 200_000, 1, 8);
+        stray.join().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let r = r.unwrap();
+        assert!(r.tps > 0.0 && r.p50_ms > 0.0, "{r:?}");
+        let e = bad.unwrap_err().to_string();
+        assert!(
+            e.contains("differs") || e.contains("expected :2"),
+            "a stray message is caught: {e}"
+        );
+    }
 }

@@ -72,8 +72,10 @@ pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"]
 /// pop from it; each `lrange_N` first pushes N items onto a list of its own and then reads its
 /// first N; `zadd` adds random members to one sorted set, `zpopmin` pops from it), `pfadd`
 /// (redis-benchmark running the command `PFADD hll:bench __rand_int__`: random elements
-/// into one HyperLogLog, which goes sparse -> dense early), and `multi`, the bench's own MULTI/EXEC loader (transactions per second; see
-/// `client::multi_exec_load`).
+/// into one HyperLogLog, which goes sparse -> dense early), `multi`, the bench's own MULTI/EXEC loader (transactions per second; see
+/// `client::multi_exec_load`), and `pubsub`, the bench's own publisher and `-c` subscribers
+/// of one channel (messages published per second, each delivered to every subscriber; see
+/// `client::pubsub_load`).
 pub const TESTS: &[&str] = &[
     "set",
     "get",
@@ -93,6 +95,7 @@ pub const TESTS: &[&str] = &[
     "zpopmin",
     "pfadd",
     "multi",
+    "pubsub",
 ];
 /// The tests that only read (the report compares them with redis-none at every pipeline).
 pub const READ_TESTS: &[&str] = &["get", "lrange_100", "lrange_300", "lrange_600"];

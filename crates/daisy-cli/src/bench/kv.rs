@@ -50,8 +50,10 @@ pub struct KvArgs {
     #[arg(long)]
     full: bool,
     /// Tests, comma-separated: redis-benchmark's set, get, incr, mset, hset and sadd (one big
-    /// hash and set), spop (pops what sadd added), and multi, the bench's own MULTI/EXEC
-    /// loader (MULTI, SET, INCR, HSET, EXEC; transactions per second).
+    /// hash and set), spop (pops what sadd added), multi, the bench's own MULTI/EXEC
+    /// loader (MULTI, SET, INCR, HSET, EXEC; transactions per second), and pubsub, the bench's
+    /// own publisher and --clients subscribers of one channel (messages published per second,
+    /// each delivered to every subscriber before the time stops).
     #[arg(long, value_delimiter = ',', default_value = "set,get", value_parser = clap::builder::PossibleValuesParser::new(kvbench::TESTS))]
     tests: Vec<String>,
     /// Which keys the requests touch, comma-separated: mixed (-r 100000 on an empty keyspace,

@@ -199,6 +199,10 @@ pub fn fcall_ro(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
+    // MONITOR shows FCALL before the commands its function runs (functions.c).
+    if c.sv.admin.monitors > 0 {
+        crate::admin::monitor_line(c.sv, c.cl, a);
+    }
     super::ready(c)?;
     let name = String::from_utf8_lossy(a[1]).to_ascii_lowercase();
     let Some(lib) = c.sv.scripting.functions.by_func.get(&name).cloned() else {
@@ -214,8 +218,8 @@ fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
     let Some((keys, args)) = super::split_keys(c, a, "ERR Bad number of keys provided")? else {
         return Ok(());
     };
-    if ro && !func.flags.no_writes {
-        return c.err("ERR Can not execute a script with write flag using *_ro command.");
+    if let Some(e) = super::check_flags(c.sv, func.flags, ro) {
+        return c.err(e);
     }
     lua::run(
         c,
@@ -225,6 +229,7 @@ fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
         RunKind::Function,
         &name,
         ro || func.flags.no_writes,
+        func.flags.allow_oom,
         a,
     )
 }

@@ -10,6 +10,7 @@ pub fn register(lua: &Lua, g: &Table) -> mlua::Result<()> {
     g.raw_set("bit", bit(lua)?)?;
     g.raw_set("cjson", cjson(lua)?)?;
     g.raw_set("cmsgpack", cmsgpack(lua)?)?;
+    g.raw_set("struct", super::struct_lib::library(lua)?)?;
     Ok(())
 }
 
@@ -225,7 +226,7 @@ fn json_string(s: &[u8], out: &mut Vec<u8>) {
 }
 
 /// `%.14g`, as lua-cjson prints numbers.
-fn g14(n: f64) -> String {
+pub(super) fn g14(n: f64) -> String {
     if n == n.trunc() && n.abs() < 1e15 {
         return format!("{}", n as i64);
     }

@@ -68,11 +68,21 @@ pub enum RunKind {
     Function,
 }
 
+impl Running {
+    /// Killed, or stopped for a restart: the script must end (pcall does not catch it).
+    pub fn stopping(&self) -> bool {
+        self.killed.get() || self.restart.get()
+    }
+}
+
 /// The script running now (SCRIPT KILL, FUNCTION KILL, BUSY).
 pub struct Running {
     pub kind: RunKind,
     pub started: Instant,
     pub killed: Cell<bool>,
+    /// Stopped at the busy threshold for a restart in a group of its own (`busy`): its
+    /// command fails with [`super::BUSY_RESTART`], failing the event loop's group.
+    pub restart: Cell<bool>,
     /// It has run a write command (it cannot be killed any more).
     pub dirty: Cell<bool>,
     /// RESP version of its `redis.call` replies (`redis.setresp`).
@@ -104,12 +114,17 @@ pub struct Scripting {
     current: Rc<std::cell::RefCell<Option<Rc<Running>>>>,
     /// FUNCTION's libraries.
     pub functions: super::function::Libraries,
-    /// The other connections' sockets, set by the event loop before a command that runs a
-    /// script: a script past `busy-reply-threshold` answers them (`busy`).
-    pub peers: Vec<std::os::fd::RawFd>,
+    /// The other connections, set by the event loop before a command that runs a script: a
+    /// script past `busy-reply-threshold` answers them (`busy`).
+    pub busy: super::busy::Shared,
     /// While FUNCTION LOAD runs a library's code: what it registered, or its first error.
     loading: Loading,
+    /// Scripts run (the garbage collector's pace).
+    runs: u64,
 }
+
+/// Scripts between two garbage-collection steps (Redis's `LUA_GC_CYCLE_PERIOD`).
+const GC_PERIOD: u64 = 50;
 
 type Loading = Rc<std::cell::RefCell<Option<Result<Vec<super::function::Func>, String>>>>;
 
@@ -200,6 +215,8 @@ impl Scripting {
             sandbox(&lua, self.current.clone(), self.loading.clone())
                 .expect("the sandbox prelude runs");
         self.load_swap = Some(load_swap);
+        // What setting up the sandbox left behind.
+        let _ = lua.gc_collect();
         self.lua = Some(lua);
         self.env = Some(env);
         self.real = Some(real);
@@ -305,7 +322,7 @@ fn sandbox(
         .fold(0u32, |acc, p| (acc << 8) | p.parse::<u32>().unwrap_or(0));
     real.raw_set("REDIS_VERSION_NUMBER", num)?;
     // The bridge: the dispatcher the running command placed in the registry.
-    let bridge = lua.create_function(|lua, args: (usize, Table)| {
+    let bridge = lua.create_function(|lua, args: (usize, Table, bool)| {
         match lua.named_registry_value::<Option<Function>>("daisy.dispatch")? {
             Some(f) => f.call::<MultiValue>(args),
             None => {
@@ -331,8 +348,8 @@ fn sandbox(
         lua.create_string(super::sha1_hex(&bytes))
     })?;
     let cur = current.clone();
-    let killed = lua
-        .create_function(move |_, ()| Ok(cur.borrow().as_ref().is_some_and(|r| r.killed.get())))?;
+    let killed =
+        lua.create_function(move |_, ()| Ok(cur.borrow().as_ref().is_some_and(|r| r.stopping())))?;
     let cur = current.clone();
     let setresp = lua.create_function(move |_, v: u8| {
         Ok(match cur.borrow().as_ref() {
@@ -346,9 +363,6 @@ fn sandbox(
             ),
         })
     })?;
-    let table = commands::Table::new();
-    let known = lua
-        .create_function(move |_, name: mlua::String| Ok(table.find(&name.as_bytes()).is_some()))?;
     let register = lua.create_function(move |_, args: MultiValue| {
         let mut slot = loading.borrow_mut();
         let Some(state) = slot.as_mut() else {
@@ -374,10 +388,39 @@ fn sandbox(
             Err(e) => Ok((false, Some(e))),
         }
     })?;
+    // The message of an error a Rust function raised (what pcall returns for it).
+    let errtext = lua.create_function(|_, v: Value| {
+        Ok(match v {
+            Value::Error(e) => lua_error_text(&e),
+            other => other.to_string()?,
+        })
+    })?;
+    for (key, acl) in [
+        (super::ccall::HELPER, false),
+        (super::ccall::ACL_HELPER, true),
+    ] {
+        let helper: Function = lua
+            .load("local bridge, select, acl = ... return function(...) return bridge(select('#', ...), {...}, acl) end")
+            .set_name("=daisy_call")
+            .call((bridge.clone(), real.raw_get::<Function>("select")?, acl))?;
+        lua.set_named_registry_value(key.to_str().expect("an ASCII key"), helper)?;
+    }
+    let [ccall, cpcall, acl_check] = super::ccall::functions(lua)?;
     let (env, gmt, load_index): (Table, Table, Table) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=daisy_sandbox")
-        .call((real.clone(), bridge, sha1, killed, setresp, known, register))?;
+        .call((
+            real.clone(),
+            bridge,
+            sha1,
+            killed,
+            setresp,
+            register,
+            errtext,
+            ccall,
+            cpcall,
+            acl_check,
+        ))?;
     // Errors become Redis's error tables, with the script's line (eval.c's
     // `__redis__err__handler`).
     let handler = lua.create_function(|lua, err: Value| error_table(lua, err))?;
@@ -426,11 +469,16 @@ fn error_table(lua: &Lua, err: Value) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// Why `redis.call` refused a command before running it (script.c `scriptCall`).
+/// Why `redis.call` refused a command before running it (script.c `scriptCall`): `dirty`,
+/// the script has written (the server-state checks no longer apply: it cannot stop half
+/// way); `oom`, the pool was past maxmemory when the script started and it may not write
+/// then (no `allow-oom` flag).
 fn refuse(
     c: &mut Ctx,
     args: &[&[u8]],
     read_only: bool,
+    dirty: bool,
+    oom: bool,
 ) -> Result<&'static commands::Spec, (String, Option<&'static commands::Spec>)> {
     let Some(spec) = c.table.find(args[0]) else {
         // CLUSTER is a command Redis refuses in scripts; here it is not a command at all.
@@ -455,15 +503,24 @@ fn refuse(
             Some(spec),
         ));
     }
-    if read_only && spec.has("write") {
+    // The calling user's permissions hold inside the script too (logged with context `lua`).
+    if let Some(e) = crate::acl::check_script(c, spec, args) {
+        return Err((format!("ERR {e}"), Some(spec)));
+    }
+    let meta = crate::admin::meta::lookup_argv(args);
+    // `may_replicate` commands (PUBLISH, PFCOUNT, ...) count as writes here, as in Redis's
+    // `scriptVerifyWriteCommandAllow` (CLIENT PAUSE WRITE lets read-only scripts run).
+    if read_only && (spec.has("write") || meta.is_some_and(|m| m.has("may_replicate"))) {
         return Err((
             "ERR Write commands are not allowed from read-only scripts.".into(),
             Some(spec),
         ));
     }
-    // The calling user's permissions hold inside the script too (logged with context `lua`).
-    if let Some(e) = crate::acl::check_script(c, spec, args) {
-        return Err((format!("ERR {e}"), Some(spec)));
+    if spec.has("write") && !dirty && c.sv.config.no_good_replicas {
+        return Err((commands::E_NOREPLICAS.into(), Some(spec)));
+    }
+    if oom && !dirty && meta.is_some_and(|m| m.has("denyoom")) {
+        return Err((commands::E_OOM.into(), Some(spec)));
     }
     Ok(spec)
 }
@@ -488,6 +545,7 @@ pub fn run(
     kind: RunKind,
     name: &str,
     read_only: bool,
+    allow_oom: bool,
     command: &[&[u8]],
 ) -> daisy::Result<()> {
     let lua = c.sv.scripting.lua().clone();
@@ -497,6 +555,7 @@ pub fn run(
         kind,
         started: Instant::now(),
         killed: Cell::new(false),
+        restart: Cell::new(false),
         dirty: Cell::new(false),
         resp: Cell::new(2),
         name: name.to_string(),
@@ -509,6 +568,8 @@ pub fn run(
     c.sv.scripting.running = Some(running.clone());
     *c.sv.scripting.current.borrow_mut() = Some(running.clone());
     let caller_resp3 = c.cl.resp3;
+    // Redis's `pre_command_oom_state`: the pool's state when the script starts decides.
+    let oom = !allow_oom && c.sv.over_maxmemory();
     let mut fatal: Option<daisy::Error> = None;
     let mut reply = Vec::new();
     let mut reply_errors: Vec<String> = Vec::new();
@@ -519,14 +580,14 @@ pub fn run(
             .unwrap_or(5000);
     if threshold > 0 {
         let r = running.clone();
-        let peers = c.sv.scripting.peers.clone();
+        let peers = c.sv.scripting.busy.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(100_000),
             move |_, _| {
-                if !r.killed.get() && r.started.elapsed().as_millis() >= threshold as u128 {
+                if !r.stopping() && r.started.elapsed().as_millis() >= threshold as u128 {
                     super::busy::serve_peers(&peers, &r);
                 }
-                if r.killed.get() {
+                if r.stopping() {
                     return Err(mlua::Error::RuntimeError(SCRIPT_KILLED_MSG.into()));
                 }
                 Ok(VmState::Continue)
@@ -552,12 +613,13 @@ pub fn run(
             authed: true,
             db: c.cl.db,
             deny_blocking: true,
+            script: true,
             ..Default::default()
         };
         let fatal_ref = &mut fatal;
         let out = lua.scope(|scope| {
             let dispatch =
-                scope.create_function_mut(|lua, (n, t): (usize, Table)| {
+                scope.create_function_mut(|lua, (n, t, acl_check): (usize, Table, bool)| {
                     let mut argv = Vec::with_capacity(n);
                     for i in 1..=n {
                         argv.push(t.raw_get::<Value>(i)?);
@@ -566,7 +628,7 @@ pub fn run(
                     if let Some(e) = fatal_ref.as_ref() {
                         return raise(err_value(lua, &format!("ERR {e}"), true)?);
                     }
-                    if running.killed.get() {
+                    if running.stopping() {
                         return raise(err_value(lua, &format!("ERR {SCRIPT_KILLED_MSG}"), true)?);
                     }
                     if argv.is_empty() {
@@ -592,7 +654,27 @@ pub fn run(
                         }
                     }
                     let argv: Vec<&[u8]> = owned.iter().map(|a| &a[..]).collect();
-                    let spec = match refuse(c, &argv, read_only) {
+                    if acl_check {
+                        // redis.acl_check_cmd: may the caller's user run it (Redis's
+                        // `ACLCheckAllUserCommandPerm`, nothing logged)?
+                        let Some(spec) = c.table.find(argv[0]).filter(|s| {
+                            crate::admin::arity_error(s, &argv)
+                                .is_none_or(|e| !e.starts_with("ERR unknown subcommand"))
+                        }) else {
+                            return raise(err_value(
+                                lua,
+                                "ERR Invalid command passed to redis.acl_check_cmd()",
+                                false,
+                            )?);
+                        };
+                        let ok = (c.cl.user.id == 0 && c.sv.acl.default_unrestricted)
+                            || c.sv.acl.check(c.cl, spec, &argv).is_ok();
+                        return Ok(MultiValue::from_iter([
+                            Value::Boolean(false),
+                            Value::Boolean(ok),
+                        ]));
+                    }
+                    let spec = match refuse(c, &argv, read_only, running.dirty.get(), oom) {
                         Ok(s) => s,
                         Err((msg, spec)) => {
                             c.sv.counters.rejected_calls += 1;
@@ -660,10 +742,19 @@ pub fn run(
     if threshold > 0 {
         lua.remove_hook();
     }
+    // A garbage-collection step every GC_PERIOD scripts, as Redis's eval.c does (a full cycle
+    // at Lua's own pace would cost latency, one step per script too much time).
+    c.sv.scripting.runs += 1;
+    if c.sv.scripting.runs.is_multiple_of(GC_PERIOD) {
+        let _ = lua.gc_step_kbytes(GC_PERIOD as i32);
+    }
     c.sv.scripting.running = None;
     *c.sv.scripting.current.borrow_mut() = None;
     if let Some(e) = fatal {
         return Err(e);
+    }
+    if running.restart.get() {
+        return Err(daisy::Error::Aborted(super::BUSY_RESTART.into()));
     }
     if let Err(e) = result {
         reply.clear();
@@ -763,7 +854,8 @@ fn to_reply(
             }
         }
         Value::Integer(i) => resp::int(out, *i),
-        Value::Number(n) => resp::int(out, if n.is_nan() { i64::MIN } else { *n as i64 }),
+        // C's (long long) cast, as Redis converts a Lua number.
+        Value::Number(n) => resp::int(out, super::struct_lib::c_long_long(*n)),
         Value::Table(t) => {
             if let Value::String(e) = t.raw_get::<Value>("err")? {
                 let msg = e.to_string_lossy();

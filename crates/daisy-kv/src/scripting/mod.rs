@@ -16,13 +16,15 @@
 //! its script cache.
 //!
 //! Modules: `lua` (the interpreter, the sandbox, conversions both ways, running a script),
-//! `libs` (cjson, cmsgpack, bit), `function` (FUNCTION and FCALL), `sha1`.
+//! `libs` (cjson, cmsgpack, bit), `struct_lib` (struct), `function` (FUNCTION and FCALL), `sha1`.
 
-mod busy;
+pub mod busy;
+mod ccall;
 mod function;
 mod libs;
 mod lua;
 mod sha1;
+mod struct_lib;
 
 pub use function::{fcall, fcall_ro, function};
 pub use lua::{Scripting, SCRIPT_KILLED_MSG};
@@ -36,9 +38,20 @@ use lua::{RunKind, ScriptFlags};
 
 const E_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
+/// Why a script's command failed its event-loop group (`daisy::Error::Aborted`): it ran past
+/// the busy threshold in a group holding other connections' requests (`busy`). Nothing of the
+/// group is kept; the event loop runs the requests before it as a group, then the script's
+/// alone, where it can answer the other connections.
+pub const BUSY_RESTART: &str =
+    "a script ran past the busy threshold in a shared group: it runs again in a group of its own";
+
 /// Whether a request (its command's name, sent by `cl`) may run a script: the event loop
 /// then lists the other connections' sockets in `Scripting::peers` first.
 pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
+    // Every such name starts with an E or an F: the others (nearly every request) stop here.
+    if !matches!(name.first().map(|c| c | 0x20), Some(b'e' | b'f')) {
+        return false;
+    }
     let is = |n: &[u8]| {
         [
             &b"eval"[..],
@@ -57,6 +70,45 @@ pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
                 .multi
                 .as_ref()
                 .is_some_and(|m| m.queued.iter().any(|q| is(&q[0]))))
+}
+
+/// The flags a script command's script declares (Redis's `evalGetCommandFlags` and
+/// `fcallGetCommandFlags`: declared flags replace the command's own `write`, `denyoom` and
+/// `may_replicate`); None when the command's own flags hold: not a script command, a script
+/// without a shebang (or with an invalid one), an unknown EVALSHA or FCALL.
+pub fn declared_flags(s: &Scripting, args: &[&[u8]]) -> Option<ScriptFlags> {
+    if args.len() < 2 {
+        return None;
+    }
+    let name = args[0].to_ascii_lowercase();
+    let flags = match &name[..] {
+        b"eval" | b"eval_ro" => match s.script(&sha1_hex(args[1])) {
+            Some((_, f)) => f,
+            None => lua::parse_shebang(args[1]).ok()?.0,
+        },
+        b"evalsha" | b"evalsha_ro" if args[1].len() == 40 => {
+            s.script(&String::from_utf8_lossy(args[1]).to_ascii_lowercase())?
+                .1
+        }
+        b"fcall" | b"fcall_ro" => {
+            let f = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
+            let lib = s.functions.by_func.get(&f)?;
+            // Functions always declare (no flags: may write, not when out of memory).
+            s.functions.libs[lib]
+                .funcs
+                .iter()
+                .find(|x| x.name.eq_ignore_ascii_case(&f))?
+                .flags
+        }
+        _ => return None,
+    };
+    (!flags.compat).then_some(flags)
+}
+
+/// Whether a script command's script declared that it may write ([`declared_flags`]); None
+/// when the command's own flags hold. CLIENT PAUSE WRITE holds what may write.
+pub fn declared_writes(s: &Scripting, args: &[&[u8]]) -> Option<bool> {
+    declared_flags(s, args).map(|f| !f.no_writes)
 }
 
 /// `numkeys` of EVAL/FCALL: the keys and the arguments, or None after the error reply.
@@ -155,6 +207,10 @@ pub(crate) fn store_remove(c: &mut Ctx, slot: usize, key: &[u8]) -> daisy::Resul
 }
 
 fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Result<()> {
+    // MONITOR shows the script's command before the commands it runs (eval.c).
+    if c.sv.admin.monitors > 0 {
+        crate::admin::monitor_line(c.sv, c.cl, a);
+    }
     let Some((keys, args)) = split_keys(c, a, E_INT)? else {
         return Ok(());
     };
@@ -177,8 +233,8 @@ fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Resu
         }
     }
     let (func, flags) = c.sv.scripting.script(&sha).expect("just created");
-    if let Some(e) = check_flags(flags, ro) {
-        return c.err(&e);
+    if let Some(e) = check_flags(c.sv, flags, ro) {
+        return c.err(e);
     }
     lua::run(
         c,
@@ -188,18 +244,36 @@ fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Resu
         RunKind::Eval,
         &sha,
         ro || flags.no_writes,
+        !flags.compat && flags.allow_oom,
         a,
     )
 }
 
-/// The checks of a script's flags before it runs (script.c `scriptPrepareForRun`): the ones
-/// that apply to a server without replicas, persistence errors or maxmemory.
-fn check_flags(flags: ScriptFlags, ro: bool) -> Option<String> {
+/// The checks of a script's flags before it runs (script.c `scriptPrepareForRun`; the command
+/// checks before it, [`crate::commands::state_refusal`], do not run for a script inside
+/// EXEC): the ones that apply to a server without replicas or persistence errors. A script
+/// without a shebang is checked command by command instead (`redis.call`).
+pub(crate) fn check_flags(
+    sv: &crate::commands::ServerState,
+    flags: ScriptFlags,
+    ro: bool,
+) -> Option<&'static str> {
     if flags.compat {
         return None;
     }
-    if !flags.no_writes && ro {
-        return Some("ERR Can not execute a script with write flag using *_ro command.".into());
+    if !flags.no_writes {
+        if ro {
+            return Some("ERR Can not execute a script with write flag using *_ro command.");
+        }
+        if sv.config.no_good_replicas {
+            return Some(crate::commands::E_NOREPLICAS);
+        }
+    }
+    // no-writes implies allow-oom.
+    if !flags.no_writes && !flags.allow_oom && sv.over_maxmemory() {
+        return Some(
+            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+        );
     }
     None
 }

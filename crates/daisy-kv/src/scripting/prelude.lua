@@ -2,7 +2,7 @@
 -- interpreter with the real globals table as its environment. Scripts see `G`, an empty
 -- read-only proxy of the real globals: reading a missing global is an error, writing any is
 -- "Attempt to modify a readonly table", and every library table is such a proxy too.
-local real, bridge, sha1, killed, setresp, known, register = ...
+local real, bridge, sha1, killed, setresp, register, errtext, ccall, cpcall, acl_check = ...
 local error, type, tostring, select, rawget, rawset, next, unpack =
       error, type, tostring, select, rawget, rawset, next, unpack
 local raw_setmetatable, raw_pcall, raw_loadstring, setfenv, getfenv =
@@ -48,15 +48,8 @@ end
 local function fail(msg) error({err = 'ERR ' .. msg}, 0) end
 
 local redis = {}
-redis.call = function(...)
-  local e, v = bridge(select('#', ...), {...})
-  if e then error(v, 0) end
-  return v
-end
-redis.pcall = function(...)
-  local _, v = bridge(select('#', ...), {...})
-  return v
-end
+-- C functions (`ccall`), so that `return redis.call(...)` keeps the script's frame.
+redis.call, redis.pcall = ccall, cpcall
 redis.sha1hex = function(...)
   if select('#', ...) ~= 1 then fail('wrong number of arguments') end
   return sha1((...))
@@ -107,11 +100,7 @@ redis.replicate_commands = function() return true end
 
 redis.breakpoint = function() return false end
 redis.debug = function() end
-redis.acl_check_cmd = function(...)
-  if select('#', ...) < 1 then fail('Please specify at least one argument for this redis lib call') end
-  if not known((...)) then fail('Invalid command passed to redis.acl_check_cmd()') end
-  return true
-end
+redis.acl_check_cmd = acl_check
 redis.REDIS_VERSION = REDIS_VERSION_STRING
 redis.REDIS_VERSION_NUM = REDIS_VERSION_NUMBER
 rawset(real, 'redis', redis)
@@ -127,7 +116,7 @@ rawset(real, 'pcall', function(f, ...)
     if type(e) == 'table' and type(rawget(e, 'err')) == 'string' then
       r[2] = rawget(e, 'err')
     elseif type(e) == 'userdata' then
-      r[2] = tostring(e)
+      r[2] = errtext(e)
     end
   end
   return unpack(r, 1, n)

@@ -896,8 +896,8 @@ impl Gen {
                 g.scan(args!["HSCAN", k], ScanKind::Pairs)
             }),
             // scripts: the same script text gives the same SHA-1, so even error replies
-            // (which name it) compare exactly. (No `return redis.call(...)`: that tail call
-            // loses the script's line in daisy's error text; README, "Lua scripting".)
+            // (which name it) compare exactly, those of tail calls (`return redis.call(...)`)
+            // and of the struct library included.
             (8, Any, |g| {
                 const SCRIPTS: &[&str] = &[
                     "local r = redis.call('GET', KEYS[1]) return r",
@@ -910,6 +910,11 @@ impl Gen {
                     "return redis.status_reply('FINE')",
                     "return cjson.encode({1, 2, 'x'})",
                     "return undeclared",
+                    "return redis.call('INCR', KEYS[1])",
+                    "return redis.call('HGET', KEYS[1], ARGV[1])",
+                    "return redis.call('LLEN', KEYS[1])",
+                    "return {struct.unpack('>i2 c0', struct.pack('>i2', 3) .. ARGV[1])}",
+                    "return struct.pack('<I4', tonumber(ARGV[1]))",
                 ];
                 let script = g.rng.pick(SCRIPTS);
                 let name = if g.rng.pct(85) { "EVAL" } else { "EVAL_RO" };
