@@ -512,6 +512,7 @@ pub fn reset(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         c.sv.admin.monitors -= 1;
     }
     crate::pubsub::unsubscribe_all(c);
+    crate::tracking::disable(c);
     c.cl.user = crate::acl::UserRef::default();
     c.cl.authed = !c.sv.acl.auth_required();
     resp::simple(c.out, "RESET");

@@ -69,6 +69,8 @@ pub struct Client {
     pub deny_blocking: bool,
     /// Its channels and patterns (`pubsub`).
     pub pubsub: crate::pubsub::ClientSubs,
+    /// Client-side caching (`tracking`).
+    pub tracking: crate::tracking::ClientTracking,
 }
 
 /// What a blocked client waits for.
@@ -148,6 +150,9 @@ pub struct ServerState {
     pub pubsub: crate::pubsub::PubSub,
     /// Users, the ACL log (`acl.rs`).
     pub acl: crate::acl::Acl,
+    /// Client-side caching: who may cache which keys, and the invalidations waiting for
+    /// their group's commit (`tracking`).
+    pub tracking: crate::tracking::Tracking,
     /// The Lua interpreter, the script cache and the function libraries (`scripting`).
     pub scripting: crate::scripting::Scripting,
 }
@@ -182,6 +187,7 @@ impl ServerState {
             save: crate::backup::SaveState::new(now_ms),
             pubsub: Default::default(),
             acl: crate::acl::Acl::new(),
+            tracking: Default::default(),
             scripting: Default::default(),
         }
     }
@@ -906,6 +912,27 @@ pub fn execute(
     now_ms: i64,
     out: &mut Vec<u8>,
 ) -> daisy::Result<Action> {
+    sv.tracking.current = cl.id;
+    let r = execute_checked(table, ks, tx, cl, sv, args, now_ms, out);
+    // CLIENT CACHING covers the next command, or the next MULTI ... EXEC, and any CLIENT
+    // command between (networking.c's `resetClient`).
+    if cl.tracking.caching && cl.multi.is_none() && !args[0].eq_ignore_ascii_case(b"client") {
+        cl.tracking.caching = false;
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute_checked(
+    table: &Table,
+    ks: &mut Keyspace,
+    tx: &mut Tx,
+    cl: &mut Client,
+    sv: &mut ServerState,
+    args: &[&[u8]],
+    now_ms: i64,
+    out: &mut Vec<u8>,
+) -> daisy::Result<Action> {
     let spec = table.find(args[0]);
     let mut refused = precheck(spec, args, cl, sv);
     if let (None, Some(s)) = (&refused, spec) {
@@ -978,6 +1005,17 @@ pub fn call(
     let action = ctx.action;
     if !ks.events.is_empty() {
         crate::pubsub::flush_key_events(ks, sv);
+    }
+    // Client-side caching: the keys written are invalidated, then those a read-only
+    // command read are remembered (in Redis's order: a key a read expired is invalidated
+    // for the others, then remembered for this client).
+    if !ks.touched.is_empty() {
+        crate::tracking::keys_written(ks, sv, cl.id);
+    }
+    if cl.tracking.remembers() {
+        crate::tracking::after_read(sv, cl, args);
+    } else if sv.tracking.script.is_some() && cl.id == crate::scripting::SCRIPT_CLIENT_ID {
+        crate::tracking::script_read(sv, spec);
     }
     sv.counters.total_commands += 1;
     let elapsed = t0.map(|t0| t0.elapsed());

@@ -333,6 +333,8 @@ pub struct Config {
     /// Every command call is timed (slowlog-log-slower-than 0 logs every command; the
     /// latency monitor is on): otherwise one call in 8 of each command.
     pub time_every_call: bool,
+    /// tracking-table-max-keys (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// A config file's `save` lines so far add to each other (the first replaces the default).
     file_saves: bool,
 }
@@ -355,6 +357,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             latency_threshold_ms: 0,
             time_every_call: false,
+            tracking_table_max_keys: 1_000_000,
             file_saves: false,
         };
         c.refresh();
@@ -746,6 +749,10 @@ impl Config {
         self.slowlog_max_len = self.num("slowlog-max-len");
         self.latency_threshold_ms = self.num("latency-monitor-threshold") as u64;
         self.time_every_call = self.slowlog_slower_than == 0 || self.latency_threshold_ms > 0;
+        self.tracking_table_max_keys = self
+            .get("tracking-table-max-keys")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000_000);
     }
 
     /// A parameter's value by name (or alias).

@@ -571,6 +571,11 @@ pub fn swapdb(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return c.err("ERR DB index is out of range");
     }
     c.ks.swap_db(c.tx, x as usize, y as usize, c.now_ms)?;
+    // Cached keys now name other values: every tracking client is told (Redis 7.0 tells
+    // none; a stale cache is the worse answer).
+    if x != y {
+        crate::tracking::flushed(c);
+    }
     resp::ok(c.out);
     Ok(())
 }
@@ -590,7 +595,9 @@ pub fn flushdb(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     let db = c.db();
+    c.ks.dirty += c.ks.len(c.tx, db)?;
     c.ks.flush_db(c.tx, db, c.now_ms)?;
+    crate::tracking::flushed(c);
     resp::ok(c.out);
     Ok(())
 }
@@ -600,8 +607,12 @@ pub fn flushall(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     for db in 0..c.ks.databases() {
+        c.ks.dirty += c.ks.len(c.tx, db)?;
         c.ks.flush_db(c.tx, db, c.now_ms)?;
     }
+    // Redis counts the keys removed, and FLUSHALL itself once more.
+    c.ks.dirty += 1;
+    crate::tracking::flushed(c);
     resp::ok(c.out);
     Ok(())
 }

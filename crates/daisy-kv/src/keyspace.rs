@@ -465,6 +465,15 @@ pub struct Keyspace {
     /// What happened to keys in the running command, for the notifications
     /// (`pubsub::flush_key_events`): (event, database, key).
     pub events: Vec<(KeyEvent, usize, Vec<u8>)>,
+    /// Some client tracks keys (client-side caching, `tracking`): every key touched is noted
+    /// in `touched` (with whether an expiry removed it), for the invalidations. Set by the
+    /// commands that turn tracking on and off; while false, nothing is noted.
+    pub track: bool,
+    pub touched: Vec<(Vec<u8>, bool)>,
+    /// Keys changed by commands since start (Redis's `server.dirty`, INFO's
+    /// rdb_changes_since_last_save once the last backup's share is taken off): one per key a
+    /// write command touched (`touch`), so a command counts the keys it changed.
+    pub dirty: u64,
 }
 
 /// A key event the keyspace notes for keyspace notifications.
@@ -608,6 +617,9 @@ impl Keyspace {
             member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
             blocking: std::collections::HashMap::new(),
             ready: Vec::new(),
+            track: false,
+            touched: Vec::new(),
+            dirty: 0,
         })
     }
 
@@ -689,6 +701,7 @@ impl Keyspace {
     pub fn resync(&mut self) {
         self.watches.rollback();
         self.events.clear();
+        self.touched.clear();
         for db in 0..self.maps.len() {
             let want = self.pool.read(self.db_ptr(db)).map;
             let have = self.maps[db].as_ref().map_or(0, |m| m.id().offset());
@@ -779,11 +792,22 @@ impl Keyspace {
     }
 
     /// Signal that `key` changed (Redis's `signalModifiedKey`, `touchWatchedKey`): clients
-    /// watching it fail their EXEC. Every write command calls it for the keys it wrote, after
-    /// writing. A client that watched the key when it was already expired is not failed by
-    /// its deletion (nothing it saw changed), as in Redis 7.
+    /// watching it fail their EXEC, clients tracking it get an invalidation, and the change
+    /// counts for INFO's rdb_changes_since_last_save. Every write command calls it for the
+    /// keys it wrote, after writing. A client that watched the key when it was already
+    /// expired is not failed by its deletion (nothing it saw changed), as in Redis 7.
     #[inline]
     pub fn touch(&mut self, tx: &Tx, db: usize, key: &[u8]) {
+        self.dirty += 1;
+        self.touch_as(tx, db, key, false)
+    }
+
+    /// [`Self::touch`] without counting a change; `expired`: an expiry removed the key.
+    #[inline]
+    fn touch_as(&mut self, tx: &Tx, db: usize, key: &[u8], expired: bool) {
+        if self.track {
+            self.touched.push((key.to_vec(), expired));
+        }
         if self.watches.keys.is_empty() {
             return;
         }
@@ -902,7 +926,8 @@ impl Keyspace {
         if self.note_expired {
             self.events.push((KeyEvent::Expired, db, key.to_vec()));
         }
-        self.touch(tx, db, key);
+        // An expiry is no change a backup misses (Redis does not count it either).
+        self.touch_as(tx, db, key, true);
         Ok(())
     }
 
@@ -1152,7 +1177,7 @@ impl Keyspace {
         if expired {
             self.expired_keys += 1;
             if op != Upsert::Put {
-                self.touch(tx, db, key);
+                self.touch_as(tx, db, key, true);
             }
         }
         Ok(op)

@@ -19,6 +19,7 @@
 //! - `keyspace`: databases in the pool, value records, lookup with lazy expiry, lazyfree,
 //!   WATCH's registry (Redis's db.c);
 //! - `resp` (framing and replies), `glob` (patterns), `longdouble` (INCRBYFLOAT's arithmetic);
+//! - `tracking` (client-side caching: CLIENT TRACKING and the invalidation messages);
 //! - `conffile` (`daisy serve redis.conf`, CONFIG REWRITE), `log` (Redis-format log lines),
 //!   `daemon` (daemonize, pidfile).
 
@@ -41,6 +42,7 @@ pub mod resp;
 pub mod scripting;
 pub mod server;
 pub mod sort;
+pub mod tracking;
 pub mod types;
 
 pub use server::{serve, Options, BUSY_POLL_US, NEW_POOL_CAPACITY};

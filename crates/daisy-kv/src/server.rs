@@ -624,6 +624,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         sv,
         table: cmd::Table::new(),
         conns: Vec::new(),
+        by_id: HashMap::new(),
         free: Vec::new(),
         next_id: 1,
         limits: Limits::default(),
@@ -713,6 +714,8 @@ struct Server {
     sv: ServerState,
     table: cmd::Table,
     conns: Vec<Option<Conn>>,
+    /// Client id -> its connection (invalidations find their receivers by id).
+    by_id: HashMap<u64, usize>,
     free: Vec<usize>,
     next_id: u64,
     limits: Limits,
@@ -1040,6 +1043,11 @@ impl Server {
         st.ops_per_sec = avg(0) as u64;
         st.input_kbps = avg(1) / 1024.0;
         st.output_kbps = avg(2) / 1024.0;
+        // Keys beyond tracking-table-max-keys are forgotten in batches, also while no
+        // command runs (Redis's serverCron).
+        if self.sv.tracking.active() {
+            self.deliver_tracking();
+        }
     }
 
     fn accept(&mut self, poll: &mut Poll, listener: &mut TcpListener) {
@@ -1132,6 +1140,7 @@ impl Server {
                 },
                 ..Client::default()
             };
+            self.by_id.insert(self.next_id, i);
             self.next_id += 1;
             self.sv.connected_clients += 1;
             self.sv.total_connections += 1;
@@ -1314,6 +1323,11 @@ impl Server {
                 if c.cl.pubsub.active() {
                     self.sv.pubsub.remove_client(&c.cl);
                 }
+                self.by_id.remove(&c.cl.id);
+                if c.cl.tracking.on {
+                    self.sv.tracking.forget(&c.cl);
+                    self.store.track = self.sv.tracking.active();
+                }
             }
         }
     }
@@ -1463,6 +1477,9 @@ impl Server {
                     if !self.sv.pubsub.outbox.is_empty() || !self.store.events.is_empty() {
                         self.deliver_pubsub();
                     }
+                    if self.store.track || !self.sv.tracking.outbox.is_empty() {
+                        self.deliver_tracking();
+                    }
                     if let Some(kind) = self.sv.save.request.take() {
                         self.run_save(kind);
                     }
@@ -1496,6 +1513,13 @@ impl Server {
                         let clients = self.conns.iter().flatten().map(|c| &c.cl);
                         self.sv.pubsub.rebuild(clients);
                     }
+                    // Invalidations the group queued stay (see `tracking`); the clients'
+                    // tracking was restored, so the counts follow them.
+                    if self.sv.tracking.changed {
+                        let clients = self.conns.iter().flatten().map(|c| &c.cl);
+                        self.sv.tracking.rebuild(clients);
+                        self.store.track = self.sv.tracking.active();
+                    }
                     if alone {
                         // Failed on its own: its error is its reply. A failed EXEC ends the
                         // client's transaction, as any EXEC does.
@@ -1520,6 +1544,9 @@ impl Server {
                 }
             }
             self.saved_buf = saved;
+        }
+        if !self.sv.tracking.outbox.is_empty() {
+            self.deliver_tracking(); // what a failed group queued, if nothing committed since
         }
     }
 
@@ -2127,6 +2154,120 @@ impl Server {
         self.sv.pubsub.bodies = bodies;
     }
 
+    /// After a group committed: forget keys beyond `tracking-table-max-keys`, then hand the
+    /// invalidations (the group's, and the BCAST prefixes' keys) to their receivers (see
+    /// `tracking` for who gets what, and how).
+    fn deliver_tracking(&mut self) {
+        self.sv.tracking.current = 0;
+        if self.sv.tracking.active() {
+            self.sv
+                .tracking
+                .limit(self.sv.config.tracking_table_max_keys);
+        }
+        if self.sv.tracking.broadcast_due() {
+            let (conns, by_id) = (&self.conns, &self.by_id);
+            self.sv.tracking.broadcast(|id| {
+                by_id
+                    .get(&id)
+                    .and_then(|&i| conns[i].as_ref())
+                    .is_some_and(|c| c.cl.tracking.noloop)
+            });
+        }
+        if self.sv.tracking.outbox.is_empty() {
+            return;
+        }
+        let outbox = std::mem::take(&mut self.sv.tracking.outbox);
+        let bodies = std::mem::take(&mut self.sv.tracking.bodies);
+        for m in &outbox {
+            match &m.what {
+                crate::tracking::What::All => {
+                    let all: Vec<usize> = (0..self.conns.len())
+                        .filter(|&i| {
+                            self.conns[i]
+                                .as_ref()
+                                .is_some_and(|c| c.cl.tracking.on && !c.dead)
+                        })
+                        .collect();
+                    for i in all {
+                        let resp3 = self.conns[i].as_ref().is_some_and(|c| c.cl.resp3);
+                        let null: &[u8] = if resp3 { b"_\r\n" } else { b"$-1\r\n" };
+                        self.send_invalidation(i, null);
+                    }
+                }
+                crate::tracking::What::Key(key) => {
+                    let Some(&i) = self.by_id.get(&m.to) else {
+                        continue;
+                    };
+                    let Some(c) = self.conns[i].as_ref() else {
+                        continue;
+                    };
+                    let t = &c.cl.tracking;
+                    // Keys remembered before the client switched to BCAST, or turned
+                    // tracking off, are not sent; nor, with NOLOOP, its own writes.
+                    if !t.on || t.bcast || (t.noloop && m.current == m.to) {
+                        continue;
+                    }
+                    let mut v = Vec::with_capacity(key.len() + 16);
+                    resp::array(&mut v, 1);
+                    resp::bulk(&mut v, key);
+                    self.send_invalidation(i, &v);
+                }
+                crate::tracking::What::Keys(r) => {
+                    if let Some(&i) = self.by_id.get(&m.to) {
+                        self.send_invalidation(i, &bodies[r.clone()]);
+                    }
+                }
+            }
+        }
+        self.sv.tracking.outbox = outbox;
+        self.sv.tracking.bodies = bodies;
+        self.sv.tracking.delivered();
+    }
+
+    /// Send the invalidation `value` (its array of keys, or a null) for the tracking client of
+    /// connection `i`: to it, or to the client it redirects to (`tracking::header` says
+    /// which receivers can take one). A redirection to a client that is gone marks it.
+    fn send_invalidation(&mut self, i: usize, value: &[u8]) {
+        let Some(c) = self.conns[i].as_ref() else {
+            return;
+        };
+        if c.dead || !c.cl.tracking.on {
+            return;
+        }
+        let redirect = c.cl.tracking.redirect;
+        let mut target = i;
+        if redirect != 0 {
+            let alive = self.by_id.get(&redirect).copied().filter(|&r| {
+                self.conns[r]
+                    .as_ref()
+                    .is_some_and(|x| !x.dead && !x.close_after)
+            });
+            match alive {
+                Some(r) => target = r,
+                None => {
+                    let c = self.conns[i].as_mut().expect("checked above");
+                    c.cl.tracking.broken_redir = true;
+                    if c.cl.resp3 {
+                        crate::tracking::redir_broken(&mut c.wbuf, redirect);
+                        if self.woken.last() != Some(&i) {
+                            self.woken.push(i);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+        let Some(r) = self.conns[target].as_mut() else {
+            return;
+        };
+        if crate::tracking::header(&mut r.wbuf, r.cl.resp3, redirect != 0, r.cl.pubsub.active()) {
+            r.wbuf.extend_from_slice(value);
+            if self.woken.last() != Some(&target) {
+                self.woken.push(target);
+            }
+        }
+    }
+
     /// Send MONITOR's lines to the connections in MONITOR mode.
     fn feed_monitors(&mut self) {
         let feed = std::mem::take(&mut self.sv.admin.feed);
@@ -2216,6 +2357,12 @@ impl Server {
                     self.store.committed();
                     if !self.store.events.is_empty() {
                         self.deliver_pubsub();
+                    }
+                    if !self.store.touched.is_empty() {
+                        // Removed by no client's command (Redis's current_client is NULL).
+                        self.sv.tracking.current = 0;
+                        crate::tracking::keys_written(&mut self.store, &mut self.sv, 0);
+                        self.deliver_tracking();
                     }
                     self.expire_cursor = next;
                     if t0.elapsed() > EXPIRE_BUDGET {

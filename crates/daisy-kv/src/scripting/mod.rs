@@ -34,6 +34,9 @@ use crate::resp;
 use daisy::{PBytesMap, PPtr};
 use lua::{RunKind, ScriptFlags};
 
+/// The id of the client a script's commands run as (no connection has it).
+pub const SCRIPT_CLIENT_ID: u64 = u64::MAX;
+
 const E_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 /// Whether a request (its command's name, sent by `cl`) may run a script: the event loop
