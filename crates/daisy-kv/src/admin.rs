@@ -456,7 +456,8 @@ fn meta_index(cmd: &'static meta::Cmd) -> usize {
 }
 
 /// Add the line MONITOR shows for a command that ran (replication.c's
-/// `replicationFeedMonitors`); none for administrative commands, as Redis.
+/// `replicationFeedMonitors`); none for administrative commands, as Redis, nor for scripts'
+/// commands (EVAL, FCALL: [`monitor_script`] shows them before they run).
 fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &[&[u8]]) {
     let Some(cmd) = subcommand(spec, args).or_else(|| meta::lookup(spec.name)) else {
         return;
@@ -464,18 +465,39 @@ fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &
     if cmd.has("admin") || cmd.has("skip_monitor") {
         return;
     }
+    monitor_line(sv, cl, args);
+}
+
+/// EVAL, EVALSHA, FCALL and their read-only forms show in MONITOR when they start, before
+/// the commands they run (eval.c's and functions.c's explicit feed).
+pub fn monitor_script(sv: &mut ServerState, cl: &Client, args: &[&[u8]]) {
+    if sv.admin.monitors > 0 {
+        monitor_line(sv, cl, args);
+    }
+}
+
+/// MONITOR's line for `args` run by `cl`: `+<time> [<db> <client>] "arg" ...`, the client
+/// being `lua` for a script's commands and `unix:<path>` for the Unix socket.
+fn monitor_line(sv: &mut ServerState, cl: &Client, args: &[&[u8]]) {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let feed = &mut sv.admin.feed;
     let _ = write!(
         feed,
-        "+{}.{:06} [{} {}]",
+        "+{}.{:06} [{} ",
         t.as_secs(),
         t.subsec_micros(),
-        cl.db,
-        cl.addr
+        cl.db
     );
+    if cl.id == crate::scripting::SCRIPT_CLIENT_ID {
+        feed.extend_from_slice(b"lua]");
+    } else if cl.addr.starts_with('/') {
+        let path = cl.addr.strip_suffix(":0").unwrap_or(&cl.addr);
+        let _ = write!(feed, "unix:{path}]");
+    } else {
+        let _ = write!(feed, "{}]", cl.addr);
+    }
     for a in args {
         feed.extend_from_slice(b" \"");
         for &b in *a {

@@ -991,6 +991,7 @@ pub fn call(
     let timed = every || sv.cmdstat(spec, args).calls.is_multiple_of(TIMING_SAMPLE);
     let t0 = timed.then(std::time::Instant::now);
     let errors_before = out.len();
+    ks.clock.now_s = (now_ms / 1000) as u32;
     let mut ctx = Ctx {
         table,
         ks,
@@ -1001,8 +1002,11 @@ pub fn call(
         now_ms,
         action: Action::Continue,
     };
-    (spec.handler)(&mut ctx, args)?;
+    let r = (spec.handler)(&mut ctx, args);
     let action = ctx.action;
+    // A command that only inspected keys (TYPE, TTL, EXISTS, OBJECT) set this.
+    ks.clock.no_touch = false;
+    r?;
     if !ks.events.is_empty() {
         crate::pubsub::flush_key_events(ks, sv);
     }

@@ -474,6 +474,8 @@ pub struct Keyspace {
     /// rdb_changes_since_last_save once the last backup's share is taken off): one per key a
     /// write command touched (`touch`), so a command counts the keys it changed.
     pub dirty: u64,
+    /// When each key was last accessed (OBJECT IDLETIME; DRAM only, `access`).
+    pub clock: crate::access::AccessClock,
 }
 
 /// A key event the keyspace notes for keyspace notifications.
@@ -620,6 +622,12 @@ impl Keyspace {
             track: false,
             touched: Vec::new(),
             dirty: 0,
+            clock: crate::access::AccessClock::new(
+                dbs.len(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as u32),
+            ),
         })
     }
 
@@ -700,6 +708,7 @@ impl Keyspace {
     /// back), and undo its WATCH touches.
     pub fn resync(&mut self) {
         self.watches.rollback();
+        self.clock.rollback();
         self.events.clear();
         self.touched.clear();
         for db in 0..self.maps.len() {
@@ -717,6 +726,7 @@ impl Keyspace {
     /// The transaction of the commands so far committed (their WATCH touches stand).
     pub fn committed(&mut self) {
         self.watches.commit();
+        self.clock.committed();
         // Records may name other tables now: look the next key up afresh.
         self.member_memo.get_mut().0 = usize::MAX;
     }
@@ -763,6 +773,9 @@ impl Keyspace {
     pub fn prefetch(&self, db: usize, key: &[u8], stage: u8) {
         if let Some(Some(m)) = self.maps.get(db) {
             m.prefetch(key, stage)
+        }
+        if stage == 1 {
+            self.clock.prefetch(db, key);
         }
     }
 
@@ -915,6 +928,7 @@ impl Keyspace {
             self.remove_expired(tx, db, key, &v)?;
             return Ok(None);
         }
+        self.clock.access(db, key);
         Ok(Some(v))
     }
 
@@ -997,6 +1011,7 @@ impl Keyspace {
             _ => Vec::new(),
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
+        self.clock.access(db, key);
         if self.note_new && old.is_none() {
             self.events.push((KeyEvent::New, db, key.to_vec()));
         }
@@ -1168,6 +1183,11 @@ impl Keyspace {
         if op != Upsert::Keep {
             self.free_owned(tx, owned)?;
         }
+        match op {
+            Upsert::Put => self.clock.access(db, key),
+            Upsert::Remove => self.clock.remove(db, key),
+            Upsert::Keep => {}
+        }
         if expired && self.note_expired {
             self.events.push((KeyEvent::Expired, db, key.to_vec()));
         }
@@ -1198,6 +1218,7 @@ impl Keyspace {
         if let Some(m) = self.maps[db].as_mut() {
             m.remove_tx(tx, key)?;
         }
+        self.clock.remove(db, key);
         self.adjust_expires(tx, db, -(v.expire_ms.is_some() as i64))
     }
 
@@ -1319,6 +1340,7 @@ impl Keyspace {
             return Ok(());
         }
         self.touch_all_in_db(tx, db, None, now_ms)?;
+        self.clock.clear(db);
         self.maps[db] = None; // release the claim: lazyfree takes the map
         tx.write(self.db_ptr(db), &DbEntry::default())?;
         lazy_push(
@@ -1343,6 +1365,7 @@ impl Keyspace {
         tx.write(self.db_ptr(a), &eb)?;
         tx.write(self.db_ptr(b), &ea)?;
         self.maps.swap(a, b);
+        self.clock.swap(a, b);
         // Clients blocked on a key of either database may find it there now (Redis's
         // `scanDatabaseForReadyKeys`): serving checks what the key holds.
         let waiting: Vec<(usize, Vec<u8>)> = self

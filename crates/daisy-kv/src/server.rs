@@ -1416,7 +1416,7 @@ impl Server {
             saved.clear();
             self.group_no += 1;
             let group = self.group_no;
-            let counters = (self.sv.counters, self.store.expired_keys);
+            let counters = (self.sv.counters, self.store.expired_keys, self.store.dirty);
             let feed_len = self.sv.admin.feed.len();
             self.sv.pubsub.changed = false;
             let pool = self.pool.clone();
@@ -1495,7 +1495,7 @@ impl Server {
                     self.sv.admin.feed.truncate(feed_len);
                     self.sv.pubsub.discard();
                     let restored_postponed = !self.postponed.is_empty();
-                    (self.sv.counters, self.store.expired_keys) = counters;
+                    (self.sv.counters, self.store.expired_keys, self.store.dirty) = counters;
                     self.store.resync();
                     for (ci, len, close, cl) in saved.drain(..) {
                         if let Some(Some(c)) = self.conns.get_mut(ci) {
@@ -1559,7 +1559,7 @@ impl Server {
             crate::backup::SaveKind::Save => {
                 self.sv.save.running_since_ms = Some(now);
                 let r = self.pool.backup_to(&dst).map_err(|e| e.to_string());
-                self.sv.save.finished(now_ms(), &r);
+                self.sv.save.finished(now_ms(), &r, self.store.dirty);
                 let reply = match &r {
                     Ok(rep) => {
                         log_backup("DB saved on disk", rep);
@@ -1594,7 +1594,9 @@ impl Server {
                         "Background saving to {} failed: {e}",
                         dst.display()
                     ));
-                    self.sv.save.finished(now, &Err(e.to_string()));
+                    self.sv
+                        .save
+                        .finished(now, &Err(e.to_string()), self.store.dirty);
                 }
             },
         }
@@ -1605,7 +1607,7 @@ impl Server {
         let Some(b) = self.backup.take() else { return };
         let dst = b.destination().to_path_buf();
         let r = b.finish().map_err(|e| e.to_string());
-        self.sv.save.finished(now_ms(), &r);
+        self.sv.save.finished(now_ms(), &r, self.store.dirty);
         match &r {
             Ok(rep) => log_backup("Background saving terminated with success", rep),
             Err(e) => log::warning(&format!(

@@ -296,7 +296,8 @@ fn persistence(c: &mut Ctx, t: &mut String, now: i64) {
         t,
         "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\n\
          current_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\n\
-         current_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\n",
+         current_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\n",
+        c.ks.dirty.saturating_sub(sv.save.dirty_saved),
     );
     sv.save.info(now, t);
     let _ = write!(

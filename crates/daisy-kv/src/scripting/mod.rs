@@ -158,6 +158,8 @@ pub(crate) fn store_remove(c: &mut Ctx, slot: usize, key: &[u8]) -> daisy::Resul
 }
 
 fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Result<()> {
+    // MONITOR shows the script's command before the commands it runs (eval.c).
+    crate::admin::monitor_script(c.sv, c.cl, a);
     let Some((keys, args)) = split_keys(c, a, E_INT)? else {
         return Ok(());
     };
