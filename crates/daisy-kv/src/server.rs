@@ -1467,6 +1467,9 @@ impl Server {
                     if !self.sv.acl.kill_users.is_empty() {
                         self.apply_acl_kills();
                     }
+                    if !self.sv.acl.kill_subscribers.is_empty() {
+                        self.close_revoked_subscribers();
+                    }
                     self.sv.group_commits += 1;
                     if !self.sv.admin.kill.is_empty() {
                         self.apply_kills();
@@ -2301,6 +2304,35 @@ impl Server {
             if let Some(x) = slot.as_mut().filter(|x| ids.contains(&x.cl.user.id)) {
                 x.dead = true;
                 self.killed.push(i);
+            }
+        }
+    }
+
+    /// Close the subscribers of users whose channel permissions ACL SETUSER narrowed that
+    /// listen to a channel, shard channel or pattern no longer allowed (Redis 7.0's
+    /// `ACLKillPubsubClientsIfNeeded`, with the user as it is now). The connection that ran
+    /// the command gets its reply first.
+    fn close_revoked_subscribers(&mut self) {
+        let users = std::mem::take(&mut self.sv.acl.kill_subscribers);
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            let Some(x) = slot.as_mut() else { continue };
+            let ps = &x.cl.pubsub;
+            if x.dead || !ps.active() || !users.contains(&x.cl.user.id) {
+                continue;
+            }
+            let Some(u) = self.sv.acl.user_by_id(x.cl.user.id) else {
+                continue;
+            };
+            let denied = ps.patterns.iter().any(|p| !u.may_use_channel(p, true))
+                || ps
+                    .channels
+                    .iter()
+                    .chain(&ps.shard)
+                    .any(|c| !u.may_use_channel(c, false));
+            if denied {
+                x.close_after = true;
+                self.killed.push(i);
+                self.woken.push(i);
             }
         }
     }
