@@ -22,13 +22,14 @@ pub struct CrashtestArgs {
     #[arg(long, conflicts_with = "power_fail")]
     server: bool,
     /// (--power-fail) crash images to check, split evenly between the workloads [default:
-    /// the simulator's, 80000: every canary is caught within it; about 27 s].
+    /// the simulator's, 90000: every canary is caught within it].
     #[arg(long, requires = "power_fail")]
     budget: Option<u64>,
     /// (--power-fail) workloads to run: single, threads (three taking turns), concurrent
     /// (four committing at once), hashmap, kv (the server's commands), msync (single in msync
-    /// mode), seq (sequence operations), tree (ordered-map operations: splits, merges), or all.
-    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "concurrent", "hashmap", "kv", "msync", "seq", "tree"], requires = "power_fail")]
+    /// mode), seq (sequence operations), tree (ordered-map operations: splits, merges), backup
+    /// (single with online backups taken while it runs), or all.
+    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "concurrent", "hashmap", "kv", "msync", "seq", "tree", "backup"], requires = "power_fail")]
     workload: String,
     /// Number of kills.
     #[arg(long, default_value_t = 200)]

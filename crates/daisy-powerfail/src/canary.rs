@@ -76,6 +76,14 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             EarlyRecoveryWatermark,
             TreeSplitEarly,
         ],
+        Backup => &[
+            EarlyBlockReuse,
+            NoRunBitmapZero,
+            GrowWithoutSync,
+            EarlyRecoveryWatermark,
+            OverflowEarlyReuse,
+            BackupPageUnflagged,
+        ],
     };
     let in_place = match w {
         Kv => &[][..],
@@ -94,7 +102,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
 /// Faults whose place a workload reaches although they cannot do harm there, and why.
 pub const HARMLESS: &[(Fault, &[Workload], &str)] = &[(
     LateInflightBound,
-    &[Single, Threads, HashMap, Kv, Msync, Seq, Tree],
+    &[Single, Threads, HashMap, Kv, Msync, Seq, Tree, Backup],
     "one transaction runs at a time: no other lane computes a claim while the bound is late",
 )];
 

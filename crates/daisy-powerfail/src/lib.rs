@@ -33,13 +33,17 @@
 //!   tree of 256-byte nodes that grows to three or four levels and shrinks again: inserts and
 //!   bursts of them (leaf and internal splits, new roots, nodes allocated), removals, pops,
 //!   key-range and rank-range removals (merges, redistributions, collapsed roots, nodes and
-//!   item objects freed) and rank queries, each checked entry by entry against the model.
+//!   item objects freed) and rank queries, each checked entry by entry against the model;
+//! * `backup`: `single`'s transactions with an online backup taken every few transactions
+//!   while the writer runs ([`backup`]): crash points fall in the backup's drain too, and each
+//!   finished copy must recover, with nothing to replay, to exactly the state at its pause.
 //!
 //! Every workload but `concurrent` has two lives: after half of its budget one crash
 //! image of the moment is kept, opened under the simulator (so crash points fall inside its
 //! recovery, whose every image must recover to the same state), and the workload runs on from
 //! there until its budget is spent.
 
+pub mod backup;
 pub mod canary;
 pub mod concurrent;
 pub mod kv;
@@ -74,6 +78,8 @@ pub enum Workload {
     Seq,
     /// Ordered-map operations (`crashtest::Mix::Tree`).
     Tree,
+    /// `Single` with online backups taken while it runs (`backup.rs`).
+    Backup,
 }
 
 /// Transactions the hash-map workload runs under the simulator before the first segment
@@ -94,7 +100,7 @@ fn workload_pool(path: &Path, w: Workload) -> Result<Pool> {
         .max_size(32 << 20)
         .lanes(4);
     opts = match w {
-        Workload::Single => opts.log_slot_size(4096).log_slots_per_lane(4),
+        Workload::Single | Workload::Backup => opts.log_slot_size(4096).log_slots_per_lane(4),
         Workload::Msync => opts
             .log_slot_size(4096)
             .log_slots_per_lane(4)
@@ -146,10 +152,11 @@ impl Workload {
             Workload::Msync => "msync",
             Workload::Seq => "seq",
             Workload::Tree => "tree",
+            Workload::Backup => "backup",
         }
     }
 
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::Single,
         Workload::Threads,
         Workload::Concurrent,
@@ -158,6 +165,7 @@ impl Workload {
         Workload::Msync,
         Workload::Seq,
         Workload::Tree,
+        Workload::Backup,
     ];
 
     pub fn parse(s: &str) -> Option<Workload> {
@@ -179,7 +187,7 @@ impl Workload {
 /// every canary in `tests/must_fail.rs` is caught within its per-workload share, which is what
 /// CI runs. 10,000 per workload: the kv workload reaches its table shrink (the canary
 /// `ShrinkHeaderEarly`) only late in that share.
-pub const DEFAULT_BUDGET: u64 = 80_000;
+pub const DEFAULT_BUDGET: u64 = 90_000;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -807,6 +815,9 @@ impl Drop for ThreadsRunner {
 fn open_runner(w: Workload, pool: &Pool, seed: u64, applied: u64) -> Result<Box<dyn Runner>> {
     if w == Workload::Kv {
         return Ok(Box::new(kv::KvWork::open(pool, seed, applied)?));
+    }
+    if w == Workload::Backup {
+        return Ok(Box::new(backup::BackupRunner::open(pool, seed, applied)?));
     }
     let ct = Arc::new(crashtest::Ct::open_mix(pool, seed, w.mix())?);
     Ok(if w == Workload::Threads {

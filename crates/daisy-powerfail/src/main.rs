@@ -30,6 +30,8 @@ enum WorkloadArg {
     Seq,
     /// Ordered-map inserts, removals, pops, range removals and ranks (splits and merges).
     Tree,
+    /// `single` with online backups taken while it runs, each copy checked at its pause.
+    Backup,
 }
 
 /// Simulate power failures at every fence: build crash images from what may or may not have
@@ -139,6 +141,7 @@ fn main() -> ExitCode {
         WorkloadArg::Msync => vec![Workload::Msync],
         WorkloadArg::Seq => vec![Workload::Seq],
         WorkloadArg::Tree => vec![Workload::Tree],
+        WorkloadArg::Backup => vec![Workload::Backup],
     };
     let cfg = Config {
         dir: cli.dir,

@@ -41,8 +41,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The copier stops its live passes once at most this many pages are flagged (16 MiB): the
-/// final pass, inside the pause, copies them.
-pub const FINAL_PAGES: usize = 4096;
+/// final pass, inside the pause, copies them. Under the power-failure simulator (feature
+/// `sim`), whose pools are a few MiB, none: live passes run while any page is flagged (each
+/// after a short wait that lets the slowed-down writer dirty pages), racing with the writer.
+pub const FINAL_PAGES: usize = if cfg!(feature = "sim") { 0 } else { 4096 };
 /// Live passes over the flagged pages before the copier gives up converging (writers that
 /// dirty pages faster than they are copied make the pause longer, not the copy wrong).
 pub const LIVE_PASSES: u32 = 16;
@@ -228,6 +230,7 @@ impl Backup {
             .metadata()
             .map_err(|e| Error::io(&inner.path, "stat", e))?
             .len();
+        sim_event!(Backup);
         let tmp = self.tmp.clone();
         self.file
             .set_len(file_size)
@@ -354,6 +357,8 @@ fn copy_live(pool: &Pool, file: &File, progress: &Progress) -> std::io::Result<(
         if progress.abandon.load(Ordering::Acquire) || progress.finishing.load(Ordering::Acquire) {
             break;
         }
+        #[cfg(feature = "sim")]
+        std::thread::sleep(Duration::from_millis(2));
         if dirty.count() <= FINAL_PAGES {
             break;
         }
@@ -363,6 +368,7 @@ fn copy_live(pool: &Pool, file: &File, progress: &Progress) -> std::io::Result<(
             .copied
             .fetch_add((pages.len() * PAGE) as u64, Ordering::Relaxed);
         progress.passes.fetch_add(1, Ordering::Relaxed);
+        sim_event!(BackupLivePass);
     }
     // What the live passes wrote reaches the medium now; the pause syncs only its own pages.
     file.sync_data()?;

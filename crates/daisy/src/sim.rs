@@ -115,11 +115,16 @@ pub enum Fault {
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
     OverflowEarlyReuse = 20,
+    /// While an online backup runs, a flush flags the pages of its range but the last (an
+    /// off-by-one: a flush within one page flags nothing), so a page written after the copier
+    /// read it is not copied again and the backup holds its old bytes (persist/dirty.rs,
+    /// docs/FORMAT.md section 11).
+    BackupPageUnflagged = 21,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 21] = [
+    pub const ALL: [Fault; 22] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -141,6 +146,7 @@ impl Fault {
         Fault::TreeSplitEarly,
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
+        Fault::BackupPageUnflagged,
     ];
 
     fn bit(self) -> u32 {
@@ -170,11 +176,16 @@ pub enum Event {
     OverlappingCommit = 6,
     /// A commit wrote a record too large for its slot through an overflow extent.
     OverflowRecord = 7,
+    /// An online backup finished (its pause ran while tracking).
+    Backup = 8,
+    /// A backup's copier copied the pages flagged so far while the pool was in use (a live
+    /// pass, racing with the writers).
+    BackupLivePass = 9,
 }
 
 impl Event {
     /// Every event.
-    pub const ALL: [Event; 8] = [
+    pub const ALL: [Event; 10] = [
         Event::Help,
         Event::SlotWait,
         Event::InPlaceWord,
@@ -183,6 +194,8 @@ impl Event {
         Event::DeferredReuse,
         Event::OverlappingCommit,
         Event::OverflowRecord,
+        Event::Backup,
+        Event::BackupLivePass,
     ];
 
     /// A short name for reports.
@@ -196,6 +209,8 @@ impl Event {
             Event::DeferredReuse => "deferred-reuse",
             Event::OverlappingCommit => "overlapping-commit",
             Event::OverflowRecord => "overflow-record",
+            Event::Backup => "backup",
+            Event::BackupLivePass => "backup-live-pass",
         }
     }
 }
