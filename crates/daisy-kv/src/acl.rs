@@ -1032,6 +1032,47 @@ impl Acl {
         n
     }
 
+    /// ACL LIST's lines (`user <name> <rules>`), by name: also what ACL SAVE writes and
+    /// CONFIG REWRITE puts in the config file.
+    pub fn list_lines(&self) -> Vec<Vec<u8>> {
+        self.sorted()
+            .iter()
+            .map(|u| {
+                let mut l = b"user ".to_vec();
+                l.extend_from_slice(&u.name);
+                l.push(b' ');
+                l.extend_from_slice(u.describe().as_bytes());
+                l
+            })
+            .collect()
+    }
+
+    /// Check a config file's `user` line's rules (`ACLAppendUserForLoading`): Err is Redis's
+    /// error, with the argument it is about (the name for a bad name, else the rule).
+    pub fn check_user_line(args: &[String]) -> Result<(), (String, String)> {
+        let name = args[0].as_bytes();
+        if has_spaces(name) {
+            return Err((
+                args[0].clone(),
+                "Usernames can't contain spaces or null characters".into(),
+            ));
+        }
+        let ops: Vec<&[u8]> = args[1..].iter().map(|a| a.as_bytes()).collect();
+        let merged = merge_selectors(&ops).map_err(|j| {
+            (
+                args[1 + j].clone(),
+                "Unmatched parenthesis in acl selector".into(),
+            )
+        })?;
+        let mut u = User::new(0, name, false);
+        for op in &merged {
+            if let Err(e) = u.apply(op, false) {
+                return Err((lossy(op), e.text().to_string()));
+            }
+        }
+        Ok(())
+    }
+
     /// The users by name (rax order: bytewise).
     fn sorted(&self) -> Vec<&User> {
         let mut v: Vec<&User> = self.users.iter().collect();
@@ -1449,23 +1490,11 @@ pub fn acl(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         (b"GETUSER", 3) => getuser(c, a[2]),
         (b"LIST", 2) | (b"USERS", 2) => {
-            let names = a[1].eq_ignore_ascii_case(b"users");
-            let lines: Vec<Vec<u8>> =
-                c.sv.acl
-                    .sorted()
-                    .iter()
-                    .map(|u| {
-                        if names {
-                            u.name.clone()
-                        } else {
-                            let mut l = b"user ".to_vec();
-                            l.extend_from_slice(&u.name);
-                            l.push(b' ');
-                            l.extend_from_slice(u.describe().as_bytes());
-                            l
-                        }
-                    })
-                    .collect();
+            let lines: Vec<Vec<u8>> = if a[1].eq_ignore_ascii_case(b"users") {
+                c.sv.acl.sorted().iter().map(|u| u.name.clone()).collect()
+            } else {
+                c.sv.acl.list_lines()
+            };
             resp::array(c.out, lines.len());
             for l in lines {
                 resp::bulk(c.out, &l);

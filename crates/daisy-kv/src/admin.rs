@@ -133,6 +133,9 @@ pub struct AdminState {
     pub unblock: Vec<(u64, bool)>,
     /// The config file given at start (CONFIG REWRITE rewrites it).
     pub config_file: Option<std::path::PathBuf>,
+    /// The config file declared users (`user` lines): CONFIG REWRITE writes the users there
+    /// (without an `aclfile`, as Redis does).
+    pub config_users: bool,
     /// SLOWLOG's entries and LATENCY's events.
     pub monitoring: slowlog::Monitoring,
     /// Latency histograms (INFO latencystats), by stat slot: a command's index in
@@ -709,7 +712,18 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             let Some(path) = c.sv.admin.config_file.clone() else {
                 return c.err("ERR The server is running without a config file");
             };
-            match crate::conffile::rewrite(&path, &c.sv.config) {
+            // Without an ACL file, the users go into the config file as `user` lines (as
+            // Redis's `rewriteConfigUserOption`); with one, the file has none.
+            let users: Vec<String> = if c.sv.config.get("aclfile").unwrap_or("").is_empty() {
+                let lines = c.sv.acl.list_lines();
+                lines
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l).into_owned())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            match crate::conffile::rewrite(&path, &c.sv.config, &users) {
                 Ok(()) => {
                     crate::log::notice("CONFIG REWRITE executed with success.");
                     resp::ok(c.out);

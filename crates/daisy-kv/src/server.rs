@@ -80,6 +80,9 @@ pub struct Options {
     pub unixsocketperm: u32,
     /// Redis's `aclfile`: users loaded at start, by ACL LOAD, written by ACL SAVE.
     pub aclfile: Option<PathBuf>,
+    /// The config file's `user <name> <rules...>` lines (checked), created at start; not
+    /// with an `aclfile` (Redis refuses the mix).
+    pub users: Vec<Vec<String>>,
 }
 
 impl Default for Options {
@@ -107,6 +110,7 @@ impl Default for Options {
             unixsocket: None,
             unixsocketperm: 0,
             aclfile: None,
+            users: Vec::new(),
         }
     }
 }
@@ -527,6 +531,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         if let Some(f) = &o.config_file {
             log::notice(&format!("Configuration loaded from {}", f.display()));
         }
+        // Redis's own line: tools (and Redis's test harness) wait for it.
+        log::notice("Ready to accept connections");
     }
     // Absolute, so that INFO's daisy_pool and the backup directory mean the same to every
     // process (`daisy pool backup` compares them).
@@ -609,6 +615,25 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
     // default user, if it has one, wins), as Redis loads them.
     sv.acl
         .set_requirepass(o.requirepass.as_deref().map(str::as_bytes));
+    if o.aclfile.is_some() && !o.users.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    // The config file's users (Redis's `ACLLoadConfiguredUsers`): `default` is reset first.
+    let all_channels = sv.config.get("acl-pubsub-default") == Some("allchannels");
+    for u in &o.users {
+        let mut rules: Vec<&[u8]> = Vec::new();
+        if u[0] == "default" {
+            rules.push(b"reset");
+        }
+        rules.extend(u[1..].iter().map(|r| r.as_bytes()));
+        sv.acl
+            .set_user(u[0].as_bytes(), &rules, all_channels)
+            .map_err(|e| format!("Critical error while loading ACLs ({e}). Exiting."))?;
+    }
+    if !o.users.is_empty() {
+        sv.acl.committed();
+        sv.admin.config_users = true;
+    }
     if let Some(f) = &o.aclfile {
         let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
         let abs = abs.display().to_string();

@@ -502,3 +502,32 @@ fn a_client_that_leaves_stops_tracking() {
     assert_eq!(info_field(&mut c, "stats", "tracking_total_prefixes"), 0);
     let _: () = q(&mut c, &["SET", "p1", "1"]);
 }
+
+/// A write whose group fails (a full pool) changes nothing, and its invalidation still goes
+/// out (a client told of a write that did not happen fetches the value again; a dropped one
+/// would leave it a stale value). The key is then still tracked for the next reader.
+#[test]
+fn a_failed_write_still_invalidates_and_changes_nothing() {
+    let d = tmp();
+    let srv = Server::start_with(&pool_in(&d), |o| {
+        o.size = 24 << 20;
+        o.max_size = Some(32 << 20);
+    });
+    let mut c = srv.client();
+    let mut t = resp3(&srv);
+    expect(&mut t, &["CLIENT", "TRACKING", "on"], ok());
+    let _: () = q(&mut c, &["SET", "k", "old"]);
+    expect(&mut t, &["GET", "k"], bulk("old"));
+    let big = "x".repeat(40 << 20);
+    // EXEC answers the group's OOM (the commands ran; their transaction could not commit).
+    let _: () = q(&mut c, &["MULTI"]);
+    let _: () = q(&mut c, &["SET", "k", "new"]);
+    let _: () = q(&mut c, &["SET", "big", &big]);
+    let e = err_text(redis::cmd("EXEC").query::<()>(&mut c));
+    assert!(e.starts_with("OOM "), "{e}");
+    assert_eq!(t.read(), push_of(&["k"]));
+    expect(&mut t, &["GET", "k"], bulk("old"));
+    let _: () = q(&mut c, &["SET", "k", "new"]);
+    assert_eq!(t.read(), push_of(&["k"]));
+    expect(&mut t, &["GET", "k"], bulk("new"));
+}
