@@ -531,8 +531,6 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         if let Some(f) = &o.config_file {
             log::notice(&format!("Configuration loaded from {}", f.display()));
         }
-        // Redis's own line: tools (and Redis's test harness) wait for it.
-        log::notice("Ready to accept connections");
     }
     // Absolute, so that INFO's daisy_pool and the backup directory mean the same to every
     // process (`daisy pool backup` compares them).
@@ -543,6 +541,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         if !survives_power_loss {
             log::warning("WARNING: this pool does not survive a power failure or a reboot; back it up (BGSAVE, `daisy pool backup`) to a disk, or serve a pool on persistent memory (DAX) or a disk file (--mode msync)");
         }
+        // Redis's own line, its last at start: tools (and Redis's test harness) wait for it.
+        log::notice("Ready to accept connections");
     }
     let mut sv = ServerState {
         pool_path: pool_abs.display().to_string(),
