@@ -680,7 +680,8 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             }
             let pairs: Vec<(&[u8], &[u8])> = a[2..].chunks(2).map(|p| (p[0], p[1])).collect();
             let before = c.sv.config.clone();
-            let changed = match c.sv.config.set_many(&pairs) {
+            let allowed = c.sv.config.protected_allowed(&c.cl.addr);
+            let changed = match c.sv.config.set_many(&pairs, allowed) {
                 Ok(changed) => changed,
                 Err(e) => return c.err(&e),
             };

@@ -609,6 +609,11 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ),
         ("unixsocketperm", format!("{:o}", o.unixsocketperm)),
     ] {
+        // Where backups go: the config file's `dir` and `dbfilename` when it names them
+        // (checked when it was read), else beside the pool.
+        if matches!(k, "dir" | "dbfilename") && o.config.iter().any(|(n, _)| n == k) {
+            continue;
+        }
         sv.config.set_internal(k, &v);
     }
     // Users: requirepass is the default user's password, then the ACL file's users (its
