@@ -30,7 +30,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -688,6 +688,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         block_seq: 0,
         unblocked: Vec::new(),
         backup: None,
+        backup_completing: None,
+        backup_dirty: 0,
         save_conn: usize::MAX,
         oom_logged_ms: 0,
         obuf_limits: (0, 0, 0),
@@ -735,6 +737,14 @@ struct Server {
     /// A background backup (BGSAVE) in progress: finished between two transactions once its
     /// copier is done (`backup.rs`).
     backup: Option<daisy::Backup>,
+    /// A background backup past its pause: its copy's sync and rename run on this thread
+    /// while the server serves; BGSAVE is still in progress until it ends.
+    backup_completing: Option<(
+        PathBuf,
+        std::thread::JoinHandle<Result<daisy::BackupReport, String>>,
+    )>,
+    /// The keyspace's change count at the last backup's pause (what its copy holds).
+    backup_dirty: u64,
     /// The connection whose SAVE waits for its reply.
     save_conn: usize,
     /// When a full pool was last logged (ms since the epoch).
@@ -841,8 +851,9 @@ impl Server {
             if !carry.is_empty() || self.lazy_work {
                 deadline = waited;
             }
-            if self.backup.is_some() {
-                // Look at the backup's copier often: its pause is due when it is done.
+            if self.backup.is_some() || self.backup_completing.is_some() {
+                // Look at the backup's copier often: its pause is due when it is done (and
+                // its completion, to report it).
                 deadline = deadline.min(waited + BACKUP_POLL);
             }
             if self.accept_pending {
@@ -916,6 +927,13 @@ impl Server {
             if self.backup.as_ref().is_some_and(daisy::Backup::is_ready) {
                 self.finish_backup();
             }
+            if self
+                .backup_completing
+                .as_ref()
+                .is_some_and(|(_, h)| h.is_finished())
+            {
+                self.backup_completed();
+            }
             if !self.blocked.is_empty() {
                 self.time_out_blocked(self.round_ms.max(now_ms()));
             }
@@ -973,6 +991,10 @@ impl Server {
         // Flush what is pending (a SHUTDOWN's round may hold replies of other clients).
         for i in 0..self.conns.len() {
             self.write(i, poll.registry());
+        }
+        // A backup past its pause is a finished copy: let its sync and rename end.
+        if self.backup_completing.is_some() {
+            self.backup_completed();
         }
         Ok(())
     }
@@ -1635,12 +1657,45 @@ impl Server {
         }
     }
 
-    /// The background backup's pause: between two transactions, the copier done.
+    /// The background backup's pause: between two transactions, the copier done. The copy
+    /// is final after it; its sync and rename run on a thread of their own
+    /// (`backup_completed` reports them), so the pause does not wait for the backup's disk.
     fn finish_backup(&mut self) {
         let Some(b) = self.backup.take() else { return };
         let dst = b.destination().to_path_buf();
-        let r = b.finish().map_err(|e| e.to_string());
-        self.sv.save.finished(now_ms(), &r, self.store.dirty);
+        match b.freeze() {
+            Ok(frozen) => {
+                // The changes counted now are those in the copy.
+                self.backup_dirty = self.store.dirty;
+                let spawned = std::thread::Builder::new()
+                    .name("daisy-backup-sync".into())
+                    .spawn(move || frozen.complete().map_err(|e| e.to_string()));
+                match spawned {
+                    Ok(h) => self.backup_completing = Some((dst, h)),
+                    Err(e) => self.backup_done(&dst, Err(format!("spawn: {e}"))),
+                }
+            }
+            Err(e) => {
+                self.backup_dirty = self.store.dirty;
+                self.backup_done(&dst, Err(e.to_string()));
+            }
+        }
+    }
+
+    /// The background backup's sync and rename ended (or the server stops: wait for them).
+    fn backup_completed(&mut self) {
+        let Some((dst, h)) = self.backup_completing.take() else {
+            return;
+        };
+        let r = h
+            .join()
+            .unwrap_or_else(|_| Err("the backup's sync thread panicked".into()));
+        self.backup_done(&dst, r);
+    }
+
+    /// Record and log a finished BGSAVE, then start a scheduled one.
+    fn backup_done(&mut self, dst: &Path, r: Result<daisy::BackupReport, String>) {
+        self.sv.save.finished(now_ms(), &r, self.backup_dirty);
         match &r {
             Ok(rep) => log_backup("Background saving terminated with success", rep),
             Err(e) => log::warning(&format!(
@@ -2475,7 +2530,7 @@ impl Server {
 
 fn log_backup(what: &str, rep: &daisy::BackupReport) {
     log::notice(&format!(
-        "{what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages: drain {:.2}, copy {:.2}, sync and rename {:.2} ms)",
+        "{what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages: drain {:.2}, copy {:.2} ms; then, serving, sync and rename {:.2} ms)",
         rep.path.display(),
         rep.file_size,
         rep.elapsed.as_secs_f64() * 1e3,
@@ -2483,7 +2538,7 @@ fn log_backup(what: &str, rep: &daisy::BackupReport) {
         rep.final_pages,
         rep.pause_parts[0].as_secs_f64() * 1e3,
         rep.pause_parts[1].as_secs_f64() * 1e3,
-        rep.pause_parts[2].as_secs_f64() * 1e3,
+        rep.completion.as_secs_f64() * 1e3,
     ));
 }
 
