@@ -45,6 +45,7 @@ pub mod server;
 pub mod sort;
 pub mod tracking;
 pub mod types;
+pub mod views;
 
 pub use server::{serve, Options, BUSY_POLL_US, NEW_POOL_CAPACITY};
 

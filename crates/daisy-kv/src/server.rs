@@ -1541,6 +1541,7 @@ impl Server {
                     i = j;
                 }
                 Err(e) => {
+                    self.sv.group_retries += 1;
                     self.shutdown = false;
                     self.sv.acl.rollback();
                     self.sv.save.request = None;

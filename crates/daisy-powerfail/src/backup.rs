@@ -85,7 +85,7 @@ impl BackupRunner {
                 self.checked += 1;
             }
             Some(running) => self.running = Some(running),
-            None if id % PERIOD == 0 => {
+            None if id.is_multiple_of(PERIOD) => {
                 let b = self
                     .pool
                     .begin_backup(&self.dst)

@@ -31,6 +31,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Threads => &[
             SkipSlotReuseCheck,
@@ -39,6 +40,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Concurrent => &[
             SkipSlotReuseCheck,
@@ -63,6 +65,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Seq => &[
             EarlyBlockReuse,
@@ -82,6 +85,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
             BackupPageUnflagged,
         ],
     };

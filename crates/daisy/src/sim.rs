@@ -115,16 +115,20 @@ pub enum Fault {
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
     OverflowEarlyReuse = 20,
+    /// `Tx::add_range` writes a range's old bytes into an undo extent but never names the
+    /// extent in the lane's undo table word: a crash before the commit finds no undo, and the
+    /// program's direct stores of an uncommitted transaction stay (docs/FORMAT.md section 2.5).
+    UndoNotNamed = 21,
     /// While an online backup runs, a flush flags the pages of its range but the last (an
     /// off-by-one: a flush within one page flags nothing), so a page written after the copier
     /// read it is not copied again and the backup holds its old bytes (persist/dirty.rs,
     /// docs/FORMAT.md section 11).
-    BackupPageUnflagged = 21,
+    BackupPageUnflagged = 22,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 22] = [
+    pub const ALL: [Fault; 23] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -146,6 +150,7 @@ impl Fault {
         Fault::TreeSplitEarly,
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
+        Fault::UndoNotNamed,
         Fault::BackupPageUnflagged,
     ];
 
