@@ -94,18 +94,36 @@ fn client_list_info_and_kill() {
     let none: String = q(&mut c, &["CLIENT", "LIST", "TYPE", "pubsub"]).unwrap();
     assert_eq!(none, "");
     for (args, want) in [
-        (&["CLIENT", "LIST", "TYPE", "x"][..], "ERR Unknown client type 'x'"),
+        (
+            &["CLIENT", "LIST", "TYPE", "x"][..],
+            "ERR Unknown client type 'x'",
+        ),
         (&["CLIENT", "LIST", "ID", "x"], "ERR Invalid client ID"),
         (&["CLIENT", "LIST", "x"], "ERR syntax error"),
-        (&["CLIENT", "KILL"], "ERR wrong number of arguments for 'client|kill' command"),
-        (&["CLIENT", "KILL", "id", "10", "wrong_arg"], "ERR syntax error"),
-        (&["CLIENT", "KILL", "id", "0"], "ERR client-id should be greater than 0"),
-        (&["CLIENT", "KILL", "user", "nobody"], "ERR No such user 'nobody'"),
-        (&["CLIENT", "KILL", "1.2.3.4:5"], "ERR No such client"),
-        (&["CLIENT", "NOSUCH"], "ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP."),
         (
-            &["CLIENT", "TRACKING", "on"],
-            "ERR CLIENT TRACKING is not supported: this server sends no invalidation messages (client-side caching)",
+            &["CLIENT", "KILL"],
+            "ERR wrong number of arguments for 'client|kill' command",
+        ),
+        (
+            &["CLIENT", "KILL", "id", "10", "wrong_arg"],
+            "ERR syntax error",
+        ),
+        (
+            &["CLIENT", "KILL", "id", "0"],
+            "ERR client-id should be greater than 0",
+        ),
+        (
+            &["CLIENT", "KILL", "user", "nobody"],
+            "ERR No such user 'nobody'",
+        ),
+        (&["CLIENT", "KILL", "1.2.3.4:5"], "ERR No such client"),
+        (
+            &["CLIENT", "NOSUCH"],
+            "ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.",
+        ),
+        (
+            &["CLIENT", "TRACKING", "on", "REDIRECT", "99999"],
+            "ERR The client ID you want redirect to does not exist",
         ),
     ] {
         assert_eq!(err_text(q::<Value>(&mut c, args)), want, "{args:?}");
