@@ -28,14 +28,15 @@ pub struct CrashtestArgs {
     #[arg(long, conflicts_with_all = ["power_fail", "server"])]
     blocks: bool,
     /// (--power-fail) crash images to check, split evenly between the workloads [default:
-    /// the simulator's, 90000: every canary is caught within it; about 27 s].
+    /// the simulator's, 100000: every canary is caught within it; about 30 s].
     #[arg(long, requires = "power_fail")]
     budget: Option<u64>,
     /// (--power-fail) workloads to run: single, threads (three taking turns), concurrent
     /// (four committing at once), hashmap, kv (the server's commands), msync (single in msync
     /// mode), seq (sequence operations), tree (ordered-map operations: splits, merges), blocks
-    /// (a block store written by three threads at once), or all.
-    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "concurrent", "hashmap", "kv", "msync", "seq", "tree", "blocks"], requires = "power_fail")]
+    /// (a block store written by three threads at once), backup (single with online backups
+    /// taken while it runs), or all.
+    #[arg(long, default_value = "all", value_parser = ["all", "single", "threads", "concurrent", "hashmap", "kv", "msync", "seq", "tree", "blocks", "backup"], requires = "power_fail")]
     workload: String,
     /// Number of kills.
     #[arg(long, default_value_t = 200)]

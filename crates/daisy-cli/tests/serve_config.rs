@@ -205,15 +205,24 @@ fn sighup_does_not_stop_the_server_and_sigterm_does() {
     assert_redis_log_line(&lines[0], child.id(), "*");
     assert_eq!(call(port, &["SET", "k", "v"]), Reply::Simple("OK".into()));
     signal(child.id(), "-HUP");
-    // The lines after the start (the durability statement, ...) come first.
+    // The lines after the start (the durability statement, ...) come first, Redis's "Ready
+    // to accept connections" last of them (tools wait for it).
     let mut l = String::new();
+    let mut before = Vec::new();
     for _ in 0..10 {
         l.clear();
         err.read_line(&mut l).unwrap();
         if l.contains("SIGHUP") {
             break;
         }
+        before.push(l.clone());
     }
+    assert!(
+        before
+            .last()
+            .is_some_and(|r| r.trim_end().ends_with("* Ready to accept connections")),
+        "{before:?}"
+    );
     assert!(l.contains("Received SIGHUP"), "{l}");
     assert_redis_log_line(l.trim_end(), child.id(), "*");
     assert_eq!(call(port, &["GET", "k"]), bulk("v"));

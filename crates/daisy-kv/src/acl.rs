@@ -792,6 +792,20 @@ impl User {
     }
 }
 
+/// Whether `new` may deny a channel `old` allowed, as Redis 7.0 decides it
+/// (`ACLKillPubsubClientsIfNeeded`'s two shortcuts): not when a selector of `new` allows
+/// every channel, nor when every pattern of `old` is among `new`'s (and `old` did not allow
+/// every channel). Then each subscriber of the user is checked against `new`.
+fn revokes_channels(old: &User, new: &User) -> bool {
+    if new.selectors.iter().any(|s| s.all_channels) {
+        return false;
+    }
+    let upcoming: Vec<&Vec<u8>> = new.selectors.iter().flat_map(|s| &s.channels).collect();
+    !old.selectors
+        .iter()
+        .all(|s| !s.all_channels && s.channels.iter().all(|c| upcoming.contains(&c)))
+}
+
 fn check_hash(h: &[u8]) -> Result<String, SetErr> {
     if h.len() != 64 || !h.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
         return Err(SetErr::BadHash);
@@ -859,10 +873,10 @@ pub struct Acl {
     default_open: bool,
     /// Users (ids) whose connections the event loop must close (DELUSER, ACL LOAD).
     pub kill_users: Vec<u32>,
-    /// Bumped whenever a user's channel permissions change: pub/sub checks its subscribers
-    /// again with [`may_use_channel`] when it moved (Redis closes a subscriber whose channel
-    /// permission was revoked: `ACLKillPubsubClientsIfNeeded`).
-    pub channels_epoch: u64,
+    /// Users (ids) whose channel permissions ACL SETUSER narrowed: the event loop closes
+    /// their subscribers that listen to a channel or pattern no longer allowed, once the
+    /// command's transaction commits (Redis 7.0's `ACLKillPubsubClientsIfNeeded`).
+    pub kill_subscribers: Vec<u32>,
     /// The state before the first change in the running group (the event loop restores it
     /// if the group fails, and drops it when it commits).
     undo: Option<Box<Undo>>,
@@ -884,7 +898,7 @@ impl Acl {
             default_unrestricted: true,
             default_open: true,
             kill_users: Vec::new(),
-            channels_epoch: 0,
+            kill_subscribers: Vec::new(),
             undo: None,
         };
         a.refresh();
@@ -929,6 +943,7 @@ impl Acl {
             self.refresh();
         }
         self.kill_users.clear();
+        self.kill_subscribers.clear();
     }
 
     pub fn user(&self, name: &[u8]) -> Option<&User> {
@@ -988,14 +1003,8 @@ impl Acl {
         self.save_undo();
         match existing {
             Some(i) => {
-                let chans = |u: &User| -> Vec<(bool, Vec<Vec<u8>>)> {
-                    u.selectors
-                        .iter()
-                        .map(|s| (s.all_channels, s.channels.clone()))
-                        .collect()
-                };
-                if chans(&self.users[i]) != chans(&u) {
-                    self.channels_epoch += 1;
+                if revokes_channels(&self.users[i], &u) {
+                    self.kill_subscribers.push(u.id);
                 }
                 self.users[i] = u
             }
@@ -1021,6 +1030,47 @@ impl Acl {
             }
         }
         n
+    }
+
+    /// ACL LIST's lines (`user <name> <rules>`), by name: also what ACL SAVE writes and
+    /// CONFIG REWRITE puts in the config file.
+    pub fn list_lines(&self) -> Vec<Vec<u8>> {
+        self.sorted()
+            .iter()
+            .map(|u| {
+                let mut l = b"user ".to_vec();
+                l.extend_from_slice(&u.name);
+                l.push(b' ');
+                l.extend_from_slice(u.describe().as_bytes());
+                l
+            })
+            .collect()
+    }
+
+    /// Check a config file's `user` line's rules (`ACLAppendUserForLoading`): Err is Redis's
+    /// error, with the argument it is about (the name for a bad name, else the rule).
+    pub fn check_user_line(args: &[String]) -> Result<(), (String, String)> {
+        let name = args[0].as_bytes();
+        if has_spaces(name) {
+            return Err((
+                args[0].clone(),
+                "Usernames can't contain spaces or null characters".into(),
+            ));
+        }
+        let ops: Vec<&[u8]> = args[1..].iter().map(|a| a.as_bytes()).collect();
+        let merged = merge_selectors(&ops).map_err(|j| {
+            (
+                args[1 + j].clone(),
+                "Unmatched parenthesis in acl selector".into(),
+            )
+        })?;
+        let mut u = User::new(0, name, false);
+        for op in &merged {
+            if let Err(e) = u.apply(op, false) {
+                return Err((lossy(op), e.text().to_string()));
+            }
+        }
+        Ok(())
     }
 
     /// The users by name (rax order: bytewise).
@@ -1440,23 +1490,11 @@ pub fn acl(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         (b"GETUSER", 3) => getuser(c, a[2]),
         (b"LIST", 2) | (b"USERS", 2) => {
-            let names = a[1].eq_ignore_ascii_case(b"users");
-            let lines: Vec<Vec<u8>> =
-                c.sv.acl
-                    .sorted()
-                    .iter()
-                    .map(|u| {
-                        if names {
-                            u.name.clone()
-                        } else {
-                            let mut l = b"user ".to_vec();
-                            l.extend_from_slice(&u.name);
-                            l.push(b' ');
-                            l.extend_from_slice(u.describe().as_bytes());
-                            l
-                        }
-                    })
-                    .collect();
+            let lines: Vec<Vec<u8>> = if a[1].eq_ignore_ascii_case(b"users") {
+                c.sv.acl.sorted().iter().map(|u| u.name.clone()).collect()
+            } else {
+                c.sv.acl.list_lines()
+            };
             resp::array(c.out, lines.len());
             for l in lines {
                 resp::bulk(c.out, &l);
@@ -1827,11 +1865,14 @@ mod tests {
     }
 
     #[test]
-    fn channel_rules_and_their_epoch() {
+    fn channel_rules_and_their_revocation() {
         let mut acl = Acl::new();
         acl.set_user(b"u", &[b"on", b"resetchannels", b"&a*"], false)
             .unwrap();
-        assert_eq!(acl.channels_epoch, 0, "a new user revokes nothing");
+        assert!(
+            acl.kill_subscribers.is_empty(),
+            "a new user revokes nothing"
+        );
         let u = acl.user(b"u").unwrap();
         assert!(u.may_use_channel(b"abc", false));
         assert!(!u.may_use_channel(b"bcd", false));
@@ -1839,14 +1880,22 @@ mod tests {
         assert!(u.may_use_channel(b"a*", true));
         assert!(!u.may_use_channel(b"ab*", true));
         acl.set_user(b"u", &[b"+get"], false).unwrap();
-        assert_eq!(acl.channels_epoch, 0, "no channel change");
+        acl.set_user(b"u", &[b"&b"], false).unwrap();
+        assert!(acl.kill_subscribers.is_empty(), "no channel taken away");
         acl.set_user(b"u", &[b"resetchannels", b"&b"], false)
             .unwrap();
-        assert_eq!(acl.channels_epoch, 1);
+        assert_eq!(acl.kill_subscribers, [1]);
         // A refused SETUSER changes nothing.
         assert!(acl.set_user(b"u", &[b"&c", b"+nosuch"], false).is_err());
         assert!(!acl.user(b"u").unwrap().may_use_channel(b"c", false));
-        assert_eq!(acl.channels_epoch, 1);
+        assert_eq!(acl.kill_subscribers, [1]);
+        // From every channel to some: revoked; to every channel again: nothing.
+        acl.set_user(b"v", &[b"on", b"allchannels"], false).unwrap();
+        acl.set_user(b"v", &[b"resetchannels", b"&x"], false)
+            .unwrap();
+        assert_eq!(acl.kill_subscribers, [1, 2]);
+        acl.set_user(b"v", &[b"allchannels"], false).unwrap();
+        assert_eq!(acl.kill_subscribers, [1, 2]);
     }
 
     #[test]

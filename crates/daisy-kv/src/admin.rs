@@ -133,6 +133,9 @@ pub struct AdminState {
     pub unblock: Vec<(u64, bool)>,
     /// The config file given at start (CONFIG REWRITE rewrites it).
     pub config_file: Option<std::path::PathBuf>,
+    /// The config file declared users (`user` lines): CONFIG REWRITE writes the users there
+    /// (without an `aclfile`, as Redis does).
+    pub config_users: bool,
     /// SLOWLOG's entries and LATENCY's events.
     pub monitoring: slowlog::Monitoring,
     /// Latency histograms (INFO latencystats), by stat slot: a command's index in
@@ -456,7 +459,8 @@ fn meta_index(cmd: &'static meta::Cmd) -> usize {
 }
 
 /// Add the line MONITOR shows for a command that ran (replication.c's
-/// `replicationFeedMonitors`); none for administrative commands, as Redis.
+/// `replicationFeedMonitors`); none for administrative commands, as Redis, nor for scripts'
+/// commands (EVAL, FCALL: [`monitor_script`] shows them before they run).
 fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &[&[u8]]) {
     let Some(cmd) = subcommand(spec, args).or_else(|| meta::lookup(spec.name)) else {
         return;
@@ -467,22 +471,36 @@ fn feed_monitors(sv: &mut ServerState, cl: &Client, spec: &'static Spec, args: &
     monitor_line(sv, cl, args);
 }
 
-/// Add MONITOR's line for `args` run by `cl` (the commands a script runs show as `lua`'s).
-/// EVAL, EVALSHA and FCALL (flagged `skip_monitor`) call it themselves before they run, so
-/// that the script's commands follow them, as in Redis.
-pub fn monitor_line(sv: &mut ServerState, cl: &Client, args: &[&[u8]]) {
+/// EVAL, EVALSHA, FCALL and their read-only forms show in MONITOR when they start, before
+/// the commands they run (eval.c's and functions.c's explicit feed).
+pub fn monitor_script(sv: &mut ServerState, cl: &Client, args: &[&[u8]]) {
+    if sv.admin.monitors > 0 {
+        monitor_line(sv, cl, args);
+    }
+}
+
+/// MONITOR's line for `args` run by `cl`: `+<time> [<db> <client>] "arg" ...`, the client
+/// being `lua` for a script's commands and `unix:<path>` for the Unix socket.
+fn monitor_line(sv: &mut ServerState, cl: &Client, args: &[&[u8]]) {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let feed = &mut sv.admin.feed;
     let _ = write!(
         feed,
-        "+{}.{:06} [{} {}]",
+        "+{}.{:06} [{} ",
         t.as_secs(),
         t.subsec_micros(),
-        cl.db,
-        if cl.script { "lua" } else { &cl.addr }
+        cl.db
     );
+    if cl.id == crate::scripting::SCRIPT_CLIENT_ID {
+        feed.extend_from_slice(b"lua]");
+    } else if cl.addr.starts_with('/') {
+        let path = cl.addr.strip_suffix(":0").unwrap_or(&cl.addr);
+        let _ = write!(feed, "unix:{path}]");
+    } else {
+        let _ = write!(feed, "{}]", cl.addr);
+    }
     for a in args {
         feed.extend_from_slice(b" \"");
         for &b in *a {
@@ -519,6 +537,7 @@ pub fn reset(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         c.sv.admin.monitors -= 1;
     }
     crate::pubsub::unsubscribe_all(c);
+    crate::tracking::disable(c);
     c.cl.user = crate::acl::UserRef::default();
     c.cl.authed = !c.sv.acl.auth_required();
     resp::simple(c.out, "RESET");
@@ -661,7 +680,8 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             }
             let pairs: Vec<(&[u8], &[u8])> = a[2..].chunks(2).map(|p| (p[0], p[1])).collect();
             let before = c.sv.config.clone();
-            let changed = match c.sv.config.set_many(&pairs) {
+            let allowed = c.sv.config.protected_allowed(&c.cl.addr);
+            let changed = match c.sv.config.set_many(&pairs, allowed) {
                 Ok(changed) => changed,
                 Err(e) => return c.err(&e),
             };
@@ -693,7 +713,18 @@ pub fn config(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             let Some(path) = c.sv.admin.config_file.clone() else {
                 return c.err("ERR The server is running without a config file");
             };
-            match crate::conffile::rewrite(&path, &c.sv.config) {
+            // Without an ACL file, the users go into the config file as `user` lines (as
+            // Redis's `rewriteConfigUserOption`); with one, the file has none.
+            let users: Vec<String> = if c.sv.config.get("aclfile").unwrap_or("").is_empty() {
+                let lines = c.sv.acl.list_lines();
+                lines
+                    .iter()
+                    .map(|l| String::from_utf8_lossy(l).into_owned())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            match crate::conffile::rewrite(&path, &c.sv.config, &users) {
                 Ok(()) => {
                     crate::log::notice("CONFIG REWRITE executed with success.");
                     resp::ok(c.out);

@@ -50,6 +50,9 @@ pub struct SaveState {
     pub last_bytes: u64,
     pub last_path: String,
     pub last_error: String,
+    /// The keyspace's change count (`Keyspace::dirty`) the last backup holds: INFO's
+    /// rdb_changes_since_last_save is the count now less this.
+    pub dirty_saved: u64,
 }
 
 impl SaveState {
@@ -66,11 +69,15 @@ impl SaveState {
             last_bytes: 0,
             last_path: String::new(),
             last_error: String::new(),
+            dirty_saved: 0,
         }
     }
 
-    /// Record a finished backup (or its failure).
-    pub fn finished(&mut self, now_ms: i64, r: &Result<daisy::BackupReport, String>) {
+    /// Record a finished backup (or its failure); `dirty`: the keyspace's change count when
+    /// the copy's state was taken. A backup holds the state at its end (the pause), not at
+    /// its start as a forked Redis's snapshot does, so every change counted until then is
+    /// in it (Redis subtracts the count at the fork instead).
+    pub fn finished(&mut self, now_ms: i64, r: &Result<daisy::BackupReport, String>, dirty: u64) {
         if let Some(since) = self.running_since_ms.take() {
             self.last_secs = (now_ms - since) / 1000;
         }
@@ -83,6 +90,7 @@ impl SaveState {
                 self.last_bytes = rep.file_size;
                 self.last_path = rep.path.display().to_string();
                 self.last_error.clear();
+                self.dirty_saved = dirty;
             }
             Err(e) => {
                 self.last_ok = false;

@@ -75,6 +75,8 @@ pub struct Client {
     pub pubsub: crate::pubsub::ClientSubs,
     /// The client a script's `redis.call` runs as (Redis's `CLIENT_SCRIPT`).
     pub script: bool,
+    /// Client-side caching (`tracking`).
+    pub tracking: crate::tracking::ClientTracking,
 }
 
 /// What a blocked client waits for.
@@ -157,6 +159,9 @@ pub struct ServerState {
     pub pubsub: crate::pubsub::PubSub,
     /// Users, the ACL log (`acl.rs`).
     pub acl: crate::acl::Acl,
+    /// Client-side caching: who may cache which keys, and the invalidations waiting for
+    /// their group's commit (`tracking`).
+    pub tracking: crate::tracking::Tracking,
     /// The Lua interpreter, the script cache and the function libraries (`scripting`).
     pub scripting: crate::scripting::Scripting,
 }
@@ -192,6 +197,7 @@ impl ServerState {
             save: crate::backup::SaveState::new(now_ms),
             pubsub: Default::default(),
             acl: crate::acl::Acl::new(),
+            tracking: Default::default(),
             scripting: Default::default(),
         }
     }
@@ -982,6 +988,27 @@ pub fn execute(
     now_ms: i64,
     out: &mut Vec<u8>,
 ) -> daisy::Result<Action> {
+    sv.tracking.current = cl.id;
+    let r = execute_checked(table, ks, tx, cl, sv, args, now_ms, out);
+    // CLIENT CACHING covers the next command, or the next MULTI ... EXEC, and any CLIENT
+    // command between (networking.c's `resetClient`).
+    if cl.tracking.caching && cl.multi.is_none() && !args[0].eq_ignore_ascii_case(b"client") {
+        cl.tracking.caching = false;
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute_checked(
+    table: &Table,
+    ks: &mut Keyspace,
+    tx: &mut Tx,
+    cl: &mut Client,
+    sv: &mut ServerState,
+    args: &[&[u8]],
+    now_ms: i64,
+    out: &mut Vec<u8>,
+) -> daisy::Result<Action> {
     let spec = table.find(args[0]);
     let mut refused = precheck(spec, args, cl, sv);
     if let (None, Some(s)) = (&refused, spec) {
@@ -1041,6 +1068,7 @@ pub fn call(
     let timed = every || sv.cmdstat(spec, args).calls.is_multiple_of(TIMING_SAMPLE);
     let t0 = timed.then(std::time::Instant::now);
     let errors_before = out.len();
+    ks.clock.now_s = (now_ms / 1000) as u32;
     let mut ctx = Ctx {
         table,
         ks,
@@ -1051,10 +1079,24 @@ pub fn call(
         now_ms,
         action: Action::Continue,
     };
-    (spec.handler)(&mut ctx, args)?;
+    let r = (spec.handler)(&mut ctx, args);
     let action = ctx.action;
+    // A command that only inspected keys (TYPE, TTL, EXISTS, OBJECT) set this.
+    ks.clock.no_touch = false;
+    r?;
     if !ks.events.is_empty() {
         crate::pubsub::flush_key_events(ks, sv);
+    }
+    // Client-side caching: the keys written are invalidated, then those a read-only
+    // command read are remembered (in Redis's order: a key a read expired is invalidated
+    // for the others, then remembered for this client).
+    if !ks.touched.is_empty() {
+        crate::tracking::keys_written(ks, sv, cl.id);
+    }
+    if cl.tracking.remembers() {
+        crate::tracking::after_read(sv, cl, args);
+    } else if sv.tracking.script.is_some() && cl.id == crate::scripting::SCRIPT_CLIENT_ID {
+        crate::tracking::script_read(sv, spec);
     }
     sv.counters.total_commands += 1;
     let elapsed = t0.map(|t0| t0.elapsed());

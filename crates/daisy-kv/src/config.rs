@@ -337,6 +337,8 @@ pub struct Config {
     /// server never has: every write is refused `-NOREPLICAS`, as on a Redis master without
     /// enough good replicas (Redis's `checkGoodReplicasStatus`).
     pub no_good_replicas: bool,
+    /// tracking-table-max-keys (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// A config file's `save` lines so far add to each other (the first replaces the default).
     file_saves: bool,
 }
@@ -360,6 +362,7 @@ impl Default for Config {
             latency_threshold_ms: 0,
             time_every_call: false,
             no_good_replicas: false,
+            tracking_table_max_keys: 1_000_000,
             file_saves: false,
         };
         c.refresh();
@@ -574,6 +577,16 @@ fn valid_title_template(t: &str) -> bool {
 }
 
 /// A special parameter's value in its canonical form (config.c's special set functions).
+/// An OS error as C's `strerror` prints it ("No such file or directory"), without Rust's
+/// " (os error 2)".
+fn os_error_text(e: &std::io::Error) -> String {
+    let t = e.to_string();
+    match t.find(" (os error ") {
+        Some(i) => t[..i].to_string(),
+        None => t,
+    }
+}
+
 fn parse_special(name: &str, v: &str) -> Result<String, String> {
     let ws = words(v);
     let bad = |e: &str| Err(e.to_string());
@@ -701,7 +714,16 @@ fn parse_special(name: &str, v: &str) -> Result<String, String> {
             }
             Ok(out.join(" "))
         }
-        // dir is protected (and enable-protected-configs is "no"): never set here.
+        // Where SAVE/BGSAVE write (protected: CONFIG SET needs `enable-protected-configs`).
+        // Redis changes directory into it, and refuses with chdir's error; here it is
+        // checked the same way and kept absolute (CONFIG GET shows Redis's getcwd()).
+        "dir" => {
+            let path = std::fs::canonicalize(v).map_err(|e| os_error_text(&e))?;
+            if !path.is_dir() {
+                return bad("Not a directory");
+            }
+            Ok(path.display().to_string())
+        }
         _ => Ok(v.to_string()),
     }
 }
@@ -753,6 +775,10 @@ impl Config {
         self.time_every_call = self.slowlog_slower_than == 0 || self.latency_threshold_ms > 0;
         self.no_good_replicas =
             self.num("min-replicas-to-write") > 0 && self.num("min-replicas-max-lag") > 0;
+        self.tracking_table_max_keys = self
+            .get("tracking-table-max-keys")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000_000);
     }
 
     /// A parameter's value by name (or alias).
@@ -904,6 +930,13 @@ impl Config {
                 Ok(print_num(n, fmt))
             }
             Kind::Special => {
+                // A relative `dir` is relative to the current one (Redis has changed
+                // directory into it).
+                let cur = &self.values[i];
+                if p.name == "dir" && !cur.is_empty() && std::path::Path::new(v).is_relative() {
+                    let joined = std::path::Path::new(cur).join(v);
+                    return parse_special(p.name, &joined.to_string_lossy());
+                }
                 let s = parse_special(p.name, v)?;
                 if p.name != "client-output-buffer-limit" {
                     return Ok(s);
@@ -928,10 +961,35 @@ impl Config {
         }
     }
 
+    /// Whether a client may set protected parameters (Redis's `allowProtectedAction`):
+    /// `enable-protected-configs yes`, or `local` and the client connected over loopback or
+    /// a Unix socket (`addr`: `ip:port`, or the socket's path).
+    pub fn protected_allowed(&self, addr: &str) -> bool {
+        match self.get("enable-protected-configs").unwrap_or("no") {
+            "yes" => true,
+            "local" => {
+                let ip = addr.rsplit_once(':').map_or(addr, |(ip, _)| ip);
+                addr.starts_with('/')
+                    || ip
+                        .trim_matches(['[', ']'])
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|a| a.is_loopback())
+            }
+            _ => false,
+        }
+    }
+
     /// CONFIG SET of several parameters, all or none (config.c's `configSetCommand`): the
     /// indexes of the parameters whose value changed, or Redis's error text. Every name is
     /// checked first (unknown, immutable or protected, given twice), then every value.
-    pub fn set_many(&mut self, pairs: &[(&[u8], &[u8])]) -> Result<Vec<usize>, String> {
+    /// `protected_allowed`: this client may set protected parameters (`dir`, `dbfilename`):
+    /// Redis's `enable-protected-configs` is `yes`, or `local` and the client is local
+    /// ([`Config::protected_allowed`]).
+    pub fn set_many(
+        &mut self,
+        pairs: &[(&[u8], &[u8])],
+        protected_allowed: bool,
+    ) -> Result<Vec<usize>, String> {
         let mut found: Vec<(usize, bool)> = Vec::new();
         let mut unknown = None;
         let mut refused = None;
@@ -949,7 +1007,7 @@ impl Config {
             let p = &PARAMS[entry.0];
             if p.flags & IMMUTABLE != 0 {
                 refused = Some((n, "can't set immutable config"));
-            } else if p.flags & PROTECTED != 0 {
+            } else if p.flags & PROTECTED != 0 && !protected_allowed {
                 refused = Some((n, "can't set protected config"));
             } else if found.contains(&entry) {
                 refused = Some((n, "duplicate parameter"));
@@ -1005,7 +1063,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
             .collect();
-        c.set_many(&p)
+        c.set_many(&p, false)
     }
 
     #[test]

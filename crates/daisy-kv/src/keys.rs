@@ -23,6 +23,8 @@ pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 pub fn exists(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    // No access for OBJECT IDLETIME (Redis's LOOKUP_NOTOUCH); TOUCH is one.
+    c.ks.clock.no_touch = a[0].eq_ignore_ascii_case(b"exists");
     let mut n = 0;
     for k in &a[1..] {
         n += c.lookup_read(k)?.is_some() as i64;
@@ -37,6 +39,7 @@ pub fn touch(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 pub fn type_(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    c.ks.clock.no_touch = true;
     let t = match c.lookup_read(a[1])? {
         Some(v) => v.ty.name(),
         None => "none",
@@ -279,6 +282,7 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         }
         return Ok(());
     }
+    c.ks.clock.no_touch = true;
     let Some(v) = c.lookup_read(a[2])? else {
         c.nil();
         return Ok(());
@@ -316,8 +320,10 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             if lfu {
                 return c.err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
             }
-            // Daisy keeps no access times in the pool (a write per read would be the price).
-            resp::int(c.out, 0);
+            // The DRAM clock (`access`): seconds since the last read or write.
+            let db = c.db();
+            let idle = c.ks.clock.idle_s(db, a[2]);
+            resp::int(c.out, idle as i64);
         }
         _ => {
             if !lfu {
@@ -365,8 +371,25 @@ pub fn dump(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
 /// (Redis 7.0's `restoreCommand`: options, BUSYKEY, the TTL, the payload, in that order; the
-/// old key goes only once the payload decoded).
+/// old key goes only once the payload decoded). IDLETIME sets the key's access clock (as
+/// Redis does under any policy but LFU; FREQ, for LFU, has no counter here to set).
 pub fn restore(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let before = c.out.len();
+    restore_value(c, a)?;
+    if &c.out[before..] == b"+OK\r\n" {
+        let idle = a[4..]
+            .windows(2)
+            .find(|w| w[0].eq_ignore_ascii_case(b"IDLETIME"))
+            .and_then(|w| parse_i64(w[1]));
+        if let Some(idle) = idle {
+            let db = c.db();
+            c.ks.clock.set_idle(db, a[1], idle.max(0) as u64);
+        }
+    }
+    Ok(())
+}
+
+fn restore_value(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let (mut replace, mut absttl) = (false, false);
     // IDLETIME and FREQ exclude each other (the second one is a syntax error).
     let (mut idle, mut freq) = (false, false);
@@ -571,6 +594,11 @@ pub fn swapdb(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return c.err("ERR DB index is out of range");
     }
     c.ks.swap_db(c.tx, x as usize, y as usize, c.now_ms)?;
+    // Cached keys now name other values: every tracking client is told (Redis 7.0 tells
+    // none; a stale cache is the worse answer).
+    if x != y {
+        crate::tracking::flushed(c);
+    }
     resp::ok(c.out);
     Ok(())
 }
@@ -590,7 +618,9 @@ pub fn flushdb(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     let db = c.db();
+    c.ks.dirty += c.ks.len(c.tx, db)?;
     c.ks.flush_db(c.tx, db, c.now_ms)?;
+    crate::tracking::flushed(c);
     resp::ok(c.out);
     Ok(())
 }
@@ -600,8 +630,11 @@ pub fn flushall(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     for db in 0..c.ks.databases() {
+        // Each key removed counts as a change (Redis's `server.dirty += emptyData(...)`).
+        c.ks.dirty += c.ks.len(c.tx, db)?;
         c.ks.flush_db(c.tx, db, c.now_ms)?;
     }
+    crate::tracking::flushed(c);
     resp::ok(c.out);
     Ok(())
 }
@@ -675,6 +708,7 @@ pub fn pexpireat(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn ttl_generic(c: &mut Ctx, a: &[&[u8]], ms: bool, absolute: bool) -> daisy::Result<()> {
+    c.ks.clock.no_touch = true;
     let r = match c.lookup_read(a[1])? {
         None => -2,
         Some(Val {

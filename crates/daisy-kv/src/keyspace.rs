@@ -465,6 +465,17 @@ pub struct Keyspace {
     /// What happened to keys in the running command, for the notifications
     /// (`pubsub::flush_key_events`): (event, database, key).
     pub events: Vec<(KeyEvent, usize, Vec<u8>)>,
+    /// Some client tracks keys (client-side caching, `tracking`): every key touched is noted
+    /// in `touched` (with whether an expiry removed it), for the invalidations. Set by the
+    /// commands that turn tracking on and off; while false, nothing is noted.
+    pub track: bool,
+    pub touched: Vec<(Vec<u8>, bool)>,
+    /// Keys changed by commands since start (Redis's `server.dirty`, INFO's
+    /// rdb_changes_since_last_save once the last backup's share is taken off): one per key a
+    /// write command touched (`touch`), so a command counts the keys it changed.
+    pub dirty: u64,
+    /// When each key was last accessed (OBJECT IDLETIME; DRAM only, `access`).
+    pub clock: crate::access::AccessClock,
     /// Views of collections the transaction's commands gave back for the next ones (emptied
     /// at the end of every transaction: `committed`, `resync`; module `views`).
     pub views: crate::views::ViewCache,
@@ -612,6 +623,15 @@ impl Keyspace {
             member_memo: std::cell::RefCell::new((usize::MAX, Vec::new(), 0)),
             blocking: std::collections::HashMap::new(),
             ready: Vec::new(),
+            track: false,
+            touched: Vec::new(),
+            dirty: 0,
+            clock: crate::access::AccessClock::new(
+                dbs.len(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as u32),
+            ),
         })
     }
 
@@ -709,7 +729,9 @@ impl Keyspace {
     pub fn resync(&mut self) {
         self.views.clear();
         self.watches.rollback();
+        self.clock.rollback();
         self.events.clear();
+        self.touched.clear();
         for db in 0..self.maps.len() {
             let want = self.pool.read(self.db_ptr(db)).map;
             let have = self.maps[db].as_ref().map_or(0, |m| m.id().offset());
@@ -726,6 +748,7 @@ impl Keyspace {
     pub fn committed(&mut self) {
         self.views.clear();
         self.watches.commit();
+        self.clock.committed();
         // Records may name other tables now: look the next key up afresh.
         self.member_memo.get_mut().0 = usize::MAX;
     }
@@ -773,6 +796,9 @@ impl Keyspace {
         if let Some(Some(m)) = self.maps.get(db) {
             m.prefetch(key, stage)
         }
+        if stage == 1 {
+            self.clock.prefetch(db, key);
+        }
     }
 
     /// Prefetch hint for the entry `member` of the collection at `key` (a table only): the
@@ -801,11 +827,22 @@ impl Keyspace {
     }
 
     /// Signal that `key` changed (Redis's `signalModifiedKey`, `touchWatchedKey`): clients
-    /// watching it fail their EXEC. Every write command calls it for the keys it wrote, after
-    /// writing. A client that watched the key when it was already expired is not failed by
-    /// its deletion (nothing it saw changed), as in Redis 7.
+    /// watching it fail their EXEC, clients tracking it get an invalidation, and the change
+    /// counts for INFO's rdb_changes_since_last_save. Every write command calls it for the
+    /// keys it wrote, after writing. A client that watched the key when it was already
+    /// expired is not failed by its deletion (nothing it saw changed), as in Redis 7.
     #[inline]
     pub fn touch(&mut self, tx: &Tx, db: usize, key: &[u8]) {
+        self.dirty += 1;
+        self.touch_as(tx, db, key, false)
+    }
+
+    /// [`Self::touch`] without counting a change; `expired`: an expiry removed the key.
+    #[inline]
+    fn touch_as(&mut self, tx: &Tx, db: usize, key: &[u8], expired: bool) {
+        if self.track {
+            self.touched.push((key.to_vec(), expired));
+        }
         if self.watches.keys.is_empty() {
             return;
         }
@@ -913,6 +950,7 @@ impl Keyspace {
             self.remove_expired(tx, db, key, &v)?;
             return Ok(None);
         }
+        self.clock.access(db, key);
         Ok(Some(v))
     }
 
@@ -924,7 +962,8 @@ impl Keyspace {
         if self.note_expired {
             self.events.push((KeyEvent::Expired, db, key.to_vec()));
         }
-        self.touch(tx, db, key);
+        // An expiry is no change a backup misses (Redis does not count it either).
+        self.touch_as(tx, db, key, true);
         Ok(())
     }
 
@@ -994,6 +1033,7 @@ impl Keyspace {
             _ => Vec::new(),
         };
         self.map_mut(tx, db)?.insert_parts_tx(tx, key, parts)?;
+        self.clock.access(db, key);
         if self.note_new && old.is_none() {
             self.events.push((KeyEvent::New, db, key.to_vec()));
         }
@@ -1165,6 +1205,11 @@ impl Keyspace {
         if op != Upsert::Keep {
             self.free_owned(tx, owned)?;
         }
+        match op {
+            Upsert::Put => self.clock.access(db, key),
+            Upsert::Remove => self.clock.remove(db, key),
+            Upsert::Keep => {}
+        }
         if expired && self.note_expired {
             self.events.push((KeyEvent::Expired, db, key.to_vec()));
         }
@@ -1174,7 +1219,7 @@ impl Keyspace {
         if expired {
             self.expired_keys += 1;
             if op != Upsert::Put {
-                self.touch(tx, db, key);
+                self.touch_as(tx, db, key, true);
             }
         }
         Ok(op)
@@ -1195,6 +1240,7 @@ impl Keyspace {
         if let Some(m) = self.maps[db].as_mut() {
             m.remove_tx(tx, key)?;
         }
+        self.clock.remove(db, key);
         self.adjust_expires(tx, db, -(v.expire_ms.is_some() as i64))
     }
 
@@ -1318,6 +1364,7 @@ impl Keyspace {
             return Ok(());
         }
         self.touch_all_in_db(tx, db, None, now_ms)?;
+        self.clock.clear(db);
         self.maps[db] = None; // release the claim: lazyfree takes the map
         tx.write(self.db_ptr(db), &DbEntry::default())?;
         lazy_push(
@@ -1342,6 +1389,7 @@ impl Keyspace {
         tx.write(self.db_ptr(a), &eb)?;
         tx.write(self.db_ptr(b), &ea)?;
         self.maps.swap(a, b);
+        self.clock.swap(a, b);
         // Clients blocked on a key of either database may find it there now (Redis's
         // `scanDatabaseForReadyKeys`): serving checks what the key holds.
         let waiting: Vec<(usize, Vec<u8>)> = self

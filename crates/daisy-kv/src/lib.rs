@@ -17,11 +17,13 @@
 //!   - `keys`: key and database commands; `sort`: SORT; `multi`: MULTI/EXEC/WATCH; `admin`: connection and
 //!     server commands; `config`: CONFIG's parameters; `rdb`: DUMP/RESTORE's format;
 //! - `keyspace`: databases in the pool, value records, lookup with lazy expiry, lazyfree,
-//!   WATCH's registry (Redis's db.c);
+//!   WATCH's registry (Redis's db.c); `access`: OBJECT IDLETIME's clock (DRAM);
 //! - `resp` (framing and replies), `glob` (patterns), `longdouble` (INCRBYFLOAT's arithmetic);
+//! - `tracking` (client-side caching: CLIENT TRACKING and the invalidation messages);
 //! - `conffile` (`daisy serve redis.conf`, CONFIG REWRITE), `log` (Redis-format log lines),
 //!   `daemon` (daemonize, pidfile).
 
+pub mod access;
 pub mod acl;
 pub mod admin;
 pub mod backup;
@@ -41,6 +43,7 @@ pub mod resp;
 pub mod scripting;
 pub mod server;
 pub mod sort;
+pub mod tracking;
 pub mod types;
 pub mod views;
 

@@ -30,7 +30,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -80,6 +80,9 @@ pub struct Options {
     pub unixsocketperm: u32,
     /// Redis's `aclfile`: users loaded at start, by ACL LOAD, written by ACL SAVE.
     pub aclfile: Option<PathBuf>,
+    /// The config file's `user <name> <rules...>` lines (checked), created at start; not
+    /// with an `aclfile` (Redis refuses the mix).
+    pub users: Vec<Vec<String>>,
 }
 
 impl Default for Options {
@@ -107,6 +110,7 @@ impl Default for Options {
             unixsocket: None,
             unixsocketperm: 0,
             aclfile: None,
+            users: Vec::new(),
         }
     }
 }
@@ -563,6 +567,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         if !survives_power_loss {
             log::warning("WARNING: this pool does not survive a power failure or a reboot; back it up (BGSAVE, `daisy pool backup`) to a disk, or serve a pool on persistent memory (DAX) or a disk file (--mode msync)");
         }
+        // Redis's own line, its last at start: tools (and Redis's test harness) wait for it.
+        log::notice("Ready to accept connections");
     }
     let mut sv = ServerState {
         pool_path: pool_abs.display().to_string(),
@@ -629,12 +635,36 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ),
         ("unixsocketperm", format!("{:o}", o.unixsocketperm)),
     ] {
+        // Where backups go: the config file's `dir` and `dbfilename` when it names them
+        // (checked when it was read), else beside the pool.
+        if matches!(k, "dir" | "dbfilename") && o.config.iter().any(|(n, _)| n == k) {
+            continue;
+        }
         sv.config.set_internal(k, &v);
     }
     // Users: requirepass is the default user's password, then the ACL file's users (its
     // default user, if it has one, wins), as Redis loads them.
     sv.acl
         .set_requirepass(o.requirepass.as_deref().map(str::as_bytes));
+    if o.aclfile.is_some() && !o.users.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    // The config file's users (Redis's `ACLLoadConfiguredUsers`): `default` is reset first.
+    let all_channels = sv.config.get("acl-pubsub-default") == Some("allchannels");
+    for u in &o.users {
+        let mut rules: Vec<&[u8]> = Vec::new();
+        if u[0] == "default" {
+            rules.push(b"reset");
+        }
+        rules.extend(u[1..].iter().map(|r| r.as_bytes()));
+        sv.acl
+            .set_user(u[0].as_bytes(), &rules, all_channels)
+            .map_err(|e| format!("Critical error while loading ACLs ({e}). Exiting."))?;
+    }
+    if !o.users.is_empty() {
+        sv.acl.committed();
+        sv.admin.config_users = true;
+    }
     if let Some(f) = &o.aclfile {
         let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
         let abs = abs.display().to_string();
@@ -650,6 +680,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         sv,
         table: cmd::Table::new(),
         conns: Vec::new(),
+        by_id: HashMap::new(),
         free: Vec::new(),
         next_id: 1,
         limits: Limits::default(),
@@ -683,6 +714,8 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         block_seq: 0,
         unblocked: Vec::new(),
         backup: None,
+        backup_completing: None,
+        backup_dirty: 0,
         save_conn: usize::MAX,
         oom_logged_ms: 0,
         obuf_limits: (0, 0, 0),
@@ -732,6 +765,14 @@ struct Server {
     /// A background backup (BGSAVE) in progress: finished between two transactions once its
     /// copier is done (`backup.rs`).
     backup: Option<daisy::Backup>,
+    /// A background backup past its pause: its copy's sync and rename run on this thread
+    /// while the server serves; BGSAVE is still in progress until it ends.
+    backup_completing: Option<(
+        PathBuf,
+        std::thread::JoinHandle<Result<daisy::BackupReport, String>>,
+    )>,
+    /// The keyspace's change count at the last backup's pause (what its copy holds).
+    backup_dirty: u64,
     /// The connection whose SAVE waits for its reply.
     save_conn: usize,
     /// When a full pool was last logged (ms since the epoch).
@@ -741,6 +782,8 @@ struct Server {
     sv: ServerState,
     table: cmd::Table,
     conns: Vec<Option<Conn>>,
+    /// Client id -> its connection (invalidations find their receivers by id).
+    by_id: HashMap<u64, usize>,
     free: Vec<usize>,
     next_id: u64,
     limits: Limits,
@@ -839,8 +882,9 @@ impl Server {
             if !carry.is_empty() || self.lazy_work {
                 deadline = waited;
             }
-            if self.backup.is_some() {
-                // Look at the backup's copier often: its pause is due when it is done.
+            if self.backup.is_some() || self.backup_completing.is_some() {
+                // Look at the backup's copier often: its pause is due when it is done (and
+                // its completion, to report it).
                 deadline = deadline.min(waited + BACKUP_POLL);
             }
             if self.accept_pending {
@@ -914,6 +958,13 @@ impl Server {
             if self.backup.as_ref().is_some_and(daisy::Backup::is_ready) {
                 self.finish_backup();
             }
+            if self
+                .backup_completing
+                .as_ref()
+                .is_some_and(|(_, h)| h.is_finished())
+            {
+                self.backup_completed();
+            }
             if !self.blocked.is_empty() {
                 self.time_out_blocked(self.round_ms.max(now_ms()));
             }
@@ -971,6 +1022,10 @@ impl Server {
         // Flush what is pending (a SHUTDOWN's round may hold replies of other clients).
         for i in 0..self.conns.len() {
             self.write(i, poll.registry());
+        }
+        // A backup past its pause is a finished copy: let its sync and rename end.
+        if self.backup_completing.is_some() {
+            self.backup_completed();
         }
         Ok(())
     }
@@ -1071,6 +1126,11 @@ impl Server {
         st.ops_per_sec = avg(0) as u64;
         st.input_kbps = avg(1) / 1024.0;
         st.output_kbps = avg(2) / 1024.0;
+        // Keys beyond tracking-table-max-keys are forgotten in batches, also while no
+        // command runs (Redis's serverCron).
+        if self.sv.tracking.active() {
+            self.deliver_tracking();
+        }
     }
 
     fn accept(&mut self, poll: &mut Poll, listener: &mut TcpListener) {
@@ -1163,6 +1223,7 @@ impl Server {
                 },
                 ..Client::default()
             };
+            self.by_id.insert(self.next_id, i);
             self.next_id += 1;
             self.sv.connected_clients += 1;
             self.sv.total_connections += 1;
@@ -1345,6 +1406,11 @@ impl Server {
                 if c.cl.pubsub.active() {
                     self.sv.pubsub.remove_client(&c.cl);
                 }
+                self.by_id.remove(&c.cl.id);
+                if c.cl.tracking.on {
+                    self.sv.tracking.forget(&c.cl);
+                    self.store.track = self.sv.tracking.active();
+                }
             }
         }
     }
@@ -1434,7 +1500,7 @@ impl Server {
             saved.clear();
             self.group_no += 1;
             let group = self.group_no;
-            let counters = (self.sv.counters, self.store.expired_keys);
+            let counters = (self.sv.counters, self.store.expired_keys, self.store.dirty);
             let feed_len = self.sv.admin.feed.len();
             self.sv.pubsub.changed = false;
             let pool = self.pool.clone();
@@ -1510,6 +1576,9 @@ impl Server {
                     if !self.sv.acl.kill_users.is_empty() {
                         self.apply_acl_kills();
                     }
+                    if !self.sv.acl.kill_subscribers.is_empty() {
+                        self.close_revoked_subscribers();
+                    }
                     self.sv.group_commits += 1;
                     if !self.sv.admin.kill.is_empty() {
                         self.apply_kills();
@@ -1519,6 +1588,9 @@ impl Server {
                     }
                     if !self.sv.pubsub.outbox.is_empty() || !self.store.events.is_empty() {
                         self.deliver_pubsub();
+                    }
+                    if self.store.track || !self.sv.tracking.outbox.is_empty() {
+                        self.deliver_tracking();
                     }
                     if let Some(kind) = self.sv.save.request.take() {
                         self.run_save(kind);
@@ -1536,7 +1608,7 @@ impl Server {
                     self.sv.admin.feed.truncate(feed_len);
                     self.sv.pubsub.discard();
                     let restored_postponed = !self.postponed.is_empty();
-                    (self.sv.counters, self.store.expired_keys) = counters;
+                    (self.sv.counters, self.store.expired_keys, self.store.dirty) = counters;
                     self.store.resync();
                     for (ci, len, close, cl) in saved.drain(..) {
                         if let Some(Some(c)) = self.conns.get_mut(ci) {
@@ -1553,6 +1625,13 @@ impl Server {
                     if self.sv.pubsub.changed {
                         let clients = self.conns.iter().flatten().map(|c| &c.cl);
                         self.sv.pubsub.rebuild(clients);
+                    }
+                    // Invalidations the group queued stay (see `tracking`); the clients'
+                    // tracking was restored, so the counts follow them.
+                    if self.sv.tracking.changed {
+                        let clients = self.conns.iter().flatten().map(|c| &c.cl);
+                        self.sv.tracking.rebuild(clients);
+                        self.store.track = self.sv.tracking.active();
                     }
                     if alone {
                         // Failed on its own: its error is its reply. A failed EXEC ends the
@@ -1579,6 +1658,9 @@ impl Server {
             }
             self.saved_buf = saved;
         }
+        if !self.sv.tracking.outbox.is_empty() {
+            self.deliver_tracking(); // what a failed group queued, if nothing committed since
+        }
     }
 
     /// SAVE (back up now, then reply) or BGSAVE (start the copier), after the command's
@@ -1590,7 +1672,7 @@ impl Server {
             crate::backup::SaveKind::Save => {
                 self.sv.save.running_since_ms = Some(now);
                 let r = self.pool.backup_to(&dst).map_err(|e| e.to_string());
-                self.sv.save.finished(now_ms(), &r);
+                self.sv.save.finished(now_ms(), &r, self.store.dirty);
                 let reply = match &r {
                     Ok(rep) => {
                         log_backup("DB saved on disk", rep);
@@ -1625,18 +1707,53 @@ impl Server {
                         "Background saving to {} failed: {e}",
                         dst.display()
                     ));
-                    self.sv.save.finished(now, &Err(e.to_string()));
+                    self.sv
+                        .save
+                        .finished(now, &Err(e.to_string()), self.store.dirty);
                 }
             },
         }
     }
 
-    /// The background backup's pause: between two transactions, the copier done.
+    /// The background backup's pause: between two transactions, the copier done. The copy
+    /// is final after it; its sync and rename run on a thread of their own
+    /// (`backup_completed` reports them), so the pause does not wait for the backup's disk.
     fn finish_backup(&mut self) {
         let Some(b) = self.backup.take() else { return };
         let dst = b.destination().to_path_buf();
-        let r = b.finish().map_err(|e| e.to_string());
-        self.sv.save.finished(now_ms(), &r);
+        match b.freeze() {
+            Ok(frozen) => {
+                // The changes counted now are those in the copy.
+                self.backup_dirty = self.store.dirty;
+                let spawned = std::thread::Builder::new()
+                    .name("daisy-backup-sync".into())
+                    .spawn(move || frozen.complete().map_err(|e| e.to_string()));
+                match spawned {
+                    Ok(h) => self.backup_completing = Some((dst, h)),
+                    Err(e) => self.backup_done(&dst, Err(format!("spawn: {e}"))),
+                }
+            }
+            Err(e) => {
+                self.backup_dirty = self.store.dirty;
+                self.backup_done(&dst, Err(e.to_string()));
+            }
+        }
+    }
+
+    /// The background backup's sync and rename ended (or the server stops: wait for them).
+    fn backup_completed(&mut self) {
+        let Some((dst, h)) = self.backup_completing.take() else {
+            return;
+        };
+        let r = h
+            .join()
+            .unwrap_or_else(|_| Err("the backup's sync thread panicked".into()));
+        self.backup_done(&dst, r);
+    }
+
+    /// Record and log a finished BGSAVE, then start a scheduled one.
+    fn backup_done(&mut self, dst: &Path, r: Result<daisy::BackupReport, String>) {
+        self.sv.save.finished(now_ms(), &r, self.backup_dirty);
         match &r {
             Ok(rep) => log_backup("Background saving terminated with success", rep),
             Err(e) => log::warning(&format!(
@@ -2345,6 +2462,120 @@ impl Server {
         self.sv.pubsub.bodies = bodies;
     }
 
+    /// After a group committed: forget keys beyond `tracking-table-max-keys`, then hand the
+    /// invalidations (the group's, and the BCAST prefixes' keys) to their receivers (see
+    /// `tracking` for who gets what, and how).
+    fn deliver_tracking(&mut self) {
+        self.sv.tracking.current = 0;
+        if self.sv.tracking.active() {
+            self.sv
+                .tracking
+                .limit(self.sv.config.tracking_table_max_keys);
+        }
+        if self.sv.tracking.broadcast_due() {
+            let (conns, by_id) = (&self.conns, &self.by_id);
+            self.sv.tracking.broadcast(|id| {
+                by_id
+                    .get(&id)
+                    .and_then(|&i| conns[i].as_ref())
+                    .is_some_and(|c| c.cl.tracking.noloop)
+            });
+        }
+        if self.sv.tracking.outbox.is_empty() {
+            return;
+        }
+        let outbox = std::mem::take(&mut self.sv.tracking.outbox);
+        let bodies = std::mem::take(&mut self.sv.tracking.bodies);
+        for m in &outbox {
+            match &m.what {
+                crate::tracking::What::All => {
+                    let all: Vec<usize> = (0..self.conns.len())
+                        .filter(|&i| {
+                            self.conns[i]
+                                .as_ref()
+                                .is_some_and(|c| c.cl.tracking.on && !c.dead)
+                        })
+                        .collect();
+                    for i in all {
+                        let resp3 = self.conns[i].as_ref().is_some_and(|c| c.cl.resp3);
+                        let null: &[u8] = if resp3 { b"_\r\n" } else { b"$-1\r\n" };
+                        self.send_invalidation(i, null);
+                    }
+                }
+                crate::tracking::What::Key(key) => {
+                    let Some(&i) = self.by_id.get(&m.to) else {
+                        continue;
+                    };
+                    let Some(c) = self.conns[i].as_ref() else {
+                        continue;
+                    };
+                    let t = &c.cl.tracking;
+                    // Keys remembered before the client switched to BCAST, or turned
+                    // tracking off, are not sent; nor, with NOLOOP, its own writes.
+                    if !t.on || t.bcast || (t.noloop && m.current == m.to) {
+                        continue;
+                    }
+                    let mut v = Vec::with_capacity(key.len() + 16);
+                    resp::array(&mut v, 1);
+                    resp::bulk(&mut v, key);
+                    self.send_invalidation(i, &v);
+                }
+                crate::tracking::What::Keys(r) => {
+                    if let Some(&i) = self.by_id.get(&m.to) {
+                        self.send_invalidation(i, &bodies[r.clone()]);
+                    }
+                }
+            }
+        }
+        self.sv.tracking.outbox = outbox;
+        self.sv.tracking.bodies = bodies;
+        self.sv.tracking.delivered();
+    }
+
+    /// Send the invalidation `value` (its array of keys, or a null) for the tracking client of
+    /// connection `i`: to it, or to the client it redirects to (`tracking::header` says
+    /// which receivers can take one). A redirection to a client that is gone marks it.
+    fn send_invalidation(&mut self, i: usize, value: &[u8]) {
+        let Some(c) = self.conns[i].as_ref() else {
+            return;
+        };
+        if c.dead || !c.cl.tracking.on {
+            return;
+        }
+        let redirect = c.cl.tracking.redirect;
+        let mut target = i;
+        if redirect != 0 {
+            let alive = self.by_id.get(&redirect).copied().filter(|&r| {
+                self.conns[r]
+                    .as_ref()
+                    .is_some_and(|x| !x.dead && !x.close_after)
+            });
+            match alive {
+                Some(r) => target = r,
+                None => {
+                    let c = self.conns[i].as_mut().expect("checked above");
+                    c.cl.tracking.broken_redir = true;
+                    if c.cl.resp3 {
+                        crate::tracking::redir_broken(&mut c.wbuf, redirect);
+                        if self.woken.last() != Some(&i) {
+                            self.woken.push(i);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+        let Some(r) = self.conns[target].as_mut() else {
+            return;
+        };
+        if crate::tracking::header(&mut r.wbuf, r.cl.resp3, redirect != 0, r.cl.pubsub.active()) {
+            r.wbuf.extend_from_slice(value);
+            if self.woken.last() != Some(&target) {
+                self.woken.push(target);
+            }
+        }
+    }
+
     /// Send MONITOR's lines to the connections in MONITOR mode.
     fn feed_monitors(&mut self) {
         let feed = std::mem::take(&mut self.sv.admin.feed);
@@ -2376,6 +2607,35 @@ impl Server {
             if let Some(x) = slot.as_mut().filter(|x| ids.contains(&x.cl.user.id)) {
                 x.dead = true;
                 self.killed.push(i);
+            }
+        }
+    }
+
+    /// Close the subscribers of users whose channel permissions ACL SETUSER narrowed that
+    /// listen to a channel, shard channel or pattern no longer allowed (Redis 7.0's
+    /// `ACLKillPubsubClientsIfNeeded`, with the user as it is now). The connection that ran
+    /// the command gets its reply first.
+    fn close_revoked_subscribers(&mut self) {
+        let users = std::mem::take(&mut self.sv.acl.kill_subscribers);
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            let Some(x) = slot.as_mut() else { continue };
+            let ps = &x.cl.pubsub;
+            if x.dead || !ps.active() || !users.contains(&x.cl.user.id) {
+                continue;
+            }
+            let Some(u) = self.sv.acl.user_by_id(x.cl.user.id) else {
+                continue;
+            };
+            let denied = ps.patterns.iter().any(|p| !u.may_use_channel(p, true))
+                || ps
+                    .channels
+                    .iter()
+                    .chain(&ps.shard)
+                    .any(|c| !u.may_use_channel(c, false));
+            if denied {
+                x.close_after = true;
+                self.killed.push(i);
+                self.woken.push(i);
             }
         }
     }
@@ -2435,6 +2695,12 @@ impl Server {
                     if !self.store.events.is_empty() {
                         self.deliver_pubsub();
                     }
+                    if !self.store.touched.is_empty() {
+                        // Removed by no client's command (Redis's current_client is NULL).
+                        self.sv.tracking.current = 0;
+                        crate::tracking::keys_written(&mut self.store, &mut self.sv, 0);
+                        self.deliver_tracking();
+                    }
                     self.expire_cursor = next;
                     if t0.elapsed() > EXPIRE_BUDGET {
                         return;
@@ -2482,7 +2748,7 @@ impl Server {
 
 fn log_backup(what: &str, rep: &daisy::BackupReport) {
     log::notice(&format!(
-        "{what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages: drain {:.2}, copy {:.2}, sync and rename {:.2} ms)",
+        "{what}: {} ({} bytes; {:.1} ms in all, writes paused {:.2} ms for the last {} pages: drain {:.2}, copy {:.2} ms; then, serving, sync and rename {:.2} ms)",
         rep.path.display(),
         rep.file_size,
         rep.elapsed.as_secs_f64() * 1e3,
@@ -2490,7 +2756,7 @@ fn log_backup(what: &str, rep: &daisy::BackupReport) {
         rep.final_pages,
         rep.pause_parts[0].as_secs_f64() * 1e3,
         rep.pause_parts[1].as_secs_f64() * 1e3,
-        rep.pause_parts[2].as_secs_f64() * 1e3,
+        rep.completion.as_secs_f64() * 1e3,
     ));
 }
 

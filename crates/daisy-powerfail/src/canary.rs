@@ -85,6 +85,15 @@ pub fn expected(w: Workload) -> Vec<Fault> {
         // The store's creation is the one transaction (it grows the pool); then data copies
         // and map words in place.
         Blocks => &[GrowWithoutSync, BlockSwapBeforeData, BlockNoBarrier],
+        Backup => &[
+            EarlyBlockReuse,
+            NoRunBitmapZero,
+            GrowWithoutSync,
+            EarlyRecoveryWatermark,
+            OverflowEarlyReuse,
+            UndoNotNamed,
+            BackupPageUnflagged,
+        ],
     };
     let in_place = match w {
         Kv => &[][..],
@@ -110,7 +119,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
 /// Faults whose place a workload reaches although they cannot do harm there, and why.
 pub const HARMLESS: &[(Fault, &[Workload], &str)] = &[(
     LateInflightBound,
-    &[Single, Threads, HashMap, Kv, Msync, Seq, Tree, Blocks],
+    &[Single, Threads, HashMap, Kv, Msync, Seq, Tree, Blocks, Backup],
     "one transaction runs at a time: no other lane computes a claim while the bound is late",
 )];
 

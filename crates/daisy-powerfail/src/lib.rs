@@ -38,6 +38,9 @@
 //! * `blocks`: a block store created under the simulator and written by three threads at once,
 //!   each block self-describing (LBA, version, checksum): no acknowledged write lost, no torn
 //!   block ([`blocks`]).
+//! * `backup`: `single`'s transactions with an online backup taken every few transactions
+//!   while the writer runs ([`backup`]): crash points fall in the backup's drain too, and each
+//!   finished copy must recover, with nothing to replay, to exactly the state at its pause.
 //!
 //! Every workload but `concurrent` and `blocks` has two lives: after half of its budget one crash
 //! image of the moment is kept, opened under the simulator (so crash points fall inside its
@@ -45,6 +48,7 @@
 //! there until its budget is spent.
 
 pub mod blocks;
+pub mod backup;
 pub mod canary;
 pub mod concurrent;
 pub mod kv;
@@ -81,6 +85,8 @@ pub enum Workload {
     Tree,
     /// A block store written by threads at once (`blocks.rs`).
     Blocks,
+    /// `Single` with online backups taken while it runs (`backup.rs`).
+    Backup,
 }
 
 /// Transactions the hash-map workload runs under the simulator before the first segment
@@ -101,7 +107,7 @@ fn workload_pool(path: &Path, w: Workload) -> Result<Pool> {
         .max_size(32 << 20)
         .lanes(4);
     opts = match w {
-        Workload::Single => opts.log_slot_size(4096).log_slots_per_lane(4),
+        Workload::Single | Workload::Backup => opts.log_slot_size(4096).log_slots_per_lane(4),
         Workload::Msync => opts
             .log_slot_size(4096)
             .log_slots_per_lane(4)
@@ -156,10 +162,11 @@ impl Workload {
             Workload::Seq => "seq",
             Workload::Tree => "tree",
             Workload::Blocks => "blocks",
+            Workload::Backup => "backup",
         }
     }
 
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 10] = [
         Workload::Single,
         Workload::Threads,
         Workload::Concurrent,
@@ -169,6 +176,7 @@ impl Workload {
         Workload::Seq,
         Workload::Tree,
         Workload::Blocks,
+        Workload::Backup,
     ];
 
     pub fn parse(s: &str) -> Option<Workload> {
@@ -190,7 +198,7 @@ impl Workload {
 /// every canary in `tests/must_fail.rs` is caught within its per-workload share, which is what
 /// CI runs. 10,000 per workload: the kv workload reaches its table shrink (the canary
 /// `ShrinkHeaderEarly`) only late in that share.
-pub const DEFAULT_BUDGET: u64 = 90_000;
+pub const DEFAULT_BUDGET: u64 = 100_000;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -818,6 +826,9 @@ impl Drop for ThreadsRunner {
 fn open_runner(w: Workload, pool: &Pool, seed: u64, applied: u64) -> Result<Box<dyn Runner>> {
     if w == Workload::Kv {
         return Ok(Box::new(kv::KvWork::open(pool, seed, applied)?));
+    }
+    if w == Workload::Backup {
+        return Ok(Box::new(backup::BackupRunner::open(pool, seed, applied)?));
     }
     let ct = Arc::new(crashtest::Ct::open_mix(pool, seed, w.mix())?);
     Ok(if w == Workload::Threads {

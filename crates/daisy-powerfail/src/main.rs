@@ -32,6 +32,8 @@ enum WorkloadArg {
     Tree,
     /// A block store written by three threads at once (no torn block, no lost write).
     Blocks,
+    /// `single` with online backups taken while it runs, each copy checked at its pause.
+    Backup,
 }
 
 /// Simulate power failures at every fence: build crash images from what may or may not have
@@ -142,6 +144,7 @@ fn main() -> ExitCode {
         WorkloadArg::Seq => vec![Workload::Seq],
         WorkloadArg::Tree => vec![Workload::Tree],
         WorkloadArg::Blocks => vec![Workload::Blocks],
+        WorkloadArg::Backup => vec![Workload::Backup],
     };
     let cfg = Config {
         dir: cli.dir,

@@ -66,5 +66,15 @@ fn default_budget_passes_on_every_workload() {
             assert!(w.second_life_from.is_some(), "{w:?}");
             assert!(w.recovery_points > 0, "{w:?}");
         }
+        if w.workload == "backup" {
+            // Copies finished and checked, and copier passes that raced with the writer.
+            for e in ["backup", "backup-live-pass"] {
+                assert!(
+                    w.events[e] > 0,
+                    "the backup workload made no {e}: {:?}",
+                    w.events
+                );
+            }
+        }
     }
 }

@@ -128,7 +128,7 @@ pub mod sim;
 mod tx;
 mod undo;
 
-pub use backup::{Backup, BackupReport};
+pub use backup::{Backup, BackupReport, FrozenBackup};
 pub use bytemuck;
 /// The traits (and, with the attribute `#[bytemuck(crate = "daisy::bytemuck")]`, the derives)
 /// for plain old data that may live in a pool; a program needs no dependency of its own on

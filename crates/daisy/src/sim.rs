@@ -137,11 +137,16 @@ pub enum Fault {
     /// first: its record says the entries are committed while lines of them never reached
     /// the media (collections/table.rs, `BatchCore::persist_filled`).
     FillNoFlush = 25,
+    /// While an online backup runs, a flush flags the pages of its range but the last (an
+    /// off-by-one: a flush within one page flags nothing), so a page written after the copier
+    /// read it is not copied again and the backup holds its old bytes (persist/dirty.rs,
+    /// docs/FORMAT.md section 11).
+    BackupPageUnflagged = 26,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 26] = [
+    pub const ALL: [Fault; 27] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -168,6 +173,7 @@ impl Fault {
         Fault::BlockNoBarrier,
         Fault::FillWithoutFlag,
         Fault::FillNoFlush,
+        Fault::BackupPageUnflagged,
     ];
 
     fn bit(self) -> u32 {
@@ -197,11 +203,16 @@ pub enum Event {
     OverlappingCommit = 6,
     /// A commit wrote a record too large for its slot through an overflow extent.
     OverflowRecord = 7,
+    /// An online backup finished (its pause ran while tracking).
+    Backup = 8,
+    /// A backup's copier copied the pages flagged so far while the pool was in use (a live
+    /// pass, racing with the writers).
+    BackupLivePass = 9,
 }
 
 impl Event {
     /// Every event.
-    pub const ALL: [Event; 8] = [
+    pub const ALL: [Event; 10] = [
         Event::Help,
         Event::SlotWait,
         Event::InPlaceWord,
@@ -210,6 +221,8 @@ impl Event {
         Event::DeferredReuse,
         Event::OverlappingCommit,
         Event::OverflowRecord,
+        Event::Backup,
+        Event::BackupLivePass,
     ];
 
     /// A short name for reports.
@@ -223,6 +236,8 @@ impl Event {
             Event::DeferredReuse => "deferred-reuse",
             Event::OverlappingCommit => "overlapping-commit",
             Event::OverflowRecord => "overflow-record",
+            Event::Backup => "backup",
+            Event::BackupLivePass => "backup-live-pass",
         }
     }
 }

@@ -196,6 +196,68 @@ fn backup_to_copies_a_quiet_pool_that_grew() {
     assert_eq!(contents(&copy), expected);
 }
 
+/// The pause ends at `freeze`: the pool is written again (and grows) before `complete` syncs
+/// and renames the copy, on another thread, and the copy holds the state at the freeze
+/// exactly, none of the later writes. Dropping a frozen backup leaves no file.
+#[test]
+fn a_frozen_backup_completes_on_another_thread_while_the_pool_is_written() {
+    let (src, dst) = (scratch("frozen.pool"), scratch("frozen-copy.pool"));
+    let _files = Files(vec![src.clone(), dst.clone()]);
+    let (pool, id) = new_map_pool(&src, 8 << 20);
+    let mut m = PBytesMap::open(&pool, id).unwrap();
+    for i in 0..20_000u32 {
+        m.insert(&i.to_le_bytes(), &[i as u8; 100]).unwrap();
+    }
+    let b = pool.begin_backup(&dst).unwrap();
+    while !b.is_ready() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let frozen = b.freeze().unwrap();
+    drop(m);
+    let expected = contents(&pool);
+    let mut m = PBytesMap::open(&pool, id).unwrap();
+    let completing = std::thread::spawn(move || frozen.complete());
+    // After the pause: overwrite, remove and add (the pool grows).
+    for i in 0..100_000u32 {
+        m.insert(&i.to_le_bytes(), &[!(i as u8); 100]).unwrap();
+    }
+    for i in 0..1000u32 {
+        m.remove(&i.to_le_bytes()).unwrap();
+    }
+    let report = completing.join().unwrap().unwrap();
+    assert!(report.completion > std::time::Duration::ZERO);
+    assert!(report.elapsed >= report.pause + report.completion);
+    drop(m);
+    assert_ne!(
+        contents(&pool),
+        expected,
+        "the pool changed after the pause"
+    );
+    drop(pool);
+    let copy = Pool::open(&dst, "backup-test").unwrap();
+    assert_sound(&copy);
+    assert_eq!(contents(&copy), expected);
+    drop(copy);
+
+    // A frozen backup dropped before completing: no temporary file is left, and the last
+    // backup stays.
+    let pool = Pool::open(&src, "backup-test").unwrap();
+    let b = pool.begin_backup(&dst).unwrap();
+    drop(b.freeze().unwrap());
+    let dir = dst.parent().unwrap();
+    let name = dst.file_name().unwrap().to_string_lossy().into_owned();
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!(".{name}.backup-")))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    drop(pool);
+    let copy = Pool::open(&dst, "backup-test").unwrap();
+    assert_eq!(contents(&copy), expected);
+}
+
 /// The destination may not be the pool itself, a directory, or a pool open elsewhere; one
 /// backup runs at a time; an abandoned backup leaves no file.
 #[test]

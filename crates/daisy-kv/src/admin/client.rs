@@ -38,10 +38,8 @@ impl ClientRow {
 
 /// One connection's CLIENT LIST / CLIENT INFO line (Redis 7.0's fields, no newline).
 pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> String {
+    // Redis's order (`catClientInfoString`).
     let mut flags = String::new();
-    if cl.addr.starts_with('/') {
-        flags.push('U');
-    }
     if cl.admin.monitor {
         flags.push('O');
     }
@@ -54,11 +52,24 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     if cl.blocked.is_some() {
         flags.push('b');
     }
+    let t = &cl.tracking;
+    if t.on {
+        flags.push('t');
+    }
+    if t.broken_redir {
+        flags.push('R');
+    }
+    if t.bcast {
+        flags.push('B');
+    }
     if dirty {
         flags.push('d');
     }
     if closing {
         flags.push('c');
+    }
+    if cl.addr.starts_with('/') {
+        flags.push('U');
     }
     if cl.admin.no_evict {
         flags.push('e');
@@ -78,7 +89,7 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} \
          ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={multi_mem} rbs={} \
-         rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={}",
+         rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={}",
         cl.id,
         cl.addr,
         cl.laddr,
@@ -106,6 +117,7 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
             cl.last_cmd
         },
         cl.user.name,
+        if t.on { t.redirect as i64 } else { -1 },
         if cl.resp3 { 3 } else { 2 },
     )
 }
@@ -243,47 +255,6 @@ fn kill(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         c.action = Action::Close;
     }
     Ok(())
-}
-
-/// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN] [OPTOUT] [NOLOOP]:
-/// the options are checked as Redis checks them; tracking itself (invalidation messages to
-/// clients that cache keys) is not there, so ON is refused and OFF is what already holds.
-fn tracking(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let mut redirect = false;
-    let mut j = 3;
-    while j < a.len() {
-        let more = a.len() - 1 - j;
-        match &upper(a[j])[..] {
-            b"REDIRECT" if more > 0 => {
-                j += 1;
-                if redirect {
-                    return c.err("ERR A client can only redirect to a single other client");
-                }
-                let Some(id) = parse_i64(a[j]) else {
-                    return c.err(E_INT);
-                };
-                if !all_rows(c).iter().any(|r| r.id as i64 == id) {
-                    return c.err("ERR The client ID you want redirect to does not exist");
-                }
-                redirect = true;
-            }
-            b"PREFIX" if more > 0 => j += 1,
-            b"BCAST" | b"OPTIN" | b"OPTOUT" | b"NOLOOP" => {}
-            _ => return c.err(E_SYNTAX),
-        }
-        j += 1;
-    }
-    match &upper(a[2])[..] {
-        b"ON" => c.err(
-            "ERR CLIENT TRACKING is not supported: this server sends no invalidation messages \
-             (client-side caching)",
-        ),
-        b"OFF" => {
-            resp::ok(c.out);
-            Ok(())
-        }
-        _ => c.err(E_SYNTAX),
-    }
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL].
@@ -435,24 +406,13 @@ pub fn client(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             resp::ok(c.out);
         }
         (b"PAUSE", 3 | 4) => return pause(c, a),
-        (b"TRACKING", n) if n >= 3 => return tracking(c, a),
-        (b"CACHING", 3) => {
-            return c.err(
-                "ERR CLIENT CACHING can be called only when the client is in tracking mode \
-                 with OPTIN or OPTOUT mode enabled",
-            )
+        (b"TRACKING", n) if n >= 3 => {
+            let ids: Vec<u64> = all_rows(c).iter().map(|r| r.id).collect();
+            return crate::tracking::client_tracking(c, a, &ids);
         }
-        (b"GETREDIR", 2) => resp::int(c.out, -1),
-        (b"TRACKINGINFO", 2) => {
-            c.map(3);
-            resp::bulk(c.out, b"flags");
-            c.set_header(1);
-            resp::bulk(c.out, b"off");
-            resp::bulk(c.out, b"redirect");
-            resp::int(c.out, -1);
-            resp::bulk(c.out, b"prefixes");
-            resp::array(c.out, 0);
-        }
+        (b"CACHING", 3) => return crate::tracking::client_caching(c, a),
+        (b"GETREDIR", 2) => crate::tracking::client_getredir(c),
+        (b"TRACKINGINFO", 2) => crate::tracking::client_trackinginfo(c),
         _ => return subcommand_error(c, a),
     }
     Ok(())

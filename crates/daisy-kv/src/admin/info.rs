@@ -64,12 +64,13 @@ fn report(c: &mut Ctx, want: &[String]) -> daisy::Result<String> {
             t,
             "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
              client_recent_max_input_buffer:{}\r\nclient_recent_max_output_buffer:{}\r\n\
-             blocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+             blocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:0\r\n",
             sv.connected_clients,
             sv.max_clients,
             sv.admin.stats.recent_max_input,
             sv.admin.stats.recent_max_output,
             sv.admin.blocked_clients,
+            sv.tracking.clients(),
         );
     }
     if on("memory") {
@@ -295,7 +296,8 @@ fn persistence(c: &mut Ctx, t: &mut String, now: i64) {
         t,
         "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\n\
          current_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\n\
-         current_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\n",
+         current_save_keys_total:0\r\nrdb_changes_since_last_save:{}\r\n",
+        c.ks.dirty.saturating_sub(sv.save.dirty_saved),
     );
     sv.save.info(now, t);
     let _ = write!(
@@ -329,6 +331,7 @@ fn stats(c: &mut Ctx, t: &mut String) {
     let sv = &c.sv;
     let st = &sv.admin.stats;
     let errors: u64 = sv.errorstats.values().sum();
+    let tk = sv.tracking.totals();
     let _ = write!(
         t,
         "total_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
@@ -344,8 +347,8 @@ fn stats(c: &mut Ctx, t: &mut String) {
          pubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n\
          migrate_cached_sockets:0\r\nslave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\n\
          active_defrag_misses:0\r\nactive_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\n\
-         total_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:0\r\n\
-         tracking_total_items:0\r\ntracking_total_prefixes:0\r\nunexpected_error_replies:0\r\n\
+         total_active_defrag_time:0\r\ncurrent_active_defrag_time:0\r\ntracking_total_keys:{}\r\n\
+         tracking_total_items:{}\r\ntracking_total_prefixes:{}\r\nunexpected_error_replies:0\r\n\
          total_error_replies:{errors}\r\ndump_payload_sanitizations:0\r\n\
          total_reads_processed:{}\r\ntotal_writes_processed:{}\r\n\
          io_threaded_reads_processed:0\r\nio_threaded_writes_processed:0\r\n\
@@ -364,6 +367,9 @@ fn stats(c: &mut Ctx, t: &mut String) {
         sv.pubsub.num_channels(),
         sv.pubsub.num_patterns(),
         sv.pubsub.num_shard_channels(),
+        tk.0,
+        tk.1,
+        tk.2,
         st.reads_processed,
         st.writes_processed,
     );

@@ -199,10 +199,8 @@ pub fn fcall_ro(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn fcall_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
-    // MONITOR shows FCALL before the commands its function runs (functions.c).
-    if c.sv.admin.monitors > 0 {
-        crate::admin::monitor_line(c.sv, c.cl, a);
-    }
+    // MONITOR shows FCALL before the commands the function runs (functions.c).
+    crate::admin::monitor_script(c.sv, c.cl, a);
     super::ready(c)?;
     let name = String::from_utf8_lossy(a[1]).to_ascii_lowercase();
     let Some(lib) = c.sv.scripting.functions.by_func.get(&name).cloned() else {

@@ -567,6 +567,11 @@ pub fn run(
     });
     c.sv.scripting.running = Some(running.clone());
     *c.sv.scripting.current.borrow_mut() = Some(running.clone());
+    // Client-side caching: a read-only command of the script makes the caller's declared
+    // keys remembered for it (Redis's rule for scripts: `call` tracks the caller's command).
+    if c.cl.tracking.remembers() {
+        c.sv.tracking.script = Some((c.cl.id, keys.iter().map(|k| k.to_vec()).collect()));
+    }
     let caller_resp3 = c.cl.resp3;
     // Redis's `pre_command_oom_state`: the pool's state when the script starts decides.
     let oom = !allow_oom && c.sv.over_maxmemory();
@@ -609,7 +614,7 @@ pub fn run(
             real.raw_set("ARGV", args_t.clone())?;
         }
         let mut script_client = Client {
-            id: u64::MAX,
+            id: super::SCRIPT_CLIENT_ID,
             authed: true,
             db: c.cl.db,
             deny_blocking: true,
@@ -750,6 +755,7 @@ pub fn run(
     }
     c.sv.scripting.running = None;
     *c.sv.scripting.current.borrow_mut() = None;
+    c.sv.tracking.script = None;
     if let Some(e) = fatal {
         return Err(e);
     }

@@ -36,6 +36,9 @@ use crate::resp;
 use daisy::{PBytesMap, PPtr};
 use lua::{RunKind, ScriptFlags};
 
+/// The id of the client a script's commands run as (no connection has it).
+pub const SCRIPT_CLIENT_ID: u64 = u64::MAX;
+
 const E_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 /// Why a script's command failed its event-loop group (`daisy::Error::Aborted`): it ran past
@@ -208,9 +211,7 @@ pub(crate) fn store_remove(c: &mut Ctx, slot: usize, key: &[u8]) -> daisy::Resul
 
 fn eval_generic(c: &mut Ctx, a: &[&[u8]], by_sha: bool, ro: bool) -> daisy::Result<()> {
     // MONITOR shows the script's command before the commands it runs (eval.c).
-    if c.sv.admin.monitors > 0 {
-        crate::admin::monitor_line(c.sv, c.cl, a);
-    }
+    crate::admin::monitor_script(c.sv, c.cl, a);
     let Some((keys, args)) = split_keys(c, a, E_INT)? else {
         return Ok(());
     };

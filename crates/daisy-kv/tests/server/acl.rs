@@ -1009,3 +1009,99 @@ fn acl_pubsub_default_sets_new_users_channels() {
     assert_eq!(field(&mut c, "onechannel", "channels"), "&test");
     srv.stop();
 }
+
+/// A subscriber whose user loses the permission for a channel, shard channel or pattern it
+/// listens to is disconnected when ACL SETUSER takes it away (Redis 7.0's
+/// `ACLKillPubsubClientsIfNeeded`); subscribers still allowed, other users' subscribers and
+/// a SETUSER that only adds channels close nothing; DELUSER closes them all.
+#[test]
+fn subscribers_that_lose_a_channel_permission_are_disconnected() {
+    use super::pubsub::{w, Reader, R};
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut c = srv.client();
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "psuser",
+            "on",
+            "nopass",
+            "resetchannels",
+            "&foo:1",
+            "&bar:*",
+            "&sh",
+            "+@all",
+        ],
+    );
+    let sub = |args: &[&str]| {
+        let mut r = Reader::new(srv.raw());
+        r.send(&["AUTH", "psuser", "x"]);
+        assert_eq!(r.read(), R::Simple("OK".into()));
+        r.send(args);
+        let kind = args[0].to_ascii_lowercase();
+        assert_eq!(r.words(), w(&[&kind, args[1], "1"]));
+        r
+    };
+    let mut on_foo = sub(&["SUBSCRIBE", "foo:1"]);
+    let mut on_pattern = sub(&["PSUBSCRIBE", "bar:*"]);
+    let mut on_shard = sub(&["SSUBSCRIBE", "sh"]);
+    let mut by_default = Reader::new(srv.raw());
+    by_default.send(&["SUBSCRIBE", "foo:1"]);
+    assert_eq!(by_default.words(), w(&["subscribe", "foo:1", "1"]));
+    // Adding a channel takes nothing away.
+    ok(&mut c, &["ACL", "SETUSER", "psuser", "&more"]);
+    let n: i64 = redis::cmd("PUBLISH")
+        .arg("foo:1")
+        .arg("m1")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(on_foo.words(), w(&["message", "foo:1", "m1"]));
+    assert_eq!(by_default.words(), w(&["message", "foo:1", "m1"]));
+    // foo:1 goes: its subscriber is closed, the others stay.
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "psuser",
+            "resetchannels",
+            "&bar:*",
+            "&sh",
+            "&more",
+        ],
+    );
+    assert!(on_foo.closed_within(5), "the foo:1 subscriber is closed");
+    let n: i64 = redis::cmd("PUBLISH")
+        .arg("bar:x")
+        .arg("m2")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(on_pattern.words(), w(&["pmessage", "bar:*", "bar:x", "m2"]));
+    // A pattern is compared literally: bar:* is not allowed by bar:x.
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "psuser", "resetchannels", "&bar:x", "&sh"],
+    );
+    assert!(
+        on_pattern.closed_within(5),
+        "the bar:* subscriber is closed"
+    );
+    ok(
+        &mut c,
+        &["ACL", "SETUSER", "psuser", "resetchannels", "&bar:x"],
+    );
+    assert!(on_shard.closed_within(5), "the sh subscriber is closed");
+    // The default user's subscriber never was concerned.
+    let n: i64 = redis::cmd("PUBLISH")
+        .arg("foo:1")
+        .arg("m3")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(by_default.words(), w(&["message", "foo:1", "m3"]));
+    srv.stop();
+}

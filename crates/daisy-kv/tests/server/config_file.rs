@@ -246,8 +246,12 @@ fn config_rewrite_round_trips() {
     let mut o = daisy_kv::Options::default();
     daisy_kv::conffile::load(&conf, &mut o).unwrap();
     let srv = Server::start_with(&pool_in(&d), |x| {
-        *x = o;
-        x.quiet = true;
+        *x = daisy_kv::Options {
+            pool: x.pool.clone(),
+            port: 0,
+            quiet: true,
+            ..o
+        };
     });
     let mut c = srv.client();
     let _: () = redis::cmd("CONFIG")
@@ -293,6 +297,208 @@ fn config_rewrite_without_a_file_is_redis_error() {
     let mut c = srv.client();
     let e = err_text(redis::cmd("CONFIG").arg("REWRITE").query::<()>(&mut c));
     assert_eq!(e, "ERR The server is running without a config file");
+    drop(c);
+    srv.stop();
+}
+
+/// `user` lines in a config file create users at start, as Redis's do (`default` reset first),
+/// each checked when the file is read (a bad rule or a user declared twice stops the start
+/// with Redis's message); mixed with an `aclfile` the start is refused; CONFIG REWRITE writes
+/// the users as they are then, in place of the old lines. A relative `aclfile` is found in
+/// `dir`, where Redis has changed directory by the time it reads it.
+#[test]
+fn users_in_the_config_file_and_the_acl_file_beside_it() {
+    let d = tmp();
+    let conf = write(
+        d.path(),
+        "redis.conf",
+        "user default on nopass ~* &* +@all -flushdb\nuser alice on >secret ~* &* +@all\n",
+    );
+    let mut o = daisy_kv::Options::default();
+    daisy_kv::conffile::load(&conf, &mut o).unwrap();
+    assert_eq!(o.users.len(), 2);
+    let srv = Server::start_with(&pool_in(&d), |x| {
+        *x = daisy_kv::Options {
+            pool: x.pool.clone(),
+            port: 0,
+            quiet: true,
+            ..o
+        };
+    });
+    let mut c = srv.client();
+    let e = err_text(redis::cmd("FLUSHDB").query::<()>(&mut c));
+    assert!(e.starts_with("NOPERM"), "{e}");
+    let _: () = redis::cmd("AUTH")
+        .arg("alice")
+        .arg("secret")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("FLUSHDB").query(&mut c).unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("bob")
+        .arg("on")
+        .arg(">b")
+        .arg("+get")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut c).unwrap();
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let users: Vec<&str> = text.lines().filter(|l| l.starts_with("user ")).collect();
+    assert_eq!(users.len(), 3, "{text}");
+    assert!(users[0].starts_with("user alice on #"), "{text}");
+    assert!(
+        users[1].starts_with("user bob on #") && users[1].ends_with("-@all +get"),
+        "{text}"
+    );
+    assert!(users[2].starts_with("user default on nopass"), "{text}");
+    let mut again = daisy_kv::Options::default();
+    daisy_kv::conffile::load(&conf, &mut again).unwrap();
+    assert_eq!(again.users.len(), 3);
+    drop(c);
+    srv.stop();
+
+    // Errors, as Redis's.
+    let e = load_err("user foo on\nuser foo off\n");
+    assert!(
+        e.contains("Error in user declaration 'foo': Duplicate user found"),
+        "{e}"
+    );
+    let e = load_err("user foo on +nosuchcommand\n");
+    assert!(
+        e.contains(
+            "Error in user declaration '+nosuchcommand': Unknown command or category name in ACL"
+        ),
+        "{e}"
+    );
+    let acl = write(d.path(), "users.acl", "user carol on nopass ~* +@all\n");
+    let mut o = daisy_kv::Options::default();
+    daisy_kv::conffile::load(
+        &write(
+            d.path(),
+            "mixed.conf",
+            &format!("aclfile {}\nuser foo on\n", acl.display()),
+        ),
+        &mut o,
+    )
+    .unwrap();
+    let mixed = daisy_kv::Options {
+        pool: d.path().join("mixed.pool"),
+        port: 0,
+        quiet: true,
+        ..o
+    };
+    let e = daisy_kv::serve(&mixed, |_| panic!("started")).unwrap_err();
+    assert!(
+        e.contains("users defined in redis.conf and at the same setting an ACL file"),
+        "{e}"
+    );
+
+    // A relative aclfile is in `dir`.
+    let mut o = daisy_kv::Options::default();
+    daisy_kv::conffile::load(
+        &write(
+            d.path(),
+            "rel.conf",
+            &format!("dir {}\naclfile users.acl\n", d.path().display()),
+        ),
+        &mut o,
+    )
+    .unwrap();
+    assert_eq!(o.aclfile.as_deref(), Some(acl.as_path()));
+}
+
+/// `dir` and `dbfilename` in the config file say where SAVE and BGSAVE write the backup (a
+/// directory on a disk, beside a pool on tmpfs); `dir` must exist, as Redis's chdir requires.
+/// Both are protected parameters, as in Redis: CONFIG SET refuses them unless
+/// `enable-protected-configs` is `yes`, or `local` for a client on loopback; then `dir` is
+/// checked (chdir's error text) and a relative one is relative to the current one.
+#[test]
+fn dir_and_dbfilename_from_the_file_place_backups_and_are_protected() {
+    let d = tmp();
+    let backups = d.path().join("backups");
+    std::fs::create_dir(&backups).unwrap();
+    let conf = write(
+        d.path(),
+        "redis.conf",
+        &format!("dir {}\ndbfilename kv.backup\n", backups.display()),
+    );
+    let mut o = daisy_kv::Options::default();
+    daisy_kv::conffile::load(&conf, &mut o).unwrap();
+    let pool = pool_in(&d);
+    let srv = Server::start_with(&pool, |x| {
+        *x = daisy_kv::Options {
+            pool: x.pool.clone(),
+            port: 0,
+            quiet: true,
+            ..o
+        };
+    });
+    let mut c = srv.client();
+    assert_eq!(config_get(&mut c, "dir"), backups.display().to_string());
+    let _: () = c.set("k", "v").unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let copy = backups.join("kv.backup");
+    assert!(copy.exists(), "no backup at {}", copy.display());
+    assert!(
+        !d.path()
+            .join(format!(
+                "{}.backup",
+                pool.file_name().unwrap().to_string_lossy()
+            ))
+            .exists(),
+        "the backup went beside the pool"
+    );
+    // Protected, with Redis's text.
+    let e = err_text(
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("dir")
+            .arg(d.path().to_str().unwrap())
+            .query::<()>(&mut c),
+    );
+    assert_eq!(
+        e,
+        "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config"
+    );
+    drop(c);
+    srv.stop();
+    check_pool(&copy);
+
+    // `dir` must exist when the file is read.
+    let e = load_err("dir /nonexistent/daisy-test\n");
+    assert!(e.ends_with("No such file or directory"), "{e}");
+
+    // enable-protected-configs local: a loopback client may move the backups.
+    let conf = write(d.path(), "local.conf", "enable-protected-configs local\n");
+    let mut o = daisy_kv::Options::default();
+    daisy_kv::conffile::load(&conf, &mut o).unwrap();
+    let srv = Server::start_with(&pool, |x| {
+        *x = daisy_kv::Options {
+            pool: x.pool.clone(),
+            port: 0,
+            quiet: true,
+            ..o
+        };
+    });
+    let mut c = srv.client();
+    let set = |c: &mut Connection, k: &str, v: &str| {
+        redis::cmd("CONFIG").arg("SET").arg(k).arg(v).query::<()>(c)
+    };
+    assert_eq!(
+        err_text(set(&mut c, "dir", "/nonexistent/daisy-test")),
+        "ERR CONFIG SET failed (possibly related to argument 'dir') - No such file or directory"
+    );
+    assert_eq!(
+        err_text(set(&mut c, "dir", &conf.display().to_string())),
+        "ERR CONFIG SET failed (possibly related to argument 'dir') - Not a directory"
+    );
+    set(&mut c, "dir", &d.path().display().to_string()).unwrap();
+    set(&mut c, "dir", "backups").unwrap();
+    assert_eq!(config_get(&mut c, "dir"), backups.display().to_string());
+    set(&mut c, "dbfilename", "second.backup").unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    assert!(backups.join("second.backup").exists());
     drop(c);
     srv.stop();
 }

@@ -94,18 +94,36 @@ fn client_list_info_and_kill() {
     let none: String = q(&mut c, &["CLIENT", "LIST", "TYPE", "pubsub"]).unwrap();
     assert_eq!(none, "");
     for (args, want) in [
-        (&["CLIENT", "LIST", "TYPE", "x"][..], "ERR Unknown client type 'x'"),
+        (
+            &["CLIENT", "LIST", "TYPE", "x"][..],
+            "ERR Unknown client type 'x'",
+        ),
         (&["CLIENT", "LIST", "ID", "x"], "ERR Invalid client ID"),
         (&["CLIENT", "LIST", "x"], "ERR syntax error"),
-        (&["CLIENT", "KILL"], "ERR wrong number of arguments for 'client|kill' command"),
-        (&["CLIENT", "KILL", "id", "10", "wrong_arg"], "ERR syntax error"),
-        (&["CLIENT", "KILL", "id", "0"], "ERR client-id should be greater than 0"),
-        (&["CLIENT", "KILL", "user", "nobody"], "ERR No such user 'nobody'"),
-        (&["CLIENT", "KILL", "1.2.3.4:5"], "ERR No such client"),
-        (&["CLIENT", "NOSUCH"], "ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP."),
         (
-            &["CLIENT", "TRACKING", "on"],
-            "ERR CLIENT TRACKING is not supported: this server sends no invalidation messages (client-side caching)",
+            &["CLIENT", "KILL"],
+            "ERR wrong number of arguments for 'client|kill' command",
+        ),
+        (
+            &["CLIENT", "KILL", "id", "10", "wrong_arg"],
+            "ERR syntax error",
+        ),
+        (
+            &["CLIENT", "KILL", "id", "0"],
+            "ERR client-id should be greater than 0",
+        ),
+        (
+            &["CLIENT", "KILL", "user", "nobody"],
+            "ERR No such user 'nobody'",
+        ),
+        (&["CLIENT", "KILL", "1.2.3.4:5"], "ERR No such client"),
+        (
+            &["CLIENT", "NOSUCH"],
+            "ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.",
+        ),
+        (
+            &["CLIENT", "TRACKING", "on", "REDIRECT", "99999"],
+            "ERR The client ID you want redirect to does not exist",
         ),
     ] {
         assert_eq!(err_text(q::<Value>(&mut c, args)), want, "{args:?}");
@@ -497,6 +515,96 @@ fn monitor_sees_commands_in_order() {
             r#""EXEC""#
         ]
     );
+    srv.stop();
+}
+
+/// A script shows in MONITOR before the commands it runs, and those show as `lua`'s (Redis's
+/// eval.c and functions.c feed the monitors first).
+#[test]
+fn monitor_shows_scripts_before_their_commands() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut m = srv.raw();
+    assert_eq!(roundtrip(&mut m, b"MONITOR\r\n", 5), b"+OK\r\n");
+    let mut c = srv.client();
+    let _: Value = q(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('set',KEYS[1],ARGV[1])",
+            "1",
+            "foo",
+            "bar",
+        ],
+    )
+    .unwrap();
+    let _: String = q(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=t\nredis.register_function('f', function(k) return redis.call('get', k[1]) end)",
+        ],
+    )
+    .unwrap();
+    let _: Value = q(&mut c, &["FCALL", "f", "1", "foo"]).unwrap();
+    let mut got = String::new();
+    while got.matches("\r\n").count() < 5 {
+        got += &String::from_utf8_lossy(&roundtrip(&mut m, b"", 1));
+    }
+    let lines: Vec<&str> = got.lines().collect();
+    assert!(
+        lines[0].contains(" [0 127.0.0.1:") && lines[0].contains(r#"] "EVAL" "#),
+        "{got}"
+    );
+    assert!(lines[1].ends_with(r#" [0 lua] "set" "foo" "bar""#), "{got}");
+    assert!(lines[2].contains(r#"] "FUNCTION" "LOAD" "#), "{got}");
+    assert!(lines[3].ends_with(r#"] "FCALL" "f" "1" "foo""#), "{got}");
+    assert!(lines[4].ends_with(r#" [0 lua] "get" "foo""#), "{got}");
+    srv.stop();
+}
+
+/// OBJECT IDLETIME counts from a key's last read or write (a DRAM clock: `access.rs`); TTL,
+/// TYPE, EXISTS and OBJECT only look and do not reset it, TOUCH and GET do; RESTORE IDLETIME
+/// sets it; a key never accessed since the start reads as idle since then.
+#[test]
+fn object_idletime_counts_from_the_last_access() {
+    let d = tmp();
+    let srv = Server::start(&pool_in(&d));
+    let mut c = srv.client();
+    let idle = |c: &mut Connection, k: &str| -> i64 { q(c, &["OBJECT", "IDLETIME", k]).unwrap() };
+    let _: () = q(&mut c, &["SET", "foo", "bar"]).unwrap();
+    let _: () = q(&mut c, &["SET", "other", "x"]).unwrap();
+    assert!(idle(&mut c, "foo") <= 1);
+    std::thread::sleep(Duration::from_millis(2100));
+    let _: i64 = q(&mut c, &["TTL", "foo"]).unwrap();
+    let _: String = q(&mut c, &["TYPE", "foo"]).unwrap();
+    let _: i64 = q(&mut c, &["EXISTS", "foo"]).unwrap();
+    let _: i64 = q(&mut c, &["PTTL", "foo"]).unwrap();
+    assert!(idle(&mut c, "foo") >= 2, "inspections are no access");
+    let _: i64 = q(&mut c, &["TOUCH", "foo"]).unwrap();
+    assert!(idle(&mut c, "foo") < 2);
+    assert!(idle(&mut c, "other") >= 2);
+    let _: String = q(&mut c, &["GET", "other"]).unwrap();
+    assert!(idle(&mut c, "other") < 2);
+    // RESTORE ... IDLETIME sets the clock; a deleted key has none.
+    let dump: Vec<u8> = q(&mut c, &["DUMP", "foo"]).unwrap();
+    let _: i64 = q(&mut c, &["DEL", "foo"]).unwrap();
+    let none: Option<i64> = q(&mut c, &["OBJECT", "IDLETIME", "foo"]).unwrap();
+    assert_eq!(none, None);
+    let _: () = redis::cmd("RESTORE")
+        .arg("foo")
+        .arg(0)
+        .arg(dump)
+        .arg("IDLETIME")
+        .arg(1000)
+        .query(&mut c)
+        .unwrap();
+    let i = idle(&mut c, "foo");
+    assert!((1000..=1010).contains(&i), "{i}");
+    // FREQ needs an LFU policy, as in Redis.
+    let e = err_text(q::<i64>(&mut c, &["OBJECT", "FREQ", "foo"]));
+    assert!(e.contains("An LFU maxmemory policy is not selected"), "{e}");
     srv.stop();
 }
 

@@ -37,6 +37,9 @@
 //! - `redis_replies`: replies the differential test found wrong, pinned to Redis 7.0.15's bytes.
 //! - `scripting`: EVAL, SCRIPT, FUNCTION and FCALL: replies, conversions, errors, the sandbox,
 //!   MULTI, writes and the script cache across a restart, SCRIPT KILL.
+//! - `tracking`: client-side caching (CLIENT TRACKING): invalidations to a RESP2 subscriber
+//!   and as RESP3 pushes after the reply, BCAST prefixes, NOLOOP, OPTIN/OPTOUT, expiry,
+//!   FLUSHDB's null, a broken redirection, scripts, the table's key limit, the counters.
 //! - `zsets`: sorted sets converting at the thresholds, a 100,000-member set across a restart
 //!   and lazyfree, WRONGTYPE, blocking pops served or timing out, a crash image kept whole.
 //!
@@ -70,6 +73,7 @@ mod redis_py;
 mod redis_replies;
 mod scripting;
 mod strings;
+mod tracking;
 mod zsets;
 
 struct Server {

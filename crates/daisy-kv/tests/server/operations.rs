@@ -106,6 +106,68 @@ fn save_writes_a_servable_copy_with_every_earlier_write_before_it_replies() {
     );
 }
 
+/// INFO's rdb_changes_since_last_save counts the keys writes changed, as Redis's dirty
+/// counter (a write that changes nothing counts nothing; FLUSHALL counts the keys it removed),
+/// and a successful BGSAVE or SAVE takes it back to 0 (the copy holds every change until then).
+#[test]
+fn changes_since_the_last_save_count_writes_until_a_backup() {
+    let d = tmp();
+    let srv = Server::start_with(&pool_in(&d), |o| {
+        o.size = 24 << 20;
+        o.max_size = Some(32 << 20);
+    });
+    let mut c = srv.client();
+    let changes = |c: &mut Connection| info_field(c, "persistence", "rdb_changes_since_last_save");
+    assert_eq!(changes(&mut c), 0);
+    let _: () = redis::cmd("SET").arg("a").arg(1).query(&mut c).unwrap();
+    let _: () = redis::cmd("MSET")
+        .arg("b")
+        .arg(1)
+        .arg("c")
+        .arg(2)
+        .query(&mut c)
+        .unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg("a")
+        .arg("b")
+        .arg("zz")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        changes(&mut c),
+        5,
+        "SET 1, MSET 2, DEL of two keys 2 (as Redis)"
+    );
+    for _ in 0..2 {
+        let _: i64 = redis::cmd("SETBIT")
+            .arg("s")
+            .arg(0)
+            .arg(0)
+            .query(&mut c)
+            .unwrap();
+    }
+    assert_eq!(changes(&mut c), 6, "the second SETBIT changed nothing");
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    assert_eq!(changes(&mut c), 8, "FLUSHALL removed two keys");
+    let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    wait_bgsave(&mut c);
+    assert_eq!(changes(&mut c), 0);
+    let _: () = redis::cmd("SET").arg("x").arg(1).query(&mut c).unwrap();
+    assert_eq!(changes(&mut c), 1);
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    assert_eq!(changes(&mut c), 0);
+    // A transaction that fails (a full pool) counts nothing.
+    let big = "x".repeat(40 << 20);
+    let e = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query::<()>(&mut c)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("OOM"), "{e}");
+    assert_eq!(changes(&mut c), 0);
+    srv.stop();
+}
+
 /// BGSAVE under a pipelined writer: the writer's keys go up one by one (`seq:i`, and `last`
 /// = i), so the copy must hold exactly a prefix: every write acknowledged before BGSAVE was
 /// sent, none sent after the backup was seen finished, and `last` naming the prefix's end.

@@ -8,7 +8,7 @@ use super::*;
 
 /// A reply read off a raw socket (what a subscriber gets).
 #[derive(Debug, Clone, PartialEq)]
-enum R {
+pub(crate) enum R {
     Bulk(Option<String>),
     Int(i64),
     Simple(String),
@@ -19,17 +19,17 @@ enum R {
 }
 
 /// Reads whole replies from a raw connection.
-struct Reader {
-    s: TcpStream,
-    buf: Vec<u8>,
+pub(crate) struct Reader {
+    pub(crate) s: TcpStream,
+    pub(crate) buf: Vec<u8>,
 }
 
 impl Reader {
-    fn new(s: TcpStream) -> Reader {
+    pub(crate) fn new(s: TcpStream) -> Reader {
         Reader { s, buf: Vec::new() }
     }
 
-    fn send(&mut self, args: &[&str]) {
+    pub(crate) fn send(&mut self, args: &[&str]) {
         let mut req = format!("*{}\r\n", args.len());
         for a in args {
             req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
@@ -37,7 +37,7 @@ impl Reader {
         self.s.write_all(req.as_bytes()).unwrap();
     }
 
-    fn fill(&mut self) -> bool {
+    pub(crate) fn fill(&mut self) -> bool {
         let mut b = [0u8; 65536];
         match self.s.read(&mut b) {
             Ok(0) | Err(_) => false,
@@ -59,7 +59,7 @@ impl Reader {
         }
     }
 
-    fn read(&mut self) -> R {
+    pub(crate) fn read(&mut self) -> R {
         let l = self.line();
         let (t, rest) = l.split_at(1);
         match t {
@@ -79,16 +79,31 @@ impl Reader {
                 self.buf.drain(..n as usize + 2);
                 R::Bulk(Some(v))
             }
-            "*" | ">" => {
+            "*" | ">" | "~" => {
                 let n: usize = rest.parse().unwrap();
                 R::Arr(t == ">", (0..n).map(|_| self.read()).collect())
+            }
+            // A RESP3 map, read as its key-value pairs in a row.
+            "%" => {
+                let n: usize = rest.parse().unwrap();
+                R::Arr(false, (0..2 * n).map(|_| self.read()).collect())
+            }
+            // A RESP3 verbatim string: its text without the format.
+            "=" => {
+                let n: usize = rest.parse().unwrap();
+                while self.buf.len() < n + 2 {
+                    assert!(self.fill(), "connection closed inside a verbatim string");
+                }
+                let v = String::from_utf8_lossy(&self.buf[4..n]).into_owned();
+                self.buf.drain(..n + 2);
+                R::Bulk(Some(v))
             }
             _ => panic!("unexpected reply line {l:?}"),
         }
     }
 
     /// A reply that must be an array of bulk strings and integers, as words.
-    fn words(&mut self) -> Vec<String> {
+    pub(crate) fn words(&mut self) -> Vec<String> {
         match self.read() {
             R::Arr(_, v) => v.into_iter().map(word).collect(),
             other => panic!("not an array: {other:?}"),
@@ -96,7 +111,7 @@ impl Reader {
     }
 
     /// Whether the server closed the connection (reads until end of file, at most `secs`).
-    fn closed_within(&mut self, secs: u64) -> bool {
+    pub(crate) fn closed_within(&mut self, secs: u64) -> bool {
         self.s
             .set_read_timeout(Some(Duration::from_secs(secs)))
             .unwrap();
@@ -111,7 +126,7 @@ impl Reader {
     }
 }
 
-fn word(r: R) -> String {
+pub(crate) fn word(r: R) -> String {
     match r {
         R::Bulk(Some(s)) | R::Simple(s) => s,
         R::Bulk(None) | R::Null => "(nil)".into(),
@@ -120,11 +135,11 @@ fn word(r: R) -> String {
     }
 }
 
-fn w(v: &[&str]) -> Vec<String> {
+pub(crate) fn w(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-fn q<T: redis::FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
+pub(crate) fn q<T: redis::FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
     let mut cmd = redis::cmd(args[0]);
     for a in &args[1..] {
         cmd.arg(*a);
