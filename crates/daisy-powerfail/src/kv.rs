@@ -826,6 +826,7 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             Value::Set(_) => 2,
             Value::List(_) => 3,
             Value::ZSet(_) => 4,
+            Value::Stream(_) => 5,
         })
     };
     let is = |k: &[u8], t: i32| ty(k).is_none_or(|x| x == t);
