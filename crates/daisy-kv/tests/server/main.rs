@@ -37,6 +37,9 @@
 //! - `redis_replies`: replies the differential test found wrong, pinned to Redis 7.0.15's bytes.
 //! - `scripting`: EVAL, SCRIPT, FUNCTION and FCALL: replies, conversions, errors, the sandbox,
 //!   MULTI, writes and the script cache across a restart, SCRIPT KILL.
+//! - `streams`: stream commands and consumer groups as Redis answers them, their state whole
+//!   across a restart and in a crash image, blocking reads, a big stream and group freed
+//!   lazily, DUMP bytes, the version-5 upgrade, damage `pool check` finds.
 //! - `zsets`: sorted sets converting at the thresholds, a 100,000-member set across a restart
 //!   and lazyfree, WRONGTYPE, blocking pops served or timing out, a crash image kept whole.
 //!
@@ -69,6 +72,7 @@ mod pubsub;
 mod redis_py;
 mod redis_replies;
 mod scripting;
+mod streams;
 mod strings;
 mod zsets;
 

@@ -13,7 +13,7 @@ use super::group::{Consumer, Group, Nack, INVALID_ENTRIES_READ};
 use super::id::{self, IdRules, StreamId, E_INVALID_ID};
 use super::node::{self, EntryAt};
 use super::{damaged, NodeRef, Stream, Trim, TrimTo};
-use crate::commands::{lossy, parse_i64, Ctx, E_INT, E_SYNTAX, E_WRONGTYPE};
+use crate::commands::{parse_i64, Ctx, E_INT, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
 use crate::listpack::Elem;
 use crate::pubsub::N_STREAM;
@@ -95,6 +95,12 @@ fn create_stream(c: &mut Ctx, key: &[u8]) -> daisy::Result<(Val, Stream)> {
         c.ks.peek(c.tx, db, key)?
             .ok_or_else(|| damaged("a stream just stored is missing"))?;
     Ok((v, s))
+}
+
+/// An argument as Redis's `%s` prints it into an error: up to its first NUL byte.
+fn cstr(a: &[u8]) -> std::borrow::Cow<'_, str> {
+    let n = a.iter().position(|&b| b == 0).unwrap_or(a.len());
+    String::from_utf8_lossy(&a[..n])
 }
 
 /// Whether the command runs inside a script (Redis's CLIENT_SCRIPT).
@@ -469,7 +475,6 @@ fn parse_read<'a>(
         group: None,
         noack: false,
     };
-    let name = if xreadgroup { "XREADGROUP" } else { "XREAD" };
     let mut i = 1;
     while i < a.len() {
         let more = a.len() - i - 1;
@@ -478,7 +483,7 @@ fn parse_read<'a>(
             if in_script(c) {
                 c.err(&format!(
                     "ERR {} command is not allowed with BLOCK option from scripts",
-                    lossy(a[0])
+                    cstr(a[0])
                 ))?;
                 return Ok(None);
             }
@@ -503,9 +508,7 @@ fn parse_read<'a>(
             r.streams_at = i + 1;
             let n = a.len() - r.streams_at;
             if n % 2 != 0 {
-                c.err(&format!(
-                    "ERR Unbalanced {name} list of streams: for each stream key an ID or '$' must be specified."
-                ))?;
+                c.err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")?;
                 return Ok(None);
             }
             r.nstreams = n / 2;
@@ -558,8 +561,8 @@ pub fn xreadgroup(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 fn nogroup_read(c: &mut Ctx, key: &[u8], group: &[u8]) -> daisy::Result<()> {
     c.err(&format!(
         "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
-        lossy(key),
-        lossy(group)
+        cstr(key),
+        cstr(group)
     ))
 }
 
@@ -1006,8 +1009,8 @@ pub fn xgroup(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         if !has_group && (is("setid") || is("createconsumer") || is("delconsumer")) {
             return c.err(&format!(
                 "NOGROUP No such consumer group '{}' for key name '{}'",
-                lossy(a[3]),
-                lossy(a[2])
+                cstr(a[3]),
+                cstr(a[2])
             ));
         }
     }
@@ -1154,8 +1157,8 @@ pub fn xack(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 fn nogroup(c: &mut Ctx, key: &[u8], group: &[u8]) -> daisy::Result<()> {
     c.err(&format!(
         "NOGROUP No such key '{}' or consumer group '{}'",
-        lossy(key),
-        lossy(group)
+        cstr(key),
+        cstr(group)
     ))
 }
 
@@ -1379,7 +1382,7 @@ pub fn xclaim(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             j += 1;
             last_id = or_return!(id::parse_or_reply(c, a[j], 0, true)?);
         } else {
-            return c.err(&format!("ERR Unrecognized XCLAIM option '{}'", lossy(o)));
+            return c.err(&format!("ERR Unrecognized XCLAIM option '{}'", cstr(o)));
         }
         j += 1;
     }
@@ -1559,8 +1562,8 @@ pub fn xinfo(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         let Some(g) = s.group(c, a[3])? else {
             return c.err(&format!(
                 "NOGROUP No such consumer group '{}' for key name '{}'",
-                lossy(a[3]),
-                lossy(a[2])
+                cstr(a[3]),
+                cstr(a[2])
             ));
         };
         let all = g.all_consumers(c.tx)?;
