@@ -1547,22 +1547,23 @@ fn read_dbs(pool: &Pool, m: &KvMeta) -> daisy::Result<Vec<DbEntry>> {
 
 /// The power-failure simulator's injected faults (feature `sim` only; never otherwise).
 #[cfg(feature = "sim")]
-use daisy::sim::Fault as SimFault;
+pub(crate) use daisy::sim::Fault as SimFault;
 
 #[cfg(feature = "sim")]
-fn sim_fault(f: SimFault) -> bool {
+pub(crate) fn sim_fault(f: SimFault) -> bool {
     daisy::sim::fault(f)
 }
 
 #[cfg(not(feature = "sim"))]
 #[derive(Clone, Copy)]
-enum SimFault {
+pub(crate) enum SimFault {
     LazyQueueLate,
+    StreamAppendOutsideTx,
 }
 
 #[cfg(not(feature = "sim"))]
 #[inline(always)]
-fn sim_fault(_: SimFault) -> bool {
+pub(crate) fn sim_fault(_: SimFault) -> bool {
     false
 }
 

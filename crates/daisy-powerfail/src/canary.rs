@@ -55,6 +55,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GarbageSlotKept,
             LazyQueueLate,
             ShrinkHeaderEarly,
+            StreamAppendOutsideTx,
         ],
         Msync => &[
             EarlyBlockReuse,

@@ -66,7 +66,7 @@ pub use commands::*;
 
 use super::{DataType, Value};
 use crate::commands::Ctx;
-use crate::keyspace::{Enc, Val};
+use crate::keyspace::{sim_fault, Enc, SimFault, Val};
 use bytemuck::{Pod, Zeroable};
 use daisy::{PPtr, PTreeMap, Pool, TreeMapView, Tx};
 use group::GroupMeta;
@@ -190,6 +190,17 @@ pub fn write_changed(tx: &mut Tx, off: u64, old: &[u8], new: &[u8]) -> daisy::Re
     Ok(())
 }
 
+/// The canary's durable store (feature `sim` only; never reached otherwise).
+#[cfg(feature = "sim")]
+fn store_durable_now(pool: &Pool, off: u64, data: &[u8]) -> daisy::Result<()> {
+    daisy::sim::store_durable_now(pool, off, data)
+}
+
+#[cfg(not(feature = "sim"))]
+fn store_durable_now(_: &Pool, _: u64, _: &[u8]) -> daisy::Result<()> {
+    unreachable!("canaries exist only in the simulator's build")
+}
+
 // ---- blocks ---------------------------------------------------------------------------------
 
 /// A block's capacity for a node of `need` bytes: powers of two from 64 bytes (a small
@@ -244,6 +255,7 @@ fn new_block(tx: &mut Tx, lp: &[u8], cap: usize) -> daisy::Result<u64> {
 /// A stream opened for a command: its meta (changed in DRAM, written back by
 /// [`Stream::flush`]) and a view of its nodes' map.
 pub struct Stream {
+    pool: Pool,
     /// The meta's offset.
     pub at: u64,
     pub m: StreamMeta,
@@ -302,6 +314,7 @@ impl Stream {
         }
         let entries = PTreeMap::view(pool, tx, PPtr::from_offset(m.entries))?;
         Ok(Stream {
+            pool: pool.clone(),
             at,
             m,
             orig: m,
@@ -320,6 +333,7 @@ impl Stream {
         let at = c.tx.alloc(&m)?.offset();
         let entries = PTreeMap::view(c.ks.pool(), c.tx, entries)?;
         Ok(Stream {
+            pool: c.ks.pool().clone(),
             at,
             m,
             orig: m,
@@ -467,10 +481,18 @@ impl Stream {
             let mut cnt = Vec::with_capacity(count_len);
             crate::listpack::push_int(&mut cnt, m.count + 1);
             head[crate::listpack::HDR..].copy_from_slice(&cnt);
-            tx.write_bytes(tail + BLOCK_HDR, &head)?;
             let mut tail_bytes = entry;
             tail_bytes.push(crate::listpack::EOF);
-            tx.write_bytes(tail + BLOCK_HDR + lp_bytes as u64 - 1, &tail_bytes)?;
+            let end_at = tail + BLOCK_HDR + lp_bytes as u64 - 1;
+            if sim_fault(SimFault::StreamAppendOutsideTx) {
+                // The canary: the node's new bytes reach the media at once, outside the log
+                // (see `daisy::sim::Fault::StreamAppendOutsideTx`).
+                store_durable_now(&self.pool, tail + BLOCK_HDR, &head)?;
+                store_durable_now(&self.pool, end_at, &tail_bytes)?;
+                return Ok(true);
+            }
+            tx.write_bytes(tail + BLOCK_HDR, &head)?;
+            tx.write_bytes(end_at, &tail_bytes)?;
             return Ok(true);
         }
         // The general way: edit the whole node in DRAM and store it back.
