@@ -346,6 +346,51 @@ pub fn elem(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
     Some((v, end))
 }
 
+/// The whole length (encoding, data, backlen) of the element at `p`, read from its encoding
+/// alone: for walking a listpack whose elements were validated before (a stream node in the
+/// pool). Bounds are checked (None past the last byte before the terminator), the backlen is
+/// not.
+#[inline]
+pub fn elem_len(lp: &[u8], p: usize) -> Option<usize> {
+    let b = *lp.get(p)?;
+    let data = match b {
+        0x00..=0x7F => 1,
+        0x80..=0xBF => 1 + usize::from(b & 0x3F),
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 2 + ((usize::from(b & 0x0F) << 8) | usize::from(*lp.get(p + 1)?)),
+        0xF0 => 5 + u32::from_le_bytes(lp.get(p + 1..p + 5)?.try_into().ok()?) as usize,
+        0xF1 => 3,
+        0xF2 => 4,
+        0xF3 => 5,
+        0xF4 => 9,
+        _ => return None,
+    };
+    let total = data + backlen_size(data as u64) as usize;
+    (p.checked_add(total)? < lp.len()).then_some(total)
+}
+
+/// The integer element at `p` and the position after it, as [`elem_len`] walks (an integer
+/// stored as a string is parsed, as lpGetInteger does); None for anything else.
+#[inline]
+pub fn int_fast(lp: &[u8], p: usize) -> Option<(i64, usize)> {
+    let b = *lp.get(p)?;
+    if b < 0x80 {
+        return (p + 2 < lp.len()).then_some((i64::from(b), p + 2));
+    }
+    let n = elem_len(lp, p)?;
+    let v = match b {
+        0xC0..=0xDF => sign_extend((u64::from(b & 0x1F) << 8) | u64::from(lp[p + 1]), 13),
+        0xF1..=0xF4 => {
+            let w = [0, 0, 2, 3, 4, 8][usize::from(b - 0xEF)];
+            let mut le = [0u8; 8];
+            le[..w].copy_from_slice(&lp[p + 1..p + 1 + w]);
+            sign_extend(u64::from_le_bytes(le), 8 * w as u32)
+        }
+        _ => return elem(lp, p)?.0.int().map(|v| (v, p + n)),
+    };
+    Some((v, p + n))
+}
+
 /// The header's total bytes.
 pub fn total_bytes(lp: &[u8]) -> Option<usize> {
     Some(u32::from_le_bytes(lp.get(..4)?.try_into().ok()?) as usize)
@@ -457,6 +502,49 @@ mod tests {
         let mut b = Vec::new();
         push_str(&mut b, b"12345");
         assert_eq!(elem(&finish(&b, 1), HDR).unwrap().0, Elem::Int(12345));
+    }
+
+    #[test]
+    fn the_fast_walk_agrees_with_the_checked_one() {
+        let mut body = Vec::new();
+        let ints = [
+            0i64,
+            127,
+            -1,
+            4095,
+            -4096,
+            32767,
+            -8_388_608,
+            i32::MIN as i64,
+            i64::MAX,
+        ];
+        for &v in &ints {
+            push_int(&mut body, v);
+        }
+        push_str(&mut body, &[b'q'; 5000]);
+        push_str(&mut body, b"not a number");
+        let lp = finish(&body, ints.len() + 2);
+        let mut p = HDR;
+        for &v in &ints {
+            let (got, next) = int_fast(&lp, p).unwrap();
+            assert_eq!(got, v);
+            assert_eq!(next, elem(&lp, p).unwrap().1);
+            p = next;
+        }
+        let n = elem_len(&lp, p).unwrap();
+        assert_eq!(p + n, elem(&lp, p).unwrap().1);
+        p += n;
+        assert!(int_fast(&lp, p).is_none(), "a string is no integer");
+        p += elem_len(&lp, p).unwrap();
+        assert_eq!(p, lp.len() - 1);
+        assert!(elem_len(&lp, p).is_none(), "the terminator is no element");
+        // A string whose length passes the end is refused, never read.
+        let mut b = Vec::new();
+        push_str(&mut b, &[b'q'; 5000]);
+        let mut cut = finish(&b, 1);
+        cut.truncate(HDR + 100);
+        assert!(elem_len(&cut, HDR).is_none());
+        assert!(int_fast(&cut, HDR).is_none());
     }
 
     #[test]

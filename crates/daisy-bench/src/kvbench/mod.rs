@@ -72,8 +72,11 @@ pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"]
 /// pop from it; each `lrange_N` first pushes N items onto a list of its own and then reads its
 /// first N; `zadd` adds random members to one sorted set, `zpopmin` pops from it), `pfadd`
 /// (redis-benchmark running the command `PFADD hll:bench __rand_int__`: random elements
-/// into one HyperLogLog, which goes sparse -> dense early), and `multi`, the bench's own MULTI/EXEC loader (transactions per second; see
-/// `client::multi_exec_load`).
+/// into one HyperLogLog, which goes sparse -> dense early), `xadd` (redis-benchmark running
+/// `XADD stream:bench * field __rand_int__`: entries appended to one stream), `xreadgroup`
+/// (the bench's own consumer-group loader: messages read with XREADGROUP and acknowledged with
+/// XACK per second; see `client::xreadgroup_load`), and `multi`, the bench's own MULTI/EXEC
+/// loader (transactions per second; see `client::multi_exec_load`).
 pub const TESTS: &[&str] = &[
     "set",
     "get",
@@ -92,6 +95,8 @@ pub const TESTS: &[&str] = &[
     "zadd",
     "zpopmin",
     "pfadd",
+    "xadd",
+    "xreadgroup",
     "multi",
 ];
 /// The tests that only read (the report compares them with redis-none at every pipeline).

@@ -50,8 +50,11 @@ pub struct KvArgs {
     #[arg(long)]
     full: bool,
     /// Tests, comma-separated: redis-benchmark's set, get, incr, mset, hset and sadd (one big
-    /// hash and set), spop (pops what sadd added), and multi, the bench's own MULTI/EXEC
-    /// loader (MULTI, SET, INCR, HSET, EXEC; transactions per second).
+    /// hash and set), spop (pops what sadd added), the lists', sorted sets' and pfadd's, xadd
+    /// (redis-benchmark running XADD stream:bench * field __rand_int__), xreadgroup (the
+    /// bench's own consumer-group loader: XREADGROUP ... COUNT 1 then XACK; messages per
+    /// second), and multi, the bench's own MULTI/EXEC loader (MULTI, SET, INCR, HSET, EXEC;
+    /// transactions per second).
     #[arg(long, value_delimiter = ',', default_value = "set,get", value_parser = clap::builder::PossibleValuesParser::new(kvbench::TESTS))]
     tests: Vec<String>,
     /// Which keys the requests touch, comma-separated: mixed (-r 100000 on an empty keyspace,

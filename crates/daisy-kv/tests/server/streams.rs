@@ -854,7 +854,7 @@ fn pool_check_sees_damage_inside_a_stream() {
     srv.stop();
     check_pool(&path);
     let pool = Pool::open(&path, LAYOUT).unwrap();
-    let mut ks = Keyspace::open(&pool, 16).unwrap();
+    let ks = Keyspace::open(&pool, 16).unwrap();
     let (meta, s) = pool
         .transaction(|tx| {
             let v = ks.peek(tx, 0, b"x")?.expect("x");

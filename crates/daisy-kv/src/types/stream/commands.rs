@@ -117,7 +117,8 @@ fn bulk_elem(out: &mut Vec<u8>, e: Elem) {
 }
 
 fn bulk_id(out: &mut Vec<u8>, id: StreamId) {
-    resp::bulk(out, format!("{id}").as_bytes());
+    let mut b = [0u8; 41];
+    resp::bulk(out, id.text(&mut b));
 }
 
 /// An entry: `[id, [field, value, ...]]`.
@@ -364,7 +365,7 @@ pub fn xadd(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         c.sv.config.stream_node_max_entries,
     );
     s.append(c.tx, id, fields, max_bytes, max_entries)?;
-    resp::bulk(c.out, &id.to_bytes());
+    bulk_id(c.out, id);
     c.touch(key);
     c.notify(N_STREAM, "xadd", key);
     if let Some(t) = &args.trim {
@@ -507,7 +508,7 @@ fn parse_read<'a>(
         } else if o.eq_ignore_ascii_case(b"streams") && more > 0 {
             r.streams_at = i + 1;
             let n = a.len() - r.streams_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 c.err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")?;
                 return Ok(None);
             }
@@ -613,27 +614,29 @@ fn read_generic(c: &mut Ctx, a: &[&[u8]], xreadgroup: bool) -> daisy::Result<()>
         };
         let mut s = Stream::open(c, &v)?;
         let mut gt = t.gt;
-        let (mut sync, mut history) = (false, false);
         let mut group = match r.group {
             Some((g, _)) => Some(s.group(c, g)?.ok_or_else(|| damaged("a group vanished"))?),
             None => None,
         };
+        let history = group.is_some() && gt != StreamId::MAX;
         if let Some(g) = &group {
-            if gt != StreamId::MAX {
-                sync = true;
-                history = true;
-            } else if s.m.length > 0 && s.last_valid_id(c.tx)? > g.g.last_id() {
-                sync = true;
+            if !history {
                 gt = g.g.last_id();
             }
-        } else if s.m.length > 0 && s.last_valid_id(c.tx)? > gt {
-            sync = true;
         }
-        if !sync {
+        // Redis serves a stream at once when a live entry follows the ID (its last valid ID
+        // is after it), a consumer's history always: the entries are read first, and an
+        // empty read means the stream is not served.
+        let start = gt.incr().unwrap_or(StreamId::MIN);
+        let read = if !history && s.m.length > 0 && s.m.last_id() > gt {
+            collect(c, &s, start, r.count)?
+        } else {
+            Collected::default()
+        };
+        if !history && read.ids.is_empty() {
             continue;
         }
         served += 1;
-        let start = gt.incr().unwrap_or(StreamId::MIN);
         if !c.cl.resp3 {
             resp::array(&mut body, 2);
         }
@@ -644,16 +647,12 @@ fn read_generic(c: &mut Ctx, a: &[&[u8]], xreadgroup: bool) -> daisy::Result<()>
                 if history {
                     reply_history(c, &s, g, &mut cons, start, r.count, &mut body)?;
                 } else {
-                    reply_group(c, &s, g, &cons, start, r.count, r.noack, &mut body)?;
+                    deliver(c, &s, g, &cons, &read, r.noack)?;
+                    read.reply(&mut body);
                 }
                 g.flush(c.tx)?;
             }
-            _ => {
-                let mut b2 = Vec::new();
-                let n = emit_range(c.tx, &s, start, StreamId::MAX, r.count, false, &mut b2)?;
-                resp::array(&mut body, n as usize);
-                body.extend_from_slice(&b2);
-            }
+            _ => read.reply(&mut body),
         }
         drop(group);
         s.flush(c.tx)?;
@@ -720,14 +719,49 @@ fn reply_group(
     noack: bool,
     out: &mut Vec<u8>,
 ) -> daisy::Result<()> {
-    let mut ids = Vec::new();
-    let mut body = Vec::new();
+    let read = collect(c, s, start, count)?;
+    deliver(c, s, g, cons, &read, noack)?;
+    read.reply(out);
+    Ok(())
+}
+
+/// Entries read for a reply: their IDs, and their replies (without the array's header).
+#[derive(Default)]
+struct Collected {
+    ids: Vec<StreamId>,
+    body: Vec<u8>,
+}
+
+impl Collected {
+    /// The array of the entries.
+    fn reply(&self, out: &mut Vec<u8>) {
+        resp::array(out, self.ids.len());
+        out.extend_from_slice(&self.body);
+    }
+}
+
+/// The live entries from `start` on, at most `count` (0: all).
+fn collect(c: &mut Ctx, s: &Stream, start: StreamId, count: u64) -> daisy::Result<Collected> {
+    let mut read = Collected::default();
     s.walk(c.tx, start, StreamId::MAX, false, |nr, e| {
-        emit_entry(&mut body, nr, e)?;
-        ids.push(e.id);
-        Ok(count == 0 || (ids.len() as u64) < count)
+        emit_entry(&mut read.body, nr, e)?;
+        read.ids.push(e.id);
+        Ok(count == 0 || (read.ids.len() as u64) < count)
     })?;
-    for &id in &ids {
+    Ok(read)
+}
+
+/// What delivering `read` to consumer `cons` does to group `g`: its last ID and read counter
+/// move, and each entry becomes pending for `cons` unless `noack`.
+fn deliver(
+    c: &mut Ctx,
+    s: &Stream,
+    g: &mut Group,
+    cons: &Consumer,
+    read: &Collected,
+    noack: bool,
+) -> daisy::Result<()> {
+    for &id in &read.ids {
         if id > g.g.last_id() {
             if g.g.entries_read != INVALID_ENTRIES_READ && !s.range_has_tombstones(id, None) {
                 g.g.entries_read += 1;
@@ -739,7 +773,12 @@ fn reply_group(
             g.g.set_last_id(id);
         }
         if !noack {
-            let old = g.nack(c.tx, id)?;
+            // An ID above every pending one cannot be pending already.
+            let old = if id > g.g.pel_top() {
+                None
+            } else {
+                g.nack(c.tx, id)?
+            };
             let n = Nack {
                 time: c.now_ms,
                 count: 1,
@@ -748,8 +787,6 @@ fn reply_group(
             g.put_nack(c.tx, id, &n, old.map(|o| o.consumer))?;
         }
     }
-    resp::array(out, ids.len());
-    out.extend_from_slice(&body);
     Ok(())
 }
 
@@ -1191,7 +1228,7 @@ pub fn xpending(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     };
     let mut names = HashMap::new();
     if justinfo {
-        let total = g.pel.len(c.tx)?;
+        let total = g.pel(c.tx)?.len(c.tx)?;
         resp::array(c.out, 4);
         resp::int(c.out, total as i64);
         if total == 0 {
@@ -1200,8 +1237,14 @@ pub fn xpending(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             c.null_array();
             return Ok(());
         }
-        let (first, _) = g.pel.first(c.tx)?.ok_or_else(|| damaged("an empty PEL"))?;
-        let (last, _) = g.pel.last(c.tx)?.ok_or_else(|| damaged("an empty PEL"))?;
+        let (first, _) = g
+            .pel(c.tx)?
+            .first(c.tx)?
+            .ok_or_else(|| damaged("an empty PEL"))?;
+        let (last, _) = g
+            .pel(c.tx)?
+            .last(c.tx)?
+            .ok_or_else(|| damaged("an empty PEL"))?;
         for k in [first, last] {
             bulk_id(
                 c.out,
@@ -1587,9 +1630,9 @@ pub fn xinfo(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             resp::bulk(c.out, b"name");
             resp::bulk(c.out, &name);
             resp::bulk(c.out, b"consumers");
-            resp::int(c.out, g.consumers.len(c.tx)? as i64);
+            resp::int(c.out, g.consumers(c.tx)?.len(c.tx)? as i64);
             resp::bulk(c.out, b"pending");
-            resp::int(c.out, g.pel.len(c.tx)? as i64);
+            resp::int(c.out, g.pel(c.tx)?.len(c.tx)? as i64);
             resp::bulk(c.out, b"last-delivered-id");
             bulk_id(c.out, g.g.last_id());
             resp::bulk(c.out, b"entries-read");
@@ -1646,7 +1689,7 @@ fn xinfo_stream(c: &mut Ctx, a: &[&[u8]], s: &mut Stream) -> daisy::Result<()> {
         let keys: Vec<[u8; 16]> = if nodes == 0 {
             Vec::new()
         } else {
-            s.entries
+            s.tree(c.tx)?
                 .range_by_rank(c.tx, 0, nodes - 1, false)?
                 .iter()
                 .map(|(k, _)| k[..].try_into().unwrap_or([0; 16]))
@@ -1702,7 +1745,7 @@ fn xinfo_stream(c: &mut Ctx, a: &[&[u8]], s: &mut Stream) -> daisy::Result<()> {
         resp::bulk(c.out, b"lag");
         lag_reply(c, s.lag(&g.g));
         resp::bulk(c.out, b"pel-count");
-        resp::int(c.out, g.pel.len(c.tx)? as i64);
+        resp::int(c.out, g.pel(c.tx)?.len(c.tx)? as i64);
         resp::bulk(c.out, b"pending");
         let pel = g.pel_range(c.tx, StreamId::MIN, StreamId::MAX, count)?;
         resp::array(c.out, pel.len());

@@ -1,6 +1,6 @@
 //! Consumer groups (Redis's `streamCG`, `streamConsumer`, `streamNACK`) in the pool.
 //!
-//! A group is a [`GroupMeta`] (64 bytes) named by the stream's groups map, owning three
+//! A group is a [`GroupMeta`] (80 bytes) named by the stream's groups map, owning three
 //! ordered maps:
 //! * `pel`: the pending entries list, ID (16 bytes BE) -> [`Nack`] (24 bytes: last delivery
 //!   time in ms, delivery count, the owning consumer's object offset);
@@ -11,7 +11,8 @@
 //!
 //! Invariants (`GroupSnapshot::problems`): every NACK names a consumer of the group; the keys
 //! of `cpel` are exactly (owner, ID) for every entry of `pel`; consumers are distinct objects
-//! whose names are their keys; `entries_read` is -1 or more.
+//! whose names are their keys; `entries_read` is -1 or more; no key of `pel` is above the
+//! meta's PEL top (so a delivery of an ID above it skips the look for an earlier owner).
 //!
 //! Crash reasoning: every change goes through the command's transaction, the NACK and its
 //! `cpel` key together (an XACK removes both, an XCLAIM moves the `cpel` key and rewrites the
@@ -26,6 +27,7 @@ use super::{damaged, word, write_changed, Stream};
 use crate::commands::Ctx;
 use bytemuck::{Pod, Zeroable};
 use daisy::{PPtr, PTreeMap, Pool, TreeMapView, Tx};
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 
@@ -47,10 +49,16 @@ pub struct GroupMeta {
     pub pel: u64,
     pub consumers: u64,
     pub cpel: u64,
+    /// No pending entry's ID is above this (raised when one is added above it, never
+    /// lowered): a delivery of a newer ID needs no look into the PEL for an earlier owner.
+    pub pel_top_ms: u64,
+    pub pel_top_seq: u64,
     /// While freeing: the consumers map holds no consumers any more (bit 0).
     pub free_phase: u64,
     pub reserved: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<GroupMeta>() == 80, "docs/FORMAT.md 8e");
 
 impl GroupMeta {
     pub fn last_id(&self) -> StreamId {
@@ -58,6 +66,9 @@ impl GroupMeta {
     }
     pub fn set_last_id(&mut self, id: StreamId) {
         (self.last_ms, self.last_seq) = (id.ms, id.seq);
+    }
+    pub fn pel_top(&self) -> StreamId {
+        StreamId::new(self.pel_top_ms, self.pel_top_seq)
     }
 }
 
@@ -129,28 +140,73 @@ fn cpel_key(consumer: u64, id: StreamId) -> [u8; 24] {
 
 /// A group opened for a command: its meta (written back by [`Group::flush`]) and its maps.
 pub struct Group {
+    pool: Pool,
     pub name: Vec<u8>,
     pub at: u64,
     pub g: GroupMeta,
     orig: GroupMeta,
-    pub pel: TreeMapView,
-    pub consumers: TreeMapView,
-    pub cpel: TreeMapView,
+    /// The three maps, each opened the first time the command needs it (a view claims its
+    /// map, which costs a lock).
+    pel_v: OnceCell<TreeMapView>,
+    consumers_v: OnceCell<TreeMapView>,
+    cpel_v: OnceCell<TreeMapView>,
 }
 
 impl Group {
     fn open_at(pool: &Pool, tx: &Tx, name: &[u8], at: u64) -> daisy::Result<Group> {
         let g: GroupMeta = tx.read(PPtr::from_offset(at))?;
-        let view = |off: u64| PTreeMap::view(pool, tx, PPtr::from_offset(off));
         Ok(Group {
+            pool: pool.clone(),
             name: name.to_vec(),
             at,
             g,
             orig: g,
-            pel: view(g.pel)?,
-            consumers: view(g.consumers)?,
-            cpel: view(g.cpel)?,
+            pel_v: OnceCell::new(),
+            consumers_v: OnceCell::new(),
+            cpel_v: OnceCell::new(),
         })
+    }
+
+    fn view<'v>(
+        pool: &Pool,
+        cell: &'v OnceCell<TreeMapView>,
+        tx: &Tx,
+        off: u64,
+    ) -> daisy::Result<&'v TreeMapView> {
+        if cell.get().is_none() {
+            let _ = cell.set(PTreeMap::view(pool, tx, PPtr::from_offset(off))?);
+        }
+        Ok(cell.get().expect("just set"))
+    }
+
+    /// The pending entries list.
+    pub fn pel(&self, tx: &Tx) -> daisy::Result<&TreeMapView> {
+        Self::view(&self.pool, &self.pel_v, tx, self.g.pel)
+    }
+
+    /// The consumers.
+    pub fn consumers(&self, tx: &Tx) -> daisy::Result<&TreeMapView> {
+        Self::view(&self.pool, &self.consumers_v, tx, self.g.consumers)
+    }
+
+    /// The consumers' own pending lists.
+    pub fn cpel(&self, tx: &Tx) -> daisy::Result<&TreeMapView> {
+        Self::view(&self.pool, &self.cpel_v, tx, self.g.cpel)
+    }
+
+    fn pel_mut(&mut self, tx: &Tx) -> daisy::Result<&mut TreeMapView> {
+        self.pel(tx)?;
+        Ok(self.pel_v.get_mut().expect("opened"))
+    }
+
+    fn consumers_mut(&mut self, tx: &Tx) -> daisy::Result<&mut TreeMapView> {
+        self.consumers(tx)?;
+        Ok(self.consumers_v.get_mut().expect("opened"))
+    }
+
+    fn cpel_mut(&mut self, tx: &Tx) -> daisy::Result<&mut TreeMapView> {
+        self.cpel(tx)?;
+        Ok(self.cpel_v.get_mut().expect("opened"))
     }
 
     /// Write the meta's changed words back.
@@ -171,7 +227,7 @@ impl Group {
 
     /// The consumer named `name` (streamLookupConsumer without refreshing its seen time).
     pub fn consumer(&self, tx: &Tx, name: &[u8]) -> daisy::Result<Option<Consumer>> {
-        match self.consumers.get(tx, name)? {
+        match self.consumers(tx)?.get(tx, name)? {
             None => Ok(None),
             Some(v) if v.len() == 8 => Ok(Some(read_consumer(tx, word(&v))?)),
             Some(_) => Err(damaged("a consumer value's length")),
@@ -194,7 +250,7 @@ impl Group {
         name: &[u8],
         now_ms: i64,
     ) -> daisy::Result<Option<Consumer>> {
-        if self.consumers.contains_key(tx, name)? {
+        if self.consumers(tx)?.contains_key(tx, name)? {
             return Ok(None);
         }
         let mut obj = Vec::with_capacity(CONSUMER_HDR + name.len());
@@ -202,7 +258,8 @@ impl Group {
         obj.extend_from_slice(&(name.len() as u64).to_le_bytes());
         obj.extend_from_slice(name);
         let off = tx.alloc_bytes(&obj)?.offset();
-        self.consumers.insert(tx, name, &off.to_le_bytes())?;
+        self.consumers_mut(tx)?
+            .insert(tx, name, &off.to_le_bytes())?;
         Ok(Some(Consumer {
             off,
             seen_ms: now_ms,
@@ -212,12 +269,12 @@ impl Group {
 
     /// Every consumer, in name order.
     pub fn all_consumers(&self, tx: &Tx) -> daisy::Result<Vec<Consumer>> {
-        let n = self.consumers.len(tx)?;
+        let n = self.consumers(tx)?.len(tx)?;
         if n == 0 {
             return Ok(Vec::new());
         }
         let mut out = Vec::with_capacity(n as usize);
-        for (_, v) in self.consumers.range_by_rank(tx, 0, n - 1, false)? {
+        for (_, v) in self.consumers(tx)?.range_by_rank(tx, 0, n - 1, false)? {
             if v.len() != 8 {
                 return Err(damaged("a consumer value's length"));
             }
@@ -236,7 +293,7 @@ impl Group {
     /// How many entries consumer `off` has pending.
     pub fn pending_of(&self, tx: &Tx, consumer: u64) -> daisy::Result<u64> {
         let (lo, hi) = Self::cpel_bounds(consumer);
-        self.cpel
+        self.cpel(tx)?
             .count_range(tx, Bound::Included(&lo[..]), Bound::Included(&hi[..]))
     }
 
@@ -254,7 +311,7 @@ impl Group {
         }
         let (lo, hi) = (cpel_key(consumer, start), cpel_key(consumer, end));
         let limit = if limit == 0 { u64::MAX } else { limit };
-        let keys = self.cpel.range(
+        let keys = self.cpel(tx)?.range(
             tx,
             Bound::Included(&lo[..]),
             Bound::Included(&hi[..]),
@@ -272,12 +329,12 @@ impl Group {
     pub fn delete_consumer(&mut self, tx: &mut Tx, c: &Consumer) -> daisy::Result<u64> {
         let ids = self.pending_ids(tx, c.off, StreamId::MIN, StreamId::MAX, 0)?;
         for id in &ids {
-            self.pel.remove(tx, &id.key())?;
+            self.pel_mut(tx)?.remove(tx, &id.key())?;
         }
         let (lo, hi) = Self::cpel_bounds(c.off);
-        self.cpel
+        self.cpel_mut(tx)?
             .remove_range(tx, Bound::Included(&lo[..]), Bound::Included(&hi[..]))?;
-        self.consumers.remove(tx, &c.name)?;
+        self.consumers_mut(tx)?.remove(tx, &c.name)?;
         tx.free(PPtr::<u8>::from_offset(c.off))?;
         Ok(ids.len() as u64)
     }
@@ -285,7 +342,7 @@ impl Group {
     // ---- the pending entries list ---------------------------------------------------------
 
     pub fn nack(&self, tx: &Tx, id: StreamId) -> daisy::Result<Option<Nack>> {
-        match self.pel.get(tx, &id.key())? {
+        match self.pel(tx)?.get(tx, &id.key())? {
             None => Ok(None),
             Some(v) => Ok(Some(
                 Nack::from_bytes(&v).ok_or_else(|| damaged("a NACK's length"))?,
@@ -302,23 +359,27 @@ impl Group {
         n: &Nack,
         old_owner: Option<u64>,
     ) -> daisy::Result<()> {
-        self.pel.insert(tx, &id.key(), &n.to_bytes())?;
+        self.pel_mut(tx)?.insert(tx, &id.key(), &n.to_bytes())?;
+        if id > self.g.pel_top() {
+            (self.g.pel_top_ms, self.g.pel_top_seq) = (id.ms, id.seq);
+        }
         if old_owner != Some(n.consumer) {
             if let Some(o) = old_owner {
-                self.cpel.remove(tx, &cpel_key(o, id))?;
+                self.cpel_mut(tx)?.remove(tx, &cpel_key(o, id))?;
             }
-            self.cpel.insert(tx, &cpel_key(n.consumer, id), &[])?;
+            self.cpel_mut(tx)?
+                .insert(tx, &cpel_key(n.consumer, id), &[])?;
         }
         Ok(())
     }
 
     /// Remove entry `id` from the pending lists (XACK); its NACK when it was there.
     pub fn remove_nack(&mut self, tx: &mut Tx, id: StreamId) -> daisy::Result<Option<Nack>> {
-        let Some(v) = self.pel.remove(tx, &id.key())? else {
+        let Some(v) = self.pel_mut(tx)?.remove(tx, &id.key())? else {
             return Ok(None);
         };
         let n = Nack::from_bytes(&v).ok_or_else(|| damaged("a NACK's length"))?;
-        self.cpel.remove(tx, &cpel_key(n.consumer, id))?;
+        self.cpel_mut(tx)?.remove(tx, &cpel_key(n.consumer, id))?;
         Ok(Some(n))
     }
 
@@ -335,7 +396,7 @@ impl Group {
         }
         let limit = if limit == 0 { u64::MAX } else { limit };
         let (lo, hi) = (start.key(), end.key());
-        self.pel
+        self.pel(tx)?
             .range(
                 tx,
                 Bound::Included(&lo[..]),
@@ -432,6 +493,8 @@ impl Stream {
             pel: PTreeMap::create_in(c.tx)?.offset(),
             consumers: PTreeMap::create_in(c.tx)?.offset(),
             cpel: PTreeMap::create_in(c.tx)?.offset(),
+            pel_top_ms: 0,
+            pel_top_seq: 0,
             free_phase: 0,
             reserved: 0,
         };
@@ -571,7 +634,7 @@ pub fn snapshot(pool: &Pool, name: Vec<u8>, at: u64) -> Result<GroupSnapshot, St
         objects: vec![at],
         read_problems: Vec::new(),
     };
-    let tree = |off: u64| -> Result<(Vec<u64>, Vec<(Vec<u8>, Vec<u8>)>), String> {
+    let tree = |off: u64| -> Result<(Vec<u64>, super::node::Fields), String> {
         Ok((
             daisy::tree_objects(pool, off).map_err(|e| e.to_string())?,
             daisy::tree_entries(pool, off).map_err(|e| e.to_string())?,
@@ -657,6 +720,9 @@ impl GroupSnapshot {
             p.push("two consumers share an object".into());
         }
         let mut want: Vec<(u64, StreamId)> = Vec::with_capacity(self.pel.len());
+        if self.pel.iter().any(|(id, _)| *id > self.meta.pel_top()) {
+            p.push("a pending entry above the group's PEL top".into());
+        }
         for (id, n) in &self.pel {
             if !owners.contains(&n.consumer) {
                 p.push(format!("pending entry {id} names no consumer of the group"));

@@ -77,7 +77,29 @@ impl StreamId {
 
     /// `<ms>-<seq>`.
     pub fn to_bytes(self) -> Vec<u8> {
-        format!("{}-{}", self.ms, self.seq).into_bytes()
+        let mut b = [0u8; 41];
+        self.text(&mut b).to_vec()
+    }
+
+    /// `<ms>-<seq>` written into `buf` (no allocation: replies carry many IDs).
+    pub fn text(self, buf: &mut [u8; 41]) -> &[u8] {
+        let mut i = buf.len();
+        for (n, dash) in [(self.seq, true), (self.ms, false)] {
+            let mut n = n;
+            loop {
+                i -= 1;
+                buf[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            if dash {
+                i -= 1;
+                buf[i] = b'-';
+            }
+        }
+        &buf[i..]
     }
 
     /// The ID following `self` as XADD * makes it at time `now_ms` (streamNextID): the time
@@ -286,5 +308,12 @@ mod tests {
         assert_eq!(StreamId::MIN.decr(), None);
         assert_eq!(StreamId::new(1, u64::MAX).incr(), Some(StreamId::new(2, 0)));
         assert_eq!(StreamId::new(2, 0).decr(), Some(StreamId::new(1, u64::MAX)));
+        for id in [
+            StreamId::MIN,
+            StreamId::MAX,
+            StreamId::new(1526919030474, 55),
+        ] {
+            assert_eq!(id.to_bytes(), format!("{}-{}", id.ms, id.seq).into_bytes());
+        }
     }
 }

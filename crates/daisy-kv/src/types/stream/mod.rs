@@ -17,7 +17,8 @@
 //!   through the redo log, not the node), a full block is moved into a larger object, and a
 //!   block left behind when a new one starts is shrunk to its node's size;
 //! * `groups` (0 until the first XGROUP CREATE): a `PTreeMap` from a group's name to the
-//!   offset of its [`GroupMeta`] (64 bytes: last delivered ID, entries read, and three more
+//!   offset of its [`GroupMeta`] (80 bytes: last delivered ID, entries read, the highest pending
+//!   ID ever added, and three more
 //!   ordered maps: the group's pending entries list (ID -> delivery time, delivery count,
 //!   consumer), its consumers (name -> the offset of a consumer object: seen time, name), and
 //!   each consumer's own pending list (consumer offset ++ ID -> nothing): `group`).
@@ -28,7 +29,8 @@
 //! entries; `first` the first live entry's ID (0-0 when empty); `last` at least every entry's
 //! ID; `entries_added` at least `length`; the cached last node the last key and its block;
 //! each group's pending list names consumers of the group, and the consumers' own lists hold
-//! exactly the group's entries, each under its owner; every consumer object's name is its key.
+//! exactly the group's entries, each under its owner; no pending ID is above the group's PEL
+//! top; every consumer object's name is its key.
 //!
 //! **Crash reasoning.** As every type (module `types`): every change of a command goes
 //! through the command's transaction, so a crash leaves it whole or absent. In detail: an
@@ -97,14 +99,14 @@ pub struct StreamMeta {
     pub length: u64,
     pub last_ms: u64,
     pub last_seq: u64,
+    /// Entries ever added. (The four words XADD changes are one run: one log entry.)
+    pub entries_added: u64,
     /// The first live entry's ID (0-0 when empty): Redis's `first_id`.
     pub first_ms: u64,
     pub first_seq: u64,
     /// The largest ID ever deleted (XDEL) or set by XSETID MAXDELETEDID.
     pub maxdel_ms: u64,
     pub maxdel_seq: u64,
-    /// Entries ever added.
-    pub entries_added: u64,
     /// The last node: its block (0 when there is none) and master ID.
     pub tail: u64,
     pub tail_ms: u64,
@@ -114,6 +116,11 @@ pub struct StreamMeta {
     pub free_phase: u64,
     pub reserved: u64,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<StreamMeta>() == 128,
+    "docs/FORMAT.md 8e"
+);
 
 /// `free_phase` bits: the entries map holds no blocks any more and is being freed; the groups
 /// map holds no groups any more and is being freed.
@@ -160,7 +167,12 @@ pub fn write_changed(tx: &mut Tx, off: u64, old: &[u8], new: &[u8]) -> daisy::Re
     let mut i = 0;
     while i < n {
         let w = (i + 8).min(n);
-        if old[i..w] == new[i..w] {
+        let same = if w - i == 8 {
+            word(&old[i..w]) == word(&new[i..w])
+        } else {
+            old[i..w] == new[i..w]
+        };
+        if same {
             i = w;
             continue;
         }
@@ -260,7 +272,9 @@ pub struct Stream {
     pub at: u64,
     pub m: StreamMeta,
     orig: StreamMeta,
-    pub entries: TreeMapView,
+    /// The nodes' map, opened the first time a command needs it (an append to the last node
+    /// does not: see [`Stream::tree`]).
+    entries: std::cell::OnceCell<TreeMapView>,
 }
 
 /// What `Stream::walk` hands its callback: a node and one of its entries.
@@ -301,7 +315,14 @@ impl Stream {
 
     /// Open the stream whose record is `v`.
     pub fn open(c: &mut Ctx, v: &Val) -> daisy::Result<Stream> {
-        let p = c.payload(v)?;
+        let mut p = [0u8; 8];
+        if v.len != 8 {
+            return Err(damaged(format!(
+                "stream payload of {} bytes (want 8)",
+                v.len
+            )));
+        }
+        v.entry.read_tx(c.tx, v.off, &mut p)?;
         let at = Stream::meta_of(&p).map_err(damaged)?;
         Stream::open_at(c.ks.pool(), c.tx, at)
     }
@@ -312,13 +333,12 @@ impl Stream {
         if m.magic != META_MAGIC {
             return Err(damaged(format!("meta {at:#x} has a bad magic")));
         }
-        let entries = PTreeMap::view(pool, tx, PPtr::from_offset(m.entries))?;
         Ok(Stream {
             pool: pool.clone(),
             at,
             m,
             orig: m,
-            entries,
+            entries: std::cell::OnceCell::new(),
         })
     }
 
@@ -331,13 +351,12 @@ impl Stream {
             ..Zeroable::zeroed()
         };
         let at = c.tx.alloc(&m)?.offset();
-        let entries = PTreeMap::view(c.ks.pool(), c.tx, entries)?;
         Ok(Stream {
             pool: c.ks.pool().clone(),
             at,
             m,
             orig: m,
-            entries,
+            entries: std::cell::OnceCell::new(),
         })
     }
 
@@ -360,14 +379,28 @@ impl Stream {
         Ok(())
     }
 
+    /// The nodes' map (opened on first use: a view claims the map, which costs a lock).
+    pub fn tree(&self, tx: &Tx) -> daisy::Result<&TreeMapView> {
+        if self.entries.get().is_none() {
+            let v = PTreeMap::view(&self.pool, tx, PPtr::from_offset(self.m.entries))?;
+            let _ = self.entries.set(v);
+        }
+        Ok(self.entries.get().expect("just set"))
+    }
+
+    fn tree_mut(&mut self, tx: &Tx) -> daisy::Result<&mut TreeMapView> {
+        self.tree(tx)?;
+        Ok(self.entries.get_mut().expect("opened"))
+    }
+
     /// Number of nodes.
     pub fn nodes(&self, tx: &Tx) -> daisy::Result<u64> {
-        self.entries.len(tx)
+        self.tree(tx)?.len(tx)
     }
 
     /// The node of rank `r`: (master ID, block).
     fn node_at(&self, tx: &Tx, r: u64) -> daisy::Result<Option<(StreamId, u64)>> {
-        match self.entries.entry_at_rank(tx, r)? {
+        match self.tree(tx)?.entry_at_rank(tx, r)? {
             None => Ok(None),
             Some((k, v)) => {
                 let id = StreamId::from_key(&k).ok_or_else(|| damaged("a node key's length"))?;
@@ -381,7 +414,7 @@ impl Stream {
 
     /// Rank of the last node whose master ID is at most `id` (None: every node is after it).
     fn node_rank_at_or_before(&self, tx: &Tx, id: StreamId) -> daisy::Result<Option<u64>> {
-        let (r, found) = self.entries.rank(tx, &id.key())?;
+        let (r, found) = self.tree(tx)?.rank(tx, &id.key())?;
         Ok(if found { Some(r) } else { r.checked_sub(1) })
     }
 
@@ -414,8 +447,17 @@ impl Stream {
                 self.shrink_tail(tx)?;
             }
             let lp = node::new_node(id, fields);
-            let off = new_block(tx, &lp, block_cap(lp.len()))?;
-            self.entries.insert(tx, &id.key(), &off.to_le_bytes())?;
+            // Room as Redis preallocates a new node (STREAM_LISTPACK_MAX_PRE_ALLOCATE, or
+            // stream-node-max-bytes when smaller): appends then go in place until the node
+            // is full, and the block is shrunk to its node when the next one starts.
+            let prealloc = if max_bytes > 0 && max_bytes < 4096 {
+                max_bytes
+            } else {
+                4096
+            };
+            let off = new_block(tx, &lp, block_cap(lp.len().max(prealloc)))?;
+            self.tree_mut(tx)?
+                .insert(tx, &id.key(), &off.to_le_bytes())?;
             self.m.tail = off;
             (self.m.tail_ms, self.m.tail_seq) = (id.ms, id.seq);
         }
@@ -440,11 +482,15 @@ impl Stream {
         max_entries: usize,
     ) -> daisy::Result<bool> {
         let tail = self.m.tail;
-        let cap = block_capacity(tx, tail)?;
-        // The node's front: header, counts and master fields (read whole when they are long).
-        let mut h = [0u8; 4];
-        tx.read_bytes(tail + BLOCK_HDR, &mut h)?;
-        let lp_bytes = u32::from_le_bytes(h) as usize;
+        // The block's header and the node's front (its header, counts and master fields) in
+        // one read; the node is read whole below when its master fields are longer.
+        let mut buf = [0u8; 256];
+        tx.read_bytes(tail, &mut buf[..64])?;
+        let cap = u32::from_le_bytes(buf[..4].try_into().expect("4")) as usize;
+        if u32::from_le_bytes(buf[4..8].try_into().expect("4")) != BLOCK_TAG {
+            return Err(damaged(format!("block {tail:#x} has a bad tag")));
+        }
+        let lp_bytes = u32::from_le_bytes(buf[8..12].try_into().expect("4")) as usize;
         if lp_bytes < crate::listpack::EMPTY_BYTES || lp_bytes > cap {
             return Err(damaged(format!(
                 "block {tail:#x}: node of {lp_bytes} bytes"
@@ -453,20 +499,27 @@ impl Stream {
         if lp_bytes + totelelen >= node_max {
             return Ok(false);
         }
-        let mut front = vec![0u8; lp_bytes.min(256)];
-        tx.read_bytes(tail + BLOCK_HDR, &mut front)?;
-        // `front` holds the master entry unless its fields are long: then read the node.
-        let m = match node::master_at(&front) {
+        let flen = lp_bytes.min(248);
+        if flen > 56 {
+            tx.read_bytes(tail + 64, &mut buf[64..8 + flen])?;
+        }
+        let mut whole = None;
+        // `buf` holds the master entry unless its fields are long: then read the node.
+        let m = match node::master_at(&buf[8..8 + flen]) {
             Ok(m) => m,
             _ => {
-                front = read_node(tx, tail)?;
-                node::master(&front).map_err(damaged)?
+                let lp = whole.insert(read_node(tx, tail)?);
+                node::master(lp).map_err(damaged)?
             }
+        };
+        let front: &[u8] = match &whole {
+            Some(lp) => lp,
+            None => &buf[8..8 + flen],
         };
         if max_entries != 0 && (m.count + m.deleted) as u64 >= max_entries as u64 {
             return Ok(false);
         }
-        let same = node::same_fields(&front, &m, fields);
+        let same = node::same_fields(front, &m, fields);
         let (entry, elems) = node::entry_bytes(self.m.tail_id(), id, fields, same);
         let new_len = lp_bytes + entry.len();
         let count_len = crate::listpack::int_elem_bytes(m.count);
@@ -474,24 +527,26 @@ impl Stream {
         if new_len <= cap && same_count_len {
             // In place: the header words and the count element, then the new elements over
             // the terminator and a new terminator.
-            let mut head = front[..crate::listpack::HDR + count_len].to_vec();
-            let numele = node::numele_after(&front, elems);
+            let mut headb = [0u8; 16];
+            let head = &mut headb[..crate::listpack::HDR + count_len];
+            let numele = node::numele_after(front, elems);
             head[..4].copy_from_slice(&(new_len as u32).to_le_bytes());
             head[4..6].copy_from_slice(&numele.to_le_bytes());
-            let mut cnt = Vec::with_capacity(count_len);
-            crate::listpack::push_int(&mut cnt, m.count + 1);
-            head[crate::listpack::HDR..].copy_from_slice(&cnt);
+            let mut cnt = [0u8; 16];
+            let cl = node::int_elem(&mut cnt, m.count + 1);
+            head[crate::listpack::HDR..].copy_from_slice(&cnt[..cl]);
+            let head = &*head;
             let mut tail_bytes = entry;
             tail_bytes.push(crate::listpack::EOF);
             let end_at = tail + BLOCK_HDR + lp_bytes as u64 - 1;
             if sim_fault(SimFault::StreamAppendOutsideTx) {
                 // The canary: the node's new bytes reach the media at once, outside the log
                 // (see `daisy::sim::Fault::StreamAppendOutsideTx`).
-                store_durable_now(&self.pool, tail + BLOCK_HDR, &head)?;
+                store_durable_now(&self.pool, tail + BLOCK_HDR, head)?;
                 store_durable_now(&self.pool, end_at, &tail_bytes)?;
                 return Ok(true);
             }
-            tx.write_bytes(tail + BLOCK_HDR, &head)?;
+            tx.write_bytes(tail + BLOCK_HDR, head)?;
             tx.write_bytes(end_at, &tail_bytes)?;
             return Ok(true);
         }
@@ -527,7 +582,7 @@ impl Stream {
         old_off: u64,
         new_off: u64,
     ) -> daisy::Result<()> {
-        self.entries
+        self.tree_mut(tx)?
             .insert(tx, &key.key(), &new_off.to_le_bytes())?;
         if self.m.tail == old_off {
             self.m.tail = new_off;
@@ -560,10 +615,10 @@ impl Stream {
 
     /// Remove node `key` (block `block`) whole.
     fn remove_node(&mut self, tx: &mut Tx, key: StreamId, block: u64) -> daisy::Result<()> {
-        self.entries.remove(tx, &key.key())?;
+        self.tree_mut(tx)?.remove(tx, &key.key())?;
         tx.free(PPtr::<u8>::from_offset(block))?;
         if self.m.tail == block {
-            match self.entries.last(tx)? {
+            match self.tree(tx)?.last(tx)? {
                 None => {
                     self.m.tail = 0;
                     (self.m.tail_ms, self.m.tail_seq) = (0, 0);
@@ -606,6 +661,30 @@ impl Stream {
         if start > end {
             return Ok(());
         }
+        // Reading forward from inside the last node (a consumer keeping up with producers):
+        // only that node can hold the entries, and the nodes' map is not needed.
+        if !rev && self.m.tail != 0 && start >= self.m.tail_id() {
+            let lp = read_node(tx, self.m.tail)?;
+            let m = node::master(&lp).map_err(damaged)?;
+            let nr = NodeRef {
+                lp: &lp,
+                master: &m,
+                block: self.m.tail,
+            };
+            let last = lp.len() - 1;
+            let mut p = m.first_entry;
+            while p < last {
+                let e = node::entry_fast(&lp, &m, self.m.tail_id(), p).map_err(damaged)?;
+                p = e.end;
+                if (skip_tombstones && e.deleted()) || e.id < start {
+                    continue;
+                }
+                if e.id > end || !f(&nr, &e)? {
+                    return Ok(());
+                }
+            }
+            return Ok(());
+        }
         let n = self.nodes(tx)?;
         if n == 0 {
             return Ok(());
@@ -625,7 +704,6 @@ impl Stream {
             }
             let lp = read_node(tx, block)?;
             let m = node::master(&lp).map_err(damaged)?;
-            let all = node::entries(&lp, &m, master_id).map_err(damaged)?;
             let nr = NodeRef {
                 lp: &lp,
                 master: &m,
@@ -644,6 +722,7 @@ impl Stream {
                 Ok(Some(f(&nr, e)?))
             };
             if rev {
+                let all = node::entries_fast(&lp, &m, master_id).map_err(damaged)?;
                 for e in all.iter().rev() {
                     if let Some(go) = visit(e)? {
                         if !go {
@@ -656,12 +735,21 @@ impl Stream {
                 }
                 r -= 1;
             } else {
-                for e in &all {
-                    if let Some(go) = visit(e)? {
+                // Forward, one entry at a time: a read that starts inside the node stops as
+                // soon as it has what it wants.
+                let last = lp.len() - 1;
+                let mut p = m.first_entry;
+                while p < last {
+                    let e = node::entry_fast(&lp, &m, master_id, p).map_err(damaged)?;
+                    p = e.end;
+                    if let Some(go) = visit(&e)? {
                         if !go {
                             return Ok(());
                         }
                     }
+                }
+                if p != last {
+                    return Err(damaged("entries run past a node's terminator"));
                 }
                 r += 1;
                 if r >= n {
@@ -672,7 +760,7 @@ impl Stream {
     }
 
     /// The entry `id` if it is live: its fields.
-    pub fn get(&self, tx: &Tx, id: StreamId) -> daisy::Result<Option<Vec<(Vec<u8>, Vec<u8>)>>> {
+    pub fn get(&self, tx: &Tx, id: StreamId) -> daisy::Result<Option<node::Fields>> {
         let mut out = None;
         self.walk(tx, id, id, false, |n, e| {
             out = Some(node::fields_of(n.lp, n.master, e).map_err(damaged)?);
@@ -732,7 +820,7 @@ impl Stream {
         };
         let old = read_node(tx, block)?;
         let m = node::master(&old).map_err(damaged)?;
-        let all = node::entries(&old, &m, master_id).map_err(damaged)?;
+        let all = node::entries_fast(&old, &m, master_id).map_err(damaged)?;
         let Some(e) = all.iter().find(|e| e.id == id && !e.deleted()) else {
             return Ok(false);
         };
@@ -771,7 +859,7 @@ impl Stream {
             if t.limit != 0 && (deleted + entries) as i64 > t.limit {
                 break;
             }
-            let all = node::entries(&old, &m, master_id).map_err(damaged)?;
+            let all = node::entries_fast(&old, &m, master_id).map_err(damaged)?;
             let remove = match t.to {
                 TrimTo::MaxLen(max) => self.m.length - entries >= max,
                 TrimTo::MinId(min) => all.last().is_some_and(|e| e.id < min),
@@ -1075,7 +1163,7 @@ impl Snapshot {
     }
 
     /// The entries (live ones) with their fields, in order.
-    pub fn entries(&self) -> Result<Vec<(StreamId, Vec<(Vec<u8>, Vec<u8>)>)>, String> {
+    pub fn entries(&self) -> Result<Vec<(StreamId, node::Fields)>, String> {
         let mut out = Vec::new();
         for (id, _, lp) in &self.nodes {
             let m = node::master(lp)?;
@@ -1094,7 +1182,7 @@ impl Snapshot {
 /// names). Delivery and seen times are left out (they depend on the clock).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StreamValue {
-    pub entries: Vec<(StreamId, Vec<(Vec<u8>, Vec<u8>)>)>,
+    pub entries: Vec<(StreamId, node::Fields)>,
     pub last_id: StreamId,
     pub first_id: StreamId,
     pub max_deleted: StreamId,
@@ -1227,10 +1315,13 @@ pub fn free_step(pool: &Pool, tx: &mut Tx, at: u64, budget: u32) -> daisy::Resul
             budget -= k as i64;
         }
     }
-    if m.groups == 0 && m.entries != 0 && m.free_phase & FREE_ENTRIES_TREE != 0 && budget > 0 {
-        if PTreeMap::free_step(pool, tx, PPtr::from_offset(m.entries), budget as u32)? {
-            m.entries = 0;
-        }
+    if m.groups == 0
+        && m.entries != 0
+        && m.free_phase & FREE_ENTRIES_TREE != 0
+        && budget > 0
+        && PTreeMap::free_step(pool, tx, PPtr::from_offset(m.entries), budget as u32)?
+    {
+        m.entries = 0;
     }
     if m.groups == 0 && m.entries == 0 {
         tx.free(mp)?;
@@ -1275,7 +1366,8 @@ pub fn copy(c: &mut Ctx, payload: &[u8]) -> daisy::Result<Vec<u8>> {
     let mut dst = Stream::create(c)?;
     for (id, lp) in &nodes {
         let off = new_block(c.tx, lp, lp.len())?;
-        dst.entries.insert(c.tx, &id.key(), &off.to_le_bytes())?;
+        dst.tree_mut(c.tx)?
+            .insert(c.tx, &id.key(), &off.to_le_bytes())?;
         dst.m.tail = off;
         (dst.m.tail_ms, dst.m.tail_seq) = (id.ms, id.seq);
     }
@@ -1373,7 +1465,8 @@ pub fn restore(c: &mut Ctx, d: &StreamDump) -> daisy::Result<Vec<u8>> {
             first_live = sum.first_live;
         }
         let off = new_block(c.tx, lp, lp.len())?;
-        s.entries.insert(c.tx, &id.key(), &off.to_le_bytes())?;
+        s.tree_mut(c.tx)?
+            .insert(c.tx, &id.key(), &off.to_le_bytes())?;
         s.m.tail = off;
         (s.m.tail_ms, s.m.tail_seq) = (id.ms, id.seq);
     }
