@@ -135,6 +135,9 @@ pub struct ServerState {
     /// Error replies by their first word (INFO errorstats).
     pub errorstats: HashMap<String, u64>,
     pub group_commits: u64,
+    /// Groups that failed (a full pool, a command too big for the record left, a collection
+    /// in use) and were run again, the failing command alone (INFO `daisy_group_retries`).
+    pub group_retries: u64,
     pub pool_size: u64,
     pub recovery_ms: f64,
     pub rng: u64,
@@ -174,6 +177,7 @@ impl ServerState {
             cmdstats: vec![CmdStat::default(); COMMANDS.len()],
             errorstats: HashMap::new(),
             group_commits: 0,
+            group_retries: 0,
             pool_size: pool.size(),
             recovery_ms: 0.0,
             rng: (now_ms as u64 ^ 0x9E37_79B9_7F4A_7C15) | 1,

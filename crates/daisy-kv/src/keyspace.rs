@@ -477,6 +477,9 @@ pub struct Keyspace {
     /// What happened to keys in the running command, for the notifications
     /// (`pubsub::flush_key_events`): (event, database, key).
     pub events: Vec<(KeyEvent, usize, Vec<u8>)>,
+    /// Views of collections the transaction's commands gave back for the next ones (emptied
+    /// at the end of every transaction: `committed`, `resync`; module `views`).
+    pub views: crate::views::ViewCache,
 }
 
 /// A key event the keyspace notes for keyspace notifications.
@@ -615,6 +618,7 @@ impl Keyspace {
             note_expired: false,
             note_new: false,
             events: Vec::new(),
+            views: Default::default(),
             expire_paused: false,
             lazyfreed_objects: 0,
             watches: Watches::default(),
@@ -686,6 +690,22 @@ impl Keyspace {
         &self.pool
     }
 
+    /// A view of the value map at `off` for a command of `tx`: one an earlier command of
+    /// `tx` kept ([`crate::views`]), or a new one. Give it back with `views.keep_map`.
+    pub fn map_view(&mut self, tx: &Tx, off: u64) -> daisy::Result<daisy::BytesMapView> {
+        self.views.map(&self.pool, tx, off)
+    }
+
+    /// A view of the list sequence at `off` (see [`Keyspace::map_view`]).
+    pub fn seq_view(&mut self, tx: &Tx, off: u64) -> daisy::Result<daisy::SeqView> {
+        self.views.seq(&self.pool, tx, off)
+    }
+
+    /// A view of the ordered map at `off` (see [`Keyspace::map_view`]).
+    pub fn tree_view(&mut self, tx: &Tx, off: u64) -> daisy::Result<daisy::TreeMapView> {
+        self.views.tree(&self.pool, tx, off)
+    }
+
     fn db_ptr(&self, db: usize) -> PPtr<DbEntry> {
         debug_assert!(db < self.maps.len());
         PPtr::from_offset(self.dbs_off + (db * std::mem::size_of::<DbEntry>()) as u64)
@@ -700,6 +720,7 @@ impl Keyspace {
     /// pool holds (a map created in the failed transaction is gone; one it detached is
     /// back), and undo its WATCH touches.
     pub fn resync(&mut self) {
+        self.views.clear();
         self.watches.rollback();
         self.events.clear();
         for db in 0..self.maps.len() {
@@ -716,6 +737,7 @@ impl Keyspace {
 
     /// The transaction of the commands so far committed (their WATCH touches stand).
     pub fn committed(&mut self) {
+        self.views.clear();
         self.watches.commit();
         // Records may name other tables now: look the next key up afresh.
         self.member_memo.get_mut().0 = usize::MAX;
@@ -1210,6 +1232,8 @@ impl Keyspace {
     /// at once, a large one queued for [`Keyspace::lazyfree_step`].
     fn free_owned(&mut self, tx: &mut Tx, owned: Vec<LazyItem>) -> daisy::Result<()> {
         for item in owned {
+            // A view a command kept holds the collection's claim, and must not outlive it.
+            self.views.evict(item.off);
             match item.kind {
                 LazyKind::Table => self.free_table(tx, map_of(item.off))?,
                 LazyKind::Tree => self.free_tree(tx, PPtr::from_offset(item.off))?,
@@ -1439,6 +1463,8 @@ impl Keyspace {
     /// Free queued collections for about `budget` objects, in one transaction of its own (the
     /// event loop calls it between rounds; opening resumes it). True when the queue is empty.
     pub fn lazyfree_step(&mut self, budget: u32) -> daisy::Result<bool> {
+        // (Kept views end with their transaction; none may hold a claim on what is freed.)
+        self.views.clear();
         let pool = self.pool.clone();
         let meta = self.meta;
         let mut freed = 0;

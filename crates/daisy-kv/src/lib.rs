@@ -43,6 +43,7 @@ pub mod scripting;
 pub mod server;
 pub mod sort;
 pub mod types;
+pub mod views;
 
 pub use server::{serve, Options, BUSY_POLL_US, NEW_POOL_CAPACITY};
 

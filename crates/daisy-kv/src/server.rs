@@ -1470,6 +1470,7 @@ impl Server {
                     i = j;
                 }
                 Err(e) => {
+                    self.sv.group_retries += 1;
                     self.shutdown = false;
                     self.sv.acl.rollback();
                     self.sv.save.request = None;

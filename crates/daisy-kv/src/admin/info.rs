@@ -310,7 +310,8 @@ fn persistence(c: &mut Ctx, t: &mut String, now: i64) {
          daisy_medium:{}\r\ndaisy_survives_power_loss:{}\r\n\
          daisy_pool:{}\r\ndaisy_persistence:{}\r\ndaisy_recovery_ms:{:.3}\r\n\
          daisy_recovery_transactions_replayed:{}\r\ndaisy_recovery_lines_replayed:{}\r\n\
-         daisy_recovery_log_bytes_read:{}\r\ndaisy_group_commits:{}\r\n",
+         daisy_recovery_log_bytes_read:{}\r\ndaisy_group_commits:{}\r\n\
+         daisy_group_retries:{}\r\n",
         sv.durability,
         u8::from(sv.survives_power_loss),
         sv.pool_path,
@@ -320,6 +321,7 @@ fn persistence(c: &mut Ctx, t: &mut String, now: i64) {
         rec.replayed_lines,
         rec.log_bytes_read,
         sv.group_commits,
+        sv.group_retries,
     );
 }
 

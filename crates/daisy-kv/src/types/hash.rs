@@ -25,7 +25,7 @@ use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX};
 use crate::keyspace::{Enc, Header, Val};
 use crate::pubsub::{N_GENERIC, N_HASH};
 use crate::{longdouble, resp, typed};
-use daisy::{BytesMapView, PBytesMap, Pool};
+use daisy::{BytesMapView, Pool};
 
 pub struct Hashes;
 
@@ -123,7 +123,7 @@ impl HashVal {
             Enc::Table => {
                 let id = table_id(&p).map_err(damaged)?;
                 Ok(HashVal::Table {
-                    view: PBytesMap::view(c.ks.pool(), c.tx, id)?,
+                    view: c.ks.map_view(c.tx, id.offset())?,
                     fresh: false,
                 })
             }
@@ -234,7 +234,9 @@ impl HashVal {
     pub fn store(self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
         let db = c.db();
         let exp = old.and_then(|v| v.expire_ms);
-        if self.len(c)? == 0 {
+        // A table that only gained entries in this command cannot be empty.
+        let grew_only = matches!(&self, HashVal::Table { view, .. } if !view.removed_any());
+        if !grew_only && self.len(c)? == 0 {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
@@ -249,14 +251,17 @@ impl HashVal {
             }
             HashVal::Table { view, fresh: true } => {
                 let id = view.id().offset().to_le_bytes();
-                drop(view);
+                c.ks.views.keep_map(c.tx, view);
                 let hdr = Header::new(Type::Hash, Enc::Table).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[&id], old, false)?;
             }
             HashVal::Table {
                 mut view,
                 fresh: false,
-            } => super::shrink_if_sparse(c, &mut view)?,
+            } => {
+                super::shrink_if_sparse(c, &mut view)?;
+                c.ks.views.keep_map(c.tx, view);
+            }
         }
         c.touch(key);
         Ok(())

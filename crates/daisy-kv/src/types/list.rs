@@ -136,7 +136,7 @@ impl ListVal {
         match v.enc {
             Enc::Seq => {
                 let id = seq_id(&p).map_err(damaged)?;
-                let view = PSeq::view(c.ks.pool(), c.tx, id)?;
+                let view = c.ks.seq_view(c.tx, id.offset())?;
                 let len = view.len(c.tx)? as usize;
                 Ok(ListVal::Seq {
                     view,
@@ -458,7 +458,7 @@ impl ListVal {
                 view, fresh: true, ..
             } => {
                 let id = view.id().offset().to_le_bytes();
-                drop(view);
+                c.ks.views.keep_seq(c.tx, view);
                 let hdr = Header::new(Type::List, Enc::Seq).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[&id], old, false)?;
             }
@@ -474,6 +474,7 @@ impl ListVal {
                 if trimmed && view.has_garbage(c.tx)? {
                     view.collect_garbage(c.tx, GARBAGE_BUDGET)?;
                 }
+                c.ks.views.keep_seq(c.tx, view);
             }
         }
         c.touch(key);
@@ -484,7 +485,7 @@ impl ListVal {
 /// A view of the big list whose record's payload is `payload` (COPY).
 pub fn seq_view(c: &mut Ctx, payload: &[u8]) -> daisy::Result<SeqView> {
     let id = seq_id(payload).map_err(damaged)?;
-    PSeq::view(c.ks.pool(), c.tx, id)
+    c.ks.seq_view(c.tx, id.offset())
 }
 
 /// A big list's sequence from its record's payload.

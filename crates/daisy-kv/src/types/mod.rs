@@ -347,6 +347,10 @@ pub fn shrink_if_sparse(
     c: &mut crate::commands::Ctx,
     view: &mut daisy::BytesMapView,
 ) -> daisy::Result<()> {
+    if !view.removed_any() {
+        // Inserts alone never make a table sparser: skip the header reads.
+        return Ok(());
+    }
     let len = view.len(c.tx)?;
     let cap = view.capacity(c.tx)?;
     // One segment (1024 slots) is as small as a table gets.
@@ -388,7 +392,7 @@ pub fn copy_payload(
         return Ok(payload.to_vec());
     }
     let id = table_id(payload).map_err(daisy::Error::Unsupported)?;
-    let src = PBytesMap::view(c.ks.pool(), c.tx, id)?;
+    let src = c.ks.map_view(c.tx, id.offset())?;
     let items = table_all(c, &src)?;
     drop(src);
     let view = create_table(c, items.iter().map(|(k, v)| (&k[..], &v[..])))?;

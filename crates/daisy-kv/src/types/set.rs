@@ -24,7 +24,7 @@ use crate::commands::{range_arg, Ctx, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
 use crate::pubsub::{N_GENERIC, N_SET};
 use crate::{resp, typed};
-use daisy::{BytesMapView, PBytesMap, Pool};
+use daisy::{BytesMapView, Pool};
 
 pub struct Sets;
 
@@ -110,7 +110,9 @@ impl SetVal {
         let p = c.payload(v)?;
         Ok(match v.enc {
             Enc::Table => SetVal::Table {
-                view: PBytesMap::view(c.ks.pool(), c.tx, table_id(&p).map_err(damaged)?)?,
+                view: c
+                    .ks
+                    .map_view(c.tx, table_id(&p).map_err(damaged)?.offset())?,
                 fresh: false,
             },
             Enc::IntSet => {
@@ -295,7 +297,9 @@ impl SetVal {
     pub fn store(self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
         let db = c.db();
         let exp = old.and_then(|v| v.expire_ms);
-        if self.len(c)? == 0 {
+        // A table that only gained entries in this command cannot be empty.
+        let grew_only = matches!(&self, SetVal::Table { view, .. } if !view.removed_any());
+        if !grew_only && self.len(c)? == 0 {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
@@ -307,13 +311,16 @@ impl SetVal {
             SetVal::Ints(v, width) => (Enc::IntSet, intset::encode(&v, width)),
             SetVal::Packed(v) => (Enc::Packed, v.bytes().to_vec()),
             SetVal::Table { view, fresh: true } => {
-                (Enc::Table, view.id().offset().to_le_bytes().to_vec())
+                let id = view.id().offset().to_le_bytes().to_vec();
+                c.ks.views.keep_map(c.tx, view);
+                (Enc::Table, id)
             }
             SetVal::Table {
                 mut view,
                 fresh: false,
             } => {
                 super::shrink_if_sparse(c, &mut view)?;
+                c.ks.views.keep_map(c.tx, view);
                 c.touch(key);
                 return Ok(());
             }

@@ -728,10 +728,13 @@ impl PBytesMap {
     /// handle). A map whose `clear` a crash interrupted is usable through a view; opening
     /// it with [`open`](Self::open) finishes the clear.
     pub fn view(pool: &Pool, tx: &Tx, id: PPtr<PBytesMap>) -> Result<BytesMapView> {
-        Ok(BytesMapView(PBytesMap {
-            t: Table::view(pool, tx, id.offset(), WHAT)?,
-            scratch: Vec::new(),
-        }))
+        Ok(BytesMapView(
+            PBytesMap {
+                t: Table::view(pool, tx, id.offset(), WHAT)?,
+                scratch: Vec::new(),
+            },
+            false,
+        ))
     }
 
     /// Free the map at `id`, a bounded amount of work per call, inside the caller's
@@ -821,7 +824,7 @@ impl PBytesMap {
 /// operations that take the caller's transaction, and nothing that runs a transaction of its
 /// own. Drop it before the map is freed.
 #[derive(Debug)]
-pub struct BytesMapView(PBytesMap);
+pub struct BytesMapView(PBytesMap, bool);
 
 impl BytesMapView {
     /// The map's header pointer.
@@ -860,11 +863,21 @@ impl BytesMapView {
         key: &[u8],
         decide: impl FnOnce(&Tx, Option<EntryRef>, &mut Vec<u8>) -> Result<Upsert>,
     ) -> Result<Upsert> {
-        self.0.upsert_tx(tx, key, decide)
+        let r = self.0.upsert_tx(tx, key, decide)?;
+        self.1 |= r == Upsert::Remove;
+        Ok(r)
     }
     /// Remove; true when the key was present.
     pub fn remove(&mut self, tx: &mut Tx, key: &[u8]) -> Result<bool> {
-        self.0.remove_tx(tx, key)
+        let r = self.0.remove_tx(tx, key)?;
+        self.1 |= r;
+        Ok(r)
+    }
+    /// Whether an entry may have been removed through this view: only then can the map have
+    /// become empty or sparse (a caller deciding whether to delete or shrink it skips the
+    /// header reads after inserts alone).
+    pub fn removed_any(&self) -> bool {
+        self.1
     }
     /// Copy part of an entry's value (see [`PBytesMap::read_value_tx`]).
     pub fn read_value(&self, tx: &Tx, e: &EntryRef, from: usize, out: &mut [u8]) -> Result<()> {
@@ -898,7 +911,9 @@ impl BytesMapView {
         tx: &mut Tx,
         rng: &mut dyn FnMut() -> u64,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.0.take_random_tx(tx, rng)
+        let r = self.0.take_random_tx(tx, rng)?;
+        self.1 |= r.is_some();
+        Ok(r)
     }
     /// A key chosen uniformly at random, with its entry (see
     /// [`PBytesMap::random_entry_tx`]).

@@ -101,7 +101,8 @@ impl<'p> Tx<'p> {
         let mut start = LANE_HINT.with(|h| h.get());
         if start < n {
             // Fast path: the thread's usual lane is free.
-            if let Some(st) = pool.lanes[start].state.try_lock() {
+            if let Some(mut st) = pool.lanes[start].state.try_lock() {
+                st.buf.serial = st.buf.serial.wrapping_add(1);
                 // The hint is per thread, shared by all pools: register the lane with this
                 // pool's watermark scan if it is new here.
                 if pool.lanes.in_use.load(Ordering::Relaxed) <= start {
@@ -169,6 +170,8 @@ impl<'p> Tx<'p> {
             pool.lanes.in_use.fetch_max(idx + 1, Ordering::SeqCst);
         }
         debug_assert!(st.buf.is_empty() && st.buf.fresh.is_empty());
+        let mut st = st;
+        st.buf.serial = st.buf.serial.wrapping_add(1);
         crate::persist::enter_transaction();
         Ok(Tx {
             pool,
@@ -212,6 +215,9 @@ impl<'p> Tx<'p> {
                 if !overlapped {
                     let p = b.copies[i].2;
                     b.record[p..p + 8].copy_from_slice(data);
+                    if b.indexed() {
+                        b.shadow_write(target, 8, p);
+                    }
                     return Ok(());
                 }
             }
@@ -306,6 +312,15 @@ impl<'p> Tx<'p> {
             return Ok(());
         }
         self.log_copy(off, data)
+    }
+
+    /// A number no other transaction of this pool's handle has had or will have while the
+    /// pool stays open (the lane's index and how many transactions the lane has begun): for
+    /// DRAM state that must not outlive the transaction it was built in (a cache of views
+    /// validated by this transaction, say).
+    #[inline(always)]
+    pub fn serial(&self) -> u64 {
+        (self.lane_index() as u64) << 52 | (self.st.buf.serial & ((1 << 52) - 1))
     }
 
     /// The index of the log lane this transaction holds, in `0..Pool::lane_count()`: no

@@ -210,8 +210,8 @@ impl ZVal {
             Enc::SkipList => {
                 let (map, tree) = big_ids(&p).map_err(damaged)?;
                 ZVal::Big(ZBig {
-                    view: PBytesMap::view(c.ks.pool(), c.tx, map)?,
-                    tree: PTreeMap::view(c.ks.pool(), c.tx, tree)?,
+                    view: c.ks.map_view(c.tx, map.offset())?,
+                    tree: c.ks.tree_view(c.tx, tree.offset())?,
                     fresh: false,
                 })
             }
@@ -319,7 +319,9 @@ impl ZVal {
     pub fn store(self, c: &mut Ctx, key: &[u8], old: Option<&Val>) -> daisy::Result<()> {
         let db = c.db();
         let exp = old.and_then(|v| v.expire_ms);
-        if self.len(c)? == 0 {
+        // A big set that only gained members in this command cannot be empty.
+        let grew_only = matches!(&self, ZVal::Big(b) if !b.view.removed_any());
+        if !grew_only && self.len(c)? == 0 {
             drop(self);
             if let Some(o) = old {
                 c.ks.delete(c.tx, db, key, o)?;
@@ -334,11 +336,16 @@ impl ZVal {
             }
             ZVal::Big(b) if b.fresh => {
                 let p = payload_of(&b);
-                drop(b);
+                c.ks.views.keep_map(c.tx, b.view);
+                c.ks.views.keep_tree(c.tx, b.tree);
                 let hdr = Header::new(Type::ZSet, Enc::SkipList).with_expire(exp);
                 c.ks.put(c.tx, db, key, hdr, &[&p], old, false)?;
             }
-            ZVal::Big(mut b) => super::shrink_if_sparse(c, &mut b.view)?,
+            ZVal::Big(mut b) => {
+                super::shrink_if_sparse(c, &mut b.view)?;
+                c.ks.views.keep_map(c.tx, b.view);
+                c.ks.views.keep_tree(c.tx, b.tree);
+            }
         }
         c.touch(key);
         Ok(())
@@ -363,8 +370,8 @@ pub fn copy_big(c: &mut Ctx, payload: &[u8]) -> daisy::Result<Vec<u8>> {
     let (map, tree) = big_ids(payload).map_err(damaged)?;
     let all = {
         let src = ZBig {
-            view: PBytesMap::view(c.ks.pool(), c.tx, map)?,
-            tree: PTreeMap::view(c.ks.pool(), c.tx, tree)?,
+            view: c.ks.map_view(c.tx, map.offset())?,
+            tree: c.ks.tree_view(c.tx, tree.offset())?,
             fresh: false,
         };
         src.all(c.tx)?
