@@ -955,6 +955,26 @@ impl Keyspace {
         v.entry.read_tx(tx, v.off + from, &mut out[at..])
     }
 
+    /// Overwrite payload bytes of `v` from `from` in place, through `tx` (the record keeps its
+    /// length, header and encoding): for commands that change a few bytes of a large string.
+    /// The caller touches the key (WATCH) as for any write.
+    pub fn patch_payload(
+        &mut self,
+        tx: &mut Tx,
+        v: &Val,
+        from: usize,
+        data: &[u8],
+    ) -> daisy::Result<()> {
+        if from.saturating_add(data.len()) > v.len {
+            return Err(daisy::Error::Unsupported(format!(
+                "patch of {} bytes at {from} past a {}-byte payload",
+                data.len(),
+                v.len
+            )));
+        }
+        v.entry.write_tx(tx, v.off + from, data)
+    }
+
     /// The whole payload of `v`.
     pub fn payload(&self, tx: &Tx, v: &Val) -> daisy::Result<Vec<u8>> {
         let mut p = vec![0u8; v.len];
@@ -1232,8 +1252,13 @@ impl Keyspace {
     /// at once, a large one queued for [`Keyspace::lazyfree_step`].
     fn free_owned(&mut self, tx: &mut Tx, owned: Vec<LazyItem>) -> daisy::Result<()> {
         for item in owned {
-            // A view a command kept holds the collection's claim, and must not outlive it.
-            self.views.evict(item.off);
+            // A view a command kept holds the collection's claim, and must not outlive it. A
+            // stream owns maps below its meta (its groups' too): every kept view goes.
+            if item.kind == LazyKind::Stream {
+                self.views.clear();
+            } else {
+                self.views.evict(item.off);
+            }
             match item.kind {
                 LazyKind::Table => self.free_table(tx, map_of(item.off))?,
                 LazyKind::Tree => self.free_tree(tx, PPtr::from_offset(item.off))?,
@@ -1279,6 +1304,8 @@ impl Keyspace {
     /// else queued, in the caller's transaction.
     pub fn free_group(&mut self, tx: &mut Tx, at: u64) -> daisy::Result<()> {
         use crate::types::stream::group;
+        // The group's maps may have kept views (`Group::release`): they go first.
+        self.views.clear();
         let pool = self.pool.clone();
         let mut budget = 2 * LAZYFREE_THRESHOLD as i64;
         if group::is_small(&pool, tx, at, LAZYFREE_THRESHOLD)?

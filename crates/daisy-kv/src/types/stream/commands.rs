@@ -654,7 +654,9 @@ fn read_generic(c: &mut Ctx, a: &[&[u8]], xreadgroup: bool) -> daisy::Result<()>
             }
             _ => read.reply(&mut body),
         }
-        drop(group);
+        if let Some(g) = group {
+            g.release(c);
+        }
         s.flush(c.tx)?;
     }
     if served > 0 {
@@ -1187,6 +1189,7 @@ pub fn xack(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             acked += 1;
         }
     }
+    g.release(c);
     resp::int(c.out, acked);
     Ok(())
 }

@@ -167,6 +167,23 @@ impl Group {
         })
     }
 
+    /// Open a group for a command: its maps' views that earlier commands of the transaction
+    /// gave back ([`Group::release`]) are taken over, since a map whose view is kept cannot be
+    /// opened again (every command path opens groups here, never with `open_at`).
+    pub fn open_in(c: &mut Ctx, name: &[u8], at: u64) -> daisy::Result<Group> {
+        let g = Group::open_at(c.ks.pool(), c.tx, name, at)?;
+        for (cell, off) in [
+            (&g.pel_v, g.g.pel),
+            (&g.consumers_v, g.g.consumers),
+            (&g.cpel_v, g.g.cpel),
+        ] {
+            if let Some(view) = c.ks.views.kept_tree(c.tx, off) {
+                let _ = cell.set(view);
+            }
+        }
+        Ok(g)
+    }
+
     fn view<'v>(
         pool: &Pool,
         cell: &'v OnceCell<TreeMapView>,
@@ -207,6 +224,18 @@ impl Group {
     fn cpel_mut(&mut self, tx: &Tx) -> daisy::Result<&mut TreeMapView> {
         self.cpel(tx)?;
         Ok(self.cpel_v.get_mut().expect("opened"))
+    }
+
+    /// Give the maps' views this command opened back to the keyspace's cache, for the next
+    /// commands of the transaction (`crate::views`; every kept view is dropped before a stream
+    /// or a group is freed: `Keyspace::free_owned`, `Keyspace::free_group`).
+    pub fn release(self, c: &mut Ctx) {
+        for view in [self.pel_v, self.consumers_v, self.cpel_v]
+            .into_iter()
+            .filter_map(OnceCell::into_inner)
+        {
+            c.ks.views.keep_tree(c.tx, view);
+        }
     }
 
     /// Write the meta's changed words back.
@@ -445,8 +474,8 @@ impl Stream {
         if val.len() != 8 {
             return Err(damaged("a group value's length"));
         }
-        drop(v);
-        Ok(Some(Group::open_at(c.ks.pool(), c.tx, name, word(&val))?))
+        c.ks.views.keep_tree(c.tx, v);
+        Ok(Some(Group::open_in(c, name, word(&val))?))
     }
 
     /// Every group's name and meta offset, in name order.
@@ -471,7 +500,7 @@ impl Stream {
 
     /// Open a group from [`Stream::group_list`].
     pub fn open_group(&self, c: &mut Ctx, name: &[u8], at: u64) -> daisy::Result<Group> {
-        Group::open_at(c.ks.pool(), c.tx, name, at)
+        Group::open_in(c, name, at)
     }
 
     /// Create group `name` (streamCreateCG); false when it exists.
@@ -763,7 +792,7 @@ pub fn read_all(c: &mut Ctx, groups_off: u64) -> daisy::Result<Vec<GroupDump>> {
         return Ok(Vec::new());
     }
     let list: Vec<(Vec<u8>, u64)> = {
-        let v = PTreeMap::view(c.ks.pool(), c.tx, PPtr::from_offset(groups_off))?;
+        let v = c.ks.tree_view(c.tx, groups_off)?;
         let n = v.len(c.tx)?;
         if n == 0 {
             Vec::new()
@@ -776,7 +805,7 @@ pub fn read_all(c: &mut Ctx, groups_off: u64) -> daisy::Result<Vec<GroupDump>> {
     };
     let mut out = Vec::with_capacity(list.len());
     for (name, at) in list {
-        let g = Group::open_at(c.ks.pool(), c.tx, &name, at)?;
+        let g = Group::open_in(c, &name, at)?;
         let pel = g.pel_range(c.tx, StreamId::MIN, StreamId::MAX, 0)?;
         let mut consumers = Vec::new();
         for cons in g.all_consumers(c.tx)? {

@@ -918,11 +918,8 @@ impl Stream {
             }
             self.m.groups = PTreeMap::create_in(c.tx)?.offset();
         }
-        Ok(Some(PTreeMap::view(
-            c.ks.pool(),
-            c.tx,
-            PPtr::from_offset(self.m.groups),
-        )?))
+        // A view an earlier command of the transaction gave back, if any (`crate::views`).
+        Ok(Some(c.ks.tree_view(c.tx, self.m.groups)?))
     }
 
     /// Number of consumer groups.
