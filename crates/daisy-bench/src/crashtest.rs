@@ -142,6 +142,11 @@ enum Op {
     AbortElsewhere,
     /// An ordered-map operation, in the transaction with the id (see [`TreeOp`]).
     Tree(TreeOp),
+    /// The id into these slots by direct stores (`Tx::add_range`, then a store through
+    /// `Pool::direct`: the C API's PMDK-style path), after a transaction that declares the
+    /// same slots, stores garbage into them and aborts. A crash before the commit must find
+    /// the slots as the undo records kept them (docs/FORMAT.md section 2.5).
+    DirectSlots(Vec<usize>),
 }
 
 /// A transaction's operation on the workload's sequences (its plan; positions are raw numbers
@@ -243,6 +248,12 @@ fn plan(seed: u64, id: u64, list_len: u64, seq_len: u64, mix: Mix) -> Op {
             4 => return Op::Rewrite,
             5 => return Op::Blob(300_000),
             _ => {}
+        }
+        if id % 32 == 28 {
+            // From a stream of its own, so the other transactions' plans stay as they were.
+            let mut drng = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0x8CB9_2BA7_2F3D_8DD7));
+            let k = drng.gen_range(1..=3);
+            return Op::DirectSlots((0..k).map(|_| drng.gen_range(0..SLOTS - 1)).collect());
         }
         match id % 16 {
             // A logged insert of a hot key, then at once a self-durable update of it, which
@@ -502,7 +513,7 @@ impl Model {
             Op::Seq(op) => self.seq_apply(op),
             Op::Tree(op) => self.tree.apply(op, id),
             Op::Recycle => self.recycle = id,
-            Op::Slots(s) => s.iter().for_each(|&i| self.slots[i] = id),
+            Op::Slots(s) | Op::DirectSlots(s) => s.iter().for_each(|&i| self.slots[i] = id),
             Op::Push => self.list.insert(0, id),
             Op::Pop => {
                 self.list.remove(0);
@@ -739,6 +750,22 @@ impl Ct {
         if let Op::AbortElsewhere = op {
             self.abort_elsewhere()?;
         }
+        if let Op::DirectSlots(s) = &op {
+            // Declared, stored into, aborted: the slots get their bytes back at once.
+            let aborted = pool.transaction(|tx| {
+                for &i in s {
+                    let off = root.byte_add::<u64>(64 + 8 * i as u64).offset();
+                    tx.add_range(off, 8)?;
+                    store_direct(pool, off, !id)?;
+                }
+                Err::<(), _>(Error::Aborted("direct stores undone".into()))
+            });
+            match aborted {
+                Err(Error::Aborted(_)) => {}
+                Err(e) => return Err(e),
+                Ok(()) => unreachable!("the transaction returns an error"),
+            }
+        }
         let mut bmap = self.bmap.lock().unwrap_or_else(|e| e.into_inner());
         pool.transaction(|tx| {
             let r = tx.read(root)?;
@@ -762,6 +789,13 @@ impl Ct {
                 Op::Slots(s) => {
                     for i in s {
                         tx.write(root.byte_add(64 + 8 * i as u64), &id)?;
+                    }
+                }
+                Op::DirectSlots(s) => {
+                    for i in s {
+                        let off = root.byte_add::<u64>(64 + 8 * i as u64).offset();
+                        tx.add_range(off, 8)?;
+                        store_direct(pool, off, id)?;
                     }
                 }
                 Op::Push => push_node(tx, root, id)?,
@@ -916,6 +950,21 @@ fn remove_side_pools(pool: &Path, pid: u32) {
             }
         }
     }
+}
+
+/// Store `word` at `off` straight into the pool, as a C program does through `daisy_direct`
+/// after `daisy_tx_add_range` ([`Op::DirectSlots`]).
+#[expect(
+    unsafe_code,
+    reason = "a direct store through `Pool::direct` is a raw pointer write: the path under test"
+)]
+fn store_direct(pool: &Pool, off: u64, word: u64) -> daisy::Result<()> {
+    let p = pool.direct(off, 8)?;
+    // SAFETY: `direct` checked that the 8 bytes at `p` lie in the mapped heap; the running
+    // transaction declared them (`add_range`), and the workload runs one transaction on them
+    // at a time. Unaligned: the write does not assume the slot's alignment.
+    unsafe { std::ptr::write_unaligned(p.cast::<u64>(), word) };
+    Ok(())
 }
 
 impl Ct {

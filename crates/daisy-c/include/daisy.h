@@ -451,8 +451,8 @@ int daisy_tx_begin(struct daisy_pool *pool, struct daisy_tx **tx);
  * crash, opening the pool shows all of it). On an error nothing of the transaction is
  * visible, in memory or on media, and its allocations are returned.
  *
- * Direct stores into ranges declared with `daisy_tx_add_range` are compared with the
- * snapshots taken at declaration and each changed range is logged whole.
+ * Direct stores into ranges declared with `daisy_tx_add_range` are compared with the bytes
+ * saved at declaration, and each changed range is logged whole: they commit with the rest.
  *
  * Errors: `DAISY_EINVAL` (NULL, or not an open transaction), `DAISY_ETHREAD` (another
  * thread: nothing happens, the transaction stays open), `DAISY_EABORTED` (an earlier error
@@ -467,7 +467,8 @@ int daisy_tx_commit(struct daisy_tx *tx);
 
 /**
  * Abort and end the transaction: nothing it did is visible, in memory or on media (direct
- * stores into declared ranges are undone from their snapshots), and its allocations are
+ * stores into declared ranges are undone, durably, from the bytes saved at declaration),
+ * and its allocations are
  * returned. Returns 0; `DAISY_EINVAL` (NULL, or not an open transaction) or `DAISY_ETHREAD`
  * (another thread: nothing happens). Crash semantics: a crash before the commit point has
  * the same effect. The handle is invalid afterwards.
@@ -546,20 +547,21 @@ int daisy_tx_read(struct daisy_tx *tx, uint64_t off, void *dst, size_t len);
 
 /**
  * Declare `[off, off + len)` (PMDK's `pmemobj_tx_add_range`): the program may then store
- * into those bytes directly, through `daisy_direct`, until the transaction ends. The
- * library snapshots the bytes now (a copy in memory); at commit it compares each declared
- * range with its snapshot and logs a changed range whole (cost: one copy and one compare of
- * the range, plus a logged write of `len` bytes when changed), so the stores commit
- * atomically with the rest; on abort or error the snapshot is copied back.
+ * into those bytes directly, through `daisy_direct`, until the transaction ends; the stores
+ * commit atomically with the rest of it. Before this returns, the bytes' current contents
+ * are durable in the pool's undo area (one fence; two for a transaction's first range, and
+ * one more at its commit). At commit each range that changed is logged whole (a copy and a
+ * compare of the range, and a logged write of `len` bytes when changed).
  *
- * Crash semantics (unlike PMDK, whose undo log covers this): the direct stores reach the
- * file before the commit, so a crash of the process after them and before the commit point
- * may leave them visible after recovery. Where that matters use `daisy_tx_write`, which has
- * no such window. Declare a range before storing into it, once; ranges must not overlap each
- * other or bytes written with `daisy_tx_write` in the same transaction.
+ * Crash semantics (as PMDK's undo log): a crash before the commit point leaves no trace of
+ * the direct stores: opening the pool puts the declared bytes back (docs/FORMAT.md section
+ * 2.5); an abort or an error puts them back at the transaction's end. Declaring a range
+ * twice is allowed (the first declaration's bytes are the ones restored). Ranges must not
+ * overlap bytes written with `daisy_tx_write` in the same transaction. Bytes of an object
+ * this transaction allocated need no undo and take none.
  *
- * Errors: `DAISY_EPTR` (outside the heap), `DAISY_EINVAL`; any error aborts the transaction.
- * Thread: the transaction's.
+ * Errors: `DAISY_EPTR` (outside the heap), `DAISY_ENOSPC` (no room for the undo area),
+ * `DAISY_EIO`, `DAISY_EINVAL`; any error aborts the transaction. Thread: the transaction's.
  *
  * # Safety
  * `tx` is a live transaction handle.

@@ -392,7 +392,6 @@ impl daisy_pool {
                     failed: false,
                     pool: std::ptr::null(),
                     thread: 0,
-                    ranges: Vec::new(),
                 }))
             })
             .collect();
@@ -730,31 +729,6 @@ pub struct daisy_tx {
     failed: bool,
     pool: *const daisy_pool,
     thread: usize,
-    /// Ranges declared by `daisy_tx_add_range`.
-    ranges: Ranges,
-}
-
-/// Ranges declared by `daisy_tx_add_range`: (offset, bytes when declared).
-type Ranges = Vec<(u64, Vec<u8>)>;
-
-impl daisy_tx {
-    fn pool(&self) -> &Pool {
-        // SAFETY: the pool handle outlives its transactions (close refuses while a slot
-        // holds one).
-        unsafe { &(*self.pool).pool }
-    }
-
-    /// Undo direct stores into declared ranges (restore the snapshots).
-    fn restore_ranges(&mut self) {
-        let ranges = std::mem::take(&mut self.ranges);
-        for (off, snap) in ranges {
-            if let Ok(a) = self.pool().direct(off, snap.len() as u64) {
-                // SAFETY: `a` addresses `snap.len()` bytes inside the mapped heap (checked by
-                // `direct`); the program's own stores there are what this undoes.
-                unsafe { std::ptr::copy_nonoverlapping(snap.as_ptr(), a, snap.len()) };
-            }
-        }
-    }
 }
 
 /// One transaction handle per lane of a pool.
@@ -786,7 +760,7 @@ pub unsafe extern "C" fn daisy_tx_begin(pool: *mut daisy_pool, tx: *mut *mut dai
         // SAFETY: the slot of the lane `t` holds: no other transaction can have that lane (so
         // no other thread touches the slot) until `t` is committed or aborted.
         let s = unsafe { &mut *slot };
-        debug_assert!(s.tx.is_none() && s.ranges.is_empty());
+        debug_assert!(s.tx.is_none());
         s.tx = Some(t);
         s.failed = false;
         s.thread = thread_token();
@@ -829,13 +803,11 @@ unsafe fn with_tx(
         Ok(Ok(v)) => v,
         Ok(Err(code)) => {
             h.failed = true;
-            h.restore_ranges();
             code
         }
         Err(p) => {
             pool.poison();
             h.failed = true;
-            h.restore_ranges();
             set_error(
                 DAISY_EPANIC,
                 format!(
@@ -849,18 +821,18 @@ unsafe fn with_tx(
 
 /// Take the transaction out of its slot, leaving the slot empty, before the transaction ends
 /// (ending it frees the lane, and with it the slot, to other threads).
-fn take_out(h: &mut daisy_tx) -> (Option<Tx<'static>>, bool, Ranges) {
+fn take_out(h: &mut daisy_tx) -> (Option<Tx<'static>>, bool) {
     h.thread = 0;
     let failed = std::mem::take(&mut h.failed);
-    (h.tx.take(), failed, std::mem::take(&mut h.ranges))
+    (h.tx.take(), failed)
 }
 
 /// Commit and end the transaction. Returns 0 when every change is durable (after any later
 /// crash, opening the pool shows all of it). On an error nothing of the transaction is
 /// visible, in memory or on media, and its allocations are returned.
 ///
-/// Direct stores into ranges declared with `daisy_tx_add_range` are compared with the
-/// snapshots taken at declaration and each changed range is logged whole.
+/// Direct stores into ranges declared with `daisy_tx_add_range` are compared with the bytes
+/// saved at declaration, and each changed range is logged whole: they commit with the rest.
 ///
 /// Errors: `DAISY_EINVAL` (NULL, or not an open transaction), `DAISY_ETHREAD` (another
 /// thread: nothing happens, the transaction stays open), `DAISY_EABORTED` (an earlier error
@@ -882,8 +854,8 @@ pub unsafe extern "C" fn daisy_tx_commit(tx: *mut daisy_tx) -> c_int {
     }
     // SAFETY: the pool handle outlives its transactions.
     let pool = unsafe { &(*h.pool).pool };
-    let (t, failed, ranges) = take_out(h);
-    let Some(mut t) = t else {
+    let (t, failed) = take_out(h);
+    let Some(t) = t else {
         return invalid("not an open transaction");
     };
     if failed {
@@ -893,21 +865,7 @@ pub unsafe extern "C" fn daisy_tx_commit(tx: *mut daisy_tx) -> c_int {
             "the transaction was aborted by an earlier error",
         );
     }
-    let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), Error> {
-        for (off, snap) in &ranges {
-            let a = pool.direct(*off, snap.len() as u64)?;
-            // SAFETY: `a` addresses `snap.len()` mapped heap bytes (checked above).
-            let now = unsafe { std::slice::from_raw_parts(a, snap.len()) }.to_vec();
-            if now != *snap {
-                // Put the old bytes back so that the logged write is what applies them
-                // (and an error leaves the pool as it was).
-                // SAFETY: as above.
-                unsafe { std::ptr::copy_nonoverlapping(snap.as_ptr(), a, snap.len()) };
-                t.write_bytes(*off, &now)?;
-            }
-        }
-        t.commit()
-    }));
+    let r = catch_unwind(AssertUnwindSafe(|| t.commit()));
     match r {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => fail(&e),
@@ -925,7 +883,8 @@ pub unsafe extern "C" fn daisy_tx_commit(tx: *mut daisy_tx) -> c_int {
 }
 
 /// Abort and end the transaction: nothing it did is visible, in memory or on media (direct
-/// stores into declared ranges are undone from their snapshots), and its allocations are
+/// stores into declared ranges are undone, durably, from the bytes saved at declaration),
+/// and its allocations are
 /// returned. Returns 0; `DAISY_EINVAL` (NULL, or not an open transaction) or `DAISY_ETHREAD`
 /// (another thread: nothing happens). Crash semantics: a crash before the commit point has
 /// the same effect. The handle is invalid afterwards.
@@ -945,10 +904,9 @@ pub unsafe extern "C" fn daisy_tx_abort(tx: *mut daisy_tx) -> c_int {
     if h.tx.is_none() {
         return invalid("not an open transaction");
     }
-    h.restore_ranges();
     // SAFETY: the pool handle outlives its transactions.
     let pool = unsafe { &(*h.pool).pool };
-    let (t, _, _) = take_out(h);
+    let (t, _) = take_out(h);
     if catch_unwind(AssertUnwindSafe(move || drop(t))).is_err() {
         pool.poison();
     }
@@ -1107,45 +1065,33 @@ pub unsafe extern "C" fn daisy_tx_read(
 }
 
 /// Declare `[off, off + len)` (PMDK's `pmemobj_tx_add_range`): the program may then store
-/// into those bytes directly, through `daisy_direct`, until the transaction ends. The
-/// library snapshots the bytes now (a copy in memory); at commit it compares each declared
-/// range with its snapshot and logs a changed range whole (cost: one copy and one compare of
-/// the range, plus a logged write of `len` bytes when changed), so the stores commit
-/// atomically with the rest; on abort or error the snapshot is copied back.
+/// into those bytes directly, through `daisy_direct`, until the transaction ends; the stores
+/// commit atomically with the rest of it. Before this returns, the bytes' current contents
+/// are durable in the pool's undo area (one fence; two for a transaction's first range, and
+/// one more at its commit). At commit each range that changed is logged whole (a copy and a
+/// compare of the range, and a logged write of `len` bytes when changed).
 ///
-/// Crash semantics (unlike PMDK, whose undo log covers this): the direct stores reach the
-/// file before the commit, so a crash of the process after them and before the commit point
-/// may leave them visible after recovery. Where that matters use `daisy_tx_write`, which has
-/// no such window. Declare a range before storing into it, once; ranges must not overlap each
-/// other or bytes written with `daisy_tx_write` in the same transaction.
+/// Crash semantics (as PMDK's undo log): a crash before the commit point leaves no trace of
+/// the direct stores: opening the pool puts the declared bytes back (docs/FORMAT.md section
+/// 2.5); an abort or an error puts them back at the transaction's end. Declaring a range
+/// twice is allowed (the first declaration's bytes are the ones restored). Ranges must not
+/// overlap bytes written with `daisy_tx_write` in the same transaction. Bytes of an object
+/// this transaction allocated need no undo and take none.
 ///
-/// Errors: `DAISY_EPTR` (outside the heap), `DAISY_EINVAL`; any error aborts the transaction.
-/// Thread: the transaction's.
+/// Errors: `DAISY_EPTR` (outside the heap), `DAISY_ENOSPC` (no room for the undo area),
+/// `DAISY_EIO`, `DAISY_EINVAL`; any error aborts the transaction. Thread: the transaction's.
 ///
 /// # Safety
 /// `tx` is a live transaction handle.
 #[no_mangle]
 pub unsafe extern "C" fn daisy_tx_add_range(tx: *mut daisy_tx, off: u64, len: usize) -> c_int {
     // SAFETY: by contract.
-    let h = if tx.is_null() { None } else { Some(tx) };
-    let Some(hp) = h else {
-        return invalid("NULL transaction");
-    };
-    let mut snap: Option<Vec<u8>> = None;
-    // SAFETY: by contract.
-    let r = unsafe {
-        with_tx(hp, |_, pool| {
-            let a = pool.direct(off, len as u64).map_err(err)?;
-            // SAFETY: `a` addresses `len` mapped heap bytes (checked by `direct`).
-            snap = Some(std::slice::from_raw_parts(a, len).to_vec());
+    unsafe {
+        with_tx(tx, |t, _| {
+            t.add_range(off, len as u64).map_err(err)?;
             Ok(0)
         })
-    };
-    if let Some(s) = snap {
-        // SAFETY: a live handle (with_tx succeeded).
-        unsafe { (*hp).ranges.push((off, s)) };
     }
-    r
 }
 
 // ---------------------------------------------------------------------------------------------

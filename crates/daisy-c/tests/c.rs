@@ -18,13 +18,11 @@ fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe.parent().expect("target/<profile>/deps");
     // `cargo test` builds a cdylib/staticlib-only crate's libraries only when something else
-    // asked for them (a clean clone's `cargo test` does not): build them here, into the same
-    // target directory and profile, once for all the tests of this binary.
+    // asked for them (a clean clone's `cargo test` does not), and libraries left by an earlier
+    // build may predate the sources under test: always ask cargo (a no-op when they are
+    // current), into the same target directory and profile, once for all the tests here.
     static BUILD: std::sync::Once = std::sync::Once::new();
     BUILD.call_once(|| {
-        if dir.join("libdaisy.so").exists() && dir.join("libdaisy.a").exists() {
-            return;
-        }
         let profile_dir = dir.parent().expect("target/<profile>");
         let target = profile_dir.parent().expect("target");
         let mut cmd = Command::new(env!("CARGO"));
@@ -40,12 +38,8 @@ fn lib_dir() -> PathBuf {
             String::from_utf8_lossy(&out.stderr)
         );
     });
-    // cargo build puts them in target/<profile> (and deps/ when it built them itself).
-    let dir = if dir.join("libdaisy.so").exists() {
-        dir
-    } else {
-        dir.parent().expect("target/<profile>")
-    };
+    // cargo build puts them in target/<profile> (current after the build above).
+    let dir = dir.parent().expect("target/<profile>");
     assert!(
         dir.join("libdaisy.so").exists() && dir.join("libdaisy.a").exists(),
         "libdaisy.so/.a not found in {} (cargo builds them with the tests)",

@@ -180,10 +180,7 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let pool = Pool::create(&path, &PoolOptions::new("views")).unwrap();
         let mut cache = ViewCache::default();
-        let id = pool
-            .transaction(|tx| PBytesMap::create_in(tx))
-            .unwrap()
-            .offset();
+        let id = pool.transaction(PBytesMap::create_in).unwrap().offset();
         let first_serial = pool
             .transaction(|tx| {
                 let mut v = cache.map(&pool, tx, id)?;

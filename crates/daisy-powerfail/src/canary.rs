@@ -31,6 +31,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Threads => &[
             SkipSlotReuseCheck,
@@ -39,6 +40,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Concurrent => &[
             SkipSlotReuseCheck,
@@ -64,6 +66,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GrowWithoutSync,
             EarlyRecoveryWatermark,
             OverflowEarlyReuse,
+            UndoNotNamed,
         ],
         Seq => &[
             EarlyBlockReuse,

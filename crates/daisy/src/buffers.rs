@@ -219,6 +219,9 @@ pub(crate) struct TxBuffers {
     pub(crate) fresh_log_start: usize,
     /// Transactions this lane has begun (`Tx::serial`); never reset.
     pub(crate) serial: u64,
+    /// Ranges declared for direct stores and their durable undo extent (`Tx::add_range`).
+    /// Commit and abort release it before `clear`, which only drops what an error path left.
+    pub(crate) undo: Option<Box<crate::tx::UndoLog>>,
 }
 
 impl Default for TxBuffers {
@@ -245,6 +248,7 @@ impl Default for TxBuffers {
             durable_apply: false,
             fresh_log_start: usize::MAX,
             serial: 0,
+            undo: None,
         }
     }
 }
@@ -556,6 +560,7 @@ impl TxBuffers {
         self.fresh_unfenced = false;
         self.durable_apply = false;
         self.fresh_log_start = usize::MAX;
+        self.undo = None;
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! offset 0            Header        4 KiB, written once at create, crc32c-protected
-//! offset 4096         PoolState     4 KiB page, first cache line used: watermark, heap_end, root
+//! offset 4096         PoolState     4 KiB page, first cache line used: watermark, heap_end, root,
+//!                                   undo table (version 5)
 //! lanes_off           lanes         lane_count x slots_per_lane x slot_size bytes of redo log
 //! chunk_table_off     chunk table   one u64 per chunk of the *maximum* pool size
 //! heap_off            heap          chunks of CHUNK_SIZE bytes, up to heap_end
@@ -24,9 +25,10 @@ use bytemuck::{Pod, Zeroable};
 pub const MAGIC: [u8; 8] = *b"DAISYPL\0";
 /// The format this build writes. Version 3 added the run classes of 80 and 112 KiB
 /// ([`SIZE_CLASSES`]); version 4 the overflow records of transactions larger than a log slot
-/// (log.rs). Older pools are valid version-4 pools and are marked 4 when this build opens
-/// them (docs/FORMAT.md, the versions list at the top).
-pub const FORMAT_VERSION: u32 = 4;
+/// (log.rs); version 5 the undo table of direct stores ([`PoolState::undo_table`], undo.rs).
+/// Older pools are valid version-5 pools and are marked 5 when this build opens them
+/// (docs/FORMAT.md, the versions list at the top).
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format this build reads (and upgrades to [`FORMAT_VERSION`] at open).
 pub const OLDEST_READ_VERSION: u32 = 2;
 /// Bytes reserved for the header (one page).
@@ -154,6 +156,9 @@ pub struct PoolState {
     pub root_off: u64,
     /// Size of the root object in bytes.
     pub root_size: u64,
+    /// The undo table of the session that last had the pool open, 0 when none (format
+    /// version 5; undo.rs): recovery restores from it, then clears it.
+    pub undo_table: u64,
 }
 
 /// Offset of [`PoolState::watermark`].
@@ -164,6 +169,8 @@ pub const STATE_HEAP_END: u64 = STATE_OFF + 8;
 pub const STATE_ROOT_OFF: u64 = STATE_OFF + 16;
 /// Offset of [`PoolState::root_size`].
 pub const STATE_ROOT_SIZE: u64 = STATE_OFF + 24;
+/// Offset of [`PoolState::undo_table`].
+pub const STATE_UNDO_TABLE: u64 = STATE_OFF + 32;
 
 // ---- chunk table entries ----
 

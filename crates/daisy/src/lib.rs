@@ -121,6 +121,7 @@ mod shared;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod tx;
+mod undo;
 
 pub use backup::{Backup, BackupReport};
 pub use bytemuck;

@@ -423,6 +423,7 @@ impl Pool {
             heap_end,
             root_off: 0,
             root_size: 0,
+            undo_table: 0,
         };
         mapping.write(STATE_OFF, &state);
         persist.flush(mapping.at(STATE_OFF, 64), 64);
@@ -525,6 +526,7 @@ impl Pool {
                 fs_type,
                 recovered: std::sync::OnceLock::new(),
                 open_objects: Mutex::new(Default::default()),
+                undo_table: Mutex::new(0),
             }),
         }
     }
@@ -1091,6 +1093,12 @@ fn validate_state(path: &Path, h: &Header, s: &PoolState, file_len: u64, what: &
             file_len,
             needed: s.heap_end,
         });
+    }
+    if s.undo_table != 0 && (s.undo_table < h.heap_off || s.undo_table >= s.heap_end) {
+        return Err(Error::corrupt(
+            path,
+            format!("{what}: undo table {:#x} is outside the heap", s.undo_table),
+        ));
     }
     if s.root_off != 0
         && (s.root_off < h.heap_off || s.root_off.saturating_add(s.root_size) > s.heap_end)

@@ -62,6 +62,8 @@ pub(crate) struct LogScan {
     pub lane_slots: Vec<(u32, Vec<u64>)>,
     /// W: every transaction with seq <= W is durably applied.
     pub watermark: u64,
+    /// The undo table the state page names, and what it says to put back (undo.rs).
+    pub undo: crate::undo::UndoScan,
     /// The newest committed transaction (the next one takes `max_seq + 1`).
     pub max_seq: u64,
     pub report: RecoveryReport,
@@ -70,7 +72,7 @@ pub(crate) struct LogScan {
 impl LogScan {
     /// Whether recovery has anything to write (records to replay, or a watermark to raise).
     pub fn needs_writes(&self, state: &PoolState) -> bool {
-        !self.replay.is_empty() || self.watermark != state.watermark
+        !self.replay.is_empty() || self.watermark != state.watermark || self.undo.table != 0
     }
 }
 
@@ -230,11 +232,22 @@ pub(crate) fn scan(path: &Path, map: &Mapping, hdr: &Header, state: &PoolState) 
     report.records_valid = records.len();
     let replay: Vec<Record> = records.into_iter().filter(|r| r.seq > watermark).collect();
     report.records_replayed = replay.len();
+    // Direct stores of transactions that did not commit (format version 5): what to put
+    // back, found now so that a damaged undo table refuses the pool before any write.
+    let undo = crate::undo::scan(
+        path,
+        map,
+        hdr,
+        state.undo_table,
+        state.heap_end,
+        &lane_slots,
+    )?;
     report.scan_micros = t0.elapsed().as_micros() as u64;
     Ok(LogScan {
         replay,
         lane_slots,
         watermark,
+        undo,
         max_seq,
         report,
     })
@@ -303,6 +316,9 @@ pub(crate) fn recover(
     if !scan.needs_writes(state) {
         return Ok(report);
     }
+    // First the direct stores of uncommitted transactions go (undo.rs: before any replay,
+    // idempotent, the state page's table word cleared last).
+    crate::undo::recover(map, persist, &scan.undo).map_err(persisted)?;
     // Replay in commit order through the commit's own apply function, then flush every line
     // written (once each) and fence.
     let mut lines = Vec::new();

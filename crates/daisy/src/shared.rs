@@ -37,6 +37,9 @@ pub(crate) struct PoolInner {
     /// opened per command by a server, so claiming must be cheap: offsets are distinct
     /// 16-aligned numbers, not attacker-chosen, and a multiplicative hash serves.
     pub open_objects: Mutex<std::collections::HashSet<u64, OffsetHashBuilder>>,
+    /// This session's undo table for direct stores (0 until the first `Tx::add_range`;
+    /// undo.rs).
+    pub undo_table: Mutex<u64>,
 }
 
 impl std::ops::Deref for PoolInner {
@@ -284,8 +287,18 @@ impl Drop for PoolInner {
     fn drop(&mut self) {
         // Best effort: make the last transactions' data durable so the next open has nothing
         // to replay. Errors here cannot be reported; recovery covers them.
-        if !self.poisoned.load(Ordering::Acquire) {
-            let _ = self.drain_all();
+        if !self.poisoned.load(Ordering::Acquire) && self.drain_all().is_ok() {
+            // No transaction is open any more, so no lane's undo table word names an extent:
+            // the next open need not read the table (undo.rs).
+            let table = *self.undo_table.get_mut().unwrap_or_else(|e| e.into_inner());
+            if table != 0 {
+                let _ = crate::undo::store_word(
+                    &self.media.map,
+                    &self.media.persist,
+                    STATE_UNDO_TABLE,
+                    0,
+                );
+            }
         }
     }
 }

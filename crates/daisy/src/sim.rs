@@ -115,16 +115,20 @@ pub enum Fault {
     /// as it is applied, instead of when the watermark passes it: the next large allocation
     /// overwrites a payload that recovery may still replay (docs/FORMAT.md section 2.3).
     OverflowEarlyReuse = 20,
+    /// `Tx::add_range` writes a range's old bytes into an undo extent but never names the
+    /// extent in the lane's undo table word: a crash before the commit finds no undo, and the
+    /// program's direct stores of an uncommitted transaction stay (docs/FORMAT.md section 2.5).
+    UndoNotNamed = 21,
     /// `daisy serve`'s XADD appends the new entry to a stream's last node durably at once,
     /// outside the command's transaction and its log: a crash before the commit leaves a node
     /// holding an entry that the stream's meta (its length, last ID) does not count (daisy-kv,
     /// types/stream).
-    StreamAppendOutsideTx = 21,
+    StreamAppendOutsideTx = 22,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 22] = [
+    pub const ALL: [Fault; 23] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -146,6 +150,7 @@ impl Fault {
         Fault::TreeSplitEarly,
         Fault::SeqLinkOutsideTx,
         Fault::OverflowEarlyReuse,
+        Fault::UndoNotNamed,
         Fault::StreamAppendOutsideTx,
     ];
 

@@ -863,11 +863,11 @@ fn a_full_pool_reuses_memory_freed_just_before() {
 }
 
 /// Format version 3 added the 80 and 112 KiB run classes, version 4 the overflow records of
-/// transactions larger than a log slot. Version-2 and version-3 pools (earlier builds') are
-/// read, keep their data, and are marked version 4 at open (one atomic store of the version and
-/// checksum word), so older builds refuse them once they may hold what those builds would
-/// misread; versions 1 and 5 are refused. A 100 KB object now shares a chunk with another one
-/// instead of taking a whole 256 KiB chunk.
+/// transactions larger than a log slot, version 5 the undo table of direct stores. Pools of
+/// versions 2 to 4 (earlier builds') are read, keep their data, and are marked version 5 at
+/// open (one atomic store of the version and checksum word), so older builds refuse them once
+/// they may hold what those builds would misread; versions 1 and 6 are refused. A 100 KB
+/// object now shares a chunk with another one instead of taking a whole 256 KiB chunk.
 #[test]
 fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
     let (_d, path) = tmp_pool("v2");
@@ -887,8 +887,8 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
         b
     };
     let v3 = std::fs::read(&path).unwrap();
-    assert_eq!(v3[8..12], 4u32.to_le_bytes());
-    for refused in [1u32, 5] {
+    assert_eq!(v3[8..12], 5u32.to_le_bytes());
+    for refused in [1u32, 6] {
         let p = path.with_extension(format!("v{refused}"));
         std::fs::write(&p, header(&v3, refused)).unwrap();
         let e = Pool::open(&p, "test").err().unwrap();
@@ -896,17 +896,19 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
             matches!(e, Error::UnsupportedVersion { found, .. } if found == refused),
             "{e}"
         );
-        assert!(e.to_string().contains("versions 2 to 4"), "{e}");
+        assert!(e.to_string().contains("versions 2 to 5"), "{e}");
     }
-    // Version 3 upgrades the same way.
-    let p3 = path.with_extension("v3");
-    std::fs::write(&p3, header(&v3, 3)).unwrap();
-    assert_eq!(Pool::open(&p3, "test").unwrap().info().format_version, 4);
-    assert_eq!(std::fs::read(&p3).unwrap()[8..12], 4u32.to_le_bytes());
+    // Versions 3 and 4 upgrade the same way.
+    for old in [3u32, 4] {
+        let p = path.with_extension(format!("v{old}"));
+        std::fs::write(&p, header(&v3, old)).unwrap();
+        assert_eq!(Pool::open(&p, "test").unwrap().info().format_version, 5);
+        assert_eq!(std::fs::read(&p).unwrap()[8..12], 5u32.to_le_bytes());
+    }
     std::fs::write(&path, header(&v3, 2)).unwrap();
     {
         let pool = Pool::open(&path, "test").unwrap();
-        assert_eq!(pool.info().format_version, 4);
+        assert_eq!(pool.info().format_version, 5);
         let root = pool.root::<Root>().unwrap();
         assert_eq!(list_values(&pool, root), vec![42]);
         // Two 100 KB objects land in one 112 KiB-class run (one chunk), not two chunks.
@@ -923,10 +925,10 @@ fn version_2_pools_are_upgraded_and_large_values_share_chunks() {
             "100 KB objects {gap} bytes apart"
         );
     }
-    // On the file: version 4 with a valid checksum (it opens again).
+    // On the file: version 5 with a valid checksum (it opens again).
     let after = std::fs::read(&path).unwrap();
-    assert_eq!(after[8..12], 4u32.to_le_bytes());
-    assert_eq!(after[..16], header(&after, 4)[..16]);
+    assert_eq!(after[8..12], 5u32.to_le_bytes());
+    assert_eq!(after[..16], header(&after, 5)[..16]);
     let pool = Pool::open(&path, "test").unwrap();
     let root = pool.root::<Root>().unwrap();
     assert_eq!(list_values(&pool, root), vec![42]);

@@ -25,7 +25,7 @@ fn pool_create_info_check() {
     assert!(o.status.success(), "{}", text(&o));
     let v = &json_lines(&o)[0];
     assert_eq!(v["layout"], "demo");
-    assert_eq!(v["format_version"], 4);
+    assert_eq!(v["format_version"], 5);
     assert_eq!(v["objects"], 0);
     assert!(v["max_size"].as_u64().unwrap() <= 1 << 30);
     assert!(v["uuid"].as_str().unwrap().len() == 36);

@@ -28,6 +28,9 @@ impl<'p> Tx<'p> {
     #[inline(always)]
     pub fn commit(mut self) -> Result<()> {
         let pool = self.pool;
+        if self.st.buf.undo.is_some() {
+            return self.commit_with_undo();
+        }
         if self.st.buf.is_empty() {
             // Read-only (or every allocation was cancelled): nothing to persist. Fresh writes
             // to cancelled blocks need no durability.
@@ -50,6 +53,26 @@ impl<'p> Tx<'p> {
         } else {
             self.st.logged_single_words = 0;
         }
+        self.commit_logged()
+    }
+
+    /// Commit a transaction that declared ranges for direct stores (`Tx::add_range`): the
+    /// changed ranges are logged, the commit always writes a record (recovery tells a
+    /// committed transaction by it, see undo.rs), and after its commit point the undo extent
+    /// is released. Nothing changed: the undo is released as an abort does.
+    #[cold]
+    fn commit_with_undo(mut self) -> Result<()> {
+        self.log_direct_stores()?;
+        if self.st.buf.is_empty() {
+            self.finish_abort();
+            return Ok(());
+        }
+        if self.pool.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned {
+                path: self.pool.path.clone(),
+            });
+        }
+        self.st.logged_single_words = 0;
         self.commit_logged()
     }
 
@@ -263,6 +286,9 @@ impl<'p> Tx<'p> {
             .store(st.dirty.oldest_seq(), Ordering::Release);
         lane.last_committed.store(seq, Ordering::Release);
         lane.inflight_lb.store(u64::MAX, Ordering::Release);
+        if self.st.buf.undo.is_some() {
+            self.release_undo_committed();
+        }
         self.st.buf.clear();
         self.done = true;
         Ok(())
@@ -487,6 +513,9 @@ impl<'p> Tx<'p> {
             return;
         }
         self.done = true;
+        if self.st.buf.undo.is_some() {
+            self.undo_direct_stores();
+        }
         let pool = self.pool;
         // msync mode: what this transaction wrote back early (large copies into its new
         // objects) waits for an msync that nothing needs now.

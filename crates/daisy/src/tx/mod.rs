@@ -47,6 +47,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod alloc;
 mod commit;
+mod undo;
+
+pub(crate) use undo::UndoLog;
 
 /// Logged one-word commits in a row after which a lane retires every committed transaction so
 /// that one-word transactions can go in place again (see the module docs).
