@@ -9,10 +9,14 @@
 //! table; RPUSH, LPUSH, LPOP, RPOP with counts, LSET, LREM, LTRIM, LMOVE on lists that
 //! outgrow a packed record and become sequences; ZADD, ZINCRBY, ZREM, ZPOPMIN on sorted sets
 //! that grow past 128 members and become skiplists (map + ordered index); SETBIT on a bitmap
-//! that grows to 8 KB; GEOADD of known places on the sorted sets; DEL of any of them,
-//! big ones freed lazily), a MULTI/EXEC block of up to four, or a script (EVALSHA of one that
-//! INCRs a counter, HSETs a hash and SETs two or three strings; or of one that SETs and
-//! APPENDs, then fails: its writes before the error stay, as in Redis).
+//! that grows to 8 KB; GEOADD of known places on the sorted sets; XADD (explicit IDs, values
+//! up to 6 KB, exact MAXLEN trimming), XDEL, XTRIM, XGROUP CREATE/DESTROY/DELCONSUMER,
+//! XREADGROUP (with and without NOACK), XACK, XCLAIM and XAUTOCLAIM on streams of small nodes,
+//! their consumer groups checked whole: pending entries with owners and delivery counts,
+//! consumers, last delivered IDs; DEL of any of them, big ones freed lazily), a MULTI/EXEC
+//! block of up to four, or a script (EVALSHA of one that INCRs a counter, HSETs a hash and
+//! SETs two or three strings; or of one that SETs and APPENDs, then fails: its writes before
+//! the error stay, as in Redis).
 //! Replies come in order, so after a restart each client's keys must be its acknowledged
 //! requests plus some prefix of the requests it still had in flight: an EXEC, and a
 //! script, is whole or absent. Between the kill and the restart, `daisy pool check` must pass (records, types,
@@ -115,6 +119,37 @@ pub enum Val {
     List(std::collections::VecDeque<Vec<u8>>),
     /// member -> score (the torture's scores are integers).
     ZSet(BTreeMap<Vec<u8>, i64>),
+    Stream(StreamModel),
+}
+
+/// A stream ID as the model keeps it: (ms, seq).
+type Sid = (u64, u64);
+
+fn sid(id: Sid) -> Vec<u8> {
+    format!("{}-{}", id.0, id.1).into_bytes()
+}
+
+fn parse_sid(b: &[u8]) -> Option<Sid> {
+    let s = std::str::from_utf8(b).ok()?;
+    let (ms, seq) = s.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// A stream as the model keeps it: live entries, the last ID, the consumer groups.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct StreamModel {
+    entries: BTreeMap<Sid, Vec<Vec<u8>>>,
+    last: Sid,
+    groups: BTreeMap<Vec<u8>, GroupModel>,
+}
+
+/// A consumer group: its last delivered ID, pending entries (owner, delivery count), and its
+/// consumers.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct GroupModel {
+    last: Sid,
+    pending: BTreeMap<Sid, (Vec<u8>, u64)>,
+    consumers: BTreeSet<Vec<u8>>,
 }
 
 /// A sorted set's members in ZRANGE order (score, then member).
@@ -151,10 +186,14 @@ const PLACES: [(&str, &str, i64); 3] = [
     ("-0.1275", "51.507222", 2_163_557_714_840_001),
 ];
 const COLL_KEYS: u64 = 6;
+/// Stream keys per client (`c<c>:x<i>`), their groups and consumers.
+const STREAM_KEYS: u64 = 3;
+const GROUPS: [&str; 2] = ["ga", "gb"];
+const CONSUMERS: [&str; 3] = ["alice", "bob", "carol"];
 
 /// One random command on client `c`'s keys (strings, hashes that outgrow their packed
 /// encoding, sets of integers and strings, big sets freed lazily when deleted).
-fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
+fn one_command(rng: &mut Rng, c: usize, next_ms: &mut u64) -> Vec<Vec<u8>> {
     let key = |rng: &mut Rng| format!("c{c}:k{}", rng.below(KEYS)).into_bytes();
     let hkey = |rng: &mut Rng| format!("c{c}:h{}", rng.below(COLL_KEYS)).into_bytes();
     let skey = |rng: &mut Rng| format!("c{c}:s{}", rng.below(COLL_KEYS)).into_bytes();
@@ -178,6 +217,9 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
         _ => rng.below(1000).to_string().into_bytes(),
     };
     let v = |s: &str| s.as_bytes().to_vec();
+    if rng.below(4) == 0 {
+        return stream_command(rng, c, next_ms);
+    }
     match rng.below(26) {
         0 | 1 => vec![v("SET"), key(rng), value(rng)],
         2 => vec![
@@ -188,11 +230,12 @@ fn one_command(rng: &mut Rng, c: usize) -> Vec<Vec<u8>> {
             v(&TTL_MS.to_string()),
         ],
         3 => {
-            let k = match rng.below(5) {
+            let k = match rng.below(6) {
                 0 => key(rng),
                 1 => hkey(rng),
                 2 => lkey(rng),
                 3 => zkey(rng),
+                4 => format!("c{c}:x{}", rng.below(STREAM_KEYS)).into_bytes(),
                 _ => skey(rng),
             };
             vec![v("DEL"), k]
@@ -331,21 +374,372 @@ fn script_request(rng: &mut Rng, c: usize, shas: &Shas) -> Vec<Vec<u8>> {
     }
 }
 
+/// A stream command on client `c`'s streams: XADD with the next ID (`next_ms` grows), XDEL,
+/// XTRIM, and the consumer group commands. Idle times are 0, so replies do not depend on the
+/// clock.
+fn stream_command(rng: &mut Rng, c: usize, next_ms: &mut u64) -> Vec<Vec<u8>> {
+    let v = |s: &str| s.as_bytes().to_vec();
+    let key = format!("c{c}:x{}", rng.below(STREAM_KEYS)).into_bytes();
+    let group = v(GROUPS[rng.below(GROUPS.len() as u64) as usize]);
+    let consumer = v(CONSUMERS[rng.below(CONSUMERS.len() as u64) as usize]);
+    // An ID of an entry added lately (or not: then nothing matches).
+    let recent = |rng: &mut Rng| sid((next_ms.saturating_sub(rng.below(40)), 1));
+    match rng.below(20) {
+        0..=6 => {
+            *next_ms += 1;
+            let mut cmd = vec![v("XADD"), key];
+            if rng.below(8) == 0 {
+                cmd.extend([v("MAXLEN"), (5 + rng.below(30)).to_string().into_bytes()]);
+            }
+            cmd.push(sid((*next_ms, 1)));
+            for f in 0..1 + rng.below(3) {
+                cmd.push(format!("f{f}").into_bytes());
+                let n = if rng.below(30) == 0 {
+                    6000
+                } else {
+                    1 + rng.below(40)
+                };
+                cmd.push(vec![b'a' + rng.below(26) as u8; n as usize]);
+            }
+            cmd
+        }
+        7 => vec![v("XDEL"), key, recent(rng), recent(rng)],
+        8 => vec![
+            v("XTRIM"),
+            key,
+            v("MAXLEN"),
+            (10 + rng.below(40)).to_string().into_bytes(),
+        ],
+        9 => vec![v("XGROUP"), v("CREATE"), key, group, v("0"), v("MKSTREAM")],
+        10 => match rng.below(4) {
+            0 => vec![v("XGROUP"), v("DESTROY"), key, group],
+            _ => vec![v("XGROUP"), v("DELCONSUMER"), key, group, consumer],
+        },
+        11..=13 => {
+            let mut cmd = vec![v("XREADGROUP"), v("GROUP"), group, consumer];
+            cmd.extend([v("COUNT"), (1 + rng.below(5)).to_string().into_bytes()]);
+            if rng.below(6) == 0 {
+                cmd.push(v("NOACK"));
+            }
+            cmd.extend([v("STREAMS"), key, v(">")]);
+            cmd
+        }
+        14..=16 => vec![v("XACK"), key, group, recent(rng), recent(rng), recent(rng)],
+        17 | 18 => {
+            let mut cmd = vec![
+                v("XCLAIM"),
+                key,
+                group,
+                consumer,
+                v("0"),
+                recent(rng),
+                recent(rng),
+            ];
+            if rng.below(3) == 0 {
+                cmd.push(v("FORCE"));
+            }
+            cmd.push(v("JUSTID"));
+            cmd
+        }
+        _ => vec![
+            v("XAUTOCLAIM"),
+            key,
+            group,
+            consumer,
+            v("0"),
+            recent(rng),
+            v("COUNT"),
+            (1 + rng.below(4)).to_string().into_bytes(),
+            v("JUSTID"),
+        ],
+    }
+}
+
 /// A random request on client `c`'s keys: one command, a MULTI/EXEC block of a few, or a
 /// script.
-fn random_request(rng: &mut Rng, c: usize, shas: &Shas) -> Vec<Vec<Vec<u8>>> {
+fn random_request(rng: &mut Rng, c: usize, shas: &Shas, next_ms: &mut u64) -> Vec<Vec<Vec<u8>>> {
     if rng.below(10) == 0 {
         return vec![script_request(rng, c, shas)];
     }
     if rng.below(6) == 0 {
         let mut block = vec![vec![b"MULTI".to_vec()]];
         for _ in 0..1 + rng.below(4) {
-            block.push(one_command(rng, c));
+            block.push(one_command(rng, c, next_ms));
         }
         block.push(vec![b"EXEC".to_vec()]);
         block
     } else {
-        vec![one_command(rng, c)]
+        vec![one_command(rng, c, next_ms)]
+    }
+}
+
+/// The stream at `key` in the model (None when the key holds none).
+fn stream_mut<'m>(m: &'m mut Model, key: &[u8]) -> Option<&'m mut StreamModel> {
+    match m.get_mut(key) {
+        Some((Val::Stream(s), _)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Trim to the newest `max` entries; how many went.
+fn trim_model(s: &mut StreamModel, max: usize) -> usize {
+    let mut n = 0;
+    while s.entries.len() > max {
+        let first = *s.entries.keys().next().expect("not empty");
+        s.entries.remove(&first);
+        n += 1;
+    }
+    n
+}
+
+/// An entry as a reply: `[id, [field, value, ...]]`.
+fn entry_reply(id: Sid, fields: &[Vec<u8>]) -> Reply {
+    Reply::Array(Some(vec![
+        Reply::Bulk(Some(sid(id))),
+        Reply::Array(Some(
+            fields
+                .iter()
+                .map(|f| Reply::Bulk(Some(f.clone())))
+                .collect(),
+        )),
+    ]))
+}
+
+fn bulk_ids(ids: &[Sid]) -> Reply {
+    Reply::Array(Some(
+        ids.iter().map(|i| Reply::Bulk(Some(sid(*i)))).collect(),
+    ))
+}
+
+fn nogroup(key: &[u8], group: &[u8]) -> Reply {
+    Reply::Error(format!(
+        "NOGROUP No such key '{}' or consumer group '{}'",
+        String::from_utf8_lossy(key),
+        String::from_utf8_lossy(group)
+    ))
+}
+
+/// Apply a stream command to the model; the reply the server must give.
+fn apply_stream(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
+    let key = &cmd[1];
+    let id_arg = |b: &[u8]| parse_sid(b).expect("the torture's IDs are full");
+    match &cmd[0][..] {
+        b"XADD" => {
+            let s = match m.get_mut(key) {
+                Some((Val::Stream(s), _)) => s,
+                _ => {
+                    m.insert(key.clone(), (Val::Stream(StreamModel::default()), false));
+                    stream_mut(m, key).expect("just made")
+                }
+            };
+            let (max, at) = if cmd[2] == b"MAXLEN" {
+                (
+                    Some(
+                        String::from_utf8_lossy(&cmd[3])
+                            .parse::<usize>()
+                            .expect("n"),
+                    ),
+                    4,
+                )
+            } else {
+                (None, 2)
+            };
+            let id = id_arg(&cmd[at]);
+            assert!(id > s.last, "the torture's IDs grow");
+            s.entries.insert(id, cmd[at + 1..].to_vec());
+            s.last = id;
+            if let Some(max) = max {
+                trim_model(s, max);
+            }
+            Reply::Bulk(Some(cmd[at].clone()))
+        }
+        b"XDEL" => {
+            let Some(s) = stream_mut(m, key) else {
+                return Reply::Int(0);
+            };
+            let mut n = 0;
+            for a in &cmd[2..] {
+                n += s.entries.remove(&id_arg(a)).is_some() as i64;
+            }
+            Reply::Int(n)
+        }
+        b"XTRIM" => match stream_mut(m, key) {
+            None => Reply::Int(0),
+            Some(s) => {
+                let max: usize = String::from_utf8_lossy(&cmd[3]).parse().expect("n");
+                Reply::Int(trim_model(s, max) as i64)
+            }
+        },
+        b"XGROUP" => {
+            let group = &cmd[3];
+            match &cmd[1][..] {
+                b"CREATE" => {
+                    let key = &cmd[2];
+                    if !m.contains_key(key) {
+                        m.insert(key.clone(), (Val::Stream(StreamModel::default()), false));
+                    }
+                    let s = stream_mut(m, key).expect("stream keys hold streams");
+                    if s.groups.contains_key(group) {
+                        return Reply::Error("BUSYGROUP Consumer Group name already exists".into());
+                    }
+                    s.groups.insert(group.clone(), GroupModel::default());
+                    Reply::Simple("OK".into())
+                }
+                sub => {
+                    let key = &cmd[2];
+                    let Some(s) = stream_mut(m, key) else {
+                        return Reply::Error("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.".into());
+                    };
+                    if sub == b"DESTROY" {
+                        return Reply::Int(s.groups.remove(group).is_some() as i64);
+                    }
+                    let Some(g) = s.groups.get_mut(group) else {
+                        return Reply::Error(format!(
+                            "NOGROUP No such consumer group '{}' for key name '{}'",
+                            String::from_utf8_lossy(group),
+                            String::from_utf8_lossy(key)
+                        ));
+                    };
+                    // DELCONSUMER
+                    let who = &cmd[4];
+                    if !g.consumers.remove(who) {
+                        return Reply::Int(0);
+                    }
+                    let before = g.pending.len();
+                    g.pending.retain(|_, (o, _)| o != who);
+                    Reply::Int((before - g.pending.len()) as i64)
+                }
+            }
+        }
+        b"XREADGROUP" => {
+            let (group, consumer) = (&cmd[2], &cmd[3]);
+            let count: usize = String::from_utf8_lossy(&cmd[5]).parse().expect("count");
+            let noack = cmd.iter().any(|a| a == b"NOACK");
+            let key = &cmd[cmd.len() - 2];
+            let Some(s) = stream_mut(m, key) else {
+                return Reply::Error(format!(
+                    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(group)
+                ));
+            };
+            let entries = &s.entries;
+            let Some(g) = s.groups.get_mut(group) else {
+                return Reply::Error(format!(
+                    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(group)
+                ));
+            };
+            let new: Vec<(Sid, Vec<Vec<u8>>)> = entries
+                .range((
+                    std::ops::Bound::Excluded(g.last),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take(count)
+                .map(|(i, f)| (*i, f.clone()))
+                .collect();
+            if new.is_empty() {
+                return Reply::Array(None);
+            }
+            g.consumers.insert(consumer.clone());
+            let mut out = Vec::new();
+            for (id, f) in &new {
+                g.last = *id;
+                if !noack {
+                    g.pending.insert(*id, (consumer.clone(), 1));
+                }
+                out.push(entry_reply(*id, f));
+            }
+            Reply::Array(Some(vec![Reply::Array(Some(vec![
+                Reply::Bulk(Some(key.clone())),
+                Reply::Array(Some(out)),
+            ]))]))
+        }
+        b"XACK" => {
+            let group = &cmd[2];
+            let Some(g) = stream_mut(m, key).and_then(|s| s.groups.get_mut(group)) else {
+                return Reply::Int(0);
+            };
+            let mut n = 0;
+            for a in &cmd[3..] {
+                n += g.pending.remove(&id_arg(a)).is_some() as i64;
+            }
+            Reply::Int(n)
+        }
+        b"XCLAIM" => {
+            let (group, consumer) = (&cmd[2], &cmd[3]);
+            let force = cmd.iter().any(|a| a == b"FORCE");
+            let Some(s) = stream_mut(m, key) else {
+                return nogroup(key, group);
+            };
+            let entries = &s.entries;
+            let Some(g) = s.groups.get_mut(group) else {
+                return nogroup(key, group);
+            };
+            let mut out = Vec::new();
+            for a in &cmd[5..] {
+                let Some(id) = parse_sid(a) else {
+                    break;
+                };
+                if !entries.contains_key(&id) {
+                    g.pending.remove(&id);
+                    continue;
+                }
+                let count = match g.pending.get(&id) {
+                    Some((_, n)) => *n,
+                    None if force => 1,
+                    None => continue,
+                };
+                g.consumers.insert(consumer.clone());
+                g.pending.insert(id, (consumer.clone(), count));
+                out.push(id);
+            }
+            bulk_ids(&out)
+        }
+        b"XAUTOCLAIM" => {
+            let (group, consumer) = (&cmd[2], &cmd[3]);
+            let start = id_arg(&cmd[5]);
+            let mut count: usize = String::from_utf8_lossy(&cmd[7]).parse().expect("count");
+            let Some(s) = stream_mut(m, key) else {
+                return nogroup(key, group);
+            };
+            let entries = &s.entries;
+            let Some(g) = s.groups.get_mut(group) else {
+                return nogroup(key, group);
+            };
+            let (mut claimed, mut deleted) = (Vec::new(), Vec::new());
+            let mut cursor = start;
+            let mut eof = false;
+            while count > 0 {
+                let Some((&id, _)) = g.pending.range(cursor..).next() else {
+                    eof = true;
+                    break;
+                };
+                cursor = (id.0, id.1 + 1);
+                if !entries.contains_key(&id) {
+                    g.pending.remove(&id);
+                    deleted.push(id);
+                } else {
+                    let n = g.pending[&id].1;
+                    g.consumers.insert(consumer.clone());
+                    g.pending.insert(id, (consumer.clone(), n));
+                    claimed.push(id);
+                }
+                count -= 1;
+            }
+            let next = if eof {
+                (0, 0)
+            } else {
+                g.pending.range(cursor..).next().map_or((0, 0), |(i, _)| *i)
+            };
+            Reply::Array(Some(vec![
+                Reply::Bulk(Some(sid(next))),
+                bulk_ids(&claimed),
+                bulk_ids(&deleted),
+            ]))
+        }
+        other => unreachable!("{}", String::from_utf8_lossy(other)),
     }
 }
 
@@ -355,6 +749,9 @@ fn int_ok(n: usize) -> Reply {
 
 /// Apply `cmd` to the model; the reply the server must give.
 fn apply_one(m: &mut Model, cmd: &[Vec<u8>]) -> Reply {
+    if cmd[0].starts_with(b"X") {
+        return apply_stream(m, cmd);
+    }
     match &cmd[0][..] {
         b"SET" => {
             m.insert(cmd[1].clone(), (Val::Str(cmd[2].clone()), cmd.len() > 3));
@@ -695,6 +1092,9 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
         keys.push(format!("c{c}:l{i}"));
         keys.push(format!("c{c}:z{i}"));
     }
+    for i in 0..STREAM_KEYS {
+        keys.push(format!("c{c}:x{i}"));
+    }
     let bulk = |r: &Reply| match r {
         Reply::Bulk(Some(b)) => Ok(b.clone()),
         r => Err(anyhow!("expected a bulk string, got {r:?}")),
@@ -741,6 +1141,7 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
                     r => return Err(anyhow!("ZRANGE {k}: {r:?}")),
                 }
             }
+            Reply::Simple(t) if t == "stream" => Val::Stream(stream_state(port, &k)?),
             r => return Err(anyhow!("TYPE {k}: {r:?}")),
         };
         let ttl = match call(port, &["PTTL", &k])? {
@@ -751,6 +1152,58 @@ fn server_state(port: u16, c: usize) -> Result<Model> {
         m.insert(k.into_bytes(), (val, ttl));
     }
     Ok(m)
+}
+
+/// A stream as the server holds it: entries, last ID, groups with their last delivered IDs,
+/// pending entries (owner, delivery count) and consumers.
+fn stream_state(port: u16, k: &str) -> Result<StreamModel> {
+    let bulk = |r: &Reply| match r {
+        Reply::Bulk(Some(b)) => Ok(b.clone()),
+        r => Err(anyhow!("{k}: expected a bulk string, got {r:?}")),
+    };
+    let arr = |r: Reply| match r {
+        Reply::Array(Some(a)) => Ok(a),
+        r => Err(anyhow!("{k}: expected an array, got {r:?}")),
+    };
+    let id = |r: &Reply| parse_sid(&bulk(r)?).ok_or_else(|| anyhow!("{k}: a bad ID"));
+    // A flat (field, value, ...) reply's value for `name`.
+    let field = |pairs: &[Reply], name: &str| -> Result<Reply> {
+        pairs
+            .chunks(2)
+            .find(|p| matches!(&p[0], Reply::Bulk(Some(b)) if b == name.as_bytes()))
+            .map(|p| p[1].clone())
+            .ok_or_else(|| anyhow!("{k}: no {name}"))
+    };
+    let mut s = StreamModel::default();
+    for e in arr(call(port, &["XRANGE", k, "-", "+"])?)? {
+        let e = arr(e)?;
+        let fields = arr(e[1].clone())?.iter().map(bulk).collect::<Result<_>>()?;
+        s.entries.insert(id(&e[0])?, fields);
+    }
+    let info = arr(call(port, &["XINFO", "STREAM", k])?)?;
+    s.last = id(&field(&info, "last-generated-id")?)?;
+    for g in arr(call(port, &["XINFO", "GROUPS", k])?)? {
+        let g = arr(g)?;
+        let name = bulk(&field(&g, "name")?)?;
+        let gname = String::from_utf8_lossy(&name).into_owned();
+        let mut gm = GroupModel {
+            last: id(&field(&g, "last-delivered-id")?)?,
+            ..Default::default()
+        };
+        for p in arr(call(port, &["XPENDING", k, &gname, "-", "+", "1000000"])?)? {
+            let p = arr(p)?;
+            let count = match p[3] {
+                Reply::Int(n) => n as u64,
+                ref r => return Err(anyhow!("{k}: a delivery count {r:?}")),
+            };
+            gm.pending.insert(id(&p[0])?, (bulk(&p[1])?, count));
+        }
+        for cons in arr(call(port, &["XINFO", "CONSUMERS", k, &gname])?)? {
+            gm.consumers.insert(bulk(&field(&arr(cons)?, "name")?)?);
+        }
+        s.groups.insert(name, gm);
+    }
+    Ok(s)
 }
 
 /// What one writer saw: the model of its acknowledged writes, the commands still in flight
@@ -798,10 +1251,33 @@ fn writer(port: u16, c: usize, seed: u64, mut m: Model) -> Written {
             }
         }
     }
+    // Small stream nodes: nodes start, fill, empty and go all the time. (Not persistent: set
+    // again after every restart; it changes no reply.)
+    if conn
+        .cmd(&["CONFIG", "SET", "stream-node-max-entries", "4"])
+        .is_err()
+    {
+        return Written {
+            model: m,
+            in_flight: vec![],
+            acked: 0,
+            wrong: None,
+        };
+    }
+    // Stream IDs continue after the largest this client's streams hold.
+    let mut next_ms = m
+        .values()
+        .filter_map(|(v, _)| match v {
+            Val::Stream(s) => Some(s.last.0),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+        + 1;
     let mut acked = 0;
     loop {
         let batch: Vec<Vec<Vec<Vec<u8>>>> = (0..1 + rng.below(8))
-            .map(|_| random_request(&mut rng, c, &shas))
+            .map(|_| random_request(&mut rng, c, &shas, &mut next_ms))
             .collect();
         let mut wire = Vec::new();
         for cmd in batch.iter().flatten() {

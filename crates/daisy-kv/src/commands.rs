@@ -572,7 +572,7 @@ macro_rules! spec {
     };
 }
 
-use crate::types::{hash as h, list as l, set as st, string as s, zset as z};
+use crate::types::{hash as h, list as l, set as st, stream as x, string as s, zset as z};
 use crate::{admin as a, keys as k, multi as m, pubsub as ps, scripting as sc};
 
 #[rustfmt::skip]
@@ -686,6 +686,22 @@ pub static COMMANDS: &[Spec] = &[
     spec!("georadiusbymember_ro", -5, ["readonly"], 1, 1, 1, crate::types::geo::georadiusbymember_ro),
     spec!("geosearch", -7, ["readonly"], 1, 1, 1, crate::types::geo::geosearch),
     spec!("geosearchstore", -8, ["write", "denyoom"], 1, 2, 1, crate::types::geo::geosearchstore),
+    // streams (types::stream)
+    spec!("xadd", -5, ["write", "denyoom", "fast"], 1, 1, 1, x::xadd),
+    spec!("xrange", -4, ["readonly"], 1, 1, 1, x::xrange),
+    spec!("xrevrange", -4, ["readonly"], 1, 1, 1, x::xrevrange),
+    spec!("xlen", 2, ["readonly", "fast"], 1, 1, 1, x::xlen),
+    spec!("xread", -4, ["readonly", "blocking", "movablekeys"], 0, 0, 0, x::xread),
+    spec!("xreadgroup", -7, ["write", "blocking", "movablekeys"], 0, 0, 0, x::xreadgroup),
+    spec!("xgroup", -2, ["write"], 0, 0, 0, x::xgroup),
+    spec!("xsetid", -3, ["write", "denyoom", "fast"], 1, 1, 1, x::xsetid),
+    spec!("xack", -4, ["write", "fast"], 1, 1, 1, x::xack),
+    spec!("xpending", -3, ["readonly"], 1, 1, 1, x::xpending),
+    spec!("xclaim", -6, ["write", "fast"], 1, 1, 1, x::xclaim),
+    spec!("xautoclaim", -6, ["write", "fast"], 1, 1, 1, x::xautoclaim),
+    spec!("xinfo", -2, ["readonly"], 0, 0, 0, x::xinfo),
+    spec!("xdel", -3, ["write", "fast"], 1, 1, 1, x::xdel),
+    spec!("xtrim", -4, ["write"], 1, 1, 1, x::xtrim),
     // hashes (types::hash)
     spec!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hset),
     spec!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, h::hmset),
@@ -1098,10 +1114,13 @@ pub fn call(
     } else if sv.tracking.script.is_some() && cl.id == crate::scripting::SCRIPT_CLIENT_ID {
         crate::tracking::script_read(sv, spec);
     }
-    sv.counters.total_commands += 1;
+    // A blocked command run again to serve it was counted when it was called (Redis counts
+    // a served client's command once, and its error if serving fails).
+    let serving = cl.serving.is_some();
+    sv.counters.total_commands += !serving as u64;
     let elapsed = t0.map(|t0| t0.elapsed());
     let st = sv.cmdstat(spec, args);
-    st.calls += 1;
+    st.calls += !serving as u64;
     if let Some(d) = elapsed {
         let weight = if every { 1 } else { TIMING_SAMPLE };
         st.usec += d.as_micros() as u64 * weight;
@@ -1111,7 +1130,9 @@ pub fn call(
         st.failed += 1;
         sv.counters.failed_calls += 1;
     }
-    crate::admin::after_call(sv, cl, spec, args, elapsed);
+    if !serving {
+        crate::admin::after_call(sv, cl, spec, args, elapsed);
+    }
     Ok(action)
 }
 

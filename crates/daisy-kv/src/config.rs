@@ -321,6 +321,10 @@ pub struct Config {
     /// list-max-listpack-size: a packed list's limit (negative: -1..-5 = 4..64 KiB of items,
     /// positive: that many items).
     pub list_max_listpack_size: i64,
+    /// stream-node-max-bytes and stream-node-max-entries: when a stream starts a new node
+    /// (0: no limit).
+    pub stream_node_max_bytes: usize,
+    pub stream_node_max_entries: usize,
     /// latency-tracking: INFO latencystats is kept.
     pub latency_tracking: bool,
     /// notify-keyspace-events as `pubsub::N_*` flags (0: no notification is published).
@@ -355,6 +359,8 @@ impl Default for Config {
             zset_max_listpack_entries: 0,
             zset_max_listpack_value: 0,
             list_max_listpack_size: -2,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
             latency_tracking: true,
             notify_flags: 0,
             slowlog_slower_than: 10_000,
@@ -763,6 +769,12 @@ impl Config {
             .expect("known parameter")
             .0;
         self.list_max_listpack_size = self.values[i].parse::<i64>().unwrap_or(-2);
+        self.stream_node_max_bytes = self
+            .get("stream-node-max-bytes")
+            .and_then(parse_memory)
+            .unwrap_or(4096)
+            .min(usize::MAX as u64) as usize;
+        self.stream_node_max_entries = self.num("stream-node-max-entries");
         self.latency_tracking = self.get("latency-tracking") == Some("yes");
         self.notify_flags =
             crate::pubsub::notify_flags(self.get("notify-keyspace-events").unwrap_or(""));

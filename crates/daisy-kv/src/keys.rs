@@ -6,7 +6,7 @@ use crate::keyspace::{Enc, Header, Val};
 use crate::pubsub::N_GENERIC;
 use crate::rdb;
 use crate::resp;
-use crate::types::{self, hash, list, set, string, zset, Type};
+use crate::types::{self, hash, list, set, stream, string, zset, Type};
 
 pub fn del(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let mut n = 0;
@@ -300,6 +300,7 @@ pub fn object(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 }
                 // Redis 7.0 keeps every list in a quicklist.
                 (Type::List, _) => "quicklist",
+                (Type::Stream, _) => "stream",
                 (_, Enc::Table) => "hashtable",
                 (_, Enc::SkipList) => "skiplist",
                 (_, Enc::IntSet) => "intset",
@@ -348,6 +349,7 @@ fn rdb_value(c: &mut Ctx, v: &Val) -> daisy::Result<(rdb::Value, rdb::Encoding)>
         Type::Set => rdb::Value::Set(set::SetVal::open(c, v)?.all(c)?),
         Type::ZSet => rdb::Value::ZSet(zset::ZVal::open(c, v)?.idx().all(c.tx)?),
         Type::List => rdb::Value::List(list::ListVal::open(c, v)?.all(c)?),
+        Type::Stream => rdb::Value::Stream(Box::new(stream::dump_of(c, v)?)),
     };
     Ok((value, compact))
 }
@@ -496,6 +498,10 @@ fn restore_value(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             c.notify(N_GENERIC, "restore", a[1]);
             resp::ok(c.out);
             return Ok(());
+        }
+        rdb::Value::Stream(d) => {
+            let p = stream::restore(c, &d)?;
+            (Type::Stream, Enc::Stream, p)
         }
         // A string is stored as SET would (Redis: `tryObjectEncoding`).
         rdb::Value::String(s) => (Type::String, Enc::Auto, s),

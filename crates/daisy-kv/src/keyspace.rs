@@ -33,16 +33,17 @@ pub const LAZY_EXPIRY_MIN_ROOM: usize = 16 * 1024;
 /// Pool layout name of a KV server's pool.
 pub const LAYOUT: &str = "daisy.kv";
 pub const KV_MAGIC: u64 = u64::from_le_bytes(*b"DAISYKV\0");
-/// Keyspace format version: 3 (version 2, databases, types and lazyfree, plus lists and
-/// sorted sets: their records, encodings and lazyfree kinds: lists' `Seq` (8), sorted sets'
-/// type 3 with `Packed` and `SkipList` (7), lazyfree kinds `Seq` and `Tree`). Versions 1 (one
-/// database of strings) and 2 are read and upgraded at open; a build that knows only version
-/// 2 would take a list's or sorted set's record for damage, so the version refuses this pool
-/// to it instead.
-pub const KV_VERSION: u32 = 4;
+/// Keyspace format version: 5. Version 2 added databases, types and lazyfree; version 3 lists
+/// and sorted sets (their records, encodings and lazyfree kinds: lists' `Seq` (8), sorted
+/// sets' type 3 with `Packed` and `SkipList` (7), lazyfree kinds `Seq` and `Tree`); version 4
+/// scripting's maps (`KvMeta::reserved`); version 5 streams (type 6 with encoding `Stream`
+/// (9), lazyfree kinds `Stream` and `StreamGroup`). Versions 1 to 4 are read and upgraded at
+/// open; a build that knows only an older version would take a newer record for damage, so
+/// the version refuses this pool to it instead.
+pub const KV_VERSION: u32 = 5;
 const KV_VERSION_1: u32 = 1;
 const KV_VERSION_2: u32 = 2;
-const KV_VERSION_3: u32 = 3;
+const KV_VERSION_4: u32 = 4;
 /// `KvMeta::reserved` words that name scripting's maps (version 4): the script cache (SHA-1
 /// in hex -> body) and the function libraries (name -> code).
 pub const SCRIPTS_SLOT: usize = 0;
@@ -123,6 +124,11 @@ pub enum LazyKind {
     /// A big sorted set's ordered index (a `PTreeMap`; the set's map is queued beside it as a
     /// `Table`), freed in bounded steps by `PTreeMap::free_step`.
     Tree = 4,
+    /// A stream's meta, with everything it owns (`types::stream::free_step`).
+    Stream = 5,
+    /// A consumer group unlinked from its stream (XGROUP DESTROY), with its maps and
+    /// consumers (`types::stream::group::free_step`).
+    StreamGroup = 6,
 }
 
 /// A queue word: kind and offset.
@@ -143,6 +149,8 @@ impl LazyItem {
             2 => LazyKind::Database,
             3 => LazyKind::Seq,
             4 => LazyKind::Tree,
+            5 => LazyKind::Stream,
+            6 => LazyKind::StreamGroup,
             _ => return None,
         };
         Some(LazyItem { kind, off })
@@ -181,6 +189,9 @@ pub enum Enc {
     /// Big lists: a sequence of their own (`daisy::PSeq`, Redis's quicklist); the payload is
     /// its header offset.
     Seq = 8,
+    /// Streams: the payload is the offset of the stream's meta (`types::stream`), which owns
+    /// its nodes and consumer groups.
+    Stream = 9,
 }
 
 impl Enc {
@@ -195,6 +206,7 @@ impl Enc {
             6 => Enc::Int,
             7 => Enc::SkipList,
             8 => Enc::Seq,
+            9 => Enc::Stream,
             _ => return None,
         })
     }
@@ -559,9 +571,10 @@ impl Keyspace {
                 )
             })
             .map_err(what)?;
-        } else if r.version == KV_VERSION_2 || r.version == KV_VERSION_3 {
-            // Version 2 is version 3 without lists and sorted sets, and version 3 is version 4
-            // without scripts (its reserved words are zero): only the number changes.
+        } else if (KV_VERSION_2..=KV_VERSION_4).contains(&r.version) {
+            // Version 2 is version 3 without lists and sorted sets, version 3 is version 4
+            // without scripts (its reserved words are zero), version 4 is version 5 without
+            // streams: only the number changes.
             pool.transaction(|tx| tx.update(root, |r| r.version = KV_VERSION))
                 .map_err(what)?;
         } else if r.version != KV_VERSION {
@@ -981,6 +994,26 @@ impl Keyspace {
         v.entry.read_tx(tx, v.off + from, &mut out[at..])
     }
 
+    /// Overwrite payload bytes of `v` from `from` in place, through `tx` (the record keeps its
+    /// length, header and encoding): for commands that change a few bytes of a large string.
+    /// The caller touches the key (WATCH) as for any write.
+    pub fn patch_payload(
+        &mut self,
+        tx: &mut Tx,
+        v: &Val,
+        from: usize,
+        data: &[u8],
+    ) -> daisy::Result<()> {
+        if from.saturating_add(data.len()) > v.len {
+            return Err(daisy::Error::Unsupported(format!(
+                "patch of {} bytes at {from} past a {}-byte payload",
+                data.len(),
+                v.len
+            )));
+        }
+        v.entry.write_tx(tx, v.off + from, data)
+    }
+
     /// The whole payload of `v`.
     pub fn payload(&self, tx: &Tx, v: &Val) -> daisy::Result<Vec<u8>> {
         let mut p = vec![0u8; v.len];
@@ -1037,7 +1070,10 @@ impl Keyspace {
         if self.note_new && old.is_none() {
             self.events.push((KeyEvent::New, db, key.to_vec()));
         }
-        if !self.blocking.is_empty() && matches!(hdr.ty, Type::List | Type::ZSet) {
+        if !self.blocking.is_empty()
+            && (matches!(hdr.ty, Type::List | Type::ZSet | Type::Stream)
+                || old.is_some_and(|o| o.ty == Type::Stream))
+        {
             self.signal_ready(db, key);
         }
         let old_exp = old.is_some_and(|o| o.expire_ms.is_some());
@@ -1204,6 +1240,9 @@ impl Keyspace {
         self.adjust_expires(tx, db, delta)?;
         if op != Upsert::Keep {
             self.free_owned(tx, owned)?;
+            if old.is_some_and(|v| v.ty == Type::Stream) && !self.blocking.is_empty() {
+                self.signal_ready(db, key);
+            }
         }
         match op {
             Upsert::Put => self.clock.access(db, key),
@@ -1241,6 +1280,11 @@ impl Keyspace {
             m.remove_tx(tx, key)?;
         }
         self.clock.remove(db, key);
+        // Clients blocked in XREADGROUP on a stream that goes are answered (Redis signals a
+        // deleted stream's key as ready).
+        if v.ty == Type::Stream && !self.blocking.is_empty() {
+            self.signal_ready(db, key);
+        }
         self.adjust_expires(tx, db, -(v.expire_ms.is_some() as i64))
     }
 
@@ -1254,8 +1298,13 @@ impl Keyspace {
     /// at once, a large one queued for [`Keyspace::lazyfree_step`].
     fn free_owned(&mut self, tx: &mut Tx, owned: Vec<LazyItem>) -> daisy::Result<()> {
         for item in owned {
-            // A view a command kept holds the collection's claim, and must not outlive it.
-            self.views.evict(item.off);
+            // A view a command kept holds the collection's claim, and must not outlive it. A
+            // stream owns maps below its meta (its groups' too): every kept view goes.
+            if item.kind == LazyKind::Stream {
+                self.views.clear();
+            } else {
+                self.views.evict(item.off);
+            }
             match item.kind {
                 LazyKind::Table => self.free_table(tx, map_of(item.off))?,
                 LazyKind::Tree => self.free_tree(tx, PPtr::from_offset(item.off))?,
@@ -1271,7 +1320,22 @@ impl Keyspace {
                         lazy_push(tx, self.meta, item)?;
                     }
                 }
-                LazyKind::Database => {
+                LazyKind::Stream => {
+                    // A stream of a few nodes and no groups goes at once; a larger one (or
+                    // one whose freeing outgrew this transaction's record) is queued.
+                    let pool = self.pool.clone();
+                    if !(crate::types::stream::is_small(tx, &pool, item.off, LAZYFREE_THRESHOLD)?
+                        && crate::types::stream::free_step(
+                            &pool,
+                            tx,
+                            item.off,
+                            2 * LAZYFREE_THRESHOLD as u32,
+                        )?)
+                    {
+                        lazy_push(tx, self.meta, item)?;
+                    }
+                }
+                LazyKind::Database | LazyKind::StreamGroup => {
                     return Err(Error::Unsupported(format!(
                         "a value record cannot own a {:?}",
                         item.kind
@@ -1280,6 +1344,29 @@ impl Keyspace {
             }
         }
         Ok(())
+    }
+
+    /// Free a consumer group its stream no longer names (XGROUP DESTROY): at once when small,
+    /// else queued, in the caller's transaction.
+    pub fn free_group(&mut self, tx: &mut Tx, at: u64) -> daisy::Result<()> {
+        use crate::types::stream::group;
+        // The group's maps may have kept views (`Group::release`): they go first.
+        self.views.clear();
+        let pool = self.pool.clone();
+        let mut budget = 2 * LAZYFREE_THRESHOLD as i64;
+        if group::is_small(&pool, tx, at, LAZYFREE_THRESHOLD)?
+            && group::free_step(&pool, tx, at, &mut budget)?
+        {
+            return Ok(());
+        }
+        lazy_push(
+            tx,
+            self.meta,
+            LazyItem {
+                kind: LazyKind::StreamGroup,
+                off: at,
+            },
+        )
     }
 
     /// Free a big sorted set's ordered index whose record is gone: a small one at once, a
@@ -1365,6 +1452,19 @@ impl Keyspace {
         }
         self.touch_all_in_db(tx, db, None, now_ms)?;
         self.clock.clear(db);
+        // Clients blocked in XREADGROUP on a stream of this database are answered (Redis's
+        // scanDatabaseForDeletedStreams).
+        let waiting: Vec<Vec<u8>> = self
+            .blocking
+            .iter()
+            .filter(|(_, dbs)| dbs.contains(&db))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in waiting {
+            if self.peek(tx, db, &k)?.is_some_and(|v| v.ty == Type::Stream) {
+                self.signal_ready(db, &k);
+            }
+        }
         self.maps[db] = None; // release the claim: lazyfree takes the map
         tx.write(self.db_ptr(db), &DbEntry::default())?;
         lazy_push(
@@ -1458,6 +1558,11 @@ impl Keyspace {
                 LazyKind::Tree => {
                     PTreeMap::free_step(&pool, tx, PPtr::from_offset(item.off), budget)?
                 }
+                LazyKind::Stream => crate::types::stream::free_step(&pool, tx, item.off, budget)?,
+                LazyKind::StreamGroup => {
+                    let mut b = budget as i64;
+                    crate::types::stream::group::free_step(&pool, tx, item.off, &mut b)?
+                }
                 LazyKind::Database => {
                     PBytesMap::free_step(&pool, tx, map_of(item.off), budget, |tx, e| {
                         // A record that owns collections: queue them (they may be huge).
@@ -1504,6 +1609,7 @@ fn owned_table_of(tx: &Tx, v: &Val) -> daisy::Result<Vec<LazyItem>> {
     let kind = match v.enc {
         Enc::Table => LazyKind::Table,
         Enc::Seq => LazyKind::Seq,
+        Enc::Stream => LazyKind::Stream,
         Enc::SkipList => {
             let mut p = [0u8; 16];
             v.entry.read_tx(tx, v.off, &mut p)?;
@@ -1542,22 +1648,23 @@ fn read_dbs(pool: &Pool, m: &KvMeta) -> daisy::Result<Vec<DbEntry>> {
 
 /// The power-failure simulator's injected faults (feature `sim` only; never otherwise).
 #[cfg(feature = "sim")]
-use daisy::sim::Fault as SimFault;
+pub(crate) use daisy::sim::Fault as SimFault;
 
 #[cfg(feature = "sim")]
-fn sim_fault(f: SimFault) -> bool {
+pub(crate) fn sim_fault(f: SimFault) -> bool {
     daisy::sim::fault(f)
 }
 
 #[cfg(not(feature = "sim"))]
 #[derive(Clone, Copy)]
-enum SimFault {
+pub(crate) enum SimFault {
     LazyQueueLate,
+    StreamAppendOutsideTx,
 }
 
 #[cfg(not(feature = "sim"))]
 #[inline(always)]
-fn sim_fault(_: SimFault) -> bool {
+pub(crate) fn sim_fault(_: SimFault) -> bool {
     false
 }
 
@@ -1717,7 +1824,7 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
         reach.push(r.meta);
         reach.push(m.dbs);
         let dbs = read_dbs(pool, &m).map_err(|e| e.to_string())?;
-        if r.version < KV_VERSION && m.reserved.iter().any(|&w| w != 0) {
+        if r.version < KV_VERSION_4 && m.reserved.iter().any(|&w| w != 0) {
             problems.push(format!("keyspace version {} has scripting maps", r.version));
         }
         for (slot, what) in [(SCRIPTS_SLOT, "script"), (FUNCTIONS_SLOT, "function")] {
@@ -1768,6 +1875,16 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
                             Ok(o) => reach.extend(o),
                             Err(e) => problems.push(format!("queued index {:#x}: {e}", it.off)),
                         },
+                        LazyKind::Stream => match crate::types::stream::snapshot(pool, it.off) {
+                            Ok(s) => reach.extend(s.objects),
+                            Err(e) => problems.push(format!("queued stream {:#x}: {e}", it.off)),
+                        },
+                        LazyKind::StreamGroup => {
+                            match crate::types::stream::group::snapshot(pool, Vec::new(), it.off) {
+                                Ok(g) => reach.extend(g.objects),
+                                Err(e) => problems.push(format!("queued group {:#x}: {e}", it.off)),
+                            }
+                        }
                         LazyKind::Database => {
                             // Its records and what they own.
                             match daisy::map_objects(pool, it.off) {
@@ -1817,6 +1934,12 @@ pub fn check(pool: &Pool) -> Result<(Vec<u64>, Vec<String>), String> {
             };
             if let Some(h) = check_record(pool, &k, &v, &mut reach, &mut problems) {
                 with_expiry += h.expire_ms.is_some() as u64;
+                if h.ty == Type::Stream && r.version < KV_VERSION {
+                    problems.push(format!(
+                        "db {i}: a stream in a version {} keyspace",
+                        r.version
+                    ));
+                }
             }
         }
         if with_expiry != d.expires {

@@ -34,6 +34,7 @@ mod daemon;
 pub mod glob;
 pub mod keys;
 pub mod keyspace;
+pub mod listpack;
 pub mod log;
 pub mod longdouble;
 pub mod multi;

@@ -52,6 +52,9 @@
 //! saved without a checksum" is a rule of whole RDB files, in rdbLoadRio); the tests check
 //! that a real 7.0.15 refuses one.
 
+use crate::listpack::{self, canonical_i64};
+use crate::types::stream::id::StreamId;
+use crate::types::stream::{GroupDump, StreamDump};
 use std::collections::HashSet;
 
 /// A value as DUMP serializes it, independent of Daisy's storage encodings.
@@ -73,6 +76,8 @@ pub enum Value {
     ZSet(Vec<(Vec<u8>, f64)>),
     /// field, value (in order)
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    /// A stream: its nodes as they are (Redis's listpacks), counters and consumer groups.
+    Stream(Box<StreamDump>),
 }
 
 /// Hints for choosing the compact RDB encodings the way Redis would for the same value (Redis
@@ -172,6 +177,10 @@ pub fn dump(v: &Value, enc: Encoding) -> Vec<u8> {
                     w.out.extend_from_slice(&score.to_le_bytes());
                 }
             }
+        }
+        Value::Stream(st) => {
+            w.out.push(RDB_TYPE_STREAM_LISTPACKS_2);
+            w.stream(st);
         }
         Value::Hash(pairs) => {
             let lp = match enc {
@@ -310,6 +319,8 @@ const RDB_TYPE_LIST_QUICKLIST: u8 = 14;
 const RDB_TYPE_HASH_LISTPACK: u8 = 16;
 const RDB_TYPE_ZSET_LISTPACK: u8 = 17;
 const RDB_TYPE_LIST_QUICKLIST_2: u8 = 18;
+const RDB_TYPE_STREAM_LISTPACKS: u8 = 15;
+const RDB_TYPE_STREAM_LISTPACKS_2: u8 = 19;
 /// Redis 7.2's listpack set; 7.2 writes it under RDB version 11, which 7.0 refuses, but a
 /// version-10 payload holding it is unambiguous, so it is read.
 const RDB_TYPE_SET_LISTPACK: u8 = 20;
@@ -330,7 +341,6 @@ const QUICKLIST_SIZE_ESTIMATE_OVERHEAD: usize = 8;
 /// listpack.c LISTPACK_MAX_SAFETY_SIZE.
 const LISTPACK_MAX_SAFETY_SIZE: usize = 1 << 30;
 /// The listpack header's count when the real count does not fit 16 bits.
-const LP_NUMELE_UNKNOWN: u16 = u16::MAX;
 /// The ziplist header's count when the real count does not fit 16 bits.
 const ZL_LEN_UNKNOWN: u16 = u16::MAX;
 /// LZF's largest expansion: a 3-byte back reference yields 264 bytes.
@@ -358,6 +368,43 @@ impl Writer {
         } else {
             self.out.push(0x81);
             self.out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+
+    /// A stream's object (rdbSaveObject for OBJ_STREAM, RDB_TYPE_STREAM_LISTPACKS_2).
+    fn stream(&mut self, st: &StreamDump) {
+        self.len(st.nodes.len() as u64);
+        for (id, lp) in &st.nodes {
+            self.string(&id.key());
+            self.string(lp);
+        }
+        self.len(st.length);
+        for id in [st.last_id, st.first_id, st.max_deleted] {
+            self.len(id.ms);
+            self.len(id.seq);
+        }
+        self.len(st.entries_added);
+        self.len(st.groups.len() as u64);
+        for g in &st.groups {
+            self.string(&g.name);
+            self.len(g.last_id.ms);
+            self.len(g.last_id.seq);
+            self.len(g.entries_read as u64);
+            self.len(g.pel.len() as u64);
+            for (id, time, count) in &g.pel {
+                self.out.extend_from_slice(&id.key());
+                self.out.extend_from_slice(&time.to_le_bytes());
+                self.len(*count);
+            }
+            self.len(g.consumers.len() as u64);
+            for (name, seen, ids) in &g.consumers {
+                self.string(name);
+                self.out.extend_from_slice(&seen.to_le_bytes());
+                self.len(ids.len() as u64);
+                for id in ids {
+                    self.out.extend_from_slice(&id.key());
+                }
+            }
         }
     }
 
@@ -396,40 +443,6 @@ impl Writer {
     }
 }
 
-/// Redis's string2ll / lpStringToInt64: `s` is the exact decimal form of an i64 (no sign but
-/// '-', no leading zeros, no "-0", at most 20 bytes).
-fn canonical_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if negative {
-        if v > 1 << 63 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
-}
-
 /// Builds a listpack the way lpAppend does (entries that are canonical integers are stored as
 /// integers).
 #[derive(Default)]
@@ -446,49 +459,8 @@ impl ListpackWriter {
     }
 
     fn push(&mut self, s: &[u8]) {
-        let start = self.entries.len();
-        if let Some(v) = canonical_i64(s) {
-            self.push_int(v);
-        } else {
-            let n = s.len();
-            if n < 64 {
-                self.entries.push(0x80 | n as u8);
-            } else if n < 4096 {
-                self.entries.push(0xE0 | (n >> 8) as u8);
-                self.entries.push(n as u8);
-            } else {
-                self.entries.push(0xF0);
-                self.entries.extend_from_slice(&(n as u32).to_le_bytes());
-            }
-            self.entries.extend_from_slice(s);
-        }
-        let entry_len = (self.entries.len() - start) as u64;
-        push_backlen(&mut self.entries, entry_len);
+        listpack::push_str(&mut self.entries, s);
         self.count += 1;
-    }
-
-    /// lpEncodeIntegerGetType.
-    fn push_int(&mut self, v: i64) {
-        let e = &mut self.entries;
-        if (0..=127).contains(&v) {
-            e.push(v as u8);
-        } else if (-4096..=4095).contains(&v) {
-            let u = (v as u64) & 0x1FFF;
-            e.push(0xC0 | (u >> 8) as u8);
-            e.push(u as u8);
-        } else if (-32768..=32767).contains(&v) {
-            e.push(0xF1);
-            e.extend_from_slice(&(v as i16).to_le_bytes());
-        } else if (-8_388_608..=8_388_607).contains(&v) {
-            e.push(0xF2);
-            e.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
-        } else if let Ok(v) = i32::try_from(v) {
-            e.push(0xF3);
-            e.extend_from_slice(&v.to_le_bytes());
-        } else {
-            e.push(0xF4);
-            e.extend_from_slice(&v.to_le_bytes());
-        }
     }
 
     /// The finished listpack, or None past Redis's 1 GB listpack limit (hashes and zsets
@@ -502,38 +474,7 @@ impl ListpackWriter {
 
     /// The finished listpack (a quicklist node: 8 KB, or one element under 1 GB).
     fn finish(self) -> Vec<u8> {
-        let total = self.bytes();
-        let mut lp = Vec::with_capacity(total);
-        lp.extend_from_slice(&(total as u32).to_le_bytes());
-        let numele = u16::try_from(self.count).unwrap_or(LP_NUMELE_UNKNOWN);
-        lp.extend_from_slice(&numele.to_le_bytes());
-        lp.extend_from_slice(&self.entries);
-        lp.push(0xFF);
-        lp
-    }
-}
-
-/// lpEncodeBacklen, including its boundaries (16383 already takes three bytes).
-fn backlen_size(l: u64) -> u64 {
-    if l <= 127 {
-        1
-    } else if l < 16383 {
-        2
-    } else if l < 2_097_151 {
-        3
-    } else if l < 268_435_455 {
-        4
-    } else {
-        5
-    }
-}
-
-fn push_backlen(out: &mut Vec<u8>, l: u64) {
-    let n = backlen_size(l);
-    // Most significant 7-bit group first; every byte but the first has the high bit set.
-    for i in (0..n).rev() {
-        let group = ((l >> (7 * i)) & 127) as u8;
-        out.push(if i == n - 1 { group } else { group | 128 });
+        listpack::finish(&self.entries, self.count)
     }
 }
 
@@ -624,10 +565,7 @@ fn zset_listpack(sorted: &[&(Vec<u8>, f64)]) -> Option<Vec<u8>> {
 
 impl ListpackWriter {
     fn push_int_entry(&mut self, v: i64) {
-        let start = self.entries.len();
-        self.push_int(v);
-        let entry_len = (self.entries.len() - start) as u64;
-        push_backlen(&mut self.entries, entry_len);
+        listpack::push_int(&mut self.entries, v);
         self.count += 1;
     }
 }
@@ -888,9 +826,86 @@ fn load_object(kind: u8, r: &mut Reader<'_>) -> Res<Value> {
         RDB_TYPE_HASH_ZIPLIST => hash(paired(ziplist_entries(&r.string()?)?)?),
         RDB_TYPE_HASH_LISTPACK => hash(paired(listpack_entries(&r.string()?)?)?),
         RDB_TYPE_HASH_ZIPMAP => hash(zipmap_pairs(&r.string()?)?),
-        // Modules (6, 7), streams (15, 19), unused numbers, opcodes.
+        RDB_TYPE_STREAM_LISTPACKS | RDB_TYPE_STREAM_LISTPACKS_2 => {
+            stream(r, kind == RDB_TYPE_STREAM_LISTPACKS_2)
+        }
+        // Modules (6, 7), 7.2's streams (21), unused numbers, opcodes.
         _ => Err(ERR_FORMAT),
     }
+}
+
+/// A stream object (rdbLoadObject for RDB_TYPE_STREAM_LISTPACKS and _2), checked as
+/// `types::stream::validate_dump` says. A version-1 object (Redis 5 to 6.2) has no first
+/// ID, maximal deleted ID, entries-added or groups' read counters: they are what Redis 7.0
+/// derives when it loads one (the entries-added count the length, the counters estimated:
+/// `GroupDump::entries_read` is `ESTIMATE_ENTRIES_READ` until the stream is built).
+fn stream(r: &mut Reader<'_>, v2: bool) -> Res<Value> {
+    let id = |r: &mut Reader<'_>| -> Res<StreamId> { Ok(StreamId::new(r.count()?, r.count()?)) };
+    let raw_id =
+        |r: &mut Reader<'_>| -> Res<StreamId> { StreamId::from_key(r.take(16)?).ok_or(ERR_FORMAT) };
+    let n = r.count()?;
+    let mut nodes = Vec::with_capacity(capacity(n, r));
+    for _ in 0..n {
+        let key = r.string()?;
+        let master = StreamId::from_key(&key).ok_or(ERR_FORMAT)?;
+        let lp = r.string()?;
+        nodes.push((master, lp));
+    }
+    let length = r.count()?;
+    let last_id = id(r)?;
+    let (first_id, max_deleted, entries_added) = if v2 {
+        (id(r)?, id(r)?, r.count()?)
+    } else {
+        (StreamId::MIN, StreamId::MIN, length)
+    };
+    let ngroups = r.count()?;
+    let mut groups = Vec::with_capacity(capacity(ngroups, r));
+    for _ in 0..ngroups {
+        let name = r.string()?;
+        let last = id(r)?;
+        let entries_read = if v2 {
+            r.count()? as i64
+        } else {
+            crate::types::stream::group::ESTIMATE_ENTRIES_READ
+        };
+        let npel = r.count()?;
+        let mut pel = Vec::with_capacity(capacity(npel, r));
+        for _ in 0..npel {
+            let pid = raw_id(r)?;
+            let time = i64::from_le_bytes(r.array()?);
+            pel.push((pid, time, r.count()?));
+        }
+        let ncons = r.count()?;
+        let mut consumers = Vec::with_capacity(capacity(ncons, r));
+        for _ in 0..ncons {
+            let cname = r.string()?;
+            let seen = i64::from_le_bytes(r.array()?);
+            let nids = r.count()?;
+            let mut ids = Vec::with_capacity(capacity(nids, r));
+            for _ in 0..nids {
+                ids.push(raw_id(r)?);
+            }
+            consumers.push((cname, seen, ids));
+        }
+        groups.push(GroupDump {
+            name,
+            last_id: last,
+            entries_read,
+            pel,
+            consumers,
+        });
+    }
+    let d = StreamDump {
+        nodes,
+        length,
+        last_id,
+        first_id,
+        max_deleted,
+        entries_added,
+        groups,
+    };
+    crate::types::stream::validate_dump(&d)?;
+    Ok(Value::Stream(Box::new(d)))
 }
 
 fn nonzero(n: u64) -> Res<u64> {
@@ -962,99 +977,8 @@ fn scored(entries: Vec<Vec<u8>>) -> Res<Vec<(Vec<u8>, f64)>> {
 /// A listpack's entries as strings, validated as lpValidateIntegrity (deep) and
 /// lpValidateNext do.
 fn listpack_entries(lp: &[u8]) -> Res<Vec<Vec<u8>>> {
-    let size = lp.len();
-    if size < 7 {
-        return Err(ERR_FORMAT);
-    }
-    let total = u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]);
-    if total as usize != size || lp[size - 1] != 0xFF {
-        return Err(ERR_FORMAT);
-    }
-    let numele = u16::from_le_bytes([lp[4], lp[5]]);
-    let last = size - 1; // the terminator's position
-    let mut entries = Vec::with_capacity(usize::from(numele).min(size));
-    let mut p = 6;
-    while lp[p] != 0xFF {
-        let b = lp[p];
-        // Bytes of encoding + length, then the whole encoded size (without the backlen).
-        let header: usize = match b {
-            0x00..=0xDF | 0xF1..=0xF4 => 1,
-            0xE0..=0xEF => 2,
-            0xF0 => 5,
-            _ => return Err(ERR_FORMAT),
-        };
-        if p + header > last {
-            return Err(ERR_FORMAT);
-        }
-        let h = &lp[p..p + header];
-        let encoded: u64 = match b {
-            0x00..=0x7F => 1,
-            0x80..=0xBF => 1 + u64::from(b & 0x3F),
-            0xC0..=0xDF => 2,
-            0xE0..=0xEF => 2 + ((u64::from(b & 0x0F) << 8) | u64::from(h[1])),
-            0xF0 => 5 + u64::from(u32::from_le_bytes([h[1], h[2], h[3], h[4]])),
-            0xF1 => 3,
-            0xF2 => 4,
-            0xF3 => 5,
-            _ => 9, // 0xF4
-        };
-        let blen = backlen_size(encoded);
-        let entry_end = (p as u64).saturating_add(encoded).saturating_add(blen);
-        if entry_end > last as u64 {
-            return Err(ERR_FORMAT);
-        }
-        let entry_end = entry_end as usize;
-        if decode_backlen(lp, entry_end - 1) != Some(encoded) {
-            return Err(ERR_FORMAT);
-        }
-        let data = &lp[p..p + encoded as usize];
-        let value = match b {
-            0x00..=0x7F => decimal(i64::from(b)),
-            0x80..=0xBF => data[1..].to_vec(),
-            0xC0..=0xDF => {
-                let u = (u64::from(b & 0x1F) << 8) | u64::from(data[1]);
-                decimal(sign_extend(u, 13))
-            }
-            0xE0..=0xEF => data[2..].to_vec(),
-            0xF0 => data[5..].to_vec(),
-            0xF1..=0xF4 => {
-                let mut le = [0u8; 8];
-                le[..data.len() - 1].copy_from_slice(&data[1..]);
-                decimal(sign_extend(
-                    u64::from_le_bytes(le),
-                    8 * (data.len() as u32 - 1),
-                ))
-            }
-            _ => return Err(ERR_FORMAT),
-        };
-        entries.push(value);
-        p = entry_end;
-    }
-    if p != last {
-        return Err(ERR_FORMAT);
-    }
-    if numele != LP_NUMELE_UNKNOWN && usize::from(numele) != entries.len() {
-        return Err(ERR_FORMAT);
-    }
-    Ok(entries)
-}
-
-/// lpDecodeBacklen: read backwards from `q`, 7 bits a byte, at most 5 bytes.
-fn decode_backlen(lp: &[u8], mut q: usize) -> Option<u64> {
-    let mut val = 0u64;
-    let mut shift = 0u32;
-    loop {
-        let b = lp[q];
-        val |= u64::from(b & 127) << shift;
-        if b & 128 == 0 {
-            return Some(val);
-        }
-        shift += 7;
-        if shift > 28 || q == 0 {
-            return None;
-        }
-        q -= 1;
-    }
+    let elems = listpack::elements(lp).ok_or(ERR_FORMAT)?;
+    Ok(elems.into_iter().map(listpack::Elem::to_vec).collect())
 }
 
 /// The low `bits` bits of `u` as a two's complement number.

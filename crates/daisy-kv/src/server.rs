@@ -22,6 +22,7 @@ use crate::commands::{self as cmd, Action, Client, ServerState};
 use crate::keyspace::{Keyspace, LAYOUT};
 use crate::log;
 use crate::resp::{self, Limits, Parsed};
+use crate::types::Type;
 use daisy::{ModeChoice, Pool, PoolOptions};
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
@@ -2290,17 +2291,22 @@ impl Server {
                 };
                 let waiting: Vec<usize> = q.iter().copied().collect();
                 for i in waiting {
-                    let Some(v) = self.store.lookup(tx, db, &key, now, false)? else {
-                        break; // emptied: the others keep waiting
-                    };
+                    let v = self.store.lookup(tx, db, &key, now, false)?;
                     let Some(Some(c)) = self.conns.get_mut(i) else {
                         continue;
                     };
                     let Some(b) = c.cl.blocked.as_ref() else {
                         continue;
                     };
-                    if b.ty != v.ty {
-                        continue; // waits for another type (Redis 7.0's `btype`)
+                    // A stream reader looks at the key whatever it holds now (it may answer
+                    // that the stream or its group is gone); a pop only at its own type.
+                    if b.ty != Type::Stream {
+                        let Some(v) = v else {
+                            continue; // emptied: it keeps waiting
+                        };
+                        if b.ty != v.ty {
+                            continue; // waits for another type (Redis 7.0's `btype`)
+                        }
                     }
                     if self.saved_mark.len() <= i {
                         self.saved_mark.resize(i + 1, 0);

@@ -136,6 +136,17 @@ impl ViewCache {
         self.trees.take(pool, tx, off)
     }
 
+    /// The kept view of the ordered map at `off`, if a command of `tx` gave one back (none is
+    /// opened: for maps a command may not need).
+    pub fn kept_tree(&mut self, tx: &Tx, off: u64) -> Option<TreeMapView> {
+        let k = &mut self.trees;
+        if k.tx != tx.serial() {
+            return None;
+        }
+        let i = k.views.iter().position(|(o, _)| *o == off)?;
+        Some(k.views.remove(i).1)
+    }
+
     pub fn keep_tree(&mut self, tx: &Tx, view: TreeMapView) {
         self.trees.keep(tx, view.id().offset(), view)
     }

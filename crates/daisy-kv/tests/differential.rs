@@ -52,11 +52,13 @@ const THRESHOLDS: [&[(&str, &str)]; 2] = [
         ("hash-max-listpack-entries", "128"),
         ("hash-max-listpack-value", "64"),
         ("set-max-intset-entries", "512"),
+        ("stream-node-max-entries", "100"),
     ],
     &[
         ("hash-max-listpack-entries", "4"),
         ("hash-max-listpack-value", "8"),
         ("set-max-intset-entries", "5"),
+        ("stream-node-max-entries", "3"),
     ],
 ];
 
@@ -266,6 +268,38 @@ fn multiset(r: &Reply, pairs: bool) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
     };
     elems.sort();
     Some((r.header().to_vec(), elems))
+}
+
+/// Clock readings the two servers take a few milliseconds apart may differ by this much.
+const CLOCK_TOLERANCE_MS: i64 = 3000;
+
+/// Whether `d` is `r` but for clock readings (see `Cmp::StreamTimes`): absolute times (past
+/// 10^12 ms), the value after an `idle` or `seen-time` label, and the idle time of an
+/// XPENDING row (`[id, consumer, idle, count]`), each within [`CLOCK_TOLERANCE_MS`]. `clock`:
+/// this integer is such a reading by its place.
+fn times_close(r: &Reply, d: &Reply, clock: bool) -> bool {
+    match (&r.v, &d.v) {
+        (V::Int(x), V::Int(y)) => {
+            x == y
+                || ((clock || (*x > 1_000_000_000_000 && *y > 1_000_000_000_000))
+                    && (x - y).abs() <= CLOCK_TOLERANCE_MS)
+        }
+        (V::Array(a), V::Array(b)) | (V::Map(a), V::Map(b)) | (V::Set(a), V::Set(b)) => {
+            if a.len() != b.len() {
+                return false;
+            }
+            let pending_row = a.len() == 4
+                && a[0]
+                    .bytes()
+                    .is_some_and(|id| id.contains(&b'-') && id[0].is_ascii_digit())
+                && a[2].int().is_some();
+            (0..a.len()).all(|i| {
+                let label = i > 0 && matches!(a[i - 1].bytes(), Some(b"idle" | b"seen-time"));
+                times_close(&a[i], &b[i], label || (pending_row && i == 2))
+            })
+        }
+        _ => r.raw == d.raw,
+    }
 }
 
 /// How many elements SRANDMEMBER or HRANDFIELD answer with for `count` (None: the form
@@ -491,6 +525,7 @@ impl Run {
                 (Some(x), Some(y)) => x >= 0 && y >= 0 && (x - y).abs() <= *tol,
                 _ => false,
             },
+            Cmp::StreamTimes => times_close(r, d, false),
         };
         if !ok {
             self.fail("replies differ", args, r, d);
@@ -918,13 +953,28 @@ impl Run {
         if ty == b"none" {
             return;
         }
-        let checks: Vec<(Args, Cmp)> = vec![
+        let mut checks: Vec<(Args, Cmp)> = vec![
             (
                 a(&[b"OBJECT", b"ENCODING", key]),
                 Cmp::Encoding { key: key.to_vec() },
             ),
             (a(&[b"PTTL", key]), Cmp::Ttl { tol: 3000 }),
-            match &ty[..] {
+        ];
+        if ty == b"stream" {
+            // Entries, counters, node shapes, groups and every pending entry.
+            checks.push((a(&[b"XRANGE", key, b"-", b"+"]), Cmp::Exact));
+            checks.push((a(&[b"XINFO", b"STREAM", key]), Cmp::Exact));
+            checks.push((a(&[b"XINFO", b"GROUPS", key]), Cmp::Exact));
+            for g in [&b"g0"[..], b"g1", b"g2"] {
+                checks.push((a(&[b"XPENDING", key, g]), Cmp::Exact));
+                checks.push((
+                    a(&[b"XPENDING", key, g, b"-", b"+", b"1000"]),
+                    Cmp::StreamTimes,
+                ));
+                checks.push((a(&[b"XINFO", b"CONSUMERS", key, g]), Cmp::StreamTimes));
+            }
+        } else {
+            checks.push(match &ty[..] {
                 b"string" => (a(&[b"GET", key]), Cmp::Exact),
                 b"zset" => (a(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]), Cmp::Exact),
                 b"hash" if !ordered => (a(&[b"HGETALL", key]), Cmp::SortedPairs),
@@ -941,8 +991,8 @@ impl Run {
                         keys: vec![key.to_vec()],
                     },
                 ),
-            },
-        ];
+            });
+        }
         for (args, cmp) in checks {
             let (r, d) = self.both(id, &args);
             self.compare(id, &args, &cmp, &r, &d);

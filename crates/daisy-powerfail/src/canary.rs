@@ -60,6 +60,7 @@ pub fn expected(w: Workload) -> Vec<Fault> {
             GarbageSlotKept,
             LazyQueueLate,
             ShrinkHeaderEarly,
+            StreamAppendOutsideTx,
         ],
         Msync => &[
             EarlyBlockReuse,
@@ -119,7 +120,9 @@ pub fn expected(w: Workload) -> Vec<Fault> {
 /// Faults whose place a workload reaches although they cannot do harm there, and why.
 pub const HARMLESS: &[(Fault, &[Workload], &str)] = &[(
     LateInflightBound,
-    &[Single, Threads, HashMap, Kv, Msync, Seq, Tree, Blocks, Backup],
+    &[
+        Single, Threads, HashMap, Kv, Msync, Seq, Tree, Blocks, Backup,
+    ],
     "one transaction runs at a time: no other lane computes a claim while the bound is late",
 )];
 

@@ -6,7 +6,10 @@
 //! (packed -> table by size and by length, intset -> packed -> table; the thresholds are set
 //! low, as CONFIG SET would), lists (RPUSH, LPUSH, LPOP, RPOP, LSET, LREM, LTRIM, LMOVE) that
 //! outgrow a packed record and become sequences, grow and lose chunks, and a big one freed
-//! lazily, sorted sets (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX, ZREMRANGEBYSCORE, ZUNIONSTORE)
+//! lazily, streams (XADD with exact trimming, XDEL, XTRIM, COPY, and the consumer group
+//! commands XGROUP CREATE/DESTROY/DELCONSUMER, XREADGROUP with and without NOACK, XACK,
+//! XCLAIM, XAUTOCLAIM) on nodes of two entries, a big stream and a big group freed lazily,
+//! sorted sets (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX, ZREMRANGEBYSCORE, ZUNIONSTORE)
 //! that go packed -> skiplist by size and by length (and GEOADD on them), and a big one of 400 members freed lazily
 //! (its ZADD's redo record outgrows the workload's 64 KiB log slot: an overflow record),
 //! keys of any type (DEL, EXPIRE, PERSIST, RENAME, COPY, MOVE,
@@ -28,6 +31,7 @@ use anyhow::{anyhow, bail, Result};
 use daisy::{Pool, PoolOptions};
 use daisy_kv::commands::{self as cmd, Client, ServerState};
 use daisy_kv::keyspace::{self, Keyspace, LAYOUT};
+use daisy_kv::types::stream::{id::StreamId, GroupValue, StreamValue};
 use daisy_kv::types::{Score, Value};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -54,6 +58,7 @@ pub const CONFIG: &[(&str, &str)] = &[
     ("zset-max-listpack-entries", "8"),
     ("zset-max-listpack-value", "24"),
     ("list-max-listpack-size", "8"),
+    ("stream-node-max-entries", "2"),
 ];
 
 /// A script that writes several keys (EVAL): INCR of KEYS[1], HSET of KEYS[2] `script` to
@@ -382,6 +387,11 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
             out.push(c);
         }
     }
+    // Streams: a random stream of their own too, ahead of the rest.
+    let mut xs = SmallRng::seed_from_u64(seed ^ id.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ 0x57E);
+    if xs.gen_range(0..3) == 0 {
+        out.extend(stream_commands(&mut xs, id));
+    }
     for _ in 0..rng.gen_range(1..=6) {
         if rng.gen_range(0..8) == 0 {
             // A MULTI/EXEC block.
@@ -397,6 +407,159 @@ pub fn commands(seed: u64, id: u64) -> Vec<Vec<Vec<u8>>> {
         }
     }
     out
+}
+
+/// One to three stream commands of transaction `id`. XADD's IDs are `<id>-<n>`: they grow
+/// from one transaction to the next. Idle times are 0, so nothing depends on the clock.
+fn stream_commands(rng: &mut SmallRng, id: u64) -> Vec<Vec<Vec<u8>>> {
+    let v = |s: &str| s.as_bytes().to_vec();
+    let mut out = Vec::new();
+    let mut n = 0;
+    for _ in 0..rng.gen_range(1..=3) {
+        let key = v(["x0", "x1"][rng.gen_range(0..2)]);
+        let group = v(["ga", "gb"][rng.gen_range(0..2)]);
+        let consumer = v(["c1", "c2", "c3"][rng.gen_range(0..3)]);
+        let recent = |rng: &mut SmallRng| {
+            format!(
+                "{}-{}",
+                id.saturating_sub(rng.gen_range(0..20)),
+                rng.gen_range(1..3)
+            )
+            .into_bytes()
+        };
+        let cmd = match rng.gen_range(0..20) {
+            0..=5 => {
+                n += 1;
+                let mut c = vec![v("XADD"), key];
+                if rng.gen_range(0..6) == 0 {
+                    c.extend([v("MAXLEN"), rng.gen_range(3..12).to_string().into_bytes()]);
+                }
+                c.push(format!("{id}-{n}").into_bytes());
+                for f in 0..rng.gen_range(1..3) {
+                    c.push(format!("f{f}").into_bytes());
+                    let len = if rng.gen_range(0..12) == 0 {
+                        3000
+                    } else {
+                        rng.gen_range(1..30)
+                    };
+                    c.push(vec![b'a' + rng.gen_range(0..26u8); len]);
+                }
+                c
+            }
+            6 => vec![v("XDEL"), key, recent(rng), recent(rng)],
+            7 => vec![
+                v("XTRIM"),
+                key,
+                v("MAXLEN"),
+                rng.gen_range(2..15).to_string().into_bytes(),
+            ],
+            8 => vec![v("XGROUP"), v("CREATE"), key, group, v("0"), v("MKSTREAM")],
+            9 => vec![v("XGROUP"), v("DELCONSUMER"), key, group, consumer],
+            10 => vec![v("XGROUP"), v("DESTROY"), key, group],
+            11..=13 => {
+                let mut c = vec![v("XREADGROUP"), v("GROUP"), group, consumer, v("COUNT")];
+                c.push(rng.gen_range(1..5).to_string().into_bytes());
+                if rng.gen_range(0..5) == 0 {
+                    c.push(v("NOACK"));
+                }
+                c.extend([v("STREAMS"), key, v(">")]);
+                c
+            }
+            14 | 15 => vec![v("XACK"), key, group, recent(rng), recent(rng)],
+            16 => {
+                let mut c = vec![v("XCLAIM"), key, group, consumer, v("0"), recent(rng)];
+                if rng.gen_range(0..3) == 0 {
+                    c.push(v("FORCE"));
+                }
+                c.push(v("JUSTID"));
+                c
+            }
+            17 => vec![
+                v("XAUTOCLAIM"),
+                key,
+                group,
+                consumer,
+                v("0"),
+                v("0-0"),
+                v("COUNT"),
+                rng.gen_range(1..4).to_string().into_bytes(),
+                v("JUSTID"),
+            ],
+            18 => vec![v("COPY"), v("x0"), v("x1"), v("REPLACE")],
+            _ => {
+                // A stream of many nodes with a group holding many pending entries: its
+                // deletion and the group's are freed lazily, in bounded steps.
+                match rng.gen_range(0..8) {
+                    0 => vec![v("DEL"), v("xbig")],
+                    1 => vec![v("XGROUP"), v("DESTROY"), v("xbig"), v("gbig")],
+                    2 => vec![
+                        v("XGROUP"),
+                        v("CREATE"),
+                        v("xbig"),
+                        v("gbig"),
+                        v("0"),
+                        v("MKSTREAM"),
+                    ],
+                    3 => vec![
+                        v("XREADGROUP"),
+                        v("GROUP"),
+                        v("gbig"),
+                        v("c1"),
+                        v("COUNT"),
+                        v("100"),
+                        v("STREAMS"),
+                        v("xbig"),
+                        v(">"),
+                    ],
+                    _ => {
+                        n += 1;
+                        vec![
+                            v("XADD"),
+                            v("xbig"),
+                            format!("{id}-{n}").into_bytes(),
+                            v("f"),
+                            v("v"),
+                        ]
+                    }
+                }
+            }
+        };
+        out.push(cmd);
+    }
+    out
+}
+
+fn sid(b: &[u8]) -> StreamId {
+    daisy_kv::types::stream::id::parse(
+        b,
+        daisy_kv::types::stream::id::IdRules {
+            missing_seq: 0,
+            strict: true,
+            seq_star: false,
+        },
+    )
+    .expect("the workload's IDs are IDs")
+    .0
+}
+
+/// The stream at `k` in `m`, if it holds one.
+fn stream_of<'m>(m: &'m mut Keys, k: &(u32, Vec<u8>)) -> Option<&'m mut StreamValue> {
+    match m.get_mut(k) {
+        Some((Value::Stream(s), _)) => Some(s),
+        _ => None,
+    }
+}
+
+/// After a change: the first ID is the first live entry's (0-0 when empty), as Redis keeps it.
+fn settle(s: &mut StreamValue) {
+    s.first_id = s.entries.first().map_or(StreamId::MIN, |e| e.0);
+}
+
+/// Trim to the newest `max` entries.
+fn trim(s: &mut StreamValue, max: usize) {
+    if s.entries.len() > max {
+        s.entries.drain(..s.entries.len() - max);
+    }
 }
 
 /// The model's state, and the client's current database within a transaction.
@@ -839,6 +1002,194 @@ impl Apply<'_> {
                     self.apply(&[b"APPEND".to_vec(), keys[1].clone(), argv[0].clone()]);
                 }
             }
+            x if x.starts_with(b"X") => self.apply_stream(cmd),
+            other => unreachable!("{other:?}"),
+        }
+    }
+
+    fn apply_stream(&mut self, cmd: &[Vec<u8>]) {
+        let key = self.key(match &cmd[0][..] {
+            b"XGROUP" => &cmd[2],
+            b"XREADGROUP" => &cmd[cmd.len() - 2],
+            _ => &cmd[1],
+        });
+        match &cmd[0][..] {
+            b"XADD" => {
+                let e = self.m.entry(key.clone()).or_insert((
+                    Value::Stream(Box::new(StreamValue {
+                        entries: Vec::new(),
+                        last_id: StreamId::MIN,
+                        first_id: StreamId::MIN,
+                        max_deleted: StreamId::MIN,
+                        entries_added: 0,
+                        groups: BTreeMap::new(),
+                    })),
+                    false,
+                ));
+                let Value::Stream(s) = &mut e.0 else {
+                    unreachable!("stream keys hold streams")
+                };
+                let (max, at) = if cmd[2] == b"MAXLEN" {
+                    (
+                        Some(String::from_utf8_lossy(&cmd[3]).parse::<usize>().unwrap()),
+                        4,
+                    )
+                } else {
+                    (None, 2)
+                };
+                let id = sid(&cmd[at]);
+                let fields: Vec<(Vec<u8>, Vec<u8>)> = cmd[at + 1..]
+                    .chunks(2)
+                    .map(|p| (p[0].clone(), p[1].clone()))
+                    .collect();
+                s.entries.push((id, fields));
+                s.last_id = id;
+                s.entries_added += 1;
+                if let Some(max) = max {
+                    trim(s, max);
+                }
+                settle(s);
+            }
+            b"XDEL" => {
+                let Some(s) = stream_of(self.m, &key) else {
+                    return;
+                };
+                for a in &cmd[2..] {
+                    let id = sid(a);
+                    if let Some(i) = s.entries.iter().position(|e| e.0 == id) {
+                        s.entries.remove(i);
+                        s.max_deleted = s.max_deleted.max(id);
+                    }
+                }
+                settle(s);
+            }
+            b"XTRIM" => {
+                if let Some(s) = stream_of(self.m, &key) {
+                    trim(s, String::from_utf8_lossy(&cmd[3]).parse().unwrap());
+                    settle(s);
+                }
+            }
+            b"XGROUP" => {
+                let group = cmd[3].clone();
+                match &cmd[1][..] {
+                    b"CREATE" => {
+                        if !self.m.contains_key(&key) {
+                            self.m.insert(
+                                key.clone(),
+                                (
+                                    Value::Stream(Box::new(StreamValue {
+                                        entries: Vec::new(),
+                                        last_id: StreamId::MIN,
+                                        first_id: StreamId::MIN,
+                                        max_deleted: StreamId::MIN,
+                                        entries_added: 0,
+                                        groups: BTreeMap::new(),
+                                    })),
+                                    false,
+                                ),
+                            );
+                        }
+                        let s = stream_of(self.m, &key).expect("just made");
+                        s.groups.insert(
+                            group,
+                            GroupValue {
+                                last_id: StreamId::MIN,
+                                entries_read: 0,
+                                pending: BTreeMap::new(),
+                                consumers: Vec::new(),
+                            },
+                        );
+                    }
+                    b"DESTROY" => {
+                        stream_of(self.m, &key)
+                            .expect("applicable")
+                            .groups
+                            .remove(&group);
+                    }
+                    _ => {
+                        let s = stream_of(self.m, &key).expect("applicable");
+                        let g = s.groups.get_mut(&group).expect("applicable");
+                        let who = &cmd[4];
+                        if let Some(i) = g.consumers.iter().position(|c| c == who) {
+                            g.consumers.remove(i);
+                            g.pending.retain(|_, p| p.0 != *who);
+                        }
+                    }
+                }
+            }
+            b"XREADGROUP" => {
+                let (group, consumer) = (&cmd[2], &cmd[3]);
+                let count: usize = String::from_utf8_lossy(&cmd[5]).parse().unwrap();
+                let noack = cmd.iter().any(|a| a == b"NOACK");
+                let s = stream_of(self.m, &key).expect("applicable");
+                let g = s.groups.get_mut(group).expect("applicable");
+                let new: Vec<StreamId> = s
+                    .entries
+                    .iter()
+                    .map(|e| e.0)
+                    .filter(|id| *id > g.last_id)
+                    .take(count)
+                    .collect();
+                if new.is_empty() {
+                    return;
+                }
+                if !g.consumers.contains(consumer) {
+                    g.consumers.push(consumer.clone());
+                    g.consumers.sort();
+                }
+                for id in new {
+                    g.last_id = id;
+                    if !noack {
+                        g.pending.insert(id, (consumer.clone(), 1));
+                    }
+                }
+            }
+            b"XACK" => {
+                if let Some(g) = stream_of(self.m, &key).and_then(|s| s.groups.get_mut(&cmd[2])) {
+                    for a in &cmd[3..] {
+                        g.pending.remove(&sid(a));
+                    }
+                }
+            }
+            b"XCLAIM" | b"XAUTOCLAIM" => {
+                let (group, consumer) = (&cmd[2], &cmd[3]);
+                let s = stream_of(self.m, &key).expect("applicable");
+                let live: BTreeSet<StreamId> = s.entries.iter().map(|e| e.0).collect();
+                let g = s.groups.get_mut(group).expect("applicable");
+                let mut claimed = false;
+                if cmd[0] == b"XCLAIM" {
+                    let force = cmd.iter().any(|a| a == b"FORCE");
+                    let id = sid(&cmd[5]);
+                    if !live.contains(&id) {
+                        g.pending.remove(&id);
+                    } else if let Some(p) = g.pending.get_mut(&id) {
+                        p.0 = consumer.clone();
+                        claimed = true;
+                    } else if force {
+                        g.pending.insert(id, (consumer.clone(), 1));
+                        claimed = true;
+                    }
+                } else {
+                    let mut count: usize = String::from_utf8_lossy(&cmd[7]).parse().unwrap();
+                    let ids: Vec<StreamId> = g.pending.keys().copied().collect();
+                    for id in ids {
+                        if count == 0 {
+                            break;
+                        }
+                        count -= 1;
+                        if !live.contains(&id) {
+                            g.pending.remove(&id);
+                        } else {
+                            g.pending.get_mut(&id).expect("listed").0 = consumer.clone();
+                            claimed = true;
+                        }
+                    }
+                }
+                if claimed && !g.consumers.contains(consumer) {
+                    g.consumers.push(consumer.clone());
+                    g.consumers.sort();
+                }
+            }
             other => unreachable!("{other:?}"),
         }
     }
@@ -899,6 +1250,7 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             Value::Set(_) => 2,
             Value::List(_) => 3,
             Value::ZSet(_) => 4,
+            Value::Stream(_) => 5,
         })
     };
     let is = |k: &[u8], t: i32| ty(k).is_none_or(|x| x == t);
@@ -950,6 +1302,26 @@ fn applicable(m: &Keys, db: u32, cmd: &[Vec<u8>]) -> bool {
             applicable(m, db, &[b"INCR".to_vec(), cmd[3].clone()]) && is(&cmd[4], 1)
         }
         b"EVAL" => cmd[3] != cmd[4] && is(&cmd[4], 0) && is(&cmd[5], 1),
+        // Consumer group commands need their stream (and most their group): else an error.
+        b"XGROUP" => {
+            let s = match m.get(&(db, cmd[2].clone())) {
+                Some((Value::Stream(s), _)) => Some(s),
+                _ => None,
+            };
+            match &cmd[1][..] {
+                b"CREATE" => s.is_none_or(|s| !s.groups.contains_key(&cmd[3])),
+                b"DESTROY" => s.is_some(),
+                _ => s.is_some_and(|s| s.groups.contains_key(&cmd[3])),
+            }
+        }
+        b"XREADGROUP" | b"XCLAIM" | b"XAUTOCLAIM" => {
+            let (k, g) = if cmd[0] == b"XREADGROUP" {
+                (&cmd[cmd.len() - 2], &cmd[2])
+            } else {
+                (&cmd[1], &cmd[2])
+            };
+            matches!(m.get(&(db, k.clone())), Some((Value::Stream(s), _)) if s.groups.contains_key(g))
+        }
         _ => true,
     }
 }
@@ -977,8 +1349,20 @@ impl KvModel {
     }
 }
 
+/// The recovered keyspace as the model keeps it: a group's read counter is Redis's estimate,
+/// which the model does not follow (the differential test compares it with Redis), so it is
+/// left out (0 on both sides).
 fn to_model(d: keyspace::Dump) -> Keys {
-    d.into_iter().collect()
+    d.into_iter()
+        .map(|(k, (mut v, ttl))| {
+            if let Value::Stream(s) = &mut v {
+                for g in s.groups.values_mut() {
+                    g.entries_read = 0;
+                }
+            }
+            (k, (v, ttl))
+        })
+        .collect()
 }
 
 /// Recover the image at `path` and compare it with `model` (transactions that returned) or

@@ -47,8 +47,8 @@
 //! recovery, whose every image must recover to the same state), and the workload runs on from
 //! there until its budget is spent.
 
-pub mod blocks;
 pub mod backup;
+pub mod blocks;
 pub mod canary;
 pub mod concurrent;
 pub mod kv;

@@ -142,11 +142,16 @@ pub enum Fault {
     /// read it is not copied again and the backup holds its old bytes (persist/dirty.rs,
     /// docs/FORMAT.md section 11).
     BackupPageUnflagged = 26,
+    /// `daisy serve`'s XADD appends the new entry to a stream's last node durably at once,
+    /// outside the command's transaction and its log: a crash before the commit leaves a node
+    /// holding an entry that the stream's meta (its length, last ID) does not count (daisy-kv,
+    /// types/stream).
+    StreamAppendOutsideTx = 27,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 27] = [
+    pub const ALL: [Fault; 28] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -174,6 +179,7 @@ impl Fault {
         Fault::FillWithoutFlag,
         Fault::FillNoFlush,
         Fault::BackupPageUnflagged,
+        Fault::StreamAppendOutsideTx,
     ];
 
     fn bit(self) -> u32 {
@@ -675,6 +681,21 @@ pub fn stop() -> Stats {
         threads: t.threads.into_iter().map(|(_, c)| c).collect(),
     })
     .unwrap_or_default()
+}
+
+/// For canaries outside the library (daisy-kv's): store `data` at pool offset `off` and make
+/// it durable at once, outside any transaction and its log, as a bug that bypasses the log
+/// would. (The offset must lie in the heap of `pool`.)
+pub fn store_durable_now(pool: &crate::Pool, off: u64, data: &[u8]) -> crate::Result<()> {
+    let inner = &pool.inner;
+    inner.map.write_bytes(off, data);
+    inner
+        .persist
+        .flush(inner.map.at(off, data.len()), data.len());
+    inner
+        .persist
+        .fence()
+        .map_err(|e| inner.io_err("persist", e))
 }
 
 /// A crash point now, outside any fence (for a driver that wants to know what a crash at this

@@ -592,6 +592,162 @@ fn read_subscribers(
     }
 }
 
+/// The consumer-group case (redis-benchmark has no such load): a stream `stream:rg` is filled
+/// with `n` entries (field `f`, a value of `size` bytes; not timed) and given a group `g`; then
+/// `clients` connections, each a consumer of its own, read and acknowledge all of them: a
+/// batch of `pipeline` `XREADGROUP GROUP g c<i> COUNT 1 STREAMS stream:rg >` written at once,
+/// their replies read (one new entry each: checked), then one `XACK stream:rg g <id>` for
+/// each entry written at once and their replies read (`:1` each: checked). The rate is
+/// messages read and acknowledged per second; latency per batch (both round trips), counted
+/// for each message in it. Threads as in [`multi_exec_load`].
+pub fn xreadgroup_load(
+    port: u16,
+    clients: usize,
+    n: usize,
+    pipeline: usize,
+    size: usize,
+) -> Result<TxLoad> {
+    let clients = clients.clamp(1, n.max(1));
+    let threads = clients.min(2);
+    {
+        let mut c = Conn::connect(port, Duration::from_secs(10))?;
+        c.cmd(&["DEL", "stream:rg"])?;
+        let value = vec![b'x'; size.max(1)];
+        pipelined(&mut c, n as u64, 1000, |_, buf| {
+            encode(buf, &[b"XADD", b"stream:rg", b"*", b"f", &value])
+        })?;
+        match c.cmd(&["XGROUP", "CREATE", "stream:rg", "g", "0"])? {
+            Reply::Simple(s) if s == "OK" => {}
+            r => return Err(anyhow!("XGROUP CREATE: {r:?}")),
+        }
+    }
+    let t0 = std::time::Instant::now();
+    let results: Vec<Result<hdrhistogram::Histogram<u64>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let conns: Vec<usize> = (0..clients).filter(|c| c % threads == t).collect();
+                s.spawn(move || -> Result<hdrhistogram::Histogram<u64>> {
+                    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
+                        .map_err(|e| anyhow!("histogram: {e}"))?;
+                    let mut left: Vec<usize> = conns
+                        .iter()
+                        .map(|&c| n / clients + usize::from(c < n % clients))
+                        .collect();
+                    let mut cs = conns
+                        .iter()
+                        .map(|_| Conn::connect(port, Duration::from_secs(10)))
+                        .collect::<std::io::Result<Vec<Conn>>>()?;
+                    let names: Vec<Vec<u8>> =
+                        conns.iter().map(|c| format!("c{c}").into_bytes()).collect();
+                    let mut buf = Vec::new();
+                    let mut ids: Vec<Vec<Vec<u8>>> = vec![Vec::new(); cs.len()];
+                    let mut sent = vec![std::time::Instant::now(); cs.len()];
+                    while left.iter().any(|&l| l > 0) {
+                        // Reads, on every connection, then their replies.
+                        for (i, conn) in cs.iter_mut().enumerate() {
+                            let batch = pipeline.max(1).min(left[i]);
+                            if batch == 0 {
+                                continue;
+                            }
+                            buf.clear();
+                            for _ in 0..batch {
+                                encode(
+                                    &mut buf,
+                                    &[
+                                        b"XREADGROUP",
+                                        b"GROUP",
+                                        b"g",
+                                        &names[i],
+                                        b"COUNT",
+                                        b"1",
+                                        b"STREAMS",
+                                        b"stream:rg",
+                                        b">",
+                                    ],
+                                );
+                            }
+                            sent[i] = std::time::Instant::now();
+                            conn.send(&buf)?;
+                            ids[i].clear();
+                            for _ in 0..batch {
+                                ids[i].push(read_one_entry_id(conn)?);
+                            }
+                        }
+                        // Acknowledgements of what each read.
+                        for (i, conn) in cs.iter_mut().enumerate() {
+                            if ids[i].is_empty() {
+                                continue;
+                            }
+                            buf.clear();
+                            for id in &ids[i] {
+                                encode(&mut buf, &[b"XACK", b"stream:rg", b"g", id]);
+                            }
+                            conn.send(&buf)?;
+                            for _ in 0..ids[i].len() {
+                                match conn.read_reply()? {
+                                    Reply::Int(1) => {}
+                                    r => return Err(anyhow!("XACK: expected :1, got {r:?}")),
+                                }
+                            }
+                            let us = sent[i].elapsed().as_micros().max(1) as u64;
+                            hist.record_n(us, ids[i].len() as u64)
+                                .map_err(|e| anyhow!("histogram: {e}"))?;
+                            left[i] -= ids[i].len();
+                        }
+                    }
+                    Ok(hist)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a load thread panicked")))
+            })
+            .collect()
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
+        .map_err(|e| anyhow!("histogram: {e}"))?;
+    for h in results {
+        all.add(h?).map_err(|e| anyhow!("histogram: {e}"))?;
+    }
+    let ms = |us: u64| us as f64 / 1e3;
+    Ok(TxLoad {
+        tps: n as f64 / secs.max(1e-9),
+        avg_ms: all.mean() / 1e3,
+        p50_ms: ms(all.value_at_quantile(0.5)),
+        p99_ms: ms(all.value_at_quantile(0.99)),
+        max_ms: ms(all.max()),
+    })
+}
+
+/// The ID of the one entry an `XREADGROUP ... COUNT 1 STREAMS key >` reply holds:
+/// `[[key, [[id, fields]]]]`.
+fn read_one_entry_id(conn: &mut Conn) -> Result<Vec<u8>> {
+    let r = conn.read_reply()?;
+    let one = |r: &Reply| -> Option<Vec<u8>> {
+        let Reply::Array(Some(streams)) = r else {
+            return None;
+        };
+        let Reply::Array(Some(kv)) = streams.first()? else {
+            return None;
+        };
+        let Reply::Array(Some(entries)) = kv.get(1)? else {
+            return None;
+        };
+        let Reply::Array(Some(e)) = entries.first()? else {
+            return None;
+        };
+        match e.first()? {
+            Reply::Bulk(Some(id)) if entries.len() == 1 => Some(id.clone()),
+            _ => None,
+        }
+    };
+    one(&r).ok_or_else(|| anyhow!("XREADGROUP: expected one new entry, got {r:?}"))
+}
+
 /// Send `n` commands, command j encoded by `make(j, buf)`, in batches of `per_batch` written
 /// at once, then their replies read: none may be an error. For loads of any commands.
 pub fn pipelined(

@@ -72,10 +72,13 @@ pub const RESTART_SERVERS: &[&str] = &["daisy", "redis-rdb", "redis-aof-always"]
 /// pop from it; each `lrange_N` first pushes N items onto a list of its own and then reads its
 /// first N; `zadd` adds random members to one sorted set, `zpopmin` pops from it), `pfadd`
 /// (redis-benchmark running the command `PFADD hll:bench __rand_int__`: random elements
-/// into one HyperLogLog, which goes sparse -> dense early), `multi`, the bench's own MULTI/EXEC loader (transactions per second; see
-/// `client::multi_exec_load`), and `pubsub`, the bench's own publisher and `-c` subscribers
-/// of one channel (messages published per second, each delivered to every subscriber; see
-/// `client::pubsub_load`).
+/// into one HyperLogLog, which goes sparse -> dense early), `xadd` (redis-benchmark running
+/// `XADD stream:bench * field __rand_int__`: entries appended to one stream), `xreadgroup`
+/// (the bench's own consumer-group loader: messages read with XREADGROUP and acknowledged with
+/// XACK per second; see `client::xreadgroup_load`), `multi`, the bench's own MULTI/EXEC
+/// loader (transactions per second; see `client::multi_exec_load`), and `pubsub`, the bench's
+/// own publisher and `-c` subscribers of one channel (messages published per second, each
+/// delivered to every subscriber; see `client::pubsub_load`).
 pub const TESTS: &[&str] = &[
     "set",
     "get",
@@ -94,6 +97,8 @@ pub const TESTS: &[&str] = &[
     "zadd",
     "zpopmin",
     "pfadd",
+    "xadd",
+    "xreadgroup",
     "multi",
     "pubsub",
 ];

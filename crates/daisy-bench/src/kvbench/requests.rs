@@ -1,7 +1,7 @@
 //! The request cases: redis-benchmark against one server, case by case, its `--csv` output
 //! parsed, and the rounds of a case merged into one row.
 
-use super::client::{multi_exec_load, preload_keys, pubsub_load, Conn};
+use super::client::{multi_exec_load, preload_keys, pubsub_load, xreadgroup_load, Conn};
 use super::server::{Proc, Server, Tools};
 use super::{keyspace_of, Config, Partial, Row, NEW_BYTES_BUDGET, PROBE_N};
 use crate::stats::Spread;
@@ -119,7 +119,7 @@ fn redis_benchmark(
         .tests
         .iter()
         .map(String::as_str)
-        .filter(|t| !matches!(*t, "multi" | "pfadd" | "pubsub"))
+        .filter(|t| !matches!(*t, "multi" | "pfadd" | "pubsub" | "xadd" | "xreadgroup"))
         .collect();
     let mut rows = if rb_tests.is_empty() {
         vec![]
@@ -138,6 +138,30 @@ fn redis_benchmark(
             scratch,
             timeout,
         )?);
+    }
+    // XADD neither: one more invocation running the command.
+    if cfg.tests.iter().any(|t| t == "xadd") {
+        rows.extend(run_redis_benchmark(
+            tools,
+            exe,
+            port,
+            cfg,
+            case,
+            &["xadd"],
+            scratch,
+            timeout,
+        )?);
+    }
+    if cfg.tests.iter().any(|t| t == "xreadgroup") {
+        let t = xreadgroup_load(port, cfg.clients, n, pipeline, size)?;
+        rows.push(CsvRow {
+            test: "xreadgroup".into(),
+            rps: t.tps,
+            avg_ms: t.avg_ms,
+            p50_ms: t.p50_ms,
+            p99_ms: t.p99_ms,
+            max_ms: t.max_ms,
+        });
     }
     if cfg.tests.iter().any(|t| t == "multi") {
         let t = multi_exec_load(port, cfg.clients, n, pipeline, keyspace, size, n as u64)?;
@@ -206,6 +230,10 @@ fn run_redis_benchmark(
     .into_iter()
     .chain(if tests == ["pfadd"] {
         ["PFADD", "hll:bench", "__rand_int__"]
+            .map(String::from)
+            .to_vec()
+    } else if tests == ["xadd"] {
+        ["XADD", "stream:bench", "*", "field", "__rand_int__"]
             .map(String::from)
             .to_vec()
     } else {

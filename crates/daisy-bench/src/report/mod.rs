@@ -543,6 +543,8 @@ pub const TYPES_TESTS: &[&str] = &[
     "zadd",
     "zpopmin",
     "pfadd",
+    "xadd",
+    "xreadgroup",
     "multi",
 ];
 /// Rounds of the data-type stage (paired, as the Redis benchmark's).

@@ -50,10 +50,13 @@ pub struct KvArgs {
     #[arg(long)]
     full: bool,
     /// Tests, comma-separated: redis-benchmark's set, get, incr, mset, hset and sadd (one big
-    /// hash and set), spop (pops what sadd added), multi, the bench's own MULTI/EXEC
-    /// loader (MULTI, SET, INCR, HSET, EXEC; transactions per second), and pubsub, the bench's
-    /// own publisher and --clients subscribers of one channel (messages published per second,
-    /// each delivered to every subscriber before the time stops).
+    /// hash and set), spop (pops what sadd added), the lists', sorted sets' and pfadd's, xadd
+    /// (redis-benchmark running XADD stream:bench * field __rand_int__), xreadgroup (the
+    /// bench's own consumer-group loader: XREADGROUP ... COUNT 1 then XACK; messages per
+    /// second), multi, the bench's own MULTI/EXEC loader (MULTI, SET, INCR, HSET, EXEC;
+    /// transactions per second), and pubsub, the bench's own publisher and --clients
+    /// subscribers of one channel (messages published per second, each delivered to every
+    /// subscriber before the time stops).
     #[arg(long, value_delimiter = ',', default_value = "set,get", value_parser = clap::builder::PossibleValuesParser::new(kvbench::TESTS))]
     tests: Vec<String>,
     /// Which keys the requests touch, comma-separated: mixed (-r 100000 on an empty keyspace,

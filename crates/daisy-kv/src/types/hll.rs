@@ -74,16 +74,21 @@ fn pat_len(ele: &[u8]) -> (usize, u8) {
 // ---- dense registers --------------------------------------------------------------------
 
 fn dense_get(r: &[u8], i: usize) -> u8 {
-    let bit = i * 6;
-    let (byte, fb) = (bit / 8, bit % 8);
+    dense_get_at(r, i * 6 / 8, i * 6 % 8)
+}
+
+/// The 6-bit register starting at bit `fb` of byte `byte` of `r`.
+fn dense_get_at(r: &[u8], byte: usize, fb: usize) -> u8 {
     let b0 = u32::from(r[byte]);
     let b1 = u32::from(r.get(byte + 1).copied().unwrap_or(0));
     (((b0 >> fb) | (b1 << (8 - fb))) & 63) as u8
 }
 
 fn dense_set(r: &mut [u8], i: usize, v: u8) {
-    let bit = i * 6;
-    let (byte, fb) = (bit / 8, bit % 8);
+    dense_set_at(r, i * 6 / 8, i * 6 % 8, v)
+}
+
+fn dense_set_at(r: &mut [u8], byte: usize, fb: usize, v: u8) {
     let v = u32::from(v);
     r[byte] = ((u32::from(r[byte]) & !(63u32 << fb)) | (v << fb)) as u8;
     if let Some(b) = r.get_mut(byte + 1) {
@@ -489,8 +494,58 @@ fn sparse_max(c: &Ctx) -> usize {
         .unwrap_or(3000)
 }
 
+/// PFADD on a dense HLL of a raw string (`v`, the key's record): only the register bytes
+/// that grow and the cache's validity byte are written, through the command's transaction,
+/// instead of the whole 12 KB value (which a replacement would read back and compare). Each
+/// element's register is read as the transaction sees it, so registers an earlier element of
+/// the same command set are seen. None: not such a value (the caller takes the general path).
+fn pfadd_dense_in_place(c: &mut Ctx, v: &Val, elems: &[&[u8]]) -> daisy::Result<Option<bool>> {
+    if v.ty != Type::String || v.enc != Enc::Raw || v.len != DENSE_SIZE {
+        return Ok(None);
+    }
+    let mut h = [0u8; HDR];
+    v.entry.read_tx(c.tx, v.off, &mut h)?;
+    // The header of a value of the dense length (`valid_hll` of the whole value).
+    if &h[..4] != b"HYLL" || h[4] != DENSE {
+        return Ok(None);
+    }
+    let mut updated = false;
+    for e in elems {
+        let (index, count) = pat_len(e);
+        let byte = index * 6 / 8;
+        // The register's bytes (one for the last register, which ends the value).
+        let n = (DENSE_SIZE - HDR - byte).min(2);
+        let mut r = [0u8; 2];
+        v.entry.read_tx(c.tx, v.off + HDR + byte, &mut r[..n])?;
+        let fb = index * 6 % 8;
+        if dense_get_at(&r[..n], 0, fb) >= count {
+            continue;
+        }
+        dense_set_at(&mut r[..n], 0, fb, count);
+        c.ks.patch_payload(c.tx, v, HDR + byte, &r[..n])?;
+        updated = true;
+    }
+    if updated && h[15] & 0x80 == 0 {
+        invalidate(&mut h);
+        c.ks.patch_payload(c.tx, v, 15, &h[15..16])?;
+    }
+    Ok(Some(updated))
+}
+
 /// PFADD key [element ...]
 pub fn pfadd(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    if a.len() > 2 {
+        if let Some(v) = c.lookup(a[1])? {
+            if let Some(updated) = pfadd_dense_in_place(c, &v, &a[2..])? {
+                if updated {
+                    c.touch(a[1]);
+                    c.notify(N_STRING, "pfadd", a[1]);
+                }
+                resp::int(c.out, updated as i64);
+                return Ok(());
+            }
+        }
+    }
     let Ok(found) = lookup_hll(c, a[1], true)? else {
         return Ok(());
     };

@@ -1,4 +1,5 @@
-//! Value types: one module per Redis type (Redis's t_string.c, t_hash.c, t_set.c, t_zset.c), each with
+//! Value types: one module per Redis type (Redis's t_string.c, t_hash.c, t_set.c, t_zset.c,
+//! t_stream.c), each with
 //! its persistent layout, its invariants and crash reasoning, and its commands; and the
 //! [`DataType`] trait through which the rest of the server (the keyspace's checks, `daisy pool
 //! check`, the test models) handles values without knowing their layouts.
@@ -29,6 +30,7 @@ pub mod intset;
 pub mod list;
 pub mod packed;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -47,6 +49,7 @@ pub enum Type {
     Set = 2,
     ZSet = 3,
     Hash = 4,
+    Stream = 6,
 }
 
 impl Type {
@@ -57,6 +60,7 @@ impl Type {
             2 => Type::Set,
             3 => Type::ZSet,
             4 => Type::Hash,
+            6 => Type::Stream,
             _ => return None,
         })
     }
@@ -69,14 +73,22 @@ impl Type {
             Type::Set => "set",
             Type::ZSet => "zset",
             Type::Hash => "hash",
+            Type::Stream => "stream",
         }
     }
 
     /// The type named `n` (SCAN's TYPE option), if this server has it.
     pub fn by_name(n: &[u8]) -> Option<Type> {
-        [Type::String, Type::List, Type::Set, Type::ZSet, Type::Hash]
-            .into_iter()
-            .find(|t| t.name().as_bytes().eq_ignore_ascii_case(n))
+        [
+            Type::String,
+            Type::List,
+            Type::Set,
+            Type::ZSet,
+            Type::Hash,
+            Type::Stream,
+        ]
+        .into_iter()
+        .find(|t| t.name().as_bytes().eq_ignore_ascii_case(n))
     }
 }
 
@@ -89,6 +101,7 @@ pub fn valid_encoding(ty: Type, enc: Enc) -> bool {
             | (Type::List, Enc::Packed | Enc::Seq)
             | (Type::Set, Enc::Packed | Enc::IntSet | Enc::Table)
             | (Type::ZSet, Enc::Packed | Enc::SkipList)
+            | (Type::Stream, Enc::Stream)
     )
 }
 
@@ -101,6 +114,7 @@ pub enum Value {
     Set(BTreeSet<Vec<u8>>),
     /// member -> score
     ZSet(BTreeMap<Vec<u8>, Score>),
+    Stream(Box<stream::StreamValue>),
 }
 
 /// A sorted set's score in a [`Value`]: equal when the same bits (so -0 differs from 0),
@@ -147,6 +161,7 @@ pub fn of(ty: Type) -> &'static dyn DataType {
         Type::Set => &set::Sets,
         Type::List => &list::Lists,
         Type::ZSet => &zset::ZSets,
+        Type::Stream => &stream::Streams,
     }
 }
 
@@ -354,6 +369,9 @@ pub fn copy_payload(
 ) -> daisy::Result<Vec<u8>> {
     if enc == Enc::SkipList {
         return zset::copy_big(c, payload);
+    }
+    if enc == Enc::Stream {
+        return stream::copy(c, payload);
     }
     if enc == Enc::Seq {
         let src = list::seq_view(c, payload)?;

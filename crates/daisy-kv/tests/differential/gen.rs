@@ -60,6 +60,10 @@ pub enum Cmp {
     Encoding { key: Vec<u8> },
     /// TTL and friends: exact when negative, else within `tol`.
     Ttl { tol: i64 },
+    /// Stream replies that carry clock readings (XPENDING's idle times, XINFO CONSUMERS'
+    /// idle, XINFO STREAM FULL's delivery and seen times): the same shape and values, those
+    /// readings within a tolerance.
+    StreamTimes,
 }
 
 /// What a SCAN-family iteration collects.
@@ -146,7 +150,9 @@ impl AsArg for &Vec<u8> {
     }
 }
 
-const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"];
+const KEYS: &[&str] = &[
+    "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10", "k11",
+];
 
 const VALUES: &[&str] = &[
     "v",
@@ -281,6 +287,9 @@ pub struct Gen {
     fam: Fam,
     /// The key drawn last (a member drawn after it is for it).
     last_key: Vec<u8>,
+    /// Streams: the millisecond part of the IDs drawn lately (it mostly grows, so that most
+    /// explicit IDs are new).
+    stream_ms: u64,
 }
 
 /// Type families: string, hash and set commands draw most keys from two keys of their own
@@ -292,11 +301,12 @@ enum Fam {
     Set,
     List,
     ZSet,
+    Stream,
     Any,
 }
 
 type Maker = fn(&mut Gen) -> Op;
-use Fam::{Any, Hash as H, List as L, Set as S, Str, ZSet as Z};
+use Fam::{Any, Hash as H, List as L, Set as S, Str, Stream as X, ZSet as Z};
 
 impl Gen {
     pub fn new(seed: u64, base_s: i64) -> Gen {
@@ -307,6 +317,7 @@ impl Gen {
             in_multi: false,
             fam: Fam::Any,
             last_key: Vec::new(),
+            stream_ms: 1,
         }
     }
 
@@ -319,6 +330,7 @@ impl Gen {
             Fam::Set => &KEYS[4..6],
             Fam::List => &KEYS[6..8],
             Fam::ZSet => &KEYS[8..10],
+            Fam::Stream => &KEYS[10..12],
             Fam::Any => KEYS,
         };
         let k = match self.rng.below(200) {
@@ -1425,6 +1437,210 @@ impl Gen {
                 let k = g.key();
                 Op::Cmd(args!["PERSIST", k], Cmp::Exact)
             }),
+            // streams (types::stream): explicit IDs only (`*` takes the clock)
+            (30, X, Self::xadd),
+            (6, X, |g| Op::Cmd(args!["XLEN", g.key()], Cmp::Exact)),
+            (14, X, |g| {
+                let rev = g.rng.pct(30);
+                let (lo, hi) = (g.xbound(true), g.xbound(false));
+                let mut a = if rev {
+                    args!["XREVRANGE", g.key(), hi, lo]
+                } else {
+                    args!["XRANGE", g.key(), lo, hi]
+                };
+                if g.rng.pct(40) {
+                    a.push(b("COUNT"));
+                    a.push(g.int(-1, 5));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (8, X, |g| {
+                let mut a = args!["XDEL", g.key()];
+                for _ in 0..1 + g.rng.below(3) {
+                    a.push(g.xid());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (6, X, |g| {
+                let mut a = args!["XTRIM", g.key()];
+                a.extend(g.xtrim_opts(true));
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (8, X, |g| {
+                let mut a = args!["XREAD"];
+                if g.rng.pct(50) {
+                    a.push(b("COUNT"));
+                    a.push(g.int(0, 4));
+                }
+                if g.rng.pct(3) {
+                    a.push(b(g.rng.pick(&["NOACK", "GROUP", "BAD"])));
+                }
+                a.push(b("STREAMS"));
+                let keys = g.keys(2);
+                let ids: Vec<Vec<u8>> = keys
+                    .iter()
+                    .map(|_| if g.rng.pct(20) { b("$") } else { g.xid() })
+                    .collect();
+                a.extend(keys);
+                a.extend(ids);
+                if g.rng.pct(3) {
+                    a.pop();
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (14, X, |g| {
+                let k = g.key();
+                let a = match g.rng.below(12) {
+                    0..=4 => {
+                        let id = match g.rng.below(4) {
+                            0 => b("$"),
+                            1 => b("0"),
+                            _ => g.xid(),
+                        };
+                        let mut a = args!["XGROUP", "CREATE", k, g.xgroup(), id];
+                        if g.rng.pct(60) {
+                            a.push(b("MKSTREAM"));
+                        }
+                        if g.rng.pct(15) {
+                            a.push(b("ENTRIESREAD"));
+                            a.push(g.int(-2, 5));
+                        }
+                        a
+                    }
+                    5 | 6 => {
+                        let id = if g.rng.pct(20) { b("$") } else { g.xid() };
+                        let mut a = args!["XGROUP", "SETID", k, g.xgroup(), id];
+                        if g.rng.pct(30) {
+                            a.push(b("ENTRIESREAD"));
+                            a.push(g.int(-1, 5));
+                        }
+                        a
+                    }
+                    7 => args!["XGROUP", "DESTROY", k, g.xgroup()],
+                    8 | 9 => args!["XGROUP", "CREATECONSUMER", k, g.xgroup(), g.xconsumer()],
+                    10 => args!["XGROUP", "DELCONSUMER", k, g.xgroup(), g.xconsumer()],
+                    _ => args!["XGROUP", g.rng.pick(&["HELP", "NOSUCH", "create"])],
+                };
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (16, X, |g| {
+                let mut a = args!["XREADGROUP", "GROUP", g.xgroup(), g.xconsumer()];
+                if g.rng.pct(50) {
+                    a.push(b("COUNT"));
+                    a.push(g.int(0, 4));
+                }
+                if g.rng.pct(15) {
+                    a.push(b("NOACK"));
+                }
+                a.push(b("STREAMS"));
+                let keys = g.keys(2);
+                let ids: Vec<Vec<u8>> = keys
+                    .iter()
+                    .map(|_| match g.rng.below(10) {
+                        0 => b("0"),
+                        1 => g.xid(),
+                        2 if g.rng.pct(20) => b("$"),
+                        _ => b(">"),
+                    })
+                    .collect();
+                a.extend(keys);
+                a.extend(ids);
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (10, X, |g| {
+                let mut a = args!["XACK", g.key(), g.xgroup()];
+                for _ in 0..1 + g.rng.below(3) {
+                    a.push(g.xid());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (8, X, |g| {
+                let (k, grp) = (g.key(), g.xgroup());
+                if g.rng.pct(40) {
+                    return Op::Cmd(args!["XPENDING", k, grp], Cmp::Exact);
+                }
+                let mut a = args!["XPENDING", k, grp];
+                if g.rng.pct(30) {
+                    a.push(b("IDLE"));
+                    a.push(g.xidle());
+                }
+                a.push(g.xbound(true));
+                a.push(g.xbound(false));
+                a.push(g.int(-1, 6));
+                if g.rng.pct(40) {
+                    a.push(g.xconsumer());
+                }
+                Op::Cmd(a, Cmp::StreamTimes)
+            }),
+            (8, X, |g| {
+                let mut a = args!["XCLAIM", g.key(), g.xgroup(), g.xconsumer(), g.xidle()];
+                for _ in 0..1 + g.rng.below(3) {
+                    a.push(g.xid());
+                }
+                for _ in 0..g.rng.below(3) {
+                    match g.rng.below(8) {
+                        0 => a.push(b("FORCE")),
+                        1 => a.push(b("JUSTID")),
+                        2 => a.extend([b("RETRYCOUNT"), g.int(0, 5)]),
+                        3 => a.extend([b("IDLE"), g.xidle()]),
+                        4 => a.extend([b("TIME"), b(g.rng.pick(&["1000", "5", "-1"]))]),
+                        5 => a.extend([b("LASTID"), g.xid()]),
+                        6 => a.push(b("BAD")),
+                        _ => {}
+                    }
+                }
+                Op::Cmd(a, Cmp::StreamTimes)
+            }),
+            (6, X, |g| {
+                let start = g.xbound(true);
+                let mut a = args![
+                    "XAUTOCLAIM",
+                    g.key(),
+                    g.xgroup(),
+                    g.xconsumer(),
+                    g.xidle(),
+                    start
+                ];
+                if g.rng.pct(50) {
+                    a.push(b("COUNT"));
+                    a.push(g.int(0, 4));
+                }
+                if g.rng.pct(30) {
+                    a.push(b("JUSTID"));
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (3, X, |g| {
+                let mut a = args!["XSETID", g.key(), g.xid()];
+                if g.rng.pct(40) {
+                    a.push(b("ENTRIESADDED"));
+                    a.push(g.int(-1, 30));
+                }
+                if g.rng.pct(30) {
+                    a.push(b("MAXDELETEDID"));
+                    a.push(g.xid());
+                }
+                Op::Cmd(a, Cmp::Exact)
+            }),
+            (8, X, |g| {
+                let k = g.key();
+                match g.rng.below(8) {
+                    0..=2 => Op::Cmd(args!["XINFO", "STREAM", k], Cmp::Exact),
+                    3 => {
+                        let mut a = args!["XINFO", "STREAM", k, "FULL"];
+                        if g.rng.pct(50) {
+                            a.extend([b("COUNT"), g.int(0, 3)]);
+                        }
+                        Op::Cmd(a, Cmp::StreamTimes)
+                    }
+                    4 | 5 => Op::Cmd(args!["XINFO", "GROUPS", k], Cmp::Exact),
+                    6 => Op::Cmd(args!["XINFO", "CONSUMERS", k, g.xgroup()], Cmp::StreamTimes),
+                    _ => Op::Cmd(
+                        args!["XINFO", g.rng.pick(&["HELP", "NOSUCH", "STREAM"])],
+                        Cmp::Exact,
+                    ),
+                }
+            }),
             // connection and transactions
             (2, Any, |g| {
                 let a = match g.rng.below(3) {
@@ -1468,6 +1684,126 @@ impl Gen {
                 Op::Pipeline(cmds)
             }),
         ]
+    }
+
+    // ---- streams -------------------------------------------------------------------------
+
+    /// A stream entry ID: mostly near the IDs drawn lately (new ones, ones that exist, ones
+    /// just behind), now and then an edge or not an ID.
+    fn xid(&mut self) -> Vec<u8> {
+        match self.rng.below(40) {
+            0 => b(self.rng.pick(&[
+                "0-0",
+                "0",
+                "18446744073709551615-18446744073709551615",
+                "abc",
+                "1-x",
+                "-",
+                "+",
+                "5-18446744073709551615",
+            ])),
+            _ => {
+                let ms = self.stream_ms.saturating_sub(self.rng.below(6) as u64);
+                if self.rng.pct(50) {
+                    ms.to_string().into_bytes()
+                } else {
+                    format!("{ms}-{}", self.rng.below(3)).into_bytes()
+                }
+            }
+        }
+    }
+
+    /// A range bound of XRANGE and friends (`start`: the low one).
+    fn xbound(&mut self, start: bool) -> Vec<u8> {
+        match self.rng.below(10) {
+            0..=3 => b(if start { "-" } else { "+" }),
+            4 => b(self.rng.pick(&[
+                "(-",
+                "(+",
+                "(0-0",
+                "(18446744073709551615-18446744073709551615",
+            ])),
+            _ => {
+                let id = self.xid();
+                if self.rng.pct(25) {
+                    [&b"("[..], &id[..]].concat()
+                } else {
+                    id
+                }
+            }
+        }
+    }
+
+    fn xgroup(&mut self) -> Vec<u8> {
+        b(self.rng.pick(&["g0", "g0", "g1", "g2"]))
+    }
+
+    fn xconsumer(&mut self) -> Vec<u8> {
+        b(self.rng.pick(&["alice", "bob", "carol", ""]))
+    }
+
+    /// A minimum idle time: none, or one nothing reaches (what is idle that long cannot depend
+    /// on when each server got the command), now and then a bad one.
+    fn xidle(&mut self) -> Vec<u8> {
+        b(self.rng.pick(&["0", "0", "0", "100000000", "-5", "abc"]))
+    }
+
+    /// XADD's and XTRIM's trimming options (XTRIM's are never empty).
+    fn xtrim_opts(&mut self, required: bool) -> Args {
+        let mut a = Vec::new();
+        if !required && self.rng.pct(70) {
+            return a;
+        }
+        if self.rng.pct(60) {
+            a.push(b("MAXLEN"));
+            if self.rng.pct(50) {
+                a.push(b(self.rng.pick(&["~", "="])));
+            }
+            a.push(self.int(-1, 8));
+        } else {
+            a.push(b("MINID"));
+            if self.rng.pct(50) {
+                a.push(b(self.rng.pick(&["~", "="])));
+            }
+            a.push(self.xid());
+        }
+        if self.rng.pct(20) {
+            a.push(b("LIMIT"));
+            a.push(self.int(-1, 5));
+        }
+        a
+    }
+
+    /// XADD with an explicit (or `<ms>-*`) ID, options, and fields; the IDs drawn mostly grow.
+    fn xadd(&mut self) -> Op {
+        self.stream_ms += self.rng.pick(&[0u64, 1, 1, 2, 1000]);
+        let mut a = args!["XADD", self.key()];
+        if self.rng.pct(10) {
+            a.push(b("NOMKSTREAM"));
+        }
+        a.extend(self.xtrim_opts(false));
+        let id = match self.rng.below(20) {
+            0 => format!("{}-*", self.stream_ms).into_bytes(),
+            1 => self.xid(),
+            2 => b("0-0"),
+            _ => format!("{}-{}", self.stream_ms, self.rng.below(3)).into_bytes(),
+        };
+        a.push(id);
+        let n = 1 + self.rng.below(3);
+        let same = self.rng.pct(60);
+        for i in 0..n {
+            let f = if same {
+                b(["f0", "f1", "f2"][i])
+            } else {
+                self.field()
+            };
+            a.push(f);
+            a.push(self.value());
+        }
+        if self.rng.pct(3) {
+            a.pop();
+        }
+        Op::Cmd(a, Cmp::Exact)
     }
 
     /// One to three (`first`, value) pairs onto `a` (MSET's keys, HSET's fields); now and then
@@ -1519,7 +1855,7 @@ impl Gen {
                 4 if kind == ScanKind::Keys => {
                     a.push(b("TYPE"));
                     a.push(b(self.rng.pick(&[
-                        "string", "hash", "set", "zset", "list", "HASH", "nosuch",
+                        "string", "hash", "set", "zset", "list", "HASH", "nosuch", "stream",
                     ])));
                 }
                 5 => a.push(b("COUNT")),
@@ -1673,7 +2009,8 @@ impl Gen {
             return self.exact();
         }
         let key = watched[self.rng.below(watched.len())].clone();
-        match self.rng.below(19) {
+        match self.rng.below(20) {
+            18 => args!["XADD", key, format!("{}-*", self.stream_ms + 1), "f", "v"],
             0 => args!["SET", key, self.value()],
             1 => args!["DEL", key],
             2 => args!["EXPIRE", key, self.rel(false)],

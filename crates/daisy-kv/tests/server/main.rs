@@ -40,6 +40,9 @@
 //! - `tracking`: client-side caching (CLIENT TRACKING): invalidations to a RESP2 subscriber
 //!   and as RESP3 pushes after the reply, BCAST prefixes, NOLOOP, OPTIN/OPTOUT, expiry,
 //!   FLUSHDB's null, a broken redirection, scripts, the table's key limit, the counters.
+//! - `streams`: stream commands and consumer groups as Redis answers them, their state whole
+//!   across a restart and in a crash image, blocking reads, a big stream and group freed
+//!   lazily, DUMP bytes, the version-5 upgrade, damage `pool check` finds.
 //! - `zsets`: sorted sets converting at the thresholds, a 100,000-member set across a restart
 //!   and lazyfree, WRONGTYPE, blocking pops served or timing out, a crash image kept whole.
 //!
@@ -72,6 +75,7 @@ mod pubsub;
 mod redis_py;
 mod redis_replies;
 mod scripting;
+mod streams;
 mod strings;
 mod tracking;
 mod zsets;

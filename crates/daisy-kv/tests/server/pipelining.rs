@@ -160,6 +160,24 @@ fn collections_reused_within_one_round_answer_as_one_by_one() {
         c(&format!("SADD s m{i}"));
         c(&format!("RPUSH l i{i}"));
         c(&format!("ZADD z {i} m{i}"));
+        // Streams keep their groups' maps' views between commands (`Group::release`).
+        c(&format!("XADD x {}-1 f v{i}", i + 1));
+        if i % 5 == 2 {
+            c("XGROUP CREATE x g 0");
+            c("XREADGROUP GROUP g c1 COUNT 2 STREAMS x >");
+            c("XACK x g 1-1 2-1 3-1");
+            c("XPENDING x g");
+            c("XINFO GROUPS x");
+            c("XREADGROUP GROUP g c2 COUNT 1 STREAMS x >");
+            c("XCLAIM x g c1 0 3-1 JUSTID");
+            c("COPY x x2 REPLACE");
+            c("XPENDING x2 g");
+            c("XGROUP DELCONSUMER x g c2");
+            c("XREADGROUP GROUP g c1 COUNT 1 STREAMS x 0");
+            c("XINFO STREAM x");
+            c("XGROUP CREATECONSUMER x g c3");
+            c("XINFO GROUPS x");
+        }
         if i % 7 == 3 {
             // Each right after a write that kept the collection's view.
             c("COPY h h2");
@@ -216,12 +234,23 @@ fn collections_reused_within_one_round_answer_as_one_by_one() {
             c("DEL z");
             c("ZADD z 1 x 2 y 3 w");
             c("ZRANGE z 0 -1");
+            c("XREADGROUP GROUP g c1 STREAMS x >");
+            c("XGROUP DESTROY x g");
+            c("XGROUP CREATE x g 0");
+            c("XREADGROUP GROUP g c1 COUNT 1 STREAMS x >");
+            c("XPENDING x g");
+            c("DEL x2");
+            c("DEL x");
+            c("XGROUP CREATE x g $ MKSTREAM");
+            c("XINFO GROUPS x");
         }
     }
     c("HLEN h");
     c("SCARD s");
     c("LRANGE l 0 -1");
     c("ZRANGE z 0 -1 WITHSCORES");
+    c("XRANGE x - +");
+    c("XPENDING x g - + 100");
     let reqs: Vec<Vec<u8>> = cmds
         .iter()
         .map(|a| {

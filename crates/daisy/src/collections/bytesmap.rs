@@ -984,6 +984,26 @@ impl EntryRef {
         read_value_in(&Src::Tx(tx), self, from, out)
     }
 
+    /// Overwrite `data.len()` bytes of the value from byte `from`, through transaction `tx`'s
+    /// redo log (the value's length stays). For an edit of a few bytes of a large value
+    /// (a register of a HyperLogLog, a bit of a bitmap), which a replacement would compare
+    /// whole. Crash safety: the bytes are logged, so after a crash the value holds its old
+    /// bytes or the new ones as the transaction committed or not; the entry must be live in
+    /// `tx` (not removed or replaced earlier in it).
+    pub fn write_tx(&self, tx: &mut Tx, from: usize, data: &[u8]) -> Result<()> {
+        if from
+            .checked_add(data.len())
+            .is_none_or(|end| end > self.value_len as usize)
+        {
+            return Err(Error::Unsupported(format!(
+                "write of {} bytes at {from} past the end of a {}-byte value",
+                data.len(),
+                self.value_len
+            )));
+        }
+        tx.write_bytes(obj_value(self) + from as u64, data)
+    }
+
     /// Length of the entry's key in bytes.
     pub fn key_len(&self) -> usize {
         self.key_len as usize
