@@ -32,6 +32,23 @@
 //! into a fresh object) and then store into the copy in place: the copies are flushed once at
 //! commit, and the transaction makes the switch of the directory atomic.
 //!
+//! **Batches filling an empty table** (fixed maps; docs/FORMAT.md section 8a): a table made
+//! with a capacity ([`Table::create_in_with_capacity`], `reserve`) has its segments allocated
+//! up front, and a batch into an *empty* map stores into those segments in place instead of
+//! copying them, because nothing committed lives there to protect:
+//! * before the first store, every committed transaction is made durable and retired (no
+//!   recovery may replay a record over the stored slots or the flags word) and
+//!   [`FLAG_FILLING`] is set durably in the header by one in-place store of the
+//!   checksum-and-flags word ([`Table::start_filling`]; canary `FillWithoutFlag`);
+//! * at the batch's first commit the filled segments are flushed and fenced *before* the
+//!   commit record, which also clears the flag (`BatchCore::persist_filled`; canary
+//!   `FillNoFlush`): from then on the entries are committed and the batch goes on as any;
+//! * a batch that ends without committing (an error, a panic) empties the segments again,
+//!   durably, then clears the flag; a crash before the first commit leaves the flag set, and
+//!   opening the map empties the segments (`finish_interrupted_fill`) in the same way. So a
+//!   crash keeps nothing of the batch before its first commit, and a prefix after it, as for
+//!   any batch.
+//!
 //! **In-place slot writes** (fixed maps with 8-byte entries; docs/FORMAT.md, section 8a): an
 //! insert, update or removal that changes one slot only is one aligned 8-byte store (atomic
 //! under power failure), a flush and a fence, with no log record. Invariants that make it safe:
