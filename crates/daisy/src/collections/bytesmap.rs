@@ -200,7 +200,7 @@ impl PBytesMap {
     /// A new, empty map in `tx` (random hash seed) with room for `capacity` entries: its
     /// directory and segments are allocated now, at most half of their slots for the entries,
     /// so inserting them splits no segment, or a rare few (the table's
-    /// [`capacity_depth`](super::table::capacity_depth)). The table never shrinks below this
+    /// `capacity_depth`). The table never shrinks below this
     /// by itself.
     pub fn create_in_with_capacity(tx: &mut Tx, capacity: u64) -> Result<PPtr<PBytesMap>> {
         Self::create_in_with_seed_and_capacity(tx, super::hashmap::random_seed(), capacity)

@@ -600,7 +600,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     }
 
     /// Insert or replace, without returning the previous value, and possibly later: the key's
-    /// bucket is prefetched now and the put queued; it is applied when [`PUT_QUEUE`] newer
+    /// bucket is prefetched now and the put queued; it is applied when 16 (`PUT_QUEUE`) newer
     /// puts are queued, or at the batch's next other call ([`insert`](Self::insert),
     /// [`get`](Self::get), [`remove`](Self::remove), [`sync`](Self::sync), ...) or its end,
     /// whichever comes first. So the cache misses of consecutive puts overlap instead of
