@@ -560,6 +560,7 @@ fn bitfield_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
                 } else {
                     resp::int(&mut reply, ret);
                     set_field(&mut s, f.offset, f.bits, new as u64);
+                    changes += (grown || new != old) as u64;
                 }
             }
             _ => {
@@ -582,15 +583,19 @@ fn bitfield_generic(c: &mut Ctx, a: &[&[u8]], ro: bool) -> daisy::Result<()> {
                 } else {
                     resp::int(&mut reply, ret as i64);
                     set_field(&mut s, f.offset, f.bits, new);
+                    changes += (grown || new != old) as u64;
                 }
             }
         }
-        changes += 1;
     }
+    // As Redis's bitfieldGeneric: an operation counts as a change when it wrote a value
+    // that differs, or the key was created or grown (an OVERFLOW FAIL writes nothing); the
+    // key is signalled and notified once, and INFO's change counter grows by the count.
     if grown || changes > 0 || not_raw(old.as_ref()) {
-        store(c, a[1], &s, old.as_ref(), grown || changes > 0)?;
+        store(c, a[1], &s, old.as_ref(), changes > 0)?;
     }
     if changes > 0 {
+        c.ks.dirty += changes - 1; // `touch` counted one
         c.notify(N_STRING, "setbit", a[1]);
     }
     resp::array(c.out, ops.len());
