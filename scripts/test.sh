@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: what CI runs (.ci/run calls exactly this, with no arguments).
 #
-#   scripts/test.sh            the full suite (about 4 minutes on 2 cores from a clean clone)
+#   scripts/test.sh            the full suite (about 11 minutes on 2 cores from a clean clone)
 #   scripts/test.sh --quick    the edit loop's tier: unit and integration tests without the
 #                              benchmarks, the kill tortures, the power-failure budgets and the
 #                              report (which opens Chromium); under a minute once built
