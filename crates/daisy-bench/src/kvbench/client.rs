@@ -230,6 +230,26 @@ pub struct TxLoad {
     pub max_ms: f64,
 }
 
+impl TxLoad {
+    /// `n` operations in `secs`, with their latencies (microseconds) in `hist`.
+    fn of(n: usize, secs: f64, hist: &hdrhistogram::Histogram<u64>) -> TxLoad {
+        let ms = |us: u64| us as f64 / 1e3;
+        TxLoad {
+            tps: n as f64 / secs.max(1e-9),
+            avg_ms: hist.mean() / 1e3,
+            p50_ms: ms(hist.value_at_quantile(0.5)),
+            p99_ms: ms(hist.value_at_quantile(0.99)),
+            max_ms: ms(hist.max()),
+        }
+    }
+}
+
+/// An empty histogram of latencies in microseconds (1 us to about 12 days, 3 digits), as the
+/// bench's own loaders record them.
+fn latency_histogram() -> Result<hdrhistogram::Histogram<u64>> {
+    hdrhistogram::Histogram::new_with_bounds(1, 1 << 40, 3).map_err(|e| anyhow!("histogram: {e}"))
+}
+
 /// The MULTI/EXEC case (redis-benchmark has none): `clients` connections, each sending
 /// `pipeline` transactions at a time and reading all their replies before its next batch, `n`
 /// transactions in all. A transaction is `MULTI; SET key:<r> <value>; INCR counter:<r % 1000>;
@@ -261,8 +281,7 @@ pub fn multi_exec_load(
                 // This thread's connections, and an even share of the transactions for each.
                 let conns: Vec<usize> = (0..clients).filter(|c| c % threads == t).collect();
                 s.spawn(move || -> Result<hdrhistogram::Histogram<u64>> {
-                    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
-                        .map_err(|e| anyhow!("histogram: {e}"))?;
+                    let mut hist = latency_histogram()?;
                     let mut left: Vec<usize> = conns
                         .iter()
                         .map(|&c| n / clients + usize::from(c < n % clients))
@@ -351,19 +370,11 @@ pub fn multi_exec_load(
             .collect()
     });
     let secs = t0.elapsed().as_secs_f64();
-    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
-        .map_err(|e| anyhow!("histogram: {e}"))?;
+    let mut all = latency_histogram()?;
     for h in results {
         all.add(h?).map_err(|e| anyhow!("histogram: {e}"))?;
     }
-    let ms = |us: u64| us as f64 / 1e3;
-    Ok(TxLoad {
-        tps: n as f64 / secs.max(1e-9),
-        avg_ms: all.mean() / 1e3,
-        p50_ms: ms(all.value_at_quantile(0.5)),
-        p99_ms: ms(all.value_at_quantile(0.99)),
-        max_ms: ms(all.max()),
-    })
+    Ok(TxLoad::of(n, secs, &all))
 }
 
 /// Messages a subscriber may lag behind the publisher in [`pubsub_load`] before the
@@ -455,15 +466,7 @@ pub fn pubsub_load(
     for r in readers {
         r?;
     }
-    let hist = hist?;
-    let ms = |us: u64| us as f64 / 1e3;
-    Ok(TxLoad {
-        tps: n as f64 / secs.max(1e-9),
-        avg_ms: hist.mean() / 1e3,
-        p50_ms: ms(hist.value_at_quantile(0.5)),
-        p99_ms: ms(hist.value_at_quantile(0.99)),
-        max_ms: ms(hist.max()),
-    })
+    Ok(TxLoad::of(n, secs, &hist?))
 }
 
 /// [`pubsub_load`]'s publisher: `total` PUBLISHes of `payload`, `pipeline` at a time, at most
@@ -477,8 +480,7 @@ fn publish(
     pipeline: usize,
     payload: &[u8],
 ) -> Result<hdrhistogram::Histogram<u64>> {
-    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
-        .map_err(|e| anyhow!("histogram: {e}"))?;
+    let mut hist = latency_histogram()?;
     let mut c = Conn::connect(port, Duration::from_secs(10))?;
     let mut one = Vec::new();
     encode(&mut one, &[b"PUBLISH", b"bench:pubsub", payload]);
@@ -627,8 +629,7 @@ pub fn xreadgroup_load(
             .map(|t| {
                 let conns: Vec<usize> = (0..clients).filter(|c| c % threads == t).collect();
                 s.spawn(move || -> Result<hdrhistogram::Histogram<u64>> {
-                    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
-                        .map_err(|e| anyhow!("histogram: {e}"))?;
+                    let mut hist = latency_histogram()?;
                     let mut left: Vec<usize> = conns
                         .iter()
                         .map(|&c| n / clients + usize::from(c < n % clients))
@@ -708,19 +709,11 @@ pub fn xreadgroup_load(
             .collect()
     });
     let secs = t0.elapsed().as_secs_f64();
-    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3)
-        .map_err(|e| anyhow!("histogram: {e}"))?;
+    let mut all = latency_histogram()?;
     for h in results {
         all.add(h?).map_err(|e| anyhow!("histogram: {e}"))?;
     }
-    let ms = |us: u64| us as f64 / 1e3;
-    Ok(TxLoad {
-        tps: n as f64 / secs.max(1e-9),
-        avg_ms: all.mean() / 1e3,
-        p50_ms: ms(all.value_at_quantile(0.5)),
-        p99_ms: ms(all.value_at_quantile(0.99)),
-        max_ms: ms(all.max()),
-    })
+    Ok(TxLoad::of(n, secs, &all))
 }
 
 /// The ID of the one entry an `XREADGROUP ... COUNT 1 STREAMS key >` reply holds:
