@@ -769,6 +769,11 @@ pub static COMMANDS: &[Spec] = &[
     spec!("object", -2, ["readonly"], 2, 2, 1, k::object),
     spec!("dump", 2, ["readonly"], 1, 1, 1, k::dump),
     spec!("restore", -4, ["write", "denyoom"], 1, 1, 1, k::restore),
+    spec!("migrate", -6, ["write", "movablekeys"], 3, 3, 1, k::migrate),
+    spec!("cluster", -2, [], 0, 0, 0, k::cluster),
+    spec!("readonly", 1, ["loading", "stale", "fast"], 0, 0, 0, k::cluster),
+    spec!("readwrite", 1, ["loading", "stale", "fast"], 0, 0, 0, k::cluster),
+    spec!("asking", 1, ["fast"], 0, 0, 0, k::cluster),
     spec!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, k::dbsize),
     spec!("randomkey", 1, ["readonly"], 0, 0, 0, k::randomkey),
     spec!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, k::select),
@@ -1154,6 +1159,10 @@ pub fn call(
     }
     if !serving {
         crate::admin::after_call(sv, cl, spec, args, elapsed);
+    } else if let Some(d) = elapsed {
+        // Served after blocking: the slow log gets it now, as Redis's
+        // `updateStatsOnUnblock` (its MONITOR line went out when it was called).
+        crate::admin::slowlog::record(sv, cl, spec, args, d.as_micros() as u64);
     }
     Ok(action)
 }
