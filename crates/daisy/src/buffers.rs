@@ -35,6 +35,83 @@ const FRESH_PAGE_SHIFT: u32 = 12;
 /// New objects spanning more pages than this are kept in `TxBuffers::fresh_big` instead.
 const FRESH_PAGES_MAX: u64 = 16;
 
+/// Where each entry of a list keyed by offset sits (`TxBuffers::fresh`, `reserved`), for the
+/// removals that cancelling an allocation makes. Built only when a transaction cancels an
+/// allocation while the list is long: it covers `list[..covered]` and catches up at the next
+/// lookup, so allocating costs nothing more; a removal keeps it exact across `swap_remove`.
+#[derive(Default)]
+pub(crate) struct PosIndex {
+    pos: FastMap<u64, u32>,
+    covered: usize,
+}
+
+/// Lists up to this long are searched from the end instead of indexed (under the power-
+/// failure simulator, whose transactions are small, 2: the indexed path is the one checked).
+const POS_INDEX_FROM: usize = if cfg!(feature = "sim") { 2 } else { 32 };
+
+impl PosIndex {
+    /// The position in `list` of the entry whose offset is `off`, if any.
+    pub(crate) fn find<X>(&mut self, list: &[(u64, X)], off: u64) -> Option<usize> {
+        if self.covered == 0 && list.len() <= POS_INDEX_FROM {
+            return list.iter().rposition(|e| e.0 == off);
+        }
+        if self.covered > list.len() {
+            // Entries were popped behind the index's back (a failed allocation): rebuild.
+            self.pos.clear();
+            self.covered = 0;
+        }
+        for (i, e) in list.iter().enumerate().skip(self.covered) {
+            self.pos.insert(e.0, i as u32);
+        }
+        self.covered = list.len();
+        self.pos.get(&off).map(|&i| i as usize)
+    }
+
+    /// `list.swap_remove(i)` of the entry at `off`, keeping the index exact.
+    pub(crate) fn swap_remove<X: Copy>(&mut self, list: &mut Vec<(u64, X)>, i: usize, off: u64) {
+        list.swap_remove(i);
+        if self.covered == 0 {
+            return;
+        }
+        // `find` just covered the whole list.
+        debug_assert_eq!(self.covered, list.len() + 1);
+        self.pos.remove(&off);
+        if let Some(moved) = list.get(i) {
+            self.pos.insert(moved.0, i as u32);
+        }
+        self.covered = list.len();
+    }
+
+    pub(crate) fn clear(&mut self) {
+        if self.covered != 0 {
+            self.pos.clear();
+            self.covered = 0;
+        }
+    }
+}
+
+/// Ranges of `TxBuffers::fresh_dirty` kept in a vector before they move into the indexed set
+/// (4 under the power-failure simulator, so that its small transactions use the set).
+pub(crate) const FRESH_DIRTY_INDEX_FROM: usize = if cfg!(feature = "sim") { 4 } else { 256 };
+
+/// Add [a, b) to a set of disjoint ranges keyed by start, merging what it overlaps or touches.
+fn set_insert(set: &mut std::collections::BTreeMap<u64, u64>, mut a: u64, mut b: u64) {
+    if let Some((&s, &e)) = set.range(..=a).next_back() {
+        if e >= a {
+            if e >= b {
+                return;
+            }
+            set.remove(&s);
+            a = s;
+        }
+    }
+    while let Some((&s, &e)) = set.range(a..=b).next() {
+        set.remove(&s);
+        b = b.max(e);
+    }
+    set.insert(a, b);
+}
+
 /// First and last 4 KiB page of the new object at `o` of `s` bytes.
 #[inline(always)]
 fn fresh_pages_of(o: u64, s: u64) -> (u64, u64) {
@@ -206,12 +283,22 @@ pub(crate) struct TxBuffers {
     pub(crate) fresh: Vec<(u64, u64)>,
     /// Blocks taken from the lane cache: (offset, class), returned on abort.
     pub(crate) reserved: Vec<(u64, u16)>,
+    /// Positions in `fresh` and `reserved` (see [`PosIndex`]).
+    pub(crate) fresh_pos: PosIndex,
+    pub(crate) reserved_pos: PosIndex,
     /// Chunks taken from the heap: (first chunk, count, is_run), returned on abort.
     pub(crate) chunks_taken: Vec<(u64, u64, bool)>,
     /// Objects freed by this transaction, deferred on commit.
     pub(crate) freed: Vec<Freed>,
     /// Byte ranges [start, end) written in place into new objects (see `persist_fresh`).
+    /// Past [`FRESH_DIRTY_INDEX_FROM`] ranges they move into `fresh_dirty_set` (disjoint,
+    /// keyed by start), where cancelling an object cuts its bytes out in O(log n): a
+    /// transaction that writes into many new objects and frees some of them again (a script
+    /// adding 800,000 members to a set, its table's segments split and the old ones freed)
+    /// would otherwise scan every range at every free, quadratic in its size. Commit takes
+    /// the set back into the vector ([`Self::settle_fresh_dirty`]).
     pub(crate) fresh_dirty: Vec<(u64, u64)>,
+    pub(crate) fresh_dirty_set: std::collections::BTreeMap<u64, u64>,
     /// Bytes of new objects were written back without a fence yet (large copies into new
     /// objects); the commit needs a fence before its record.
     pub(crate) fresh_unfenced: bool,
@@ -245,9 +332,12 @@ impl Default for TxBuffers {
             fresh_paged: 0,
             fresh: Vec::new(),
             reserved: Vec::new(),
+            fresh_pos: PosIndex::default(),
+            reserved_pos: PosIndex::default(),
             chunks_taken: Vec::new(),
             freed: Vec::new(),
             fresh_dirty: Vec::new(),
+            fresh_dirty_set: Default::default(),
             fresh_unfenced: false,
             durable_apply: false,
             fresh_log_start: usize::MAX,
@@ -283,6 +373,92 @@ impl TxBuffers {
             } else {
                 self.bitop_index.insert((e.0, e.1), e.2);
             }
+        }
+    }
+
+    /// Note bytes [off, off + len) written in place into a new object (see `fresh_dirty`).
+    /// Adjacent ranges merge (consecutive small allocations).
+    #[inline]
+    pub(crate) fn note_fresh_dirty(&mut self, off: u64, len: u64) {
+        if !self.fresh_dirty_set.is_empty() {
+            return set_insert(&mut self.fresh_dirty_set, off, off + len);
+        }
+        let d = &mut self.fresh_dirty;
+        if let Some(last) = d.last_mut() {
+            if off >= last.0 && off <= last.1 {
+                last.1 = last.1.max(off + len);
+                return;
+            }
+        }
+        d.push((off, off + len));
+        if d.len() > FRESH_DIRTY_INDEX_FROM {
+            for (a, b) in std::mem::take(d) {
+                set_insert(&mut self.fresh_dirty_set, a, b);
+            }
+        }
+    }
+
+    /// Forget the bytes [a, b) of a cancelled new object: they must not be logged or
+    /// flushed at commit (a later owner's contents would be overwritten at replay).
+    pub(crate) fn cut_fresh_dirty(&mut self, a: u64, b: u64) {
+        if self.fresh_dirty_set.is_empty() {
+            let d = &mut self.fresh_dirty;
+            let mut i = 0;
+            while i < d.len() {
+                let (s, e) = d[i];
+                if e <= a || s >= b {
+                    i += 1;
+                    continue;
+                }
+                match (s < a, e > b) {
+                    (true, true) => {
+                        d[i] = (s, a);
+                        d.insert(i + 1, (b, e));
+                        i += 2;
+                    }
+                    (true, false) => {
+                        d[i] = (s, a);
+                        i += 1;
+                    }
+                    (false, true) => {
+                        d[i] = (b, e);
+                        i += 1;
+                    }
+                    (false, false) => {
+                        d.remove(i);
+                    }
+                }
+            }
+            return;
+        }
+        let set = &mut self.fresh_dirty_set;
+        // The ranges overlapping [a, b): the one starting before `a` (if it reaches past it)
+        // and those starting in [a, b).
+        let mut hit: Vec<(u64, u64)> = set
+            .range(..a)
+            .next_back()
+            .filter(|&(_, &e)| e > a)
+            .map(|(&s, &e)| (s, e))
+            .into_iter()
+            .collect();
+        hit.extend(set.range(a..b).map(|(&s, &e)| (s, e)));
+        for (s, e) in hit {
+            set.remove(&s);
+            if s < a {
+                set.insert(s, a);
+            }
+            if e > b {
+                set.insert(b, e);
+            }
+        }
+    }
+
+    /// Take the indexed ranges back into `fresh_dirty` (commit reads the vector).
+    #[inline]
+    pub(crate) fn settle_fresh_dirty(&mut self) {
+        if !self.fresh_dirty_set.is_empty() {
+            let set = std::mem::take(&mut self.fresh_dirty_set);
+            self.fresh_dirty.extend(set);
         }
     }
 
@@ -583,9 +759,14 @@ impl TxBuffers {
         }
         self.fresh.clear();
         self.reserved.clear();
+        self.fresh_pos.clear();
+        self.reserved_pos.clear();
         self.chunks_taken.clear();
         self.freed.clear();
         self.fresh_dirty.clear();
+        if !self.fresh_dirty_set.is_empty() {
+            self.fresh_dirty_set.clear();
+        }
         self.fresh_unfenced = false;
         self.durable_apply = false;
         self.fresh_log_start = usize::MAX;
@@ -672,6 +853,63 @@ mod tests {
                 b.indexed(),
                 "seed {seed}: the test must reach the indexed path"
             );
+        }
+    }
+
+    /// The dirty ranges of new objects, in the vector and in the indexed set alike, cover
+    /// exactly the bytes noted and not cut since (a bitmap model), over seeded random notes
+    /// and cuts that cross the switch to the set.
+    #[test]
+    fn fresh_dirty_ranges_match_a_byte_model_across_the_switch_to_the_set() {
+        for seed in [1u64, 7, 20261128] {
+            let mut rng = seed;
+            let mut next = move |n: u64| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng % n
+            };
+            const SPACE: usize = 100_000;
+            let mut b = TxBuffers::default();
+            let mut model = vec![false; SPACE];
+            for step in 0..3000 {
+                let a = next(SPACE as u64 - 100);
+                let len = 1 + next(64);
+                if next(5) == 0 {
+                    b.cut_fresh_dirty(a, a + len);
+                    model[a as usize..(a + len) as usize].fill(false);
+                } else {
+                    b.note_fresh_dirty(a, len);
+                    model[a as usize..(a + len) as usize].fill(true);
+                }
+                if step % 97 == 0 || step == 2999 {
+                    let mut got = vec![false; SPACE];
+                    let set = b.fresh_dirty_set.iter().map(|(&s, &e)| (s, e));
+                    for (s, e) in b.fresh_dirty.iter().copied().chain(set) {
+                        assert!(s < e, "seed {seed}: empty range");
+                        got[s as usize..e as usize].fill(true);
+                    }
+                    assert_eq!(got, model, "seed {seed}, step {step}");
+                }
+            }
+            assert!(
+                !b.fresh_dirty_set.is_empty(),
+                "seed {seed}: the test must reach the indexed set"
+            );
+            // The set's ranges stay disjoint; settling hands them to the vector.
+            let mut last_end = 0;
+            for (&s, &e) in &b.fresh_dirty_set {
+                assert!(s >= last_end, "seed {seed}: overlapping ranges");
+                last_end = e;
+            }
+            let before: Vec<bool> = model.clone();
+            b.settle_fresh_dirty();
+            assert!(b.fresh_dirty_set.is_empty());
+            let mut got = vec![false; SPACE];
+            for &(s, e) in &b.fresh_dirty {
+                got[s as usize..e as usize].fill(true);
+            }
+            assert_eq!(got, before, "seed {seed}: settled");
         }
     }
 }

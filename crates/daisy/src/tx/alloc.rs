@@ -378,35 +378,23 @@ impl<'p> Tx<'p> {
 
     /// Free an object this transaction allocated: cancel the allocation.
     fn cancel_fresh(&mut self, off: u64) -> Result<()> {
-        let Some(i) = self.st.buf.fresh.iter().rposition(|f| f.0 == off) else {
+        let buf = &mut self.st.buf;
+        let Some(i) = buf.fresh_pos.find(&buf.fresh, off) else {
             return Err(Error::InvalidPointer {
                 offset: off,
                 why: "not allocated (double free?)",
             });
         };
-        let buf = &mut self.st.buf;
         let size = buf.fresh[i].1;
         buf.unindex_fresh(off, size);
-        buf.fresh.swap_remove(i);
+        buf.fresh_pos.swap_remove(&mut buf.fresh, i, off);
         // Its bytes must not be logged at commit: the block goes back to the cache now, and a
         // later owner's unlogged contents would be overwritten when this record is replayed.
-        let (a, b) = (off, off + size);
-        let mut kept = Vec::with_capacity(self.st.buf.fresh_dirty.len() + 1);
-        for &(s, e) in &self.st.buf.fresh_dirty {
-            if e <= a || s >= b {
-                kept.push((s, e));
-                continue;
-            }
-            if s < a {
-                kept.push((s, a));
-            }
-            if e > b {
-                kept.push((b, e));
-            }
-        }
-        self.st.buf.fresh_dirty = kept;
-        if let Some(j) = self.st.buf.reserved.iter().rposition(|r| r.0 == off) {
-            let (_, class) = self.st.buf.reserved.swap_remove(j);
+        self.st.buf.cut_fresh_dirty(off, off + size);
+        let buf = &mut self.st.buf;
+        if let Some(j) = buf.reserved_pos.find(&buf.reserved, off) {
+            let class = buf.reserved[j].1;
+            buf.reserved_pos.swap_remove(&mut buf.reserved, j, off);
             let chunk = self.pool.geo.chunk_of(off).expect("heap block");
             let b = self
                 .pool

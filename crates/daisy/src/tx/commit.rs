@@ -28,6 +28,7 @@ impl<'p> Tx<'p> {
     #[inline(always)]
     pub fn commit(mut self) -> Result<()> {
         let pool = self.pool;
+        self.st.buf.settle_fresh_dirty();
         if self.st.buf.undo.is_some() {
             return self.commit_with_undo();
         }

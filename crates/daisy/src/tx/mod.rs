@@ -383,14 +383,7 @@ impl<'p> Tx<'p> {
     /// just before the commit fence. Adjacent ranges merge (consecutive small allocations).
     #[inline]
     fn note_fresh_dirty(&mut self, off: u64, len: u64) {
-        let d = &mut self.st.buf.fresh_dirty;
-        if let Some(last) = d.last_mut() {
-            if off >= last.0 && off <= last.1 {
-                last.1 = last.1.max(off + len);
-                return;
-            }
-        }
-        d.push((off, off + len));
+        self.st.buf.note_fresh_dirty(off, len);
     }
 
     /// Write a `T` through a persistent pointer.
