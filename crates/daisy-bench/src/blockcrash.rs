@@ -266,6 +266,10 @@ pub struct Verdict {
     pub corrupt: u64,
     /// Blocks newer than acknowledged (a write in flight): `acked` is raised to them.
     pub newer: u64,
+    /// Blocks torn by a write that was never acknowledged (the checksum fails, the header
+    /// names this LBA and a version newer than acknowledged), on a store that does not
+    /// promise atomic blocks (`atomic: false`); with `atomic`, such a block is corrupt.
+    pub torn_in_flight: u64,
     /// The first few problems, in words.
     pub problems: Vec<String>,
 }
@@ -275,6 +279,7 @@ pub struct Verdict {
 pub fn verify(
     nblocks: u64,
     bs: usize,
+    atomic: bool,
     acked: &mut HashMap<u64, u64>,
     mut read: impl FnMut(u64, &mut [u8]) -> Result<()>,
 ) -> Result<Verdict> {
@@ -297,8 +302,17 @@ pub fn verify(
             }
             Ok(Some((_, ver))) => ver,
             Err(e) => {
-                v.corrupt += 1;
-                note(&mut v, format!("LBA {lba}: {e}"));
+                let w = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap());
+                if !atomic && w(0) == lba && w(8) > want {
+                    v.torn_in_flight += 1;
+                    note(
+                        &mut v,
+                        format!("LBA {lba}: an unacknowledged write torn: {e}"),
+                    );
+                } else {
+                    v.corrupt += 1;
+                    note(&mut v, format!("LBA {lba}: {e}"));
+                }
                 continue;
             }
         };
@@ -344,6 +358,8 @@ pub struct Summary {
     pub corrupt: u64,
     /// Blocks that held a newer version than acknowledged (a write in flight at the kill).
     pub in_flight_present: u64,
+    /// Blocks torn by an unacknowledged write (file backends only: see [`Verdict`]).
+    pub torn_in_flight: u64,
     pub failures: u64,
     pub seed: u64,
     pub mode: String,
@@ -438,6 +454,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
             sum.lost += v.lost;
             sum.corrupt += v.corrupt;
             sum.in_flight_present += v.newer;
+            sum.torn_in_flight += v.torn_in_flight;
             for p in v.problems {
                 note(sum, p);
             }
@@ -445,7 +462,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
         if cfg.backend != Backend::Daisy {
             use std::os::unix::fs::FileExt;
             let f = open_file(&cfg.pool)?;
-            let v = verify(NBLOCKS, BLOCK as usize, &mut acked, |lba, b| {
+            let v = verify(NBLOCKS, BLOCK as usize, false, &mut acked, |lba, b| {
                 Ok(f.read_exact_at(b, lba * BLOCK as u64)?)
             })?;
             absorb(&mut sum, v);
@@ -459,7 +476,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
         let pool = Pool::open(&cfg.pool, LAYOUT)?;
         let id = pool.read(pool.root::<PPtr<PBlockStore>>()?);
         let store = PBlockStore::open(&pool, id)?;
-        let v = verify(store.len(), BLOCK as usize, &mut acked, |lba, b| {
+        let v = verify(store.len(), BLOCK as usize, true, &mut acked, |lba, b| {
             Ok(store.read(lba, b)?)
         })?;
         absorb(&mut sum, v);
@@ -510,7 +527,7 @@ mod tests {
         let n = 16u64;
         let mut image: Vec<Vec<u8>> = (0..n).map(|l| block(256, l, 5)).collect();
         let mut acked: HashMap<u64, u64> = (0..n).map(|l| (l, 5)).collect();
-        let clean = verify(n, 256, &mut acked.clone(), |l, b| {
+        let clean = verify(n, 256, true, &mut acked.clone(), |l, b| {
             b.copy_from_slice(&image[l as usize]);
             Ok(())
         })
@@ -519,12 +536,27 @@ mod tests {
         acked.insert(3, 6); // acknowledged, never reached the store
         image[9][100] ^= 1; // torn
         image[11] = block(256, 12, 5); // misdirected
-        let v = verify(n, 256, &mut acked, |l, b| {
+        let v = verify(n, 256, true, &mut acked, |l, b| {
             b.copy_from_slice(&image[l as usize]);
             Ok(())
         })
         .unwrap();
         assert_eq!((v.lost, v.corrupt), (1, 2), "{v:?}");
+        // A block torn by a write newer than acknowledged: corrupt on an atomic store, torn in
+        // flight on a file.
+        let mut torn = block(256, 9, 7);
+        torn[200..].copy_from_slice(&image[0][200..]);
+        image[9] = torn;
+        image[11] = block(256, 11, 5);
+        let mut acked: HashMap<u64, u64> = (0..n).map(|l| (l, 5)).collect();
+        let read = |l: u64, b: &mut [u8]| {
+            b.copy_from_slice(&image[l as usize]);
+            Ok(())
+        };
+        let atomic = verify(n, 256, true, &mut acked.clone(), read).unwrap();
+        assert_eq!((atomic.corrupt, atomic.torn_in_flight), (1, 0));
+        let file = verify(n, 256, false, &mut acked, read).unwrap();
+        assert_eq!((file.corrupt, file.torn_in_flight), (0, 1));
         assert!(v
             .problems
             .iter()

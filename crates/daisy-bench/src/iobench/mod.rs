@@ -124,6 +124,7 @@ pub mod methods;
 pub mod openloop;
 pub mod pagecache;
 pub mod powerfail;
+pub mod validate;
 pub mod workload;
 
 struct DaisyTarget {
@@ -234,7 +235,7 @@ pub fn daisy_target(dir: &Path, bs: u32, size: u64) -> Result<(impl Target, Path
 }
 
 /// Write every block once (so reads copy data), on `threads` threads.
-fn fill(t: &dyn Target, bs: u32) -> Result<()> {
+pub(crate) fn fill(t: &dyn Target, bs: u32) -> Result<()> {
     let n = t.nblocks();
     let threads = 4u64;
     std::thread::scope(|sc| {

@@ -253,6 +253,154 @@ pub fn run_curve(
     Ok(out)
 }
 
+/// The mechanisms a workload runs against.
+pub const WORKLOAD_TARGETS: [&str; 3] = ["daisy", "pwrite", "pwrite-fdatasync"];
+
+/// One point of one mechanism's curve, for the output.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CurveRow {
+    pub kind: &'static str,
+    pub workload: String,
+    pub mechanism: String,
+    pub dir: String,
+    pub fs: String,
+    #[serde(flatten)]
+    pub point: RatePoint,
+}
+
+/// Run `w` against each of `targets` in each of `dirs` (Daisy's block store in the first
+/// directory only: it is the NVM one); a store is filled first when the workload reads.
+pub fn run_workload(
+    w: &Workload,
+    targets: &[String],
+    dirs: &[std::path::PathBuf],
+    seed: u64,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<CurveRow>> {
+    let unit = w.unit();
+    let nblocks = w.size / unit as u64;
+    let mut rows = vec![];
+    for (k, dir) in dirs.iter().enumerate() {
+        std::fs::create_dir_all(dir)?;
+        let fs = super::methods::fs_of(dir);
+        for m in targets {
+            if m == "daisy" && k > 0 {
+                continue;
+            }
+            let file = dir.join(format!("daisy-bench-io-wl-{}-{m}.data", std::process::id()));
+            let (target, cleanup): (Box<dyn Target>, std::path::PathBuf) = match m.as_str() {
+                "daisy" => {
+                    let (t, p) = super::daisy_target(dir, unit, w.size)?;
+                    (Box::new(t), p)
+                }
+                "pwrite" | "pwrite-fdatasync" => (
+                    Box::new(super::FileTarget::create(
+                        &file,
+                        unit as u64,
+                        nblocks,
+                        m == "pwrite-fdatasync",
+                    )?),
+                    file.clone(),
+                ),
+                other => anyhow::bail!("unknown workload target {other}"),
+            };
+            if w.rdpct > 0 {
+                super::fill(&*target, unit)?;
+            }
+            let r = run_curve(&*target, w, seed, |p| {
+                progress(&format!(
+                    "{:<10} {m:<16} {fs:<6} requested {:>9} achieved {:>9.0} ops/s  p50 {:>8.1} p99 {:>8.1} p99.9 {:>8.1} max {:>9.1} µs{}",
+                    w.name,
+                    p.requested.map(|r| format!("{r:.0}")).unwrap_or_else(|| "max".into()),
+                    p.achieved,
+                    p.p50_us,
+                    p.p99_us,
+                    p.p999_us,
+                    p.max_us,
+                    if p.unissued > 0 { format!("  ({} unissued)", p.unissued) } else { String::new() }
+                ))
+            });
+            drop(target);
+            let _ = std::fs::remove_file(&cleanup);
+            for point in r? {
+                rows.push(CurveRow {
+                    kind: "iorate",
+                    workload: w.name.clone(),
+                    mechanism: m.clone(),
+                    dir: dir.display().to_string(),
+                    fs: fs.clone(),
+                    point,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The iorate curve tables: one per mechanism and file system.
+pub fn curve_report(w: &Workload, rows: &[CurveRow]) -> String {
+    use crate::table::Table;
+    let sizes: Vec<String> = w
+        .xfersize
+        .iter()
+        .map(|(s, wt)| format!("{s} B x{wt}"))
+        .collect();
+    let mut out = format!(
+        "workload {}: rdpct {}, seekpct {}, xfersize {}, threads {}, elapsed {} s after {} s warm-up per rate, {} arrivals, {} MiB store; latency from each operation's intended start (open loop; at max: from its actual start)\n",
+        w.name,
+        w.rdpct,
+        w.seekpct,
+        sizes.join(", "),
+        w.threads,
+        w.elapsed,
+        w.warmup,
+        match w.distribution {
+            Distribution::Fixed => "evenly spaced",
+            Distribution::Exponential => "exponential",
+        },
+        w.size >> 20
+    );
+    let mut seen: Vec<(String, String)> = vec![];
+    for r in rows {
+        let key = (r.mechanism.clone(), r.dir.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        out += &format!("\n{} on {} ({})\n", r.mechanism, r.dir, r.fs);
+        let mut t = Table::new([
+            "requested/s",
+            "achieved/s",
+            "MB/s",
+            "p50 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "max µs",
+            "unissued",
+        ]);
+        for p in rows
+            .iter()
+            .filter(|x| x.mechanism == r.mechanism && x.dir == r.dir)
+            .map(|x| &x.point)
+        {
+            t.row([
+                p.requested
+                    .map(|r| format!("{r:.0}"))
+                    .unwrap_or_else(|| "max".into()),
+                format!("{:.0}", p.achieved),
+                format!("{:.1}", p.mb_s),
+                format!("{:.1}", p.p50_us),
+                format!("{:.1}", p.p99_us),
+                format!("{:.1}", p.p999_us),
+                format!("{:.0}", p.max_us),
+                p.unissued.to_string(),
+            ]);
+        }
+        out += &t.text();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -149,7 +149,7 @@ pub fn run(
     let blocks_acked = acked.len() as u64;
     let image = f.power_fail();
     let _ = std::fs::remove_file(path);
-    let v: Verdict = verify(nblocks, bs, &mut acked, |lba, b| {
+    let v: Verdict = verify(nblocks, bs, false, &mut acked, |lba, b| {
         let a = lba as usize * bs;
         b.copy_from_slice(&image[a..a + bs]);
         Ok(())
