@@ -16,8 +16,8 @@
 //!   persistent memory (a DAX file); on tmpfs it is the cost NVM would pay, on a disk file it
 //!   is not durable at all (the page cache still holds the data);
 //! * `odirect`: `pwrite` on a descriptor opened with `O_DIRECT` from a 4 KiB-aligned buffer
-//!   (block size a multiple of 4 KiB); where the file system refuses `O_DIRECT` (tmpfs), the
-//!   cell says "unsupported".
+//!   (block size a multiple of 4 KiB); where the file system refuses `O_DIRECT` (tmpfs before
+//!   Linux 6.6), the cell says "unsupported".
 //!
 //! Sync policies: `none` (the page cache decides: see `pagecache`), `op` (after every write:
 //! `fdatasync`, `msync` of the block's pages, or flush + fence of its lines; `fwrite` flushes
@@ -337,6 +337,13 @@ fn write_cell(
                     if let Some((mut w, _)) = stream {
                         w.flush()?;
                     }
+                    // pmem at the end: this thread's lines written back, one fence.
+                    if let (true, Some(p), Some(m)) = (sync == "end", pm, map) {
+                        for &lba in mine {
+                            p.flush(m.at(lba * bs as u64, bs), bs);
+                        }
+                        p.fence()?;
+                    }
                     Ok(())
                 })
             })
@@ -346,7 +353,7 @@ fn write_cell(
     })?;
     if sync == "end" {
         match (&map, pm) {
-            (Some(m), Some(p)) => p.persist(m.base(), m.len())?,
+            (Some(_), Some(_)) => {} // each thread flushed its own blocks
             (Some(m), None) => msync_range(m, 0, m.len())?,
             _ => file.sync_data()?,
         }
@@ -600,7 +607,8 @@ pub fn report(cfg: &Config, cells: &[MethodCell], reads: &[ReadCell]) -> String 
         "file-I/O methods (seed 004): {} B blocks, {} MiB written per cell into a {} MiB file \
          (seq: the first blocks in order; rand: a seeded random set of distinct blocks; sorted: \
          the same set, each thread's share ascending); MB/s = 10^6 bytes/s, the sync included; \
-         flush instruction for mmap-pmem: {}\n{}\n",
+         flush instruction for mmap-pmem: {} (durable only on persistent memory mapped with DAX: \
+         on tmpfs it is the cost NVM would pay, on a disk file it leaves the data in the page cache)\n{}\n",
         cfg.bs,
         cfg.write_size >> 20,
         cfg.file_size >> 20,
