@@ -252,11 +252,10 @@ fn write_cell(
     method: &str,
     sync: &str,
     lists: &[Vec<u64>],
-    bs: usize,
-    file_size: u64,
-    seed: u64,
+    cfg: &Config,
     persister: &Option<Persister>,
 ) -> Result<f64> {
+    let (bs, file_size, seed) = (cfg.bs as usize, cfg.file_size, cfg.seed);
     let file = create_file(path, file_size)?;
     let sync_op = sync == "op";
     let map = if method.starts_with("mmap") {
@@ -446,7 +445,7 @@ pub fn run(
     cfg: &Config,
     mut progress: impl FnMut(&str),
 ) -> Result<(Vec<MethodCell>, Vec<ReadCell>)> {
-    if cfg.bs < 16 || cfg.bs % 512 != 0 {
+    if cfg.bs < 16 || !cfg.bs.is_multiple_of(512) {
         bail!("block size {}: a multiple of 512 bytes", cfg.bs);
     }
     let bs = cfg.bs as usize;
@@ -479,19 +478,10 @@ pub fn run(
                     for sync in &cfg.syncs {
                         let r = if method == "odirect" && direct.is_err() {
                             Err(anyhow!("{}", direct.clone().unwrap_err()))
-                        } else if method == "odirect" && bs % 4096 != 0 {
+                        } else if method == "odirect" && !bs.is_multiple_of(4096) {
                             Err(anyhow!("unsupported: O_DIRECT here needs 4 KiB multiples"))
                         } else {
-                            write_cell(
-                                &path,
-                                method,
-                                sync,
-                                &lists,
-                                bs,
-                                cfg.file_size,
-                                cfg.seed,
-                                &persister,
-                            )
+                            write_cell(&path, method, sync, &lists, cfg, &persister)
                         };
                         let (mb_s, note) = match r {
                             Ok(secs) => (
@@ -531,16 +521,7 @@ pub fn run(
         // Random reads: the whole file written once (pwrite, synced), then read.
         if !cfg.read_methods.is_empty() && cfg.reads > 0 {
             let all = plan("seq", nblocks, nblocks, 1, cfg.seed);
-            write_cell(
-                &path,
-                "pwrite",
-                "end",
-                &all,
-                bs,
-                cfg.file_size,
-                cfg.seed,
-                &None,
-            )?;
+            write_cell(&path, "pwrite", "end", &all, cfg, &None)?;
             for method in &cfg.read_methods {
                 for &threads in &cfg.threads {
                     let r = if method == "odirect" && direct.is_err() {

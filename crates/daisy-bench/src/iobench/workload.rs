@@ -247,12 +247,12 @@ fn xfersizes(v: &str) -> std::result::Result<Vec<(u32, u32)>, String> {
         }
     }
     let unit = out.iter().map(|x| x.0).min().unwrap_or(64);
-    if unit % 64 != 0 {
+    if !unit.is_multiple_of(64) {
         return Err(format!(
             "the smallest size, {unit}, is not a multiple of 64"
         ));
     }
-    if let Some(b) = out.iter().find(|x| x.0 % unit != 0) {
+    if let Some(b) = out.iter().find(|x| !x.0.is_multiple_of(unit)) {
         return Err(format!(
             "{} is not a multiple of the smallest size, {unit} (the store's block)",
             b.0

@@ -360,7 +360,7 @@ fn methods(a: IoArgs) -> Result<ExitCode> {
         cfg.threads = a.jobs.clone();
     }
     if let Some(&b) = a.bs.first() {
-        if b % 512 != 0 || !(512..=1 << 20).contains(&b) {
+        if !b.is_multiple_of(512) || !(512..=1 << 20).contains(&b) {
             bail!("--bs {b}: with --methods, a multiple of 512 bytes up to 1 MiB");
         }
         cfg.bs = b;
