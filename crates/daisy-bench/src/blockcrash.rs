@@ -1,4 +1,5 @@
-//! Data validation after SIGKILL (seed 003): `daisy crashtest --blocks`.
+//! Data validation after SIGKILL (seed 003): `daisy crashtest --blocks`, and the same for
+//! the file paths (`daisy bench io --validate`: [`Backend`]).
 //!
 //! A child process (`daisy crashtest-child POOL --seed S --blocks`) opens a block store and
 //! runs writer threads, each on its own LBAs (`lba % WRITERS`), writing self-describing blocks
@@ -10,6 +11,12 @@
 //! or a newer one (the write in flight); a block older than its acknowledged version is
 //! **lost**, one that is not whole is **corrupt**. The store's checker and `pool check` with
 //! reachability must be clean.
+//!
+//! The file backends run the same child on a plain file of `NBLOCKS` blocks, written with
+//! `pwrite` or stores into a shared mapping, with or without `fdatasync`/`msync` after each
+//! write, and read back with `pread` after the kill. A SIGKILL leaves the page cache to the
+//! kernel, so a file written without any sync loses nothing to a kill; the power-failure
+//! model (`iobench::powerfail`) shows what it loses when the machine stops.
 
 use anyhow::{anyhow, bail, Context, Result};
 use daisy::{PBlockStore, PPtr, Pool, PoolOptions};
@@ -64,6 +71,65 @@ pub fn parse(b: &[u8]) -> std::result::Result<Option<(u64, u64)>, String> {
     Ok(Some((w(0), w(8))))
 }
 
+/// What the child writes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Backend {
+    /// Daisy's block store (`PBlockStore`) in a pool.
+    Daisy,
+    /// `pwrite` of a file, no sync.
+    Pwrite,
+    /// `pwrite` then `fdatasync` before the write is acknowledged.
+    PwriteFdatasync,
+    /// Stores into a shared mapping of the file, no sync.
+    Mmap,
+    /// Stores into a shared mapping, then `msync(MS_SYNC)` of the block's pages.
+    MmapMsync,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 5] = [
+        Backend::Daisy,
+        Backend::Pwrite,
+        Backend::PwriteFdatasync,
+        Backend::Mmap,
+        Backend::MmapMsync,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Daisy => "daisy",
+            Backend::Pwrite => "pwrite",
+            Backend::PwriteFdatasync => "pwrite-fdatasync",
+            Backend::Mmap => "mmap",
+            Backend::MmapMsync => "mmap-msync",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.name() == s)
+    }
+}
+
+/// A plain file of the store's size, open for reading and writing.
+fn open_file(path: &Path) -> Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| path.display().to_string())
+}
+
+/// Create the store: the pool and its store (the root points at it), or a zeroed file.
+pub fn setup_backend(path: &Path, backend: Backend) -> Result<()> {
+    if backend == Backend::Daisy {
+        return setup(path);
+    }
+    let _ = std::fs::remove_file(path);
+    let f = std::fs::File::create(path).with_context(|| path.display().to_string())?;
+    f.set_len(NBLOCKS * BLOCK as u64)?;
+    Ok(())
+}
+
 /// Create the pool and its store (the root points at it).
 pub fn setup(path: &Path) -> Result<()> {
     let _ = std::fs::remove_file(path);
@@ -80,15 +146,81 @@ pub fn setup(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The child's store: Daisy's, or a file with its write path.
+enum ChildStore {
+    /// The store, and its pool kept open.
+    Daisy(PBlockStore, #[allow(dead_code)] Pool),
+    File(std::fs::File, Backend, Option<daisy::internals::Mapping>),
+}
+
+impl ChildStore {
+    fn open(path: &Path, backend: Backend) -> Result<ChildStore> {
+        if backend == Backend::Daisy {
+            let pool = Pool::open(path, LAYOUT)?;
+            let id = pool.read(pool.root::<PPtr<PBlockStore>>()?);
+            let store = PBlockStore::open(&pool, id)?;
+            return Ok(ChildStore::Daisy(store, pool));
+        }
+        let f = open_file(path)?;
+        let len = (NBLOCKS * BLOCK as u64) as usize;
+        let map = match backend {
+            Backend::Mmap | Backend::MmapMsync => {
+                Some(daisy::internals::Mapping::new(&f, len, len).context("mmap")?)
+            }
+            _ => None,
+        };
+        Ok(ChildStore::File(f, backend, map))
+    }
+
+    fn read(&self, lba: u64, buf: &mut [u8]) -> Result<()> {
+        match self {
+            ChildStore::Daisy(s, _) => Ok(s.read(lba, buf)?),
+            ChildStore::File(f, _, _) => {
+                use std::os::unix::fs::FileExt;
+                Ok(f.read_exact_at(buf, lba * BLOCK as u64)?)
+            }
+        }
+    }
+
+    /// Write a block; durable on return where the backend syncs.
+    fn write(&self, lba: u64, data: &[u8]) -> Result<()> {
+        let off = lba * BLOCK as u64;
+        match self {
+            ChildStore::Daisy(s, _) => Ok(s.write(lba, data)?),
+            ChildStore::File(f, b, map) => {
+                if let Some(m) = map {
+                    m.write_bytes(off, data);
+                    if *b == Backend::MmapMsync {
+                        let page = daisy::internals::page_size();
+                        let start = off as usize & !(page - 1);
+                        let end = (off as usize + data.len()).next_multiple_of(page);
+                        daisy::internals::msync(m.base() as usize + start, end - start)?;
+                    }
+                } else {
+                    use std::os::unix::fs::FileExt;
+                    f.write_all_at(data, off)?;
+                    if *b == Backend::PwriteFdatasync {
+                        f.sync_data()?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Child side: write blocks on [`WRITERS`] threads until killed, printing each acknowledged
 /// `lba version`.
 pub fn child(path: &Path, seed: u64) -> Result<()> {
-    let pool = Pool::open(path, LAYOUT)?;
-    let id = pool.read(pool.root::<PPtr<PBlockStore>>()?);
-    let store = PBlockStore::open(&pool, id)?;
+    child_backend(path, seed, Backend::Daisy)
+}
+
+/// [`child`] on any backend.
+pub fn child_backend(path: &Path, seed: u64, backend: Backend) -> Result<()> {
+    let store = ChildStore::open(path, backend)?;
     let mut buf = vec![0u8; BLOCK as usize];
     let mut gen = 0u64;
-    for lba in 0..store.len() {
+    for lba in 0..NBLOCKS {
         store.read(lba, &mut buf)?;
         if let Ok(Some((_, v))) = parse(&buf) {
             gen = gen.max(v >> 32);
@@ -102,7 +234,7 @@ pub fn child(path: &Path, seed: u64) -> Result<()> {
                 let (store, out) = (&store, &out);
                 sc.spawn(move || -> Result<()> {
                     let mut rng = SmallRng::seed_from_u64(seed ^ gen << 8 ^ t);
-                    let mine = store.len() / WRITERS;
+                    let mine = NBLOCKS / WRITERS;
                     for k in 1u64.. {
                         let lba = rng.gen_range(0..mine) * WRITERS + t;
                         let v = gen << 32 | k;
@@ -123,6 +255,84 @@ pub fn child(path: &Path, seed: u64) -> Result<()> {
     })
 }
 
+/// What one read-back of a store found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Blocks with an acknowledged write, compared with it.
+    pub verified: u64,
+    /// Blocks older than their acknowledged version (or zeros).
+    pub lost: u64,
+    /// Blocks not whole: torn, mixed, or another LBA's.
+    pub corrupt: u64,
+    /// Blocks newer than acknowledged (a write in flight): `acked` is raised to them.
+    pub newer: u64,
+    /// Blocks torn by a write that was never acknowledged (the checksum fails, the header
+    /// names this LBA and a version newer than acknowledged), on a store that does not
+    /// promise atomic blocks (`atomic: false`); with `atomic`, such a block is corrupt.
+    pub torn_in_flight: u64,
+    /// The first few problems, in words.
+    pub problems: Vec<String>,
+}
+
+/// Read every block of a store of `nblocks` blocks of `bs` bytes back with `read` and compare
+/// it with `acked` (LBA -> the newest acknowledged version): the validator of seed 003.
+pub fn verify(
+    nblocks: u64,
+    bs: usize,
+    atomic: bool,
+    acked: &mut HashMap<u64, u64>,
+    mut read: impl FnMut(u64, &mut [u8]) -> Result<()>,
+) -> Result<Verdict> {
+    let mut v = Verdict::default();
+    let mut buf = vec![0u8; bs];
+    let note = |v: &mut Verdict, m: String| {
+        if v.problems.len() < 10 {
+            v.problems.push(m);
+        }
+    };
+    for lba in 0..nblocks {
+        read(lba, &mut buf)?;
+        let want = acked.get(&lba).copied().unwrap_or(0);
+        let got = match parse(&buf) {
+            Ok(None) => 0,
+            Ok(Some((l, _))) if l != lba => {
+                v.corrupt += 1;
+                note(&mut v, format!("LBA {lba} holds LBA {l}'s block"));
+                continue;
+            }
+            Ok(Some((_, ver))) => ver,
+            Err(e) => {
+                let w = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap());
+                if !atomic && w(0) == lba && w(8) > want {
+                    v.torn_in_flight += 1;
+                    note(
+                        &mut v,
+                        format!("LBA {lba}: an unacknowledged write torn: {e}"),
+                    );
+                } else {
+                    v.corrupt += 1;
+                    note(&mut v, format!("LBA {lba}: {e}"));
+                }
+                continue;
+            }
+        };
+        if want > 0 {
+            v.verified += 1;
+        }
+        if got < want {
+            v.lost += 1;
+            note(
+                &mut v,
+                format!("LBA {lba} holds version {got:#x}, but {want:#x} was acknowledged"),
+            );
+        } else if got > want {
+            v.newer += 1;
+            acked.insert(lba, got);
+        }
+    }
+    Ok(v)
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub pool: PathBuf,
@@ -130,8 +340,9 @@ pub struct Config {
     pub seed: u64,
     pub max_delay: Duration,
     /// Program and leading arguments that start a child (`daisy crashtest-child`); the pool,
-    /// `--seed S` and `--blocks` follow.
+    /// `--seed S` and `--blocks` (and `--file-method M` for a file backend) follow.
     pub child_cmd: Vec<String>,
+    pub backend: Backend,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -147,26 +358,35 @@ pub struct Summary {
     pub corrupt: u64,
     /// Blocks that held a newer version than acknowledged (a write in flight at the kill).
     pub in_flight_present: u64,
+    /// Blocks torn by an unacknowledged write (file backends only: see [`Verdict`]).
+    pub torn_in_flight: u64,
     pub failures: u64,
     pub seed: u64,
     pub mode: String,
+    /// The backend's name (`daisy`, `pwrite`, ...).
+    pub backend: String,
     pub messages: Vec<String>,
 }
 
 /// Run the kill torture; `progress` after each kill.
 pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> {
-    setup(&cfg.pool)?;
+    setup_backend(&cfg.pool, cfg.backend)?;
     let mut sum = Summary {
         seed: cfg.seed,
+        backend: cfg.backend.name().into(),
         ..Default::default()
     };
-    {
+    if cfg.backend == Backend::Daisy {
         let pool = Pool::open(&cfg.pool, LAYOUT)?;
         sum.mode = pool.mode().describe();
+    } else {
+        sum.mode = format!(
+            "a file on {}",
+            daisy::internals::fs_type_name(&open_file(&cfg.pool)?)
+        );
     }
     let mut acked: HashMap<u64, u64> = HashMap::new();
     let mut rng = SmallRng::seed_from_u64(cfg.seed);
-    let mut buf = vec![0u8; BLOCK as usize];
     for kill in 0..cfg.kills {
         let (prog, args) = cfg.child_cmd.split_first().expect("child command");
         let mut child = Command::new(prog)
@@ -175,6 +395,10 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
             .arg("--seed")
             .arg(cfg.seed.wrapping_add(kill).to_string())
             .arg("--blocks")
+            .args(match cfg.backend {
+                Backend::Daisy => vec![],
+                b => vec!["--file-method".to_string(), b.name().to_string()],
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -216,10 +440,6 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
             let e = acked.entry(l).or_default();
             *e = (*e).max(v);
         }
-        // Reopen (recovery) and read every block back.
-        let pool = Pool::open(&cfg.pool, LAYOUT)?;
-        let id = pool.read(pool.root::<PPtr<PBlockStore>>()?);
-        let store = PBlockStore::open(&pool, id)?;
         let note = |sum: &mut Summary, m: String| {
             if sum.messages.len() < 10 {
                 sum.messages.push(format!(
@@ -229,37 +449,37 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
                 ));
             }
         };
-        for lba in 0..store.len() {
-            store.read(lba, &mut buf)?;
-            let want = acked.get(&lba).copied().unwrap_or(0);
-            let got = match parse(&buf) {
-                Ok(None) => 0,
-                Ok(Some((l, _))) if l != lba => {
-                    sum.corrupt += 1;
-                    note(&mut sum, format!("LBA {lba} holds LBA {l}'s block"));
-                    continue;
-                }
-                Ok(Some((_, v))) => v,
-                Err(e) => {
-                    sum.corrupt += 1;
-                    note(&mut sum, format!("LBA {lba}: {e}"));
-                    continue;
-                }
-            };
-            if want > 0 {
-                sum.blocks_verified += 1;
+        let absorb = |sum: &mut Summary, v: Verdict| {
+            sum.blocks_verified += v.verified;
+            sum.lost += v.lost;
+            sum.corrupt += v.corrupt;
+            sum.in_flight_present += v.newer;
+            sum.torn_in_flight += v.torn_in_flight;
+            for p in v.problems {
+                note(sum, p);
             }
-            if got < want {
-                sum.lost += 1;
-                note(
-                    &mut sum,
-                    format!("LBA {lba} holds version {got:#x}, but {want:#x} was acknowledged"),
-                );
-            } else if got > want {
-                sum.in_flight_present += 1;
-                acked.insert(lba, got);
+        };
+        if cfg.backend != Backend::Daisy {
+            use std::os::unix::fs::FileExt;
+            let f = open_file(&cfg.pool)?;
+            let v = verify(NBLOCKS, BLOCK as usize, false, &mut acked, |lba, b| {
+                Ok(f.read_exact_at(b, lba * BLOCK as u64)?)
+            })?;
+            absorb(&mut sum, v);
+            progress(&sum);
+            if sum.lost + sum.corrupt + sum.failures > 0 {
+                break;
             }
+            continue;
         }
+        // Reopen (recovery) and read every block back.
+        let pool = Pool::open(&cfg.pool, LAYOUT)?;
+        let id = pool.read(pool.root::<PPtr<PBlockStore>>()?);
+        let store = PBlockStore::open(&pool, id)?;
+        let v = verify(store.len(), BLOCK as usize, true, &mut acked, |lba, b| {
+            Ok(store.read(lba, b)?)
+        })?;
+        absorb(&mut sum, v);
         let c = store.check();
         let mut reach = vec![pool.root::<PPtr<PBlockStore>>()?.offset()];
         reach.extend(c.objects.iter().copied());
@@ -298,5 +518,48 @@ mod tests {
         let mut mixed = a.clone();
         mixed[512..576].copy_from_slice(&block(1024, 7, 10)[512..576]);
         assert!(parse(&mixed).is_err());
+    }
+
+    #[test]
+    fn the_validator_counts_an_injected_lost_and_a_corrupt_block() {
+        // Canary: a store that dropped one acknowledged write and tore another must be
+        // counted, block by block.
+        let n = 16u64;
+        let mut image: Vec<Vec<u8>> = (0..n).map(|l| block(256, l, 5)).collect();
+        let mut acked: HashMap<u64, u64> = (0..n).map(|l| (l, 5)).collect();
+        let clean = verify(n, 256, true, &mut acked.clone(), |l, b| {
+            b.copy_from_slice(&image[l as usize]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((clean.verified, clean.lost, clean.corrupt), (n, 0, 0));
+        acked.insert(3, 6); // acknowledged, never reached the store
+        image[9][100] ^= 1; // torn
+        image[11] = block(256, 12, 5); // misdirected
+        let v = verify(n, 256, true, &mut acked, |l, b| {
+            b.copy_from_slice(&image[l as usize]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((v.lost, v.corrupt), (1, 2), "{v:?}");
+        // A block torn by a write newer than acknowledged: corrupt on an atomic store, torn in
+        // flight on a file.
+        let mut torn = block(256, 9, 7);
+        torn[200..].copy_from_slice(&image[0][200..]);
+        image[9] = torn;
+        image[11] = block(256, 11, 5);
+        let mut acked: HashMap<u64, u64> = (0..n).map(|l| (l, 5)).collect();
+        let read = |l: u64, b: &mut [u8]| {
+            b.copy_from_slice(&image[l as usize]);
+            Ok(())
+        };
+        let atomic = verify(n, 256, true, &mut acked.clone(), read).unwrap();
+        assert_eq!((atomic.corrupt, atomic.torn_in_flight), (1, 0));
+        let file = verify(n, 256, false, &mut acked, read).unwrap();
+        assert_eq!((file.corrupt, file.torn_in_flight), (0, 1));
+        assert!(v
+            .problems
+            .iter()
+            .any(|p| p.contains("LBA 3 holds version 0x5, but 0x6")));
     }
 }

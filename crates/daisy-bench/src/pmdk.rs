@@ -551,6 +551,11 @@ impl<'a> PmemblkPool<'a> {
     }
 
     /// Blocks the pool holds (less than the file's size over the block size: its BTT).
+    /// Bytes per block.
+    pub fn block_size(&self) -> usize {
+        self.bsize
+    }
+
     pub fn nblock(&self) -> u64 {
         self.nblock
     }

@@ -119,9 +119,14 @@ pub fn run(a: CrashtestArgs) -> Result<ExitCode> {
 
 /// `daisy crashtest-child POOL --seed S [--blocks]`: run transactions (or block writes) until
 /// killed.
-pub fn child(pool: &Path, seed: u64, blocks: bool) -> Result<()> {
+pub fn child(pool: &Path, seed: u64, blocks: bool, file_method: Option<&str>) -> Result<()> {
+    use daisy_bench::blockcrash::{self, Backend};
+    if let Some(m) = file_method {
+        let b = Backend::parse(m).ok_or_else(|| anyhow!("--file-method {m}: unknown"))?;
+        return blockcrash::child_backend(pool, seed, b);
+    }
     if blocks {
-        return daisy_bench::blockcrash::child(pool, seed);
+        return blockcrash::child(pool, seed);
     }
     crashtest::child(pool, seed)?;
     Ok(())
@@ -139,6 +144,7 @@ fn blocks_crash_cmd(a: &CrashtestArgs, seed: u64) -> Result<ExitCode> {
         seed,
         max_delay: std::time::Duration::from_millis(a.max_delay_ms.max(2)),
         child_cmd: child_cmd()?,
+        backend: blockcrash::Backend::Daisy,
     };
     let json = a.format == Format::Json;
     if !json {

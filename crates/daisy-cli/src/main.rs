@@ -57,6 +57,10 @@ enum Cmd {
         /// Write blocks of a block store instead (`daisy crashtest --blocks`).
         #[arg(long)]
         blocks: bool,
+        /// With --blocks: write a plain file this way instead of a block store (pwrite,
+        /// pwrite-fdatasync, mmap, mmap-msync: `daisy bench io --validate`).
+        #[arg(long, requires = "blocks")]
+        file_method: Option<String>,
     },
 }
 
@@ -78,9 +82,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Crashtest(a) => crashtest::run(a),
         Cmd::Report(a) => report::run(a),
         Cmd::Serve(a) => serve::run(a).map(|()| ExitCode::SUCCESS),
-        Cmd::CrashtestChild { pool, seed, blocks } => {
-            crashtest::child(&pool, seed, blocks).map(|()| ExitCode::SUCCESS)
-        }
+        Cmd::CrashtestChild {
+            pool,
+            seed,
+            blocks,
+            file_method,
+        } => crashtest::child(&pool, seed, blocks, file_method.as_deref())
+            .map(|()| ExitCode::SUCCESS),
         Cmd::Bench(b) => bench::run(b),
     }
 }

@@ -24,7 +24,20 @@ Each cell runs its jobs for --seconds on one store of --size-mib shared by all j
 --numjobs on one file with --thread); stores are filled before their first read cell. The \
 output is the seed's table per mechanism (type-jobs rows, block-size columns), then Daisy's \
 ratio over each rival per cell and the smallest over the write cells. --quick: random writes \
-and reads of 512 B and 4 KiB by 1 and 4 jobs, 0.5 s a cell, 64 MiB stores.";
+and reads of 512 B and 4 KiB by 1 and 4 jobs, 0.5 s a cell, 64 MiB stores.\n\n\
+Other modes (seeds 003 and 004, see README.md \"daisy bench io\"):\n\
+--workload FILE: run a vdbench-style workload file (read and seek percentages, transfer-size \
+distribution, threads, a fixed rate, a list of rates, max, or a curve of percents of the max; \
+examples in examples/workloads/) open loop against Daisy's block store and pwrite with and \
+without fdatasync, in --dir and --disk-dir; prints the iorate curve (requested and achieved \
+rate, p50/p99/p99.9/max latency from each operation's intended start).\n\
+--validate: data validation: self-describing blocks written by a child process killed with \
+SIGKILL (--kills times) for Daisy's block store and the file paths, and a power failure: the \
+file paths under a model that drops unsynced pages, Daisy's block store under the power-failure \
+simulator (the daisy-powerfail binary next to this one); lost and corrupt blocks counted.\n\
+--methods: seed 004's file-I/O methods (write, pwrite, fwrite, mmap-msync, mmap-pmem, O_DIRECT) \
+x sync policy (none, end, op) x offsets (seq, rand, sorted) x threads (--jobs), then random \
+reads by many threads with latency percentiles; the page-cache knobs are printed (read only).";
 
 #[derive(Args)]
 pub struct IoArgs {
@@ -57,9 +70,56 @@ pub struct IoArgs {
     seed: u64,
     #[arg(long, value_enum, default_value = "table")]
     format: TableFormat,
+    /// Run these workload files (see above) instead of the matrix.
+    #[arg(long, value_name = "FILE")]
+    workload: Vec<PathBuf>,
+    /// With --workload: the mechanisms [default: daisy,pwrite,pwrite-fdatasync].
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(iobench::openloop::WORKLOAD_TARGETS))]
+    targets: Vec<String>,
+    /// A directory on a disk file system: the file paths of --workload and --methods run
+    /// there too.
+    #[arg(long)]
+    disk_dir: Option<PathBuf>,
+    /// Data validation after SIGKILL and power failure instead of the matrix.
+    #[arg(long)]
+    validate: bool,
+    /// With --validate: kills per mechanism.
+    #[arg(long, default_value_t = 5)]
+    kills: u64,
+    /// With --validate: crash images of Daisy's block store in the power-failure simulator.
+    #[arg(long, default_value_t = 3000)]
+    sim_budget: u64,
+    /// Seed 004's file-I/O methods instead of the matrix (--quick: smaller).
+    #[arg(long)]
+    methods: bool,
+    /// With --methods: the write methods [default: all].
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(iobench::methods::METHODS))]
+    method: Vec<String>,
+    /// With --methods: sync policies [default: none,end,op].
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(iobench::methods::SYNCS))]
+    sync: Vec<String>,
+    /// With --methods: offset patterns [default: seq,rand,sorted].
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(iobench::methods::OFFSETS))]
+    offsets: Vec<String>,
+    /// With --methods: MiB written per cell [default: 8; 32 without --quick].
+    #[arg(long)]
+    write_mib: Option<u64>,
 }
 
 pub fn run(a: IoArgs) -> Result<ExitCode> {
+    let modes = [!a.workload.is_empty(), a.validate, a.methods];
+    if modes.iter().filter(|&&m| m).count() > 1 {
+        bail!("--workload, --validate and --methods are separate runs: give one");
+    }
+    if !a.workload.is_empty() {
+        return workloads(a);
+    }
+    if a.validate {
+        return validate(a);
+    }
+    if a.methods {
+        return methods(a);
+    }
     let mut cfg = if a.quick {
         iobench::Config::quick(a.dir)
     } else {
@@ -126,6 +186,203 @@ pub fn run(a: IoArgs) -> Result<ExitCode> {
         }
     } else {
         print!("{}", iobench::report(&cfg, &cells));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn say_fn(json: bool) -> impl Fn(&str) {
+    move |s: &str| {
+        if json {
+            eprintln!("{s}")
+        } else {
+            println!("{s}")
+        }
+    }
+}
+
+fn dirs_of(a: &IoArgs) -> Vec<PathBuf> {
+    std::iter::once(a.dir.clone())
+        .chain(a.disk_dir.clone())
+        .collect()
+}
+
+/// `--workload FILE...`: each file's iorate curve per mechanism.
+fn workloads(a: IoArgs) -> Result<ExitCode> {
+    use iobench::openloop;
+    let json = a.format == TableFormat::Json;
+    let say = say_fn(json);
+    let targets = if a.targets.is_empty() {
+        openloop::WORKLOAD_TARGETS
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        a.targets.clone()
+    };
+    let dirs = dirs_of(&a);
+    let loaded: Vec<_> = a
+        .workload
+        .iter()
+        .map(|p| iobench::workload::Workload::load(p))
+        .collect::<Result<_>>()?;
+    say(&iobench::pagecache::describe());
+    for w in &loaded {
+        let rows = openloop::run_workload(w, &targets, &dirs, a.seed, &say)?;
+        if json {
+            for r in &rows {
+                println!("{}", serde_json::to_string(r)?);
+            }
+        } else {
+            print!("\n{}", openloop::curve_report(w, &rows));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--validate`: lost and corrupt blocks after SIGKILL and power failure.
+fn validate(a: IoArgs) -> Result<ExitCode> {
+    use daisy_bench::blockcrash::Backend;
+    use iobench::validate;
+    let json = a.format == TableFormat::Json;
+    let say = say_fn(json);
+    let cfg = validate::Config {
+        dir: a.dir.clone(),
+        kills: a.kills.max(1),
+        seed: a.seed,
+        child_cmd: crate::crashtest::child_cmd()?,
+        backends: Backend::ALL.to_vec(),
+        power_failures: 5,
+        writes: 20_000,
+    };
+    say(&iobench::pagecache::describe());
+    let mut rows = validate::run(&cfg, &say)?;
+    rows.push(simulator(&a, &say));
+    if json {
+        for r in &rows {
+            println!("{}", serde_json::to_string(r)?);
+        }
+    } else {
+        print!("\n{}", validate::report(&rows));
+    }
+    let daisy_bad = rows
+        .iter()
+        .any(|r| r.mechanism == "daisy" && r.lost + r.corrupt > 0);
+    Ok(if daisy_bad {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Daisy's block store under the power-failure simulator: the `blocks` workload of the
+/// daisy-powerfail binary next to this one.
+fn simulator(a: &IoArgs, say: &impl Fn(&str)) -> iobench::validate::ValidationRow {
+    use iobench::validate::simulator_row;
+    let missing = |why: String| {
+        let mut r = simulator_row(0, 0, 0, a.seed, why);
+        r.where_ = "not run".into();
+        r
+    };
+    let Ok(exe) = std::env::current_exe() else {
+        return missing("the path of this binary is unknown".into());
+    };
+    let sim = exe.with_file_name("daisy-powerfail");
+    if !sim.exists() {
+        return missing(format!(
+            "{} not found: build it with `cargo build --release -p daisy-powerfail`",
+            sim.display()
+        ));
+    }
+    say(&format!(
+        "daisy: power-failure simulator, workload blocks, budget {} crash images, seed {}",
+        a.sim_budget, a.seed
+    ));
+    let out = std::process::Command::new(&sim)
+        .args(["--workload", "blocks", "--format", "json"])
+        .arg("--budget")
+        .arg(a.sim_budget.max(1).to_string())
+        .arg("--seed")
+        .arg(a.seed.to_string())
+        .arg("--dir")
+        .arg(&a.dir)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return missing(format!("{}: {e}", sim.display())),
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(v) = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    else {
+        return missing(format!(
+            "the simulator printed no summary: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    };
+    let w = &v["workloads"][0];
+    let n = |x: &serde_json::Value| x.as_u64().unwrap_or(0);
+    let note = w["messages"][0].as_str().unwrap_or("").to_string();
+    simulator_row(
+        n(&w["images"]),
+        n(&w["failures"]),
+        n(&w["transactions"]),
+        a.seed,
+        note,
+    )
+}
+
+/// `--methods`: seed 004's survey.
+fn methods(a: IoArgs) -> Result<ExitCode> {
+    use iobench::methods;
+    let json = a.format == TableFormat::Json;
+    let say = say_fn(json);
+    let dirs = dirs_of(&a);
+    let mut cfg = if a.quick {
+        methods::Config::quick(dirs)
+    } else {
+        methods::Config::full(dirs)
+    };
+    if !a.method.is_empty() {
+        cfg.methods = a.method.clone();
+    }
+    if !a.sync.is_empty() {
+        cfg.syncs = a.sync.clone();
+    }
+    if !a.offsets.is_empty() {
+        cfg.offsets = a.offsets.clone();
+    }
+    if !a.jobs.is_empty() {
+        if a.jobs.iter().any(|&j| j == 0 || j > 256) {
+            bail!("--jobs: from 1 to 256");
+        }
+        cfg.threads = a.jobs.clone();
+    }
+    if let Some(&b) = a.bs.first() {
+        if !b.is_multiple_of(512) || !(512..=1 << 20).contains(&b) {
+            bail!("--bs {b}: with --methods, a multiple of 512 bytes up to 1 MiB");
+        }
+        cfg.bs = b;
+    }
+    if let Some(m) = a.size_mib {
+        cfg.file_size = m.clamp(1, 1 << 20) << 20;
+    }
+    if let Some(m) = a.write_mib {
+        cfg.write_size = m.clamp(1, 1 << 20) << 20;
+    }
+    cfg.write_size = cfg.write_size.min(cfg.file_size);
+    cfg.seed = a.seed;
+    let (cells, reads) = methods::run(&cfg, &say)?;
+    if json {
+        for c in &cells {
+            println!("{}", serde_json::to_string(c)?);
+        }
+        for r in &reads {
+            println!("{}", serde_json::to_string(r)?);
+        }
+    } else {
+        print!("\n{}", methods::report(&cfg, &cells, &reads));
     }
     Ok(ExitCode::SUCCESS)
 }

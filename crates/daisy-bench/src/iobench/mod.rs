@@ -95,11 +95,37 @@ pub struct Cell {
 }
 
 /// What a load generator drives: blocks of one size, read and written from many threads.
-trait Target: Sync {
+pub trait Target: Sync {
     fn nblocks(&self) -> u64;
     fn read(&self, n: u64, buf: &mut [u8]) -> Result<()>;
     fn write(&self, n: u64, buf: &[u8]) -> Result<()>;
+    /// Read the run of blocks from `n` that fills `buf` (a multiple of the block size): one
+    /// call on a file, a block at a time on a block store.
+    fn read_run(&self, n: u64, buf: &mut [u8]) -> Result<()> {
+        let bs = self.block_size();
+        for (i, b) in buf.chunks_mut(bs).enumerate() {
+            self.read(n + i as u64, b)?;
+        }
+        Ok(())
+    }
+    /// Write the run of blocks from `n` in `buf`, as [`read_run`](Self::read_run).
+    fn write_run(&self, n: u64, buf: &[u8]) -> Result<()> {
+        let bs = self.block_size();
+        for (i, b) in buf.chunks(bs).enumerate() {
+            self.write(n + i as u64, b)?;
+        }
+        Ok(())
+    }
+    /// Bytes per block.
+    fn block_size(&self) -> usize;
 }
+
+pub mod methods;
+pub mod openloop;
+pub mod pagecache;
+pub mod powerfail;
+pub mod validate;
+pub mod workload;
 
 struct DaisyTarget {
     _pool: Pool,
@@ -116,6 +142,9 @@ impl Target for DaisyTarget {
     fn write(&self, n: u64, buf: &[u8]) -> Result<()> {
         Ok(self.store.write(n, buf)?)
     }
+    fn block_size(&self) -> usize {
+        self.store.block_size()
+    }
 }
 
 impl Target for PmemblkPool<'_> {
@@ -128,12 +157,32 @@ impl Target for PmemblkPool<'_> {
     fn write(&self, n: u64, buf: &[u8]) -> Result<()> {
         PmemblkPool::write(self, n, buf)
     }
+    fn block_size(&self) -> usize {
+        PmemblkPool::block_size(self)
+    }
 }
 
-struct FileTarget {
+/// A file read and written by `pread`/`pwrite`, with `fdatasync` after each write when `sync`.
+pub struct FileTarget {
     file: std::fs::File,
     bs: u64,
     n: u64,
+    sync: bool,
+}
+
+impl FileTarget {
+    /// A file of `n` blocks of `bs` bytes at `path` (created or truncated).
+    pub fn create(path: &Path, bs: u64, n: u64, sync: bool) -> Result<FileTarget> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .with_context(|| path.display().to_string())?;
+        file.set_len(bs * n)?;
+        Ok(FileTarget { file, bs, n, sync })
+    }
 }
 
 impl Target for FileTarget {
@@ -144,11 +193,26 @@ impl Target for FileTarget {
         Ok(self.file.read_exact_at(buf, n * self.bs)?)
     }
     fn write(&self, n: u64, buf: &[u8]) -> Result<()> {
-        Ok(self.file.write_all_at(buf, n * self.bs)?)
+        self.file.write_all_at(buf, n * self.bs)?;
+        if self.sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+    fn read_run(&self, n: u64, buf: &mut [u8]) -> Result<()> {
+        self.read(n, buf)
+    }
+    fn write_run(&self, n: u64, buf: &[u8]) -> Result<()> {
+        self.write(n, buf)
+    }
+    fn block_size(&self) -> usize {
+        self.bs as usize
     }
 }
 
-fn daisy_target(dir: &Path, bs: u32, size: u64) -> Result<(DaisyTarget, PathBuf)> {
+/// Daisy's block store of `size` bytes of `bs`-byte blocks in a new pool in `dir`; the pool's
+/// path (remove it when done).
+pub fn daisy_target(dir: &Path, bs: u32, size: u64) -> Result<(impl Target, PathBuf)> {
     let path = dir.join(format!("daisy-bench-io-{}.pool", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let nblocks = size / bs as u64;
@@ -171,7 +235,7 @@ fn daisy_target(dir: &Path, bs: u32, size: u64) -> Result<(DaisyTarget, PathBuf)
 }
 
 /// Write every block once (so reads copy data), on `threads` threads.
-fn fill(t: &dyn Target, bs: u32) -> Result<()> {
+pub(crate) fn fill(t: &dyn Target, bs: u32) -> Result<()> {
     let n = t.nblocks();
     let threads = 4u64;
     std::thread::scope(|sc| {
@@ -397,23 +461,8 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Vec<Cell>> {
                     Some(Err(e)) => Err(anyhow!("{e}")),
                     None => unreachable!(),
                 },
-                "pwrite" => (|| {
-                    let f = std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .create(true)
-                        .truncate(true)
-                        .open(&file)?;
-                    f.set_len(cfg.size)?;
-                    Ok((
-                        Box::new(FileTarget {
-                            file: f,
-                            bs: bs as u64,
-                            n: cfg.size / bs as u64,
-                        }) as Box<dyn Target>,
-                        None,
-                    ))
-                })(),
+                "pwrite" => FileTarget::create(&file, bs as u64, cfg.size / bs as u64, false)
+                    .map(|t| (Box::new(t) as Box<dyn Target>, None)),
                 f if f.starts_with("fio-") => match &fio {
                     Some(Err(e)) => Err(anyhow!("{e}")),
                     _ => Ok((Box::new(NoTarget) as Box<dyn Target>, None)),
@@ -474,6 +523,9 @@ impl Target for NoTarget {
     }
     fn write(&self, _: u64, _: &[u8]) -> Result<()> {
         bail!("not an in-process target")
+    }
+    fn block_size(&self) -> usize {
+        1
     }
 }
 
