@@ -100,7 +100,11 @@ impl Table {
     /// The table in Markdown: `| a | b |` lines, the header's followed by `|---|---|`; every
     /// line ends with a newline.
     pub fn markdown(&self) -> String {
-        let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+        // A pipe in a cell would end it: escaped.
+        let line = |cells: &[String]| {
+            let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
         let mut s = line(&self.header);
         s += &format!("|{}\n", "---|".repeat(self.header.len()));
         for r in &self.rows {
@@ -157,6 +161,30 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// A number with `prec` decimals and its thousands separated by commas: `1,234,567.8`.
+pub fn grouped(v: f64, prec: usize) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let s = format!("{:.prec$}", v.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), ""), |(i, f)| (i, f));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    if v < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        out.insert(0, '-');
+    }
+    out
+}
+
 /// Text escaped for HTML.
 pub fn esc(t: &str) -> String {
     t.replace('&', "&amp;")
@@ -170,7 +198,7 @@ mod tests {
 
     fn sample() -> Table {
         let mut t = Table::new(["name", "n"]);
-        t.row(["a<b", "1"]);
+        t.row(["a<b", "1|2"]);
         t.row(["c", ""]);
         t.total(["all", "1"]);
         t
@@ -194,16 +222,30 @@ mod tests {
     }
 
     #[test]
+    fn grouped_numbers_separate_thousands() {
+        use super::grouped;
+        assert_eq!(grouped(1234567.0, 0), "1,234,567");
+        assert_eq!(grouped(999.0, 0), "999");
+        assert_eq!(grouped(1000.0, 0), "1,000");
+        assert_eq!(grouped(12345.678, 1), "12,345.7");
+        assert_eq!(grouped(-1234.0, 0), "-1,234");
+        assert_eq!(grouped(0.25, 2), "0.25");
+    }
+
+    #[test]
     fn markdown_and_html_render_the_same_cells() {
         let t = sample();
         assert_eq!(
             t.markdown(),
-            "| name | n |\n|---|---|\n| a<b | 1 |\n| c |  |\n| **all** | 1 |\n"
+            "| name | n |\n|---|---|\n| a<b | 1\\|2 |\n| c |  |\n| **all** | 1 |\n"
         );
-        assert_eq!(t.clone().left(&[0]).text(), "name n\na<b  1\nc\nall  1\n");
+        assert_eq!(
+            t.clone().left(&[0]).text(),
+            "name   n\na<b  1|2\nc\nall    1\n"
+        );
         assert_eq!(
             t.html(),
-            "<table>\n<tr><th>name</th><th>n</th></tr>\n<tr><td>a&lt;b</td><td>1</td></tr>\n\
+            "<table>\n<tr><th>name</th><th>n</th></tr>\n<tr><td>a&lt;b</td><td>1|2</td></tr>\n\
              <tr><td>c</td><td></td></tr>\n<tr><td><strong>all</strong></td><td>1</td></tr>\n\
              </table>\n"
         );
