@@ -238,7 +238,7 @@ fn draw_line_sample(area: &Area, look: Look, (x, y): (i32, i32)) -> Result<()> {
 fn draw_legend(area: &Area, names: &[&str], boxes: bool) -> Result<()> {
     let mut y = 44;
     let mut group = None;
-    let bold = ("sans-serif", 13).into_font().style(FontStyle::Bold);
+    let bold = ("sans-serif", 15).into_font().style(FontStyle::Bold);
     for m in names {
         let g = Group::of(m);
         if group != Some(g) {
@@ -247,7 +247,7 @@ fn draw_legend(area: &Area, names: &[&str], boxes: bool) -> Result<()> {
             }
             area.draw(&Text::new(g.title(), (4, y - 7), bold.clone()))
                 .map_err(err)?;
-            y += 18;
+            y += 20;
             group = Some(g);
         }
         let l = look(m);
@@ -257,9 +257,9 @@ fn draw_legend(area: &Area, names: &[&str], boxes: bool) -> Result<()> {
         } else {
             draw_line_sample(area, l, (4, y))?;
         }
-        area.draw(&Text::new(m.to_string(), (38, y - 7), ("sans-serif", 13)))
+        area.draw(&Text::new(m.to_string(), (38, y - 8), ("sans-serif", 15)))
             .map_err(err)?;
-        y += 20;
+        y += 22;
     }
     Ok(())
 }
@@ -286,6 +286,15 @@ fn axis_number(v: f64) -> String {
         let t = format!("{v:.3}");
         t.trim_end_matches('0').trim_end_matches('.').to_string()
     }
+}
+
+/// A log axis's range: whole decades around `(min, max)` with some room, so that every axis
+/// has labelled ticks however close the figures are.
+fn decades((min, max): (f64, f64)) -> (f64, f64) {
+    (
+        10f64.powf((min * 0.8).log10().floor()),
+        10f64.powf((max * 1.25).log10().ceil()),
+    )
 }
 
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
@@ -354,9 +363,10 @@ fn by_n(
     let (xmin, xmax) = pts
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let (ymin, ymax) = pts
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (ymin, ymax) = decades(
+        pts.iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1))),
+    );
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 560)).into_drawing_area();
@@ -371,7 +381,7 @@ fn by_n(
             .y_label_area_size(78)
             .build_cartesian_2d(
                 (xmin * 0.7..xmax * 1.4).log_scale(),
-                (ymin * 0.5..ymax * 2.0).log_scale(),
+                (ymin..ymax).log_scale(),
             )
             .map_err(err)?;
         chart
@@ -380,7 +390,7 @@ fn by_n(
             .y_desc(y_desc)
             .x_label_formatter(&|v| axis_number(*v))
             .y_label_formatter(&|v| axis_number(*v))
-            .label_style(("sans-serif", 13))
+            .label_style(("sans-serif", 15))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
@@ -433,7 +443,7 @@ fn by_n(
             root.draw(&Text::new(
                 names[i].to_string(),
                 (px + 16, ly - 7),
-                ("sans-serif", 13).into_font().color(&c),
+                ("sans-serif", 14).into_font().color(&c),
             ))
             .map_err(err)?;
         }
@@ -485,8 +495,10 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
     if vals.is_empty() {
         return Err(anyhow!("chart: no data"));
     }
-    let ymin = vals.iter().cloned().fold(f64::MAX, f64::min) * 0.5;
-    let ymax = vals.iter().cloned().fold(f64::MIN, f64::max) * 2.0;
+    let (ymin, ymax) = decades((
+        vals.iter().cloned().fold(f64::MAX, f64::min),
+        vals.iter().cloned().fold(f64::MIN, f64::max),
+    ));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 440)).into_drawing_area();
@@ -511,7 +523,7 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
             .x_label_formatter(&|x| group_label(&labels, *x))
             .y_desc("ns per transaction")
             .y_label_formatter(&|v| axis_number(*v))
-            .label_style(("sans-serif", 13))
+            .label_style(("sans-serif", 15))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
@@ -577,6 +589,7 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
     if rows.iter().all(|r| r.rps <= 0.0) || pmin > pmax {
         return Err(anyhow!("chart: no data"));
     }
+    let (pmin, pmax) = decades((pmin, pmax));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 460)).into_drawing_area();
@@ -606,7 +619,7 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
                 .right_y_label_area_size(52)
                 .build_cartesian_2d(0f64..k, 0f64..ymax.max(1.0))
                 .map_err(err)?
-                .set_secondary_coord(0f64..k, ((pmin * 0.5)..(pmax * 2.0)).log_scale());
+                .set_secondary_coord(0f64..k, (pmin..pmax).log_scale());
             chart
                 .configure_mesh()
                 .disable_x_mesh()
@@ -614,7 +627,7 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
                 .x_label_formatter(&|x| group_label(&labels, *x))
                 .y_desc("requests per second")
                 .y_label_formatter(&|v| axis_number(*v))
-                .label_style(("sans-serif", 12))
+                .label_style(("sans-serif", 14))
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw()
                 .map_err(err)?;
@@ -622,7 +635,7 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
                 .configure_secondary_axes()
                 .y_desc("p99 ms (log)")
                 .y_label_formatter(&|v| axis_number(*v))
-                .label_style(("sans-serif", 12))
+                .label_style(("sans-serif", 14))
                 .draw()
                 .map_err(err)?;
             let w = 0.8 / servers.len() as f64;
@@ -635,16 +648,18 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
                 };
                 let x0 = ti as f64 + 0.1 + si as f64 * w;
                 let c = mech_color(&r.server);
+                // Pale bars outlined in the server's colour, so that the p99 diamond in the
+                // full colour stands out on its own bar.
                 chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(x0, 0.0), (x0 + w * 0.9, r.rps)],
-                        c.mix(0.85).filled(),
-                    )))
+                    .draw_series([
+                        Rectangle::new([(x0, 0.0), (x0 + w * 0.9, r.rps)], c.mix(0.45).filled()),
+                        Rectangle::new([(x0, 0.0), (x0 + w * 0.9, r.rps)], c.stroke_width(2)),
+                    ])
                     .map_err(err)?;
                 if r.p99_ms > 0.0 {
                     // A diamond in the server's colour, outlined in black to stand out on
                     // its own bar.
-                    let d = vec![(0, -6), (6, 0), (0, 6), (-6, 0)];
+                    let d = vec![(0, -7), (7, 0), (0, 7), (-7, 0)];
                     let mut outline = d.clone();
                     outline.push(d[0]);
                     chart
@@ -725,7 +740,7 @@ pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String> {
             })
             .y_desc("latency, ms")
             .y_label_formatter(&|v| axis_number(*v))
-            .label_style(("sans-serif", 13))
+            .label_style(("sans-serif", 15))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;

@@ -124,14 +124,20 @@ impl Table {
     /// escaped; the total row's label in bold.
     pub fn html(&self) -> String {
         let mut s = String::from("<table>\n");
+        let numeric = self.numeric_columns();
         let mut line = |tag: &str, cells: &[String], bold_first: bool| {
             s.push_str("<tr>");
             for (i, c) in cells.iter().enumerate() {
                 let c = esc(c.trim());
-                let _ = if bold_first && i == 0 {
-                    write!(s, "<{tag}><strong>{c}</strong></{tag}>")
+                let open = if numeric.get(i).copied().unwrap_or(false) {
+                    format!("<{tag} class=\"n\">")
                 } else {
-                    write!(s, "<{tag}>{c}</{tag}>")
+                    format!("<{tag}>")
+                };
+                let _ = if bold_first && i == 0 {
+                    write!(s, "{open}<strong>{c}</strong></{tag}>")
+                } else {
+                    write!(s, "{open}{c}</{tag}>")
                 };
             }
             s.push_str("</tr>\n");
@@ -145,6 +151,28 @@ impl Table {
         }
         s.push_str("</table>\n");
         s
+    }
+}
+
+impl Table {
+    /// The columns whose cells are figures (a digit first, after a `~` or `-`; `-` alone
+    /// for none): right-aligned in HTML so that their digits line up.
+    fn numeric_columns(&self) -> Vec<bool> {
+        let figure = |c: &str| {
+            let c = c.trim().trim_start_matches(['~', '-']);
+            c.chars().next().is_some_and(|ch| ch.is_ascii_digit())
+        };
+        (0..self.header.len())
+            .map(|i| {
+                let cells: Vec<&str> = self
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.get(i).map(|c| c.trim()))
+                    .filter(|c| !c.is_empty() && *c != "-")
+                    .collect();
+                !cells.is_empty() && cells.iter().all(|c| figure(c))
+            })
+            .collect()
     }
 }
 
@@ -245,9 +273,9 @@ mod tests {
         );
         assert_eq!(
             t.html(),
-            "<table>\n<tr><th>name</th><th>n</th></tr>\n<tr><td>a&lt;b</td><td>1|2</td></tr>\n\
-             <tr><td>c</td><td></td></tr>\n<tr><td><strong>all</strong></td><td>1</td></tr>\n\
-             </table>\n"
+            "<table>\n<tr><th>name</th><th class=\"n\">n</th></tr>\n<tr><td>a&lt;b</td>\
+             <td class=\"n\">1|2</td></tr>\n<tr><td>c</td><td class=\"n\"></td></tr>\n\
+             <tr><td><strong>all</strong></td><td class=\"n\">1</td></tr>\n</table>\n"
         );
     }
 }

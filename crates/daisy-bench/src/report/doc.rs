@@ -102,7 +102,7 @@ impl Doc {
                 }
                 Block::List(items) => out.extend(items.iter().cloned()),
                 Block::Table(t) | Block::Scoreboard { table: t, .. } => table(t, &mut out),
-                Block::Counts(c) => out.push(c.text()),
+                Block::Counts(c) => out.extend(c.text().split(", ").map(String::from)),
                 Block::Verdicts(v) => out.extend(v.iter().map(|(_, t)| t.clone())),
                 Block::Figure {
                     number, caption, ..

@@ -13,19 +13,20 @@ h1{font-size:28px;margin-bottom:.2em}h2{font-size:21px;margin-top:1.8em;\
 border-bottom:2px solid #ddd;padding-bottom:.2em}h3{font-size:17px;margin-top:1.4em}\
 table{border-collapse:collapse;margin:.8em 0 1.2em;font-size:13px;\
 font-variant-numeric:tabular-nums}\
-td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:right;vertical-align:top}\
-th{background:#f3f3f3;border-bottom:2px solid #bbb;text-align:right}\
+td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}\
+th{background:#f3f3f3;border-bottom:2px solid #bbb}td.n,th.n{text-align:right}\
 tr:nth-child(even) td{background:#fafafa}\
-td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){text-align:left}\
 table.scoreboard{font-size:14px;width:100%}\
 table.scoreboard td,table.scoreboard th{text-align:left}\
+table.scoreboard td:nth-child(4),table.scoreboard td:nth-child(5){white-space:nowrap}\
 .badge{display:inline-block;min-width:4.2em;text-align:center;font-weight:700;\
 border-radius:3px;padding:1px 6px;color:#fff;font-size:12px}\
 .pass{background:#1a7f37}.tie{background:#b7791f}.fail{background:#c0262d}\
 .notrun{background:#888}\
 p.counts{font-size:17px}p.counts .badge{font-size:15px;margin-right:.2em}\
-ul.verdicts{list-style:none;padding-left:0}ul.verdicts li{margin:.45em 0}\
-ul.verdicts .badge{margin-right:.6em}\
+ul.verdicts{list-style:none;padding-left:0}\
+ul.verdicts li{margin:.45em 0;display:grid;grid-template-columns:6.2em 1fr;align-items:start}\
+ul.verdicts .badge{margin-top:2px;justify-self:start}\
 p.note{font-size:13px;color:#555;margin-top:-.6em}\
 figure{margin:1.2em 0}figcaption{font-size:13px;color:#444;margin-top:.2em}\
 dl.glossary dt{font-weight:700;margin-top:.5em}dl.glossary dd{margin-left:1.5em}\
@@ -72,7 +73,7 @@ fn counts(c: &Counts) -> String {
             s.label()
         ));
     }
-    parts.join(", ")
+    parts.join(" ")
 }
 
 /// A status from the scoreboard's badge cell.

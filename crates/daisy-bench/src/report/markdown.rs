@@ -5,13 +5,13 @@ use super::doc::{Block, Doc};
 use super::verdicts::Counts;
 use std::fmt::Write as _;
 
-/// The counts with each word in bold: "**16 PASS**, **2 TIE**, ...".
+/// The counts, each in bold: "**16 PASS** · **2 TIE** · ...".
 fn counts(c: &Counts) -> String {
     c.text()
         .split(", ")
         .map(|p| format!("**{p}**"))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(" · ")
 }
 
 /// The Markdown report.

@@ -525,10 +525,10 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
 
     let mut verdicts = verdicts(&functional, &tx, &env);
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
+    verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.extend(kv_verdicts(&kv, kv_p1.as_ref()));
     verdicts.extend(types_verdicts(kv_types.as_ref()));
     verdicts.extend(types_memory_verdicts(&kv));
-    verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.insert(1, power_fail_verdict(&power_fail));
     verdicts.insert(2, server_crash_verdict(&server_crash, server_kills));
     Ok(Report {

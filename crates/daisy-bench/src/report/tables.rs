@@ -202,7 +202,11 @@ fn tx(rows: &[txbench::Row]) -> Table {
             row.mechanism.to_string(),
             grouped(row.ns_per_op, 0),
             grouped(row.ops_per_s, 0),
-            format!("{:.0}..{:.0}", row.spread_min_ns, row.spread_max_ns),
+            format!(
+                "{}..{}",
+                grouped(row.spread_min_ns, 0),
+                grouped(row.spread_max_ns, 0)
+            ),
             per_op(row.flushes_per_op),
             per_op(row.fences_per_op),
             row.mode.clone(),
@@ -242,7 +246,11 @@ fn hashmap(r: &Report) -> Table {
                 grouped(row.total_ms, 2)
             ),
             grouped(row.ns_per_op, 0),
-            format!("{:.0}..{:.0}", row.spread_min_ns, row.spread_max_ns),
+            format!(
+                "{}..{}",
+                grouped(row.spread_min_ns, 0),
+                grouped(row.spread_max_ns, 0)
+            ),
             x(row.speedup_vs_msync_op),
             x(row.speedup_vs_msync_end),
             grouped(row.p99_ns, 0),

@@ -310,13 +310,13 @@ impl Verdict {
     }
 
     /// The scoreboard's ratio: the deciding check's ("1.07x", with its label when the
-    /// verdict has several checks); empty for a yes-or-no verdict.
+    /// verdict has several: "0.98x GET P1 (worst of 4)"); empty for a yes-or-no verdict.
     pub fn ratio_text(&self) -> String {
         match self.deciding() {
             None => String::new(),
             Some(c) if self.checks.len() == 1 => format!("{}x", verdict_ratio(c.ratio)),
             Some(c) => format!(
-                "{}x ({}; closest of {})",
+                "{}x {} (worst of {})",
                 verdict_ratio(c.ratio),
                 c.label,
                 self.checks.len()
@@ -419,7 +419,9 @@ pub(super) fn server_crash_verdict(
             format!(
                 "KV server kill torture: daisy serve killed {} times under 3 pipelining \
                  clients, {} acknowledged commands verified after the restarts, {} lost",
-                s.kills, s.acknowledged_verified, s.lost
+                s.kills,
+                grouped(s.acknowledged_verified as f64, 0),
+                s.lost
             ),
         ),
         Err(e) => Verdict::flag(
@@ -430,6 +432,26 @@ pub(super) fn server_crash_verdict(
             "could not run",
             format!("KV server kill torture could not run: {e}"),
         ),
+    }
+}
+
+/// "; runs 0.9-1.1x" after a requirement in a verdict's text, nothing for a single figure.
+fn conf(c: &Check) -> String {
+    let t = c.confidence();
+    if t.is_empty() {
+        t
+    } else {
+        format!("; {t}")
+    }
+}
+
+/// " (runs 0.9-1.1x)" after a figure in a verdict's text, nothing for a single figure.
+fn conf_paren(c: &Check) -> String {
+    let t = c.confidence();
+    if t.is_empty() {
+        t
+    } else {
+        format!(" ({t})")
     }
 }
 
@@ -486,18 +508,17 @@ pub(super) fn disk_verdicts(
             format!("performance: {ours} vs {theirs} on disk"),
             format!("Hash map {short}, N = {}: vs {theirs} on a disk ({fs})", grouped(m.n as f64, 0)),
             Target::AtLeast(1.05).short(),
-            format!("{:.1} ms vs {}{:.1} ms", d.total_ms, tilde(m.extrapolated), m.total_ms),
+            format!("{} ms vs {}{} ms", grouped(d.total_ms, 1), tilde(m.extrapolated), grouped(m.total_ms, 1)),
             vec![check.clone()],
             format!(
                 "File persistence on a disk, hash map N = {} ({what}): Daisy on NVM (tmpfs) {:.1} ms, \
-                 {theirs} on a disk file ({fs}) {}{:.1} ms: {}x (requirement: at least 1.05x; \
-                 {})",
+                 {theirs} on a disk file ({fs}) {}{} ms: {}x (requirement: at least 1.05x{})",
                 grouped(m.n as f64, 0),
                 d.total_ms,
                 tilde(m.extrapolated),
-                m.total_ms,
+                grouped(m.total_ms, 1),
                 verdict_ratio(check.ratio),
-                check.confidence()
+                conf(&check)
             ),
         ));
     }
@@ -552,11 +573,11 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
                 vec![check.clone()],
                 format!(
                     "Hash map, N = {nn} ({what}): Daisy {:.1} ms, {theirs} {:.1} ms: {}x \
-                     (requirement: at least 1.05x; {}){tmpfs_note}",
+                     (requirement: at least 1.05x{}){tmpfs_note}",
                     d.total_ms,
                     m.total_ms,
                     verdict_ratio(check.ratio),
-                    check.confidence()
+                    conf(&check)
                 ),
             ));
         }
@@ -575,16 +596,20 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
             "performance: hash map, insert all and persist, vs the store-end floor",
             format!("Hash map bulk, N = {nn}: daisy-batch vs the store-end floor"),
             "time ≤ 1.50x the floor's",
-            format!("{:.1} ms vs {:.1} ms", d.total_ms, s.total_ms),
+            format!(
+                "{} ms vs {} ms",
+                grouped(d.total_ms, 1),
+                grouped(s.total_ms, 1)
+            ),
             vec![check.clone()],
             format!(
                 "Hash map, N = {nn} (insert all N pairs, then one durability point): Daisy {:.1} \
                  ms, store-end (bare 8-byte stores, every written line flushed and one fence at \
-                 the end) {:.1} ms: Daisy takes {}x its time (requirement: at most 1.5x; {})",
+                 the end) {:.1} ms: Daisy takes {}x its time (requirement: at most 1.5x{})",
                 d.total_ms,
                 s.total_ms,
                 verdict_ratio(check.ratio),
-                check.confidence()
+                conf(&check)
             ),
         ));
     }
@@ -594,16 +619,20 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
             "performance: hash map, insert all and persist, vs DRAM HashMap",
             format!("Hash map bulk, N = {nn}: daisy-batch vs std's HashMap in DRAM"),
             Target::AtLeast(1.0).short(),
-            format!("{:.1} ms vs {:.1} ms", d.total_ms, m.total_ms),
+            format!(
+                "{} ms vs {} ms",
+                grouped(d.total_ms, 1),
+                grouped(m.total_ms, 1)
+            ),
             vec![check.clone()],
             format!(
                 "Hash map, N = {nn} (insert all N pairs): Daisy, durable at the end, {:.1} ms, \
                  std's HashMap in DRAM (nothing persisted) {:.1} ms: {}x (requirement: at \
-                 least 1x; {})",
+                 least 1x{})",
                 d.total_ms,
                 m.total_ms,
                 verdict_ratio(check.ratio),
-                check.confidence()
+                conf(&check)
             ),
         ));
     }
@@ -613,15 +642,19 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
             "comparison: hash map vs PMDK",
             format!("Hash map per insert, N = {nn}: daisy vs PMDK"),
             Target::AtLeast(1.0).short(),
-            format!("{:.0} ns vs {:.0} ns", d.ns_per_op, p.ns_per_op),
+            format!(
+                "{} ns vs {} ns",
+                grouped(d.ns_per_op, 0),
+                grouped(p.ns_per_op, 0)
+            ),
             vec![check.clone()],
             format!(
-                "Hash map, N = {nn}, one transaction per insert: Daisy {:.0} ns, PMDK libpmemobj \
-                 {:.0} ns per insert: {}x faster ({})",
-                d.ns_per_op,
-                p.ns_per_op,
+                "Hash map, N = {nn}, one transaction per insert: Daisy {} ns, PMDK libpmemobj \
+                 {} ns per insert: {}x faster{}",
+                grouped(d.ns_per_op, 0),
+                grouped(p.ns_per_op, 0),
                 verdict_ratio(check.ratio),
-                check.confidence()
+                conf_paren(&check)
             ),
         ));
     }
@@ -746,13 +779,14 @@ pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec
             checks_summary(&checks),
             checks,
             format!(
-                "Data types and MULTI/EXEC, N = {n}, 50 clients, 8-byte values (HSET, SADD and \
+                "Data types and MULTI/EXEC, N = {}, 50 clients, 8-byte values (HSET, SADD and \
                  SPOP on one big hash and set; LPUSH, RPUSH, LPOP, RPOP on one list; LRANGE_N \
                  reads the first N items of a list; ZADD and ZPOPMIN on one sorted set; \
                  MULTI/EXEC = MULTI, SET, INCR, HSET, EXEC, in transactions per second): {} \
                  (target: writes at least 1.00x against redis-none at pipeline 16 and against \
                  redis-aof-always at pipeline 1, reads against redis-none at both; each figure \
                  is the median of the rounds' ratios)",
+                grouped(n as f64, 0),
                 parts.join("; "),
             ),
         ));
@@ -808,11 +842,7 @@ pub(super) fn types_memory_verdicts(kv: &Outcome<kvbench::Report>) -> Vec<Verdic
         ("memory-hash-large", "large hashes", 1.0),
     ] {
         if let (Some(d), Some(r)) = (per("daisy", kind), per("redis-none", kind)) {
-            let c = Check::single(
-                format!("{what}: daisy / redis-none bytes per field"),
-                Target::AtMost(bound),
-                d / r,
-            );
+            let c = Check::single(what.to_string(), Target::AtMost(bound), d / r);
             parts.push(format!(
                 "{what}: {d:.1} against {r:.1} bytes per field = {}x (at most {bound:.1}x){}",
                 verdict_ratio(c.ratio),
@@ -1113,8 +1143,8 @@ pub(super) fn verdicts(
         ),
         format!(
             "Persistence functional test: {} kills, {} committed transactions verified after recovery, {} lost, {} inconsistencies",
-            f.kills,
-            f.transactions_verified,
+            grouped(f.kills as f64, 0),
+            grouped(f.transactions_verified as f64, 0),
             f.lost,
             f.failures,
         ),
@@ -1133,11 +1163,11 @@ pub(super) fn verdicts(
             format!("{} ns vs {} ns", grouped(d.ns_per_op, 0), grouped(m.ns_per_op, 0)),
             vec![check.clone()],
             format!(
-                "Persistence performance: Daisy per-transaction durability {:.1}x faster than msync ({:.0} ns vs {:.0} ns per 8-byte update; requirement: at least 1.05x; {}){tmpfs_note}",
-                check.ratio,
-                d.ns_per_op,
-                m.ns_per_op,
-                check.confidence()
+                "Persistence performance: Daisy per-transaction durability {}x faster than msync ({} ns vs {} ns per 8-byte update; requirement: at least 1.05x{}){tmpfs_note}",
+                verdict_ratio(check.ratio),
+                grouped(d.ns_per_op, 0),
+                grouped(m.ns_per_op, 0),
+                conf(&check)
             ),
         ));
     }
@@ -1150,11 +1180,11 @@ pub(super) fn verdicts(
             format!("{} ns vs {} ns", grouped(d.ns_per_op, 0), grouped(fs.ns_per_op, 0)),
             vec![check.clone()],
             format!(
-                "Persistence performance: Daisy {:.1}x faster than write+fdatasync ({:.0} ns vs {:.0} ns; {})",
-                check.ratio,
-                d.ns_per_op,
-                fs.ns_per_op,
-                check.confidence()
+                "Persistence performance: Daisy {}x faster than write+fdatasync ({} ns vs {} ns; requirement: at least 1.05x{})",
+                verdict_ratio(check.ratio),
+                grouped(d.ns_per_op, 0),
+                grouped(fs.ns_per_op, 0),
+                conf(&check)
             ),
         ));
     }
@@ -1165,14 +1195,18 @@ pub(super) fn verdicts(
                 format!("comparison: {case} vs PMDK"),
                 format!("Transaction {case}: Daisy vs PMDK"),
                 Target::AtLeast(1.0).short(),
-                format!("{} ns vs {} ns", grouped(d.ns_per_op, 0), grouped(p.ns_per_op, 0)),
+                format!(
+                    "{} ns vs {} ns",
+                    grouped(d.ns_per_op, 0),
+                    grouped(p.ns_per_op, 0)
+                ),
                 vec![check.clone()],
                 format!(
-                    "Transactions ({case}): Daisy {:.0} ns, PMDK libpmemobj {:.0} ns: {:.1}x faster ({})",
-                    d.ns_per_op,
-                    p.ns_per_op,
-                    check.ratio,
-                    check.confidence()
+                    "Transactions ({case}): Daisy {} ns, PMDK libpmemobj {} ns: {}x faster{}",
+                    grouped(d.ns_per_op, 0),
+                    grouped(p.ns_per_op, 0),
+                    verdict_ratio(check.ratio),
+                    conf_paren(&check)
                 ),
             ));
         }
@@ -1337,7 +1371,7 @@ mod tests {
             "text",
         );
         assert_eq!(v.status, Status::Tie);
-        assert_eq!(v.ratio_text(), "1.02x (B; closest of 3)");
+        assert_eq!(v.ratio_text(), "1.02x B (worst of 3)");
         assert_eq!(v.text, "text: TIE");
     }
 
