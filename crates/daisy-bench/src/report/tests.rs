@@ -438,7 +438,7 @@ fn markdown_and_html_show_the_same_content() {
         "At every fence of every thread of a workload",
         "<code>store-flush</code> is a bare 8-byte store",
         "more rounds of daisy and redis-none alone",
-        "<td>101 99</td>",
+        ">101 99</td>",
         "19.5 s, seed 3, pmem (clwb).",
     ] {
         assert!(page.contains(item), "report.html lacks {item:?}");
@@ -487,7 +487,7 @@ fn the_scoreboard_opens_the_report_and_counts_the_verdicts() {
     let md = markdown(&r);
     let first_section = md.find("## Environment").unwrap();
     let counts = md
-        .find("**1 PASS**, **1 TIE**, **1 FAIL**, **1 NOT RUN**")
+        .find("**1 PASS** · **1 TIE** · **1 FAIL** · **1 NOT RUN**")
         .unwrap();
     assert!(counts < first_section, "{md}");
     for v in &r.verdicts {
@@ -522,7 +522,7 @@ fn the_scoreboard_opens_the_report_and_counts_the_verdicts() {
     // The counts follow the verdicts.
     let mut r = full();
     r.verdicts.push(verdict("performance: w", Status::Fail));
-    assert!(markdown(&r).contains("**1 PASS**, **1 TIE**, **2 FAIL**, **1 NOT RUN**"));
+    assert!(markdown(&r).contains("**1 PASS** · **1 TIE** · **2 FAIL** · **1 NOT RUN**"));
 }
 
 /// The exit status: a functional failure is 1 whatever the flag; a FAIL verdict is 3, or 0
