@@ -388,6 +388,7 @@ fn by_n(
             .configure_mesh()
             .x_desc("N (pairs inserted)")
             .y_desc(y_desc)
+            .y_labels(20)
             .x_label_formatter(&|v| axis_number(*v))
             .y_label_formatter(&|v| axis_number(*v))
             .label_style(("sans-serif", 15))

@@ -125,8 +125,8 @@ impl Table {
     pub fn html(&self) -> String {
         let mut s = String::from("<table>\n");
         let numeric = self.numeric_columns();
-        let mut line = |tag: &str, cells: &[String], bold_first: bool| {
-            s.push_str("<tr>");
+        let mut line = |tag: &str, cells: &[String], bold_first: bool, gap: bool| {
+            s.push_str(if gap { "<tr class=\"gap\">" } else { "<tr>" });
             for (i, c) in cells.iter().enumerate() {
                 let c = esc(c.trim());
                 let open = if numeric.get(i).copied().unwrap_or(false) {
@@ -142,12 +142,13 @@ impl Table {
             }
             s.push_str("</tr>\n");
         };
-        line("th", &self.header, false);
-        for r in &self.rows {
-            line("td", r, false);
+        line("th", &self.header, false, false);
+        for (i, r) in self.rows.iter().enumerate() {
+            // A new group of rows gets a rule above it (the page's CSS).
+            line("td", r, false, self.breaks.contains(&i));
         }
         if let Some(t) = &self.total {
-            line("td", t, true);
+            line("td", t, true, false);
         }
         s.push_str("</table>\n");
         s

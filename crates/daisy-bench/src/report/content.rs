@@ -285,10 +285,10 @@ fn redis(d: &mut Doc, r: &Report, t: &Tables) {
                      one field per HSET, 8-byte values), and daisy's restart with {} keys of \
                      mixed types (strings; hashes of 4 fields; sets, lists and sorted sets of \
                      4; ten hashes, sets, lists and sorted sets of 10,000 each):",
-                    kvbench::SMALL_HASHES,
+                    crate::table::grouped(kvbench::SMALL_HASHES as f64, 0),
                     kvbench::SMALL_HASH_FIELDS,
                     kvbench::LARGE_HASHES,
-                    kvbench::LARGE_HASH_FIELDS,
+                    crate::table::grouped(kvbench::LARGE_HASH_FIELDS as f64, 0),
                     crate::table::grouped(k.restart_keys as f64, 0)
                 ));
                 d.table(types);

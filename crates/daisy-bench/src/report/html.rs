@@ -15,7 +15,7 @@ table{border-collapse:collapse;margin:.8em 0 1.2em;font-size:13px;\
 font-variant-numeric:tabular-nums}\
 td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}\
 th{background:#f3f3f3;border-bottom:2px solid #bbb}td.n,th.n{text-align:right}\
-tr:nth-child(even) td{background:#fafafa}\
+tr:nth-child(even) td{background:#fafafa}tr.gap td{border-top:2px solid #bbb}\
 table.scoreboard{font-size:14px;width:100%}\
 table.scoreboard td,table.scoreboard th{text-align:left}\
 table.scoreboard td:nth-child(4),table.scoreboard td:nth-child(5){white-space:nowrap}\

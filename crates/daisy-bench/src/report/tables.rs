@@ -230,7 +230,10 @@ fn hashmap(r: &Report) -> Table {
         "flushes+fences (or syncs) per insert",
         "bytes per entry",
     ]);
-    for row in &r.hashmap {
+    for (i, row) in r.hashmap.iter().enumerate() {
+        if i > 0 && r.hashmap[i - 1].n != row.n {
+            t.gap();
+        }
         let x = |v: Option<f64>| v.map(|v| format!("{v:.2}x")).unwrap_or_default();
         let per = match (row.flushes_per_op, row.fences_per_op, row.syncs_per_op) {
             (Some(f), Some(g), _) => format!("{f:.2}+{g:.2}"),
@@ -319,7 +322,14 @@ fn kv(k: &kvbench::Report) -> Table {
         let t = tests.iter().position(|t| *t == r.test);
         (t, r.pipeline, r.value_size, r.requests)
     });
+    let mut case = None;
     for row in rows {
+        // A gap between cases (test, pipeline, value size, N): the servers of one case together.
+        let this = (&row.test, row.pipeline, row.value_size, row.requests);
+        if case.is_some_and(|c| c != this) {
+            t.gap();
+        }
+        case = Some(this);
         t.row([
             row.test.to_ascii_uppercase(),
             row.pipeline.to_string(),
