@@ -88,6 +88,7 @@ impl Doc {
     /// Every piece of text a reader sees, in order: headings, paragraphs, list items, notes,
     /// table cells, figure captions, glossary entries, verdicts. Both renderings must show
     /// each of them (the parity test reads them back from both files).
+    #[cfg(test)]
     pub fn texts(&self) -> Vec<String> {
         let mut out = vec![];
         let table = |t: &Table, out: &mut Vec<String>| {

@@ -187,7 +187,7 @@ impl Check {
         if self.rounds.len() > 1 {
             let won = self.rounds.iter().filter(|&&x| self.target.met(x)).count();
             parts.push(match self.target {
-                Target::AtLeast(t) if t == 1.0 => {
+                Target::AtLeast(1.0) => {
                     format!("faster in {won} of {} rounds", self.rounds.len())
                 }
                 t => format!("{} in {won} of {} rounds", t.short(), self.rounds.len()),
