@@ -197,7 +197,9 @@ fn hashmap(d: &mut Doc, r: &Report, t: &Tables) {
     d.list(r.hashmap_notes.iter().map(|n| n.trim().to_string()));
     d.figure(
         "time per insert against N, both axes logarithmic (lower is better); lines grouped \
-         by kind: Daisy, the stores and PMDK on NVM, the file rivals, DRAM.",
+         by kind (legend): Daisy, the stores and PMDK on NVM, the file rivals, the embedded \
+         databases when measured, DRAM; dashed lines and hollow markers for one durability \
+         point at the end.",
         crate::charts::hashmap_ns(&r.hashmap),
     );
     d.figure(
