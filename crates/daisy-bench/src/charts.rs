@@ -5,48 +5,261 @@
 //! seed 000 asks.
 
 use crate::hashbench;
+use crate::table::grouped;
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-/// One colour per mechanism, the same in every chart (bench tx calls PMDK `pmdk` and the
-/// file rivals `msync`/`fsync`; bench hashmap names their per-op and end variants).
-fn mech_color(m: &str) -> RGBColor {
-    match m {
-        "daisy" => RGBColor(214, 39, 40),
-        "daisy-batch" => RGBColor(255, 127, 14),
-        "store-flush" => RGBColor(31, 119, 180),
-        "store-end" => RGBColor(174, 199, 232),
-        "pmdk" | "pmdk-tx" => RGBColor(44, 160, 44),
-        "msync" | "msync-op" => RGBColor(148, 103, 189),
-        "msync-end" => RGBColor(140, 86, 75),
-        "fsync" | "fsync-op" => RGBColor(227, 119, 194),
-        "fsync-end" => RGBColor(127, 127, 127),
-        "dram" => RGBColor(188, 189, 34),
-        "redis-none" => RGBColor(31, 119, 180),
-        "redis-rdb" => RGBColor(44, 160, 44),
-        "redis-aof-everysec" => RGBColor(148, 103, 189),
-        "redis-aof-always" => RGBColor(140, 86, 75),
-        _ => RGBColor(23, 190, 207),
+/// The Okabe-Ito palette: eight colours told apart with every common colour-vision
+/// deficiency (the yellow darkened to read on white).
+mod okabe_ito {
+    use plotters::style::RGBColor;
+    pub const ORANGE: RGBColor = RGBColor(0xE6, 0x9F, 0x00);
+    pub const SKY_BLUE: RGBColor = RGBColor(0x56, 0xB4, 0xE9);
+    pub const BLUISH_GREEN: RGBColor = RGBColor(0x00, 0x9E, 0x73);
+    pub const YELLOW: RGBColor = RGBColor(0xC8, 0xB4, 0x00);
+    pub const BLUE: RGBColor = RGBColor(0x00, 0x72, 0xB2);
+    pub const VERMILLION: RGBColor = RGBColor(0xD5, 0x5E, 0x00);
+    pub const REDDISH_PURPLE: RGBColor = RGBColor(0xCC, 0x79, 0xA7);
+    pub const BLACK: RGBColor = RGBColor(0x00, 0x00, 0x00);
+    pub const GREY: RGBColor = RGBColor(0x99, 0x99, 0x99);
+}
+
+/// The kind of a mechanism, from its name, so that a new mechanism slots in: `daisy*` is
+/// Daisy, `store-*` and `pmdk*` the NVM floor and PMDK, `msync*`/`fsync*` the file rivals,
+/// `lmdb*`/`redb*`/`sqlite*` (and `rocksdb*`, `leveldb*`) the databases, `dram` DRAM,
+/// `redis-*` Redis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    Daisy,
+    Nvm,
+    Files,
+    Databases,
+    Dram,
+    Redis,
+    Other,
+}
+
+impl Group {
+    pub fn of(name: &str) -> Group {
+        let starts = |ps: &[&str]| ps.iter().any(|p| name.starts_with(p));
+        if starts(&["daisy"]) {
+            Group::Daisy
+        } else if starts(&["store", "pmdk"]) {
+            Group::Nvm
+        } else if starts(&["msync", "fsync", "fdatasync", "write", "pwrite", "mmap"]) {
+            Group::Files
+        } else if starts(&["lmdb", "redb", "sqlite", "rocksdb", "leveldb", "sled"]) {
+            Group::Databases
+        } else if starts(&["dram", "std"]) {
+            Group::Dram
+        } else if starts(&["redis"]) {
+            Group::Redis
+        } else {
+            Group::Other
+        }
+    }
+
+    /// The legend's heading of the group.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::Daisy => "Daisy",
+            Group::Nvm => "NVM floor, PMDK",
+            Group::Files => "file rivals",
+            Group::Databases => "databases",
+            Group::Dram => "DRAM (not persisted)",
+            Group::Redis => "Redis",
+            Group::Other => "other",
+        }
     }
 }
 
-/// The legend, in its own column right of the plot: a line or a box per mechanism.
-fn draw_legend(
-    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
-    names: &[&str],
-    boxes: bool,
-) -> Result<()> {
-    for (i, m) in names.iter().enumerate() {
-        let c = mech_color(m);
-        let y = 50 + i as i32 * 22;
-        if boxes {
-            area.draw(&Rectangle::new([(4, y - 6), (22, y + 6)], c.filled()))
-        } else {
-            area.draw(&PathElement::new(vec![(4, y), (24, y)], c.stroke_width(3)))
+/// A marker's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Circle,
+    Square,
+    Diamond,
+    TriangleUp,
+    TriangleDown,
+    Cross,
+    Plus,
+    Star,
+}
+
+/// How a series looks: its colour by family (the name's stem: `msync-op` and `msync-end`
+/// share blue), its marker by family, and per-operation durability drawn solid with filled
+/// markers, one durability point at the end (`-end`, `-batch`) dashed with hollow ones.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Look {
+    pub color: RGBColor,
+    pub shape: Shape,
+    /// `-end` and `-batch`: dashed line, hollow marker.
+    pub at_end: bool,
+}
+
+/// The look of a mechanism or server, by name pattern (the same in every chart).
+pub fn look(m: &str) -> Look {
+    use okabe_ito::*;
+    let at_end = m.ends_with("-end") || m.ends_with("-batch") || m.ends_with("-bulk");
+    let starts = |p: &str| m.starts_with(p);
+    let (color, shape) = if starts("daisy") {
+        (VERMILLION, Shape::Circle)
+    } else if starts("store") {
+        (BLACK, Shape::Cross)
+    } else if starts("pmdk") {
+        (BLUISH_GREEN, Shape::TriangleUp)
+    } else if starts("msync") {
+        (BLUE, Shape::Square)
+    } else if starts("fsync") || starts("fdatasync") {
+        (SKY_BLUE, Shape::Diamond)
+    } else if starts("lmdb") {
+        (ORANGE, Shape::TriangleDown)
+    } else if starts("redb") {
+        (REDDISH_PURPLE, Shape::Star)
+    } else if starts("sqlite") {
+        (YELLOW, Shape::Square)
+    } else if starts("dram") {
+        (GREY, Shape::Plus)
+    } else if m == "redis-none" {
+        (BLUE, Shape::Square)
+    } else if m == "redis-rdb" {
+        (BLUISH_GREEN, Shape::TriangleUp)
+    } else if m == "redis-aof-everysec" {
+        (ORANGE, Shape::Diamond)
+    } else if m == "redis-aof-always" {
+        (REDDISH_PURPLE, Shape::TriangleDown)
+    } else {
+        (SKY_BLUE, Shape::Plus)
+    };
+    Look {
+        color,
+        shape,
+        at_end,
+    }
+}
+
+/// One colour per mechanism, the same in every chart.
+fn mech_color(m: &str) -> RGBColor {
+    look(m).color
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// A marker of `look` centred at `(x, y)` (pixels of `area`), about `r` pixels in radius:
+/// filled for per-operation durability, hollow for one durability point at the end.
+fn draw_marker(area: &Area, look: Look, (x, y): (i32, i32), r: i32) -> Result<()> {
+    let fill = if look.at_end {
+        WHITE.filled()
+    } else {
+        look.color.filled()
+    };
+    let stroke = look.color.stroke_width(2);
+    let polygon = |pts: Vec<(i32, i32)>| -> Result<()> {
+        area.draw(&Polygon::new(pts.clone(), fill)).map_err(err)?;
+        let mut outline = pts.clone();
+        outline.push(pts[0]);
+        area.draw(&PathElement::new(outline, stroke)).map_err(err)
+    };
+    match look.shape {
+        Shape::Circle => {
+            area.draw(&Circle::new((x, y), r, fill)).map_err(err)?;
+            area.draw(&Circle::new((x, y), r, stroke)).map_err(err)
         }
-        .map_err(err)?;
-        area.draw(&Text::new(m.to_string(), (30, y - 7), ("sans-serif", 14)))
+        Shape::Square => polygon(vec![
+            (x - r, y - r),
+            (x + r, y - r),
+            (x + r, y + r),
+            (x - r, y + r),
+        ]),
+        Shape::Diamond => {
+            let r = r + 1;
+            polygon(vec![(x, y - r), (x + r, y), (x, y + r), (x - r, y)])
+        }
+        Shape::TriangleUp => polygon(vec![(x, y - r - 1), (x + r + 1, y + r), (x - r - 1, y + r)]),
+        Shape::TriangleDown => {
+            polygon(vec![(x, y + r + 1), (x + r + 1, y - r), (x - r - 1, y - r)])
+        }
+        Shape::Star => {
+            let pts = (0..10)
+                .map(|i| {
+                    let a = std::f64::consts::PI * (i as f64) / 5.0 - std::f64::consts::FRAC_PI_2;
+                    let rr = if i % 2 == 0 {
+                        r as f64 + 2.0
+                    } else {
+                        r as f64 * 0.5
+                    };
+                    (
+                        x + (rr * a.cos()).round() as i32,
+                        y + (rr * a.sin()).round() as i32,
+                    )
+                })
+                .collect();
+            polygon(pts)
+        }
+        Shape::Cross => {
+            area.draw(&PathElement::new(
+                vec![(x - r, y - r), (x + r, y + r)],
+                stroke,
+            ))
             .map_err(err)?;
+            area.draw(&PathElement::new(
+                vec![(x - r, y + r), (x + r, y - r)],
+                stroke,
+            ))
+            .map_err(err)
+        }
+        Shape::Plus => {
+            let r = r + 1;
+            area.draw(&PathElement::new(vec![(x - r, y), (x + r, y)], stroke))
+                .map_err(err)?;
+            area.draw(&PathElement::new(vec![(x, y - r), (x, y + r)], stroke))
+                .map_err(err)
+        }
+    }
+}
+
+/// A short sample of a series' line (dashed for `-end`) with its marker.
+fn draw_line_sample(area: &Area, look: Look, (x, y): (i32, i32)) -> Result<()> {
+    let stroke = look.color.stroke_width(2);
+    if look.at_end {
+        for (a, b) in [(x, x + 7), (x + 11, x + 18), (x + 22, x + 28)] {
+            area.draw(&PathElement::new(vec![(a, y), (b, y)], stroke))
+                .map_err(err)?;
+        }
+    } else {
+        area.draw(&PathElement::new(vec![(x, y), (x + 28, y)], stroke))
+            .map_err(err)?;
+    }
+    draw_marker(area, look, (x + 14, y), 4)
+}
+
+/// The legend, in its own column right of the plot, grouped by kind of mechanism (a heading
+/// per group): a line sample with its marker, or a box, per mechanism.
+fn draw_legend(area: &Area, names: &[&str], boxes: bool) -> Result<()> {
+    let mut y = 44;
+    let mut group = None;
+    let bold = ("sans-serif", 15).into_font().style(FontStyle::Bold);
+    for m in names {
+        let g = Group::of(m);
+        if group != Some(g) {
+            if group.is_some() {
+                y += 6;
+            }
+            area.draw(&Text::new(g.title(), (4, y - 7), bold.clone()))
+                .map_err(err)?;
+            y += 20;
+            group = Some(g);
+        }
+        let l = look(m);
+        if boxes {
+            area.draw(&Rectangle::new([(8, y - 6), (24, y + 6)], l.color.filled()))
+                .map_err(err)?;
+        } else {
+            draw_line_sample(area, l, (4, y))?;
+        }
+        area.draw(&Text::new(m.to_string(), (38, y - 8), ("sans-serif", 15)))
+            .map_err(err)?;
+        y += 22;
     }
     Ok(())
 }
@@ -61,11 +274,64 @@ fn group_label(labels: &[impl AsRef<str>], x: f64) -> String {
     }
 }
 
+/// An axis label: thousands separated, small values with the digits they need.
+fn axis_number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 || a == 0.0 {
+        grouped(v, 0)
+    } else if a >= 1.0 {
+        let t = format!("{v:.1}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        let t = format!("{v:.3}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// A log axis's range: whole decades around `(min, max)` with some room, so that every axis
+/// has labelled ticks however close the figures are.
+fn decades((min, max): (f64, f64)) -> (f64, f64) {
+    (
+        10f64.powf((min * 0.8).log10().floor()),
+        10f64.powf((max * 1.25).log10().ceil()),
+    )
+}
+
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("chart: {e}")
 }
 
-/// One line per mechanism: `y(row)` against N, both axes logarithmic.
+/// Labels at the right ends of lines: each at its line's last point, moved apart vertically
+/// (at least `gap` pixels) so none overlaps, within `top..bottom`.
+fn spread_labels(mut ys: Vec<(usize, i32)>, gap: i32, top: i32, bottom: i32) -> Vec<(usize, i32)> {
+    ys.sort_by_key(|&(_, y)| y);
+    for i in 1..ys.len() {
+        if ys[i].1 < ys[i - 1].1 + gap {
+            ys[i].1 = ys[i - 1].1 + gap;
+        }
+    }
+    if let Some(last) = ys.last().map(|l| l.1) {
+        if last > bottom {
+            let shift = last - bottom;
+            for y in &mut ys {
+                y.1 -= shift;
+            }
+            for i in (0..ys.len().saturating_sub(1)).rev() {
+                if ys[i].1 > ys[i + 1].1 - gap {
+                    ys[i].1 = ys[i + 1].1 - gap;
+                }
+            }
+        }
+    }
+    for y in &mut ys {
+        y.1 = y.1.max(top);
+    }
+    ys
+}
+
+/// One line per mechanism: `y(row)` against N, both axes logarithmic. Lines are coloured
+/// and marked by family, dashed for one durability point at the end, labelled at their right
+/// ends; the legend groups them by kind.
 fn by_n(
     rows: &[hashbench::Row],
     title: &str,
@@ -78,62 +344,109 @@ fn by_n(
             names.push(r.mechanism);
         }
     }
-    let pts: Vec<(f64, f64)> = rows
-        .iter()
-        .filter_map(|r| y(r).map(|v| (r.n as f64, v)))
-        .filter(|p| p.1 > 0.0 && p.1.is_finite())
-        .collect();
+    // Grouped: Daisy first, then the NVM floor and PMDK, the files, the databases, DRAM.
+    names.sort_by_key(|m| Group::of(m));
+    let series = |m: &str| -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.mechanism == m)
+            .filter_map(|r| y(r).map(|v| (r.n as f64, v)))
+            .filter(|p| p.1 > 0.0 && p.1.is_finite())
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    };
+    let pts: Vec<(f64, f64)> = names.iter().flat_map(|m| series(m)).collect();
     if pts.is_empty() {
         return Err(anyhow!("chart: no data"));
     }
     let (xmin, xmax) = pts
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let (ymin, ymax) = pts
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (ymin, ymax) = decades(
+        pts.iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1))),
+    );
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (960, 460)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1100, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        // The legend gets its own column on the right, clear of the lines.
-        let (plot, legend) = root.split_horizontally(800);
+        // The legend gets its own column on the right, clear of the lines and their labels.
+        let (plot, legend) = root.split_horizontally(890);
         let mut chart = ChartBuilder::on(&plot)
             .caption(title, ("sans-serif", 20))
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
+            .margin_right(120)
+            .x_label_area_size(44)
+            .y_label_area_size(78)
             .build_cartesian_2d(
                 (xmin * 0.7..xmax * 1.4).log_scale(),
-                (ymin * 0.5..ymax * 2.0).log_scale(),
+                (ymin..ymax).log_scale(),
             )
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc("N (pairs inserted)")
             .y_desc(y_desc)
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| format!("{v}"))
+            .y_labels(20)
+            .x_label_formatter(&|v| axis_number(*v))
+            .y_label_formatter(&|v| axis_number(*v))
+            .label_style(("sans-serif", 15))
+            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
-        for m in &names {
-            let c = mech_color(m);
-            let line: Vec<(f64, f64)> = rows
-                .iter()
-                .filter(|r| r.mechanism == *m)
-                .filter_map(|r| y(r).map(|v| (r.n as f64, v)))
-                .filter(|p| p.1 > 0.0 && p.1.is_finite())
-                .collect();
-            chart
-                .draw_series(LineSeries::new(line.clone(), c.stroke_width(2)))
-                .map_err(err)?
-                .label(*m)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(line.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+        let mut ends = vec![];
+        for (i, m) in names.iter().enumerate() {
+            let l = look(m);
+            let line = series(m);
+            if line.is_empty() {
+                continue;
+            }
+            if l.at_end {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        line.clone(),
+                        7,
+                        4,
+                        l.color.stroke_width(2),
+                    ))
+                    .map_err(err)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(line.clone(), l.color.stroke_width(2)))
+                    .map_err(err)?;
+            }
+            for p in &line {
+                draw_marker(&root, l, chart.backend_coord(p), 4)?;
+            }
+            let last = chart.backend_coord(line.last().expect("not empty"));
+            ends.push((i, last));
+        }
+        let (_, yr) = chart.plotting_area().get_pixel_range();
+        let placed = spread_labels(
+            ends.iter().map(|&(i, (_, y))| (i, y)).collect(),
+            14,
+            yr.start + 6,
+            yr.end - 6,
+        );
+        for (i, ly) in placed {
+            let Some(&(_, (px, py))) = ends.iter().find(|e| e.0 == i) else {
+                continue;
+            };
+            let c = look(names[i]).color;
+            if (ly - py).abs() > 3 {
+                root.draw(&PathElement::new(
+                    vec![(px + 6, py), (px + 14, ly)],
+                    c.mix(0.6).stroke_width(1),
+                ))
                 .map_err(err)?;
+            }
+            root.draw(&Text::new(
+                names[i].to_string(),
+                (px + 16, ly - 7),
+                ("sans-serif", 14).into_font().color(&c),
+            ))
+            .map_err(err)?;
         }
         draw_legend(&legend, &names, false)?;
         root.present().map_err(err)?;
@@ -174,6 +487,7 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
             mechs.push(r.mechanism);
         }
     }
+    mechs.sort_by_key(|m| Group::of(m));
     let vals: Vec<f64> = rows
         .iter()
         .map(|r| r.ns_per_op)
@@ -182,13 +496,15 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
     if vals.is_empty() {
         return Err(anyhow!("chart: no data"));
     }
-    let ymin = vals.iter().cloned().fold(f64::MAX, f64::min) * 0.5;
-    let ymax = vals.iter().cloned().fold(f64::MIN, f64::max) * 2.0;
+    let (ymin, ymax) = decades((
+        vals.iter().cloned().fold(f64::MAX, f64::min),
+        vals.iter().cloned().fold(f64::MIN, f64::max),
+    ));
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (960, 420)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1100, 440)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (plot, legend) = root.split_horizontally(800);
+        let (plot, legend) = root.split_horizontally(890);
         let n = cases.len() as f64;
         let mut chart = ChartBuilder::on(&plot)
             .caption(
@@ -207,7 +523,9 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
             .x_labels(cases.len() * 2 + 1)
             .x_label_formatter(&|x| group_label(&labels, *x))
             .y_desc("ns per transaction")
-            .y_label_formatter(&|v| format!("{v}"))
+            .y_label_formatter(&|v| axis_number(*v))
+            .label_style(("sans-serif", 15))
+            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
         let w = 0.8 / mechs.len() as f64;
@@ -233,8 +551,10 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
     Ok(svg)
 }
 
-/// Redis benchmark: requests/s per server as bars, grouped by case (test and pipeline depth),
-/// with each bar's p99 latency as a black marker on the right-hand (log) axis.
+/// Redis benchmark: requests/s per server as bars, one panel per pipeline depth (each with
+/// its own linear scale: pipeline-16 figures are several times pipeline-1 ones), grouped by
+/// test; each bar's p99 latency is a diamond in the server's colour on a shared right-hand log
+/// axis.
 pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
     let n = rows
         .iter()
@@ -245,84 +565,112 @@ pub fn kv_rps(rows: &[crate::kvbench::Row]) -> Result<String> {
         .iter()
         .filter(|r| r.requests == n && r.value_size == rows[0].value_size)
         .collect();
-    let mut cases: Vec<(String, usize)> = vec![];
+    let mut pipelines: Vec<usize> = vec![];
+    let mut tests: Vec<String> = vec![];
     let mut servers: Vec<&str> = vec![];
     for r in &rows {
-        let c = (r.test.to_ascii_uppercase(), r.pipeline);
-        if !cases.contains(&c) {
-            cases.push(c);
+        if !pipelines.contains(&r.pipeline) {
+            pipelines.push(r.pipeline);
+        }
+        let t = r.test.to_ascii_uppercase();
+        if !tests.contains(&t) {
+            tests.push(t);
         }
         if !servers.contains(&r.server.as_str()) {
             servers.push(&r.server);
         }
     }
-    let ymax = rows.iter().map(|r| r.rps).fold(0.0, f64::max) * 1.15;
+    pipelines.sort_unstable();
+    servers.sort_by_key(|s| Group::of(s));
     let (pmin, pmax) = rows
         .iter()
         .map(|r| r.p99_ms)
         .filter(|v| *v > 0.0)
         .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
-    if ymax <= 0.0 || pmin > pmax {
+    if rows.iter().all(|r| r.rps <= 0.0) || pmin > pmax {
         return Err(anyhow!("chart: no data"));
     }
-    let labels: Vec<String> = cases.iter().map(|(t, p)| format!("{t} P{p}")).collect();
+    let (pmin, pmax) = decades((pmin, pmax));
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (960, 420)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1100, 460)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (plot, legend) = root.split_horizontally(780);
-        let k = cases.len() as f64;
-        let mut chart = ChartBuilder::on(&plot)
-            .caption(
-                format!("Redis benchmark, N = {n}: requests/s (bars), p99 latency (dots)"),
+        let (plots, legend) = root.split_horizontally(900);
+        let plots = plots
+            .titled(
+                &format!(
+                    "Redis benchmark, N = {}: requests/s (bars), p99 latency (diamonds)",
+                    grouped(n as f64, 0)
+                ),
                 ("sans-serif", 18),
             )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .right_y_label_area_size(60)
-            .build_cartesian_2d(0f64..k, 0f64..ymax)
-            .map_err(err)?
-            .set_secondary_coord(0f64..k, ((pmin * 0.5)..(pmax * 2.0)).log_scale());
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(cases.len() * 2 + 1)
-            .x_label_formatter(&|x| group_label(&labels, *x))
-            .y_desc("requests per second")
-            .y_label_formatter(&|v| format!("{:.0}k", v / 1000.0))
-            .draw()
             .map_err(err)?;
-        chart
-            .configure_secondary_axes()
-            .y_desc("p99 ms (log)")
-            .label_style(("sans-serif", 12))
-            .draw()
-            .map_err(err)?;
-        let w = 0.8 / servers.len() as f64;
-        for r in &rows {
-            let c = (r.test.to_ascii_uppercase(), r.pipeline);
-            let (Some(ci), Some(si)) = (
-                cases.iter().position(|x| *x == c),
-                servers.iter().position(|s| *s == r.server),
-            ) else {
-                continue;
-            };
-            let x0 = ci as f64 + 0.1 + si as f64 * w;
+        let panels = plots.split_evenly((1, pipelines.len()));
+        for (panel, &p) in panels.iter().zip(&pipelines) {
+            let prow: Vec<&&crate::kvbench::Row> =
+                rows.iter().filter(|r| r.pipeline == p).collect();
+            let ymax = prow.iter().map(|r| r.rps).fold(0.0, f64::max) * 1.15;
+            let k = tests.len() as f64;
+            let labels = tests.clone();
+            let mut chart = ChartBuilder::on(panel)
+                .caption(format!("pipeline {p}"), ("sans-serif", 15))
+                .margin(10)
+                .x_label_area_size(30)
+                .y_label_area_size(72)
+                .right_y_label_area_size(52)
+                .build_cartesian_2d(0f64..k, 0f64..ymax.max(1.0))
+                .map_err(err)?
+                .set_secondary_coord(0f64..k, (pmin..pmax).log_scale());
             chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(x0, 0.0), (x0 + w * 0.9, r.rps)],
-                    mech_color(&r.server).filled(),
-                )))
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(tests.len() * 2 + 1)
+                .x_label_formatter(&|x| group_label(&labels, *x))
+                .y_desc("requests per second")
+                .y_label_formatter(&|v| axis_number(*v))
+                .label_style(("sans-serif", 14))
+                .light_line_style(RGBColor(235, 235, 235))
+                .draw()
                 .map_err(err)?;
-            if r.p99_ms > 0.0 {
+            chart
+                .configure_secondary_axes()
+                .y_desc("p99 ms (log)")
+                .y_label_formatter(&|v| axis_number(*v))
+                .label_style(("sans-serif", 14))
+                .draw()
+                .map_err(err)?;
+            let w = 0.8 / servers.len() as f64;
+            for r in &prow {
+                let (Some(ti), Some(si)) = (
+                    tests.iter().position(|t| t.eq_ignore_ascii_case(&r.test)),
+                    servers.iter().position(|s| *s == r.server),
+                ) else {
+                    continue;
+                };
+                let x0 = ti as f64 + 0.1 + si as f64 * w;
+                let c = mech_color(&r.server);
+                // Pale bars outlined in the server's colour, so that the p99 diamond in the
+                // full colour stands out on its own bar.
                 chart
-                    .draw_secondary_series(std::iter::once(Circle::new(
-                        (x0 + w * 0.45, r.p99_ms),
-                        4,
-                        BLACK.filled(),
-                    )))
+                    .draw_series([
+                        Rectangle::new([(x0, 0.0), (x0 + w * 0.9, r.rps)], c.mix(0.45).filled()),
+                        Rectangle::new([(x0, 0.0), (x0 + w * 0.9, r.rps)], c.stroke_width(2)),
+                    ])
                     .map_err(err)?;
+                if r.p99_ms > 0.0 {
+                    // A diamond in the server's colour, outlined in black to stand out on
+                    // its own bar.
+                    let d = vec![(0, -7), (7, 0), (0, 7), (-7, 0)];
+                    let mut outline = d.clone();
+                    outline.push(d[0]);
+                    chart
+                        .draw_secondary_series(std::iter::once(
+                            EmptyElement::at((x0 + w * 0.45, r.p99_ms))
+                                + Polygon::new(d, c.filled())
+                                + PathElement::new(outline, BLACK.stroke_width(1)),
+                        ))
+                        .map_err(err)?;
+                }
             }
         }
         draw_legend(&legend, &servers, true)?;
@@ -359,16 +707,20 @@ pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String> {
     }
     let ymin = vals.iter().cloned().fold(f64::MAX, f64::min) * 0.5;
     let ymax = vals.iter().cloned().fold(f64::MIN, f64::max) * 2.0;
-    let names: Vec<&str> = sel.iter().map(|r| r.server.as_str()).collect();
+    let mut names: Vec<&str> = sel.iter().map(|r| r.server.as_str()).collect();
+    names.sort_by_key(|s| Group::of(s));
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (960, 380)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1100, 380)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (plot, legend) = root.split_horizontally(780);
+        let (plot, legend) = root.split_horizontally(890);
         let xs = ["p50", "p99", "max"];
         let mut chart = ChartBuilder::on(&plot)
             .caption(
-                format!("Redis benchmark, {case}, N = {n}: latency percentiles (log)"),
+                format!(
+                    "Redis benchmark, {case}, N = {}: latency percentiles (log)",
+                    grouped(n as f64, 0)
+                ),
                 ("sans-serif", 18),
             )
             .margin(12)
@@ -388,14 +740,13 @@ pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String> {
                 }
             })
             .y_desc("latency, ms")
-            .y_label_formatter(&|v| {
-                let t = format!("{v:.3}");
-                t.trim_end_matches('0').trim_end_matches('.').to_string()
-            })
+            .y_label_formatter(&|v| axis_number(*v))
+            .label_style(("sans-serif", 15))
+            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(err)?;
         for r in &sel {
-            let c = mech_color(&r.server);
+            let l = look(&r.server);
             let pts: Vec<(f64, f64)> = [r.p50_ms, r.p99_ms, r.max_ms]
                 .iter()
                 .enumerate()
@@ -403,11 +754,11 @@ pub fn kv_latency(rows: &[crate::kvbench::Row]) -> Result<String> {
                 .map(|(i, v)| (i as f64, *v))
                 .collect();
             chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(3)))
+                .draw_series(LineSeries::new(pts.clone(), l.color.stroke_width(2)))
                 .map_err(err)?;
-            chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))
-                .map_err(err)?;
+            for p in &pts {
+                draw_marker(&root, l, chart.backend_coord(p), 5)?;
+            }
         }
         draw_legend(&legend, &names, false)?;
         root.present().map_err(err)?;

@@ -30,6 +30,35 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
+/// A distribution-free confidence interval for the median of `samples`: the order statistics
+/// `x(j)` and `x(n+1-j)` (1-based, sorted) with the largest `j` whose coverage
+/// `1 - 2 P(Binomial(n, 1/2) < j)` is at least `level`. With too few samples for `level`
+/// (fewer than 5 at 90%) it is the whole range, min..max, with its lower coverage. Returns
+/// (low, high, coverage); None for no samples.
+pub fn median_interval(samples: &[f64], level: f64) -> Option<(f64, f64, f64)> {
+    let n = samples.len();
+    if n == 0 {
+        return None;
+    }
+    let mut v = samples.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    // P(Binomial(n, 1/2) <= k) for k = 0..n, from the binomial coefficients.
+    let half_n = 0.5f64.powi(n as i32);
+    let mut cdf = Vec::with_capacity(n + 1);
+    let (mut coef, mut acc) = (1.0f64, 0.0f64);
+    for k in 0..=n {
+        acc += coef * half_n;
+        cdf.push(acc);
+        coef = coef * (n - k) as f64 / (k + 1) as f64;
+    }
+    let coverage = |j: usize| 1.0 - 2.0 * cdf[j - 1];
+    let mut j = 1;
+    while j < n.div_ceil(2) && coverage(j + 1) >= level {
+        j += 1;
+    }
+    Some((v[j - 1], v[n - j], coverage(j)))
+}
+
 /// CPU time of the whole machine so far, from the first line of /proc/stat, in clock ticks.
 /// A benchmark on a virtual machine reads it before and after its runs to say how much of
 /// that time the hypervisor gave to other guests ("steal"), a cause of run-to-run swings
@@ -82,6 +111,23 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         let s = Spread::of(&[5.0, 1.0, 9.0]);
         assert_eq!((s.median, s.min, s.max), (5.0, 1.0, 9.0));
+    }
+
+    /// The interval of the median from order statistics: 15 rounds give x(4)..x(12) (96.5%,
+    /// the 90% rule's widest j), 5 rounds the whole range (93.75%), 3 rounds the whole range
+    /// with its 75%.
+    #[test]
+    fn median_interval_takes_order_statistics() {
+        let v: Vec<f64> = (1..=15).map(f64::from).collect();
+        let (lo, hi, c) = median_interval(&v, 0.9).unwrap();
+        assert_eq!((lo, hi), (4.0, 12.0));
+        assert!((c - 0.96484375).abs() < 1e-9, "{c}");
+        let (lo, hi, c) = median_interval(&[5.0, 1.0, 3.0, 2.0, 4.0], 0.9).unwrap();
+        assert_eq!((lo, hi, c), (1.0, 5.0, 0.9375));
+        let (lo, hi, c) = median_interval(&[2.0, 1.0, 3.0], 0.9).unwrap();
+        assert_eq!((lo, hi, c), (1.0, 3.0, 0.75));
+        assert_eq!(median_interval(&[7.0], 0.9), Some((7.0, 7.0, 0.0)));
+        assert_eq!(median_interval(&[], 0.9), None);
     }
 
     #[test]

@@ -100,7 +100,11 @@ impl Table {
     /// The table in Markdown: `| a | b |` lines, the header's followed by `|---|---|`; every
     /// line ends with a newline.
     pub fn markdown(&self) -> String {
-        let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+        // A pipe in a cell would end it: escaped.
+        let line = |cells: &[String]| {
+            let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
         let mut s = line(&self.header);
         s += &format!("|{}\n", "---|".repeat(self.header.len()));
         for r in &self.rows {
@@ -120,27 +124,56 @@ impl Table {
     /// escaped; the total row's label in bold.
     pub fn html(&self) -> String {
         let mut s = String::from("<table>\n");
-        let mut line = |tag: &str, cells: &[String], bold_first: bool| {
-            s.push_str("<tr>");
+        let numeric = self.numeric_columns();
+        let mut line = |tag: &str, cells: &[String], bold_first: bool, gap: bool| {
+            s.push_str(if gap { "<tr class=\"gap\">" } else { "<tr>" });
             for (i, c) in cells.iter().enumerate() {
                 let c = esc(c.trim());
-                let _ = if bold_first && i == 0 {
-                    write!(s, "<{tag}><strong>{c}</strong></{tag}>")
+                let open = if numeric.get(i).copied().unwrap_or(false) {
+                    format!("<{tag} class=\"n\">")
                 } else {
-                    write!(s, "<{tag}>{c}</{tag}>")
+                    format!("<{tag}>")
+                };
+                let _ = if bold_first && i == 0 {
+                    write!(s, "{open}<strong>{c}</strong></{tag}>")
+                } else {
+                    write!(s, "{open}{c}</{tag}>")
                 };
             }
             s.push_str("</tr>\n");
         };
-        line("th", &self.header, false);
-        for r in &self.rows {
-            line("td", r, false);
+        line("th", &self.header, false, false);
+        for (i, r) in self.rows.iter().enumerate() {
+            // A new group of rows gets a rule above it (the page's CSS).
+            line("td", r, false, self.breaks.contains(&i));
         }
         if let Some(t) = &self.total {
-            line("td", t, true);
+            line("td", t, true, false);
         }
         s.push_str("</table>\n");
         s
+    }
+}
+
+impl Table {
+    /// The columns whose cells are figures (a digit first, after a `~` or `-`; `-` alone
+    /// for none): right-aligned in HTML so that their digits line up.
+    fn numeric_columns(&self) -> Vec<bool> {
+        let figure = |c: &str| {
+            let c = c.trim().trim_start_matches(['~', '-']);
+            c.chars().next().is_some_and(|ch| ch.is_ascii_digit())
+        };
+        (0..self.header.len())
+            .map(|i| {
+                let cells: Vec<&str> = self
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.get(i).map(|c| c.trim()))
+                    .filter(|c| !c.is_empty() && *c != "-")
+                    .collect();
+                !cells.is_empty() && cells.iter().all(|c| figure(c))
+            })
+            .collect()
     }
 }
 
@@ -157,6 +190,30 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// A number with `prec` decimals and its thousands separated by commas: `1,234,567.8`.
+pub fn grouped(v: f64, prec: usize) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let s = format!("{:.prec$}", v.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), ""), |(i, f)| (i, f));
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    if v < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        out.insert(0, '-');
+    }
+    out
+}
+
 /// Text escaped for HTML.
 pub fn esc(t: &str) -> String {
     t.replace('&', "&amp;")
@@ -170,7 +227,7 @@ mod tests {
 
     fn sample() -> Table {
         let mut t = Table::new(["name", "n"]);
-        t.row(["a<b", "1"]);
+        t.row(["a<b", "1|2"]);
         t.row(["c", ""]);
         t.total(["all", "1"]);
         t
@@ -194,18 +251,32 @@ mod tests {
     }
 
     #[test]
+    fn grouped_numbers_separate_thousands() {
+        use super::grouped;
+        assert_eq!(grouped(1234567.0, 0), "1,234,567");
+        assert_eq!(grouped(999.0, 0), "999");
+        assert_eq!(grouped(1000.0, 0), "1,000");
+        assert_eq!(grouped(12345.678, 1), "12,345.7");
+        assert_eq!(grouped(-1234.0, 0), "-1,234");
+        assert_eq!(grouped(0.25, 2), "0.25");
+    }
+
+    #[test]
     fn markdown_and_html_render_the_same_cells() {
         let t = sample();
         assert_eq!(
             t.markdown(),
-            "| name | n |\n|---|---|\n| a<b | 1 |\n| c |  |\n| **all** | 1 |\n"
+            "| name | n |\n|---|---|\n| a<b | 1\\|2 |\n| c |  |\n| **all** | 1 |\n"
         );
-        assert_eq!(t.clone().left(&[0]).text(), "name n\na<b  1\nc\nall  1\n");
+        assert_eq!(
+            t.clone().left(&[0]).text(),
+            "name   n\na<b  1|2\nc\nall    1\n"
+        );
         assert_eq!(
             t.html(),
-            "<table>\n<tr><th>name</th><th>n</th></tr>\n<tr><td>a&lt;b</td><td>1</td></tr>\n\
-             <tr><td>c</td><td></td></tr>\n<tr><td><strong>all</strong></td><td>1</td></tr>\n\
-             </table>\n"
+            "<table>\n<tr><th>name</th><th class=\"n\">n</th></tr>\n<tr><td>a&lt;b</td>\
+             <td class=\"n\">1|2</td></tr>\n<tr><td>c</td><td class=\"n\"></td></tr>\n\
+             <tr><td><strong>all</strong></td><td class=\"n\">1</td></tr>\n</table>\n"
         );
     }
 }

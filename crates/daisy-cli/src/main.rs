@@ -45,8 +45,9 @@ enum Cmd {
     /// Stops on SIGTERM, SIGINT or SHUTDOWN.
     Serve(serve::ServeArgs),
     /// The test report: the persistence functional test and the performance tests, written to
-    /// report.md, results.json and CSV files, with verdicts against seed 000's requirement.
-    /// Exits non-zero when the functional test failed.
+    /// report.md, report.html, results.json and CSV files, opening with a scoreboard of
+    /// verdicts (PASS, TIE, FAIL) against seed 000's requirement and the issues' targets.
+    /// Exits 1 when the functional test failed, 3 when a performance verdict is FAIL.
     Report(report::ReportArgs),
     /// (internal) the child process of `daisy crashtest`.
     #[command(hide = true)]

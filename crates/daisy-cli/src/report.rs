@@ -6,7 +6,19 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The exit status, for `daisy report --help`.
+const EXIT_HELP: &str = "\
+Exit status: 0 when every verdict is PASS, TIE or NOT RUN; 1 when a functional test failed \
+(data lost or inconsistent after a crash) or the report could not run; 3 when a performance \
+verdict is FAIL (0 with --allow-perf-fail). The report files are written in every case.
+
+Verdicts: each ratio comes with its rounds or runs and an interval (for paired rounds the \
+distribution-free interval of their median, at least 90% confidence; for unpaired runs the \
+ratio's range over them). PASS: the whole interval meets the requirement; FAIL: none of it \
+does; TIE: the requirement lies inside the interval (this run cannot tell).";
+
 #[derive(Args)]
+#[command(after_help = EXIT_HELP)]
 pub struct ReportArgs {
     /// Directory for the report files.
     #[arg(long, default_value = "daisy-report")]
@@ -23,6 +35,10 @@ pub struct ReportArgs {
     /// Seed of the functional test [default: random]; printed for replay.
     #[arg(long)]
     seed: Option<u64>,
+    /// Exit 0 when a performance verdict is FAIL (a functional failure still exits 1): the
+    /// behaviour before exit statuses, for runs that only want the report.
+    #[arg(long)]
+    allow_perf_fail: bool,
 }
 
 pub fn run(a: ReportArgs) -> Result<ExitCode> {
@@ -57,12 +73,19 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         println!("{}", v.text);
     }
     println!();
+    print!("{}", r.scoreboard_text());
+    println!();
     for f in files {
         println!("wrote {}", f.display());
     }
-    Ok(if r.functional_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let status = r.exit_status(a.allow_perf_fail);
+    println!("verdicts: {}", r.status_line());
+    match status {
+        0 => {}
+        report::EXIT_PERF_FAIL => println!(
+            "exit status {status}: a performance verdict is FAIL (--allow-perf-fail exits 0)"
+        ),
+        _ => println!("exit status {status}: a functional test failed"),
+    }
+    Ok(ExitCode::from(status))
 }

@@ -1,163 +1,169 @@
-//! report.html: one self-contained page (inline CSS and SVG charts, no scripts) with the
-//! verdicts, the charts and the same [`Tables`] as report.md.
+//! report.html: the document tree ([`super::doc`]) as one self-contained page (inline CSS and
+//! SVG charts, no scripts), readable offline.
 
-use super::tables::Tables;
-use super::{Outcome, Report, P1_TARGET_ROUNDS};
-use crate::kvbench;
-use crate::table::{esc, Table};
-use anyhow::Result;
+use super::doc::{Block, Doc};
+use super::verdicts::{Counts, Status};
+use crate::table::esc;
 use std::fmt::Write as _;
 
-/// An SVG chart inline in the page, or a line saying why it is not there.
-fn embed_chart(h: &mut String, chart: Result<String>) {
-    let _ = match chart {
-        Ok(svg) => writeln!(h, "<div class=\"chart\">{svg}</div>"),
-        Err(e) => writeln!(h, "<p>(chart not drawn: {})</p>", esc(&format!("{e:#}"))),
-    };
+const CSS: &str = "\
+body{font-family:'Source Sans 3','Helvetica Neue',Arial,sans-serif;max-width:1180px;\
+margin:2em auto;padding:0 1.5em;color:#1d1d1f;line-height:1.45;font-size:15px}\
+h1{font-size:28px;margin-bottom:.2em}h2{font-size:21px;margin-top:1.8em;\
+border-bottom:2px solid #ddd;padding-bottom:.2em}h3{font-size:17px;margin-top:1.4em}\
+table{border-collapse:collapse;margin:.8em 0 1.2em;font-size:13px;\
+font-variant-numeric:tabular-nums}\
+td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}\
+th{background:#f3f3f3;border-bottom:2px solid #bbb}td.n,th.n{text-align:right}\
+tr:nth-child(even) td{background:#fafafa}tr.gap td{border-top:2px solid #bbb}\
+table.scoreboard{font-size:14px;width:100%}\
+table.scoreboard td,table.scoreboard th{text-align:left}\
+table.scoreboard td:nth-child(4),table.scoreboard td:nth-child(5){white-space:nowrap}\
+.badge{display:inline-block;min-width:4.2em;text-align:center;font-weight:700;\
+border-radius:3px;padding:1px 6px;color:#fff;font-size:12px}\
+.pass{background:#1a7f37}.tie{background:#b7791f}.fail{background:#c0262d}\
+.notrun{background:#888}\
+p.counts{font-size:17px}p.counts .badge{font-size:15px;margin-right:.2em}\
+ul.verdicts{list-style:none;padding-left:0}\
+ul.verdicts li{margin:.45em 0;display:grid;grid-template-columns:6.2em 1fr;align-items:start}\
+ul.verdicts .badge{margin-top:2px;justify-self:start}\
+p.note{font-size:13px;color:#555;margin-top:-.6em}\
+figure{margin:1.2em 0}figcaption{font-size:13px;color:#444;margin-top:.2em}\
+dl.glossary dt{font-weight:700;margin-top:.5em}dl.glossary dd{margin-left:1.5em}\
+code{font-size:90%;background:#f3f3f3;padding:0 3px;border-radius:2px}";
+
+/// Escaped text with its `code` spans in `<code>`.
+fn inline(t: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in t.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{}</code>", esc(part));
+        } else {
+            out += &esc(part);
+        }
+    }
+    out
 }
 
-/// A section's table, or why the section did not run.
-fn table_or_not_run<T>(table: Option<&Table>, outcome: &Outcome<T>) -> String {
-    match (table, outcome) {
-        (Some(t), _) => t.html(),
-        (None, Err(e)) => format!("<p>Not run: {}.</p>\n", esc(e)),
-        (None, Ok(_)) => String::new(),
+fn class(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "pass",
+        Status::Tie => "tie",
+        Status::Fail => "fail",
+        Status::NotRun => "notrun",
     }
 }
 
-/// The servers of the Redis benchmark that did not run or failed, and why.
-fn unavailable(h: &mut String, servers: &[kvbench::Unavailable]) {
-    for u in servers {
-        let _ = writeln!(
-            h,
-            "<p>{} {}: {}</p>",
-            esc(&u.server),
-            u.status,
-            esc(&u.reason)
-        );
-    }
+fn badge(s: Status) -> String {
+    format!("<span class=\"badge {}\">{}</span>", class(s), s.label())
 }
 
-const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
-table{border-collapse:collapse;margin:1em 0;font-size:13px}\
-td,th{border:1px solid #bbb;padding:3px 7px;text-align:right}th{background:#eee}\
-td:first-child,td:nth-child(2){text-align:left}\
-li.pass{color:#106010}li.fail{color:#b01010}li.na{color:#777}.chart{margin:1em 0}";
+/// The counts as badges: "16 PASS, 2 TIE, ...".
+fn counts(c: &Counts) -> String {
+    let mut parts = vec![];
+    for (k, s) in [
+        (c.pass, Status::Pass),
+        (c.tie, Status::Tie),
+        (c.fail, Status::Fail),
+        (c.not_run, Status::NotRun),
+    ] {
+        parts.push(format!(
+            "<span class=\"badge {}\">{k} {}</span>",
+            class(s),
+            s.label()
+        ));
+    }
+    parts.join(" ")
+}
 
-/// The HTML report: one self-contained page (inline CSS and SVG charts, no scripts), readable
-/// offline. The tables are the Markdown report's.
-pub fn html(r: &Report) -> String {
-    let t = Tables::of(r);
+/// A status from the scoreboard's badge cell.
+fn status_of(label: &str) -> Option<Status> {
+    [Status::Pass, Status::Tie, Status::Fail, Status::NotRun]
+        .into_iter()
+        .find(|s| s.label() == label)
+}
+
+/// The HTML report.
+pub(super) fn render(doc: &Doc) -> String {
+    let title = doc
+        .blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::Title(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .unwrap_or("Daisy test report");
     let mut h = String::new();
     let _ = writeln!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>Daisy test report</title><style>{CSS}</style></head><body>"
+         <title>{}</title><style>{CSS}</style></head><body>",
+        esc(title)
     );
-    let _ = writeln!(h, "<h1>Daisy test report</h1>");
-    let _ = writeln!(
-        h,
-        "<p>Generated by <code>daisy report</code> ({:?} level) in {:.0} s. Every figure below \
-         was measured in this run.</p>",
-        r.level, r.seconds
-    );
-    let _ = writeln!(h, "<h2>Verdicts</h2><ul>");
-    for v in &r.verdicts {
-        let class = if v.name.starts_with("not run") {
-            "na"
-        } else if v.passed {
-            "pass"
-        } else {
-            "fail"
-        };
-        let _ = writeln!(h, "<li class=\"{class}\">{}</li>", esc(&v.text));
-    }
-    let _ = writeln!(h, "</ul>");
-    let _ = writeln!(h, "<h2>Environment</h2>{}", t.environment.html());
-    let _ = writeln!(
-        h,
-        "<h2>1. Persistence functional test</h2>{}<h3>Power-failure simulation</h3>{}\
-         <h3>KV server kill torture</h3>{}",
-        t.functional.html(),
-        table_or_not_run(t.power_fail.as_ref(), &r.power_fail),
-        table_or_not_run(t.server_crash.as_ref(), &r.server_crash)
-    );
-    let _ = writeln!(
-        h,
-        "<h2>2. Persistence performance test: small transactions</h2>"
-    );
-    embed_chart(&mut h, crate::charts::tx_ns(&r.tx));
-    let _ = writeln!(h, "{}", t.tx.html());
-    let _ = writeln!(
-        h,
-        "<h2>3. Persistence performance test: hash map (seed 000's table)</h2><ul>"
-    );
-    for n in &r.hashmap_notes {
-        let _ = writeln!(h, "<li>{}</li>", esc(n.trim()));
-    }
-    let _ = writeln!(h, "</ul>");
-    embed_chart(&mut h, crate::charts::hashmap_ns(&r.hashmap));
-    embed_chart(&mut h, crate::charts::hashmap_vs_msync(&r.hashmap));
-    let _ = writeln!(h, "{}", t.hashmap.html());
-    if let Some(disk) = &t.hashmap_disk {
-        let _ = writeln!(h, "<h3>File persistence on a disk</h3>{}", disk.html());
-    }
-    let _ = writeln!(
-        h,
-        "<h2>4. Persistence performance test: Redis (seed 000's table)</h2>"
-    );
-    match (&r.kv, &t.kv) {
-        (Ok(k), Some(requests)) => {
-            embed_chart(&mut h, crate::charts::kv_rps(&k.rows));
-            embed_chart(&mut h, crate::charts::kv_latency(&k.rows));
-            let _ = writeln!(h, "{}", requests.html());
-            if let Some(types) = &t.kv_types_memory {
-                let _ = writeln!(
+    for b in &doc.blocks {
+        let _ = match b {
+            Block::Title(t) => writeln!(h, "<h1>{}</h1>", inline(t)),
+            Block::Heading(level, t) => writeln!(h, "<h{level}>{}</h{level}>", inline(t)),
+            Block::Para(t) => writeln!(h, "<p>{}</p>", inline(t)),
+            Block::List(items) => {
+                let _ = writeln!(h, "<ul>");
+                for i in items {
+                    let _ = writeln!(h, "<li>{}</li>", inline(i));
+                }
+                writeln!(h, "</ul>")
+            }
+            Block::Note(t) => writeln!(h, "<p class=\"note\">{}</p>", inline(t)),
+            Block::Table(t) => write!(h, "{}", t.html()),
+            Block::Scoreboard { table, badge: col } => {
+                // The table's own HTML, with the badge column's cells as badges.
+                let mut html = table
+                    .html()
+                    .replacen("<table>", "<table class=\"scoreboard\">", 1);
+                for row in &table.rows {
+                    if let Some(s) = row.get(*col).and_then(|c| status_of(c)) {
+                        html = html.replacen(
+                            &format!("<td>{}</td></tr>", s.label()),
+                            &format!("<td>{}</td></tr>", badge(s)),
+                            1,
+                        );
+                    }
+                }
+                write!(h, "{html}")
+            }
+            Block::Counts(c) => writeln!(h, "<p class=\"counts\">{}</p>", counts(c)),
+            Block::Verdicts(v) => {
+                let _ = writeln!(h, "<ul class=\"verdicts\">");
+                for (s, t) in v {
+                    let _ = writeln!(h, "<li>{}{}</li>", badge(*s), inline(t));
+                }
+                writeln!(h, "</ul>")
+            }
+            Block::Figure {
+                number,
+                caption,
+                svg,
+            } => match svg {
+                Ok(svg) => writeln!(
                     h,
-                    "<p>Data types: bytes per hash field, and daisy's restart with keys of \
-                     mixed types:</p>\n{}",
-                    types.html()
-                );
+                    "<figure>{svg}<figcaption>Figure {number}: {}</figcaption></figure>",
+                    inline(caption)
+                ),
+                Err(e) => writeln!(
+                    h,
+                    "<figure><figcaption>Figure {number}: {} (chart not drawn: {})</figcaption>\
+                     </figure>",
+                    inline(caption),
+                    esc(e)
+                ),
+            },
+            Block::Glossary(g) => {
+                let _ = writeln!(h, "<dl class=\"glossary\">");
+                for (term, def) in g {
+                    let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", inline(term), inline(def));
+                }
+                writeln!(h, "</dl>")
             }
-            if let Some(memory) = &t.kv_memory {
-                let _ = writeln!(h, "{}", memory.html());
-            }
-            unavailable(&mut h, &k.unavailable);
-        }
-        (Err(e), _) => {
-            let _ = writeln!(h, "<p>Not run: {}</p>", esc(e));
-        }
-        (Ok(_), None) => {}
-    }
-    match (&r.kv_p1, &t.kv_p1) {
-        (Some(Ok(k)), Some(p1)) => {
-            let _ = writeln!(
-                h,
-                "<p>Pipeline 1, {P1_TARGET_ROUNDS} more rounds of daisy and redis-none alone \
-                 (for the target verdict, which pairs them with the rounds above):</p>\n{}",
-                p1.html()
-            );
-            unavailable(&mut h, &k.unavailable);
-        }
-        (Some(Err(e)), _) => {
-            let _ = writeln!(h, "<p>Pipeline-1 target rounds not run: {}</p>", esc(e));
-        }
-        _ => {}
-    }
-    match (&r.kv_types, &t.kv_types) {
-        (Some(Ok(k)), Some(types)) => {
-            let _ = writeln!(
-                h,
-                "<p>Redis's data types and transactions: HSET, SADD, SPOP (redis-benchmark) and \
-                 MULTI/EXEC (MULTI, SET, INCR, HSET, EXEC; transactions per second):</p>\n{}",
-                types.html()
-            );
-            unavailable(&mut h, &k.unavailable);
-        }
-        (Some(Err(e)), _) => {
-            let _ = writeln!(h, "<p>Data types and MULTI/EXEC not run: {}</p>", esc(e));
-        }
-        _ => {}
+        };
     }
     let _ = writeln!(h, "</body></html>");
     h

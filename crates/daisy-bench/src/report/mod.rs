@@ -8,10 +8,14 @@
 //! the functional test lost anything.
 //!
 //! The modules: this one runs the report (its settings, the environment, every measurement);
-//! `verdicts` judges the figures against the requirements; `tables` builds each section's
-//! tables once ([`crate::table::Table`]), which `markdown` (report.md) and `html`
-//! (report.html, with the charts) render; `files` writes every file.
+//! `verdicts` judges the figures against the requirements (PASS, TIE, FAIL); `tables` builds
+//! each section's tables once ([`crate::table::Table`]); `content` puts everything the report
+//! says into one document tree (`doc`: the scoreboard, headings, paragraphs, tables, figures,
+//! notes), which `markdown` (report.md) and `html` (report.html, with the charts) render;
+//! `files` writes every file.
 
+mod content;
+mod doc;
 mod files;
 mod html;
 mod markdown;
@@ -21,9 +25,25 @@ mod tests;
 mod verdicts;
 
 pub use files::write;
-pub use html::html;
-pub use markdown::markdown;
-pub use verdicts::Verdict;
+pub use verdicts::{Check, Counts, Status, Target, Verdict};
+
+/// report.md: the report's document tree in Markdown.
+pub fn markdown(r: &Report) -> String {
+    markdown::render(&content::document(r))
+}
+
+/// report.html: the same document tree as one self-contained page, with the charts.
+pub fn html(r: &Report) -> String {
+    html::render(&content::document(r))
+}
+
+/// How to read the scoreboard (the TIE rule) and the exit status, as the report prints it.
+pub const READING: &str = content::READING;
+
+/// Exit status when a functional test failed (nothing lost may be lost).
+pub const EXIT_FUNCTIONAL_FAIL: u8 = 1;
+/// Exit status when a performance verdict is FAIL (and `--allow-perf-fail` was not given).
+pub const EXIT_PERF_FAIL: u8 = 3;
 
 use crate::kvbench;
 use crate::{crashtest, hashbench, progress, txbench};
@@ -113,8 +133,36 @@ impl Report {
     pub fn functional_passed(&self) -> bool {
         self.verdicts
             .iter()
-            .filter(|v| v.name.starts_with("functional"))
+            .filter(|v| v.is_functional())
             .all(|v| v.passed)
+    }
+
+    /// How many verdicts say PASS, TIE, FAIL and NOT RUN.
+    pub fn counts(&self) -> Counts {
+        Counts::of(&self.verdicts)
+    }
+
+    /// The exit status a script can use: [`EXIT_FUNCTIONAL_FAIL`] when a functional test
+    /// failed, else [`EXIT_PERF_FAIL`] when any verdict is FAIL (unless `allow_perf_fail`),
+    /// else 0. TIE and NOT RUN do not fail it.
+    pub fn exit_status(&self, allow_perf_fail: bool) -> u8 {
+        if !self.functional_passed() {
+            EXIT_FUNCTIONAL_FAIL
+        } else if !allow_perf_fail && self.verdicts.iter().any(|v| v.status == Status::Fail) {
+            EXIT_PERF_FAIL
+        } else {
+            0
+        }
+    }
+
+    /// One line for the terminal: the counts, and the tests that failed.
+    pub fn status_line(&self) -> String {
+        content::status_line(&self.verdicts)
+    }
+
+    /// The scoreboard as text, for the terminal.
+    pub fn scoreboard_text(&self) -> String {
+        content::scoreboard(&self.verdicts).text()
     }
 }
 
@@ -477,10 +525,10 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
 
     let mut verdicts = verdicts(&functional, &tx, &env);
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
+    verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.extend(kv_verdicts(&kv, kv_p1.as_ref()));
     verdicts.extend(types_verdicts(kv_types.as_ref()));
     verdicts.extend(types_memory_verdicts(&kv));
-    verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.insert(1, power_fail_verdict(&power_fail));
     verdicts.insert(2, server_crash_verdict(&server_crash, server_kills));
     Ok(Report {

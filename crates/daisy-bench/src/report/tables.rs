@@ -2,10 +2,22 @@
 //! the same [`Table`]s.
 
 use super::verdicts::find;
-use super::{join_fixed, Report};
+use super::Report;
 use crate::kvbench;
-use crate::table::Table;
+use crate::table::{grouped, Table};
 use crate::txbench;
+
+/// A count with its thousands separated.
+fn count(v: u64) -> String {
+    grouped(v as f64, 0)
+}
+
+/// A number of the simulator's JSON summary, thousands separated.
+fn json_count(v: &serde_json::Value) -> String {
+    v.as_f64()
+        .map(|x| grouped(x, 0))
+        .unwrap_or_else(|| v.to_string())
+}
 
 /// Every table of the report; a section that did not run has none.
 pub(super) struct Tables {
@@ -94,8 +106,8 @@ fn functional(r: &Report) -> Table {
         "seed",
     ]);
     t.row([
-        f.kills.to_string(),
-        f.transactions_verified.to_string(),
+        count(f.kills),
+        count(f.transactions_verified),
         f.lost.to_string(),
         f.failures.to_string(),
         f.recoveries_replayed.to_string(),
@@ -119,20 +131,20 @@ fn power_fail(v: &serde_json::Value) -> Table {
     for w in v["workloads"].as_array().into_iter().flatten() {
         t.row([
             w["workload"].as_str().unwrap_or("?").to_string(),
-            w["transactions"].to_string(),
-            w["crash_points"].to_string(),
-            w["fences_without_point"].to_string(),
-            w["images"].to_string(),
-            w["failures"].to_string(),
+            json_count(&w["transactions"]),
+            json_count(&w["crash_points"]),
+            json_count(&w["fences_without_point"]),
+            json_count(&w["images"]),
+            json_count(&w["failures"]),
         ]);
     }
     t.total([
         "all".to_string(),
         String::new(),
-        v["crash_points"].to_string(),
-        v["fences_without_point"].to_string(),
-        v["images"].to_string(),
-        v["failures"].to_string(),
+        json_count(&v["crash_points"]),
+        json_count(&v["fences_without_point"]),
+        json_count(&v["images"]),
+        json_count(&v["failures"]),
     ]);
     t
 }
@@ -149,8 +161,8 @@ fn server_crash(k: &crate::kvcrash::Summary) -> Table {
     ]);
     t.row([
         k.kills.to_string(),
-        k.acknowledged_verified.to_string(),
-        k.in_flight_applied.to_string(),
+        count(k.acknowledged_verified),
+        count(k.in_flight_applied),
         k.lost.to_string(),
         k.failures.to_string(),
         format!("{:.1}", k.seconds),
@@ -188,9 +200,13 @@ fn tx(rows: &[txbench::Row]) -> Table {
         t.row([
             row.case.clone(),
             row.mechanism.to_string(),
-            format!("{:.0}", row.ns_per_op),
-            format!("{:.0}", row.ops_per_s),
-            format!("{:.0}..{:.0}", row.spread_min_ns, row.spread_max_ns),
+            grouped(row.ns_per_op, 0),
+            grouped(row.ops_per_s, 0),
+            format!(
+                "{}..{}",
+                grouped(row.spread_min_ns, 0),
+                grouped(row.spread_max_ns, 0)
+            ),
             per_op(row.flushes_per_op),
             per_op(row.fences_per_op),
             row.mode.clone(),
@@ -214,7 +230,10 @@ fn hashmap(r: &Report) -> Table {
         "flushes+fences (or syncs) per insert",
         "bytes per entry",
     ]);
-    for row in &r.hashmap {
+    for (i, row) in r.hashmap.iter().enumerate() {
+        if i > 0 && r.hashmap[i - 1].n != row.n {
+            t.gap();
+        }
         let x = |v: Option<f64>| v.map(|v| format!("{v:.2}x")).unwrap_or_default();
         let per = match (row.flushes_per_op, row.fences_per_op, row.syncs_per_op) {
             (Some(f), Some(g), _) => format!("{f:.2}+{g:.2}"),
@@ -222,19 +241,23 @@ fn hashmap(r: &Report) -> Table {
             _ => "-".into(),
         };
         t.row([
-            row.n.to_string(),
+            count(row.n),
             row.mechanism.to_string(),
             format!(
-                "{}{:.2}",
+                "{}{}",
                 if row.extrapolated { "~" } else { "" },
-                row.total_ms
+                grouped(row.total_ms, 2)
             ),
-            format!("{:.0}", row.ns_per_op),
-            format!("{:.0}..{:.0}", row.spread_min_ns, row.spread_max_ns),
+            grouped(row.ns_per_op, 0),
+            format!(
+                "{}..{}",
+                grouped(row.spread_min_ns, 0),
+                grouped(row.spread_max_ns, 0)
+            ),
             x(row.speedup_vs_msync_op),
             x(row.speedup_vs_msync_end),
-            format!("{:.0}", row.p99_ns),
-            format!("{:.0}", row.max_ns),
+            grouped(row.p99_ns, 0),
+            grouped(row.max_ns, 0),
             per,
             row.bytes_per_entry
                 .map(|b| format!("{b:.1}{}", if row.bytes_estimated { " (est)" } else { "" }))
@@ -254,14 +277,14 @@ fn hashmap_disk(r: &Report) -> Table {
     ]);
     for row in &r.hashmap_disk {
         t.row([
-            row.n.to_string(),
+            count(row.n),
             row.mechanism.to_string(),
             format!(
-                "{}{:.1}",
+                "{}{}",
                 if row.extrapolated { "~" } else { "" },
-                row.total_ms
+                grouped(row.total_ms, 1)
             ),
-            format!("{:.0}", row.ns_per_op),
+            grouped(row.ns_per_op, 0),
             row.syncs_per_op
                 .map(|v| format!("{v:.6}"))
                 .unwrap_or_else(|| "-".into()),
@@ -299,15 +322,26 @@ fn kv(k: &kvbench::Report) -> Table {
         let t = tests.iter().position(|t| *t == r.test);
         (t, r.pipeline, r.value_size, r.requests)
     });
+    let mut case = None;
     for row in rows {
+        // A gap between cases (test, pipeline, value size, N): the servers of one case together.
+        let this = (&row.test, row.pipeline, row.value_size, row.requests);
+        if case.is_some_and(|c| c != this) {
+            t.gap();
+        }
+        case = Some(this);
         t.row([
             row.test.to_ascii_uppercase(),
             row.pipeline.to_string(),
             row.value_size.to_string(),
-            row.requests.to_string(),
+            count(row.requests),
             row.server.clone(),
-            format!("{}{:.0}", if row.sampled { "~" } else { "" }, row.rps),
-            format!("{:.1}", row.elapsed_ms),
+            format!(
+                "{}{}",
+                if row.sampled { "~" } else { "" },
+                grouped(row.rps, 0)
+            ),
+            grouped(row.elapsed_ms, 1),
             format!("{:.3}", row.p50_ms),
             format!("{:.3}", row.p99_ms),
             format!("{:.3}", row.max_ms),
@@ -326,7 +360,11 @@ fn kv_memory(k: &kvbench::Report) -> Option<Table> {
     }
     let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
     let dbsize = |r: &kvbench::RestartRow| {
-        format!("{}{}", r.dbsize, if r.dbsize_ok { " ok" } else { " WRONG" })
+        format!(
+            "{}{}",
+            count(r.dbsize),
+            if r.dbsize_ok { " ok" } else { " WRONG" }
+        )
     };
     let mut t = Table::new([
         "server",
@@ -346,8 +384,8 @@ fn kv_memory(k: &kvbench::Report) -> Option<Table> {
             |f: &dyn Fn(&kvbench::RestartRow) -> String| r.map(f).unwrap_or_else(|| "-".into());
         t.row([
             m.server.clone(),
-            m.keys.to_string(),
-            format!("{:.0}", m.load_ms),
+            count(m.keys),
+            grouped(m.load_ms, 0),
             format!("{:.1}", m.bytes_per_key),
             or_dash(&|r| format!("{:.1}", r.restart_ms)),
             or_dash(&dbsize),
@@ -357,7 +395,7 @@ fn kv_memory(k: &kvbench::Report) -> Option<Table> {
     for r in k.restarts.iter().filter(|r| r.after == "sigkill") {
         t.row([
             format!("{} after SIGKILL under load", r.server),
-            r.keys.to_string(),
+            count(r.keys),
             "-".into(),
             "-".into(),
             format!(
@@ -382,8 +420,12 @@ fn kv_p1(k: &kvbench::Report) -> Table {
         t.row([
             row.test.to_ascii_uppercase(),
             row.server.clone(),
-            format!("{:.0}", row.rps),
-            join_fixed(&row.rps_runs, 0),
+            grouped(row.rps, 0),
+            row.rps_runs
+                .iter()
+                .map(|x| grouped(*x, 0))
+                .collect::<Vec<_>>()
+                .join(" "),
         ]);
     }
     t

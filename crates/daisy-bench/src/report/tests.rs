@@ -281,23 +281,26 @@ fn full() -> Report {
         seconds: 95.2,
     };
     r.verdicts = vec![
-        Verdict {
-            name: "functional: data survives crashes".into(),
-            passed: true,
-            text: "Persistence functional test: PASS".into(),
-        },
-        Verdict {
-            name: "not run: x".into(),
-            passed: false,
-            text: "X: <NOT RUN>".into(),
-        },
-        Verdict {
-            name: "performance: y".into(),
-            passed: false,
-            text: "Y: FAIL".into(),
-        },
+        verdict("functional: data survives crashes", Status::Pass),
+        verdict("not run: x", Status::NotRun),
+        verdict("performance: y", Status::Fail),
+        verdict("performance: z", Status::Tie),
     ];
     r
+}
+
+/// A verdict with this status, its text marked up as verdicts' texts can be.
+fn verdict(name: &str, status: Status) -> Verdict {
+    Verdict {
+        name: name.into(),
+        status,
+        passed: status == Status::Pass,
+        test: format!("test <{name}>"),
+        requirement: "≥ 1.05x".into(),
+        measured: "1,234 ns vs 5,678 ns".into(),
+        checks: vec![],
+        text: format!("{name}: `a` & <b>: {}", status.label()),
+    }
 }
 
 /// Every part that can fail to run failed.
@@ -315,13 +318,85 @@ fn failed() -> Report {
     }
 }
 
-/// Every table of the report is in both files: report.md and report.html render the same
-/// tables (the HTML page used to scrape them back out of the Markdown).
+/// The text a reader sees in report.md: Markdown's marks (bold, italics, code spans, quote
+/// and list markers, table pipes) dropped, whitespace collapsed.
+fn md_text(md: &str) -> String {
+    let lines: Vec<String> = md
+        .lines()
+        .map(
+            |l| match l.strip_prefix("| ").and_then(|l| l.strip_suffix(" |")) {
+                // A table row: its cells, the escaped pipes in them restored.
+                Some(cells) => cells
+                    .split(" | ")
+                    .collect::<Vec<_>>()
+                    .join("  ")
+                    .replace("\\|", "|"),
+                // A figure's caption, in italics.
+                None if l.starts_with("*Figure ") => l[1..].replacen("* (chart", " (chart", 1),
+                None => l.strip_prefix("> ").unwrap_or(l).to_string(),
+            },
+        )
+        .collect();
+    collapse(&lines.join("\n").replace("**", "").replace('`', ""))
+}
+
+/// The text a reader sees in report.html: tags (and the SVG charts) dropped, entities
+/// decoded, whitespace collapsed.
+fn html_text(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    // The charts' own text (axis labels) is not report text.
+    while let Some(i) = rest.find("<svg") {
+        out += &rest[..i];
+        rest = rest[i..].split_once("</svg>").map_or("", |(_, r)| r);
+    }
+    out += rest;
+    // Block tags separate words; inline ones (badges, code, bold) do not.
+    let mut text = String::new();
+    let mut tag: Option<String> = None;
+    for c in out.chars() {
+        match (&mut tag, c) {
+            (None, '<') => tag = Some(String::new()),
+            (Some(t), '>') => {
+                let name = t.trim_start_matches('/');
+                let name = name.split_whitespace().next().unwrap_or("");
+                if !["span", "code", "strong"].contains(&name) {
+                    text.push(' ');
+                }
+                tag = None;
+            }
+            (Some(t), c) => t.push(c),
+            (None, c) => text.push(c),
+        }
+    }
+    collapse(
+        &text
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&"),
+    )
+}
+
+fn collapse(t: &str) -> String {
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// report.md and report.html render one document: every piece of text of the document
+/// (headings, paragraphs, notes, list items, table cells, figure captions, glossary, verdicts)
+/// is in both, and every table of the report is in the document.
 #[test]
-fn markdown_and_html_have_the_same_tables() {
+fn markdown_and_html_show_the_same_content() {
     for r in [full(), failed()] {
+        let doc = content::document(&r);
+        let (md, page) = (md_text(&markdown(&r)), html_text(&html(&r)));
+        let texts = doc.texts();
+        assert!(texts.len() > 100, "{}", texts.len());
+        for t in &texts {
+            let t = collapse(&t.replace('`', ""));
+            assert!(md.contains(&t), "report.md lacks {t:?}");
+            assert!(page.contains(&t), "report.html lacks {t:?}");
+        }
         let t = tables::Tables::of(&r);
-        let (md, page) = (markdown(&r), html(&r));
         let all: Vec<&crate::table::Table> = [
             Some(&t.environment),
             Some(&t.functional),
@@ -339,22 +414,48 @@ fn markdown_and_html_have_the_same_tables() {
         .into_iter()
         .flatten()
         .collect();
+        let (md, page) = (markdown(&r), html(&r));
         for table in &all {
             assert!(md.contains(&table.markdown()), "{md}");
             assert!(page.contains(&table.html()), "{page}");
         }
-        assert_eq!(page.matches("<table>").count(), all.len());
+        // The tables, and the scoreboard.
+        assert_eq!(page.matches("<table").count(), all.len() + 1);
+        assert_eq!(
+            md.lines().filter(|l| l.starts_with("|---|")).count(),
+            all.len() + 1
+        );
     }
+    // What report.md had and report.html lacked before they shared one document: the `~`
+    // legend, the CPU-steal note, the restart caption, the method paragraphs, the extra
+    // pipeline-1 table and its caption.
+    let page = html(&full());
+    for item in [
+        "<code>~</code>: timed on a prefix and projected to N",
+        "CPU steal during the request cases: 1.2%",
+        "keys with 8-byte values, loaded pipelined into a fresh server",
+        "A child process runs transactions",
+        "At every fence of every thread of a workload",
+        "<code>store-flush</code> is a bare 8-byte store",
+        "more rounds of daisy and redis-none alone",
+        ">101 99</td>",
+        "19.5 s, seed 3, pmem (clwb).",
+    ] {
+        assert!(page.contains(item), "report.html lacks {item:?}");
+    }
+    // Five charts in the page, their captions in both.
+    assert_eq!(page.matches("<svg").count(), 5);
+    assert!(markdown(&full()).contains("*Figure 5: latency percentiles"));
     let md = markdown(&full());
     assert!(
         md.contains("| kills |") && md.contains("| server kills |"),
         "{md}"
     );
     assert!(
-        md.contains("\n| **all** |  | 1200 | 0 | 60000 | 0 |\n\n19.5 s, seed 3"),
+        md.contains("\n| **all** |  | 1,200 | 0 | 60,000 | 0 |\n\n> 19.5 s, seed 3"),
         "{md}"
     );
-    assert!(md.contains("| daisy after SIGKILL under load | 1000000 | - | - | 4.5 (its open 0.25 ms, 2 transactions replayed) | 1000000 ok | 123.0 MiB |"), "{md}");
+    assert!(md.contains("| daisy after SIGKILL under load | 1,000,000 | - | - | 4.5 (its open 0.25 ms, 2 transactions replayed) | 1,000,000 ok | 123.0 MiB |"), "{md}");
     // What did not run says why, in both.
     let (md, page) = (markdown(&failed()), html(&failed()));
     assert!(
@@ -368,6 +469,79 @@ fn markdown_and_html_have_the_same_tables() {
     assert!(
         page.contains("<p>Pipeline-1 target rounds not run: no redis</p>"),
         "{page}"
+    );
+}
+
+/// The report opens with the scoreboard: the counts of each status, then one row per verdict
+/// with its badge, in both files, before any section.
+#[test]
+fn the_scoreboard_opens_the_report_and_counts_the_verdicts() {
+    let r = full();
+    let c = r.counts();
+    assert_eq!(
+        (c.pass, c.tie, c.fail, c.not_run),
+        (1, 1, 1, 1),
+        "{:?}",
+        r.verdicts
+    );
+    let md = markdown(&r);
+    let first_section = md.find("## Environment").unwrap();
+    let counts = md
+        .find("**1 PASS** · **1 TIE** · **1 FAIL** · **1 NOT RUN**")
+        .unwrap();
+    assert!(counts < first_section, "{md}");
+    for v in &r.verdicts {
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", v.test)))
+            .unwrap_or_else(|| panic!("no scoreboard row for {}: {md}", v.test));
+        assert!(
+            row.ends_with(&format!("| **{}** |", v.status.label())),
+            "{row}"
+        );
+    }
+    let page = html(&r);
+    assert!(
+        page.find("<table class=\"scoreboard\">").unwrap() < page.find("<h2>Environment").unwrap()
+    );
+    for (class, label) in [
+        ("pass", "PASS"),
+        ("tie", "TIE"),
+        ("fail", "FAIL"),
+        ("notrun", "NOT RUN"),
+    ] {
+        // One badge in the scoreboard, one in the details, and the count.
+        assert_eq!(
+            page.matches(&format!("<span class=\"badge {class}\">{label}</span>"))
+                .count(),
+            2,
+            "{class}"
+        );
+        assert!(page.contains(&format!("<span class=\"badge {class}\">1 {label}</span>")));
+    }
+    // The counts follow the verdicts.
+    let mut r = full();
+    r.verdicts.push(verdict("performance: w", Status::Fail));
+    assert!(markdown(&r).contains("**1 PASS** · **1 TIE** · **2 FAIL** · **1 NOT RUN**"));
+}
+
+/// The exit status: a functional failure is 1 whatever the flag; a FAIL verdict is 3, or 0
+/// with --allow-perf-fail; TIE and NOT RUN are 0.
+#[test]
+fn the_exit_status_follows_the_verdicts() {
+    let mut r = full();
+    assert_eq!(r.exit_status(false), EXIT_PERF_FAIL);
+    assert_eq!(r.exit_status(true), 0);
+    r.verdicts.retain(|v| v.status != Status::Fail);
+    assert_eq!(r.exit_status(false), 0, "TIE and NOT RUN do not fail it");
+    r.verdicts[0] = verdict("functional: data survives crashes", Status::Fail);
+    assert_eq!(r.exit_status(false), EXIT_FUNCTIONAL_FAIL);
+    assert_eq!(r.exit_status(true), EXIT_FUNCTIONAL_FAIL);
+    assert!(
+        r.status_line()
+            .contains("(FAIL: test <functional: data survives crashes>)"),
+        "{}",
+        r.status_line()
     );
 }
 

@@ -1,42 +1,398 @@
-//! The verdicts: each figure against the seed's requirement (or the issue's target), PASS or
-//! FAIL, with the figures that decide it.
+//! The verdicts: each figure against the seed's requirement (or the issue's target), with the
+//! figures that decide it and how sure the run is of them.
+//!
+//! A verdict holds one or more [`Check`]s, each a ratio against a target. The rule for a
+//! check (README, "Reading the report"):
+//! - with paired rounds (the Redis benchmark: in each round the servers run the case back to
+//!   back), the ratio is the median of the rounds' ratios and its interval the
+//!   distribution-free interval of that median ([`crate::stats::median_interval`], at least
+//!   90% confidence, or the whole range of the rounds when there are too few of them);
+//! - with unpaired runs (transactions, hash map), the interval is the range of the ratio over
+//!   the runs: the rival's fastest over Daisy's slowest to the rival's slowest over Daisy's
+//!   fastest;
+//! - PASS when the whole interval meets the target, FAIL when none of it does, TIE when the
+//!   target lies inside it (the run cannot tell); with a single run, the ratio alone decides.
+//!
+//! A verdict is FAIL when any check is, else TIE when any check is, else PASS.
 
 use super::{join_fixed, Environment, Outcome, P1_TARGET_ROUNDS};
 use crate::kvbench;
+use crate::table::grouped;
 use crate::{crashtest, hashbench, txbench};
 use std::path::PathBuf;
+
+/// What a verdict says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum Status {
+    Pass,
+    /// The target lies within the interval of the measured ratio: the run cannot tell.
+    Tie,
+    Fail,
+    /// The part did not run (a rival or tool missing); not a failure of the product.
+    NotRun,
+}
+
+impl Status {
+    /// The word the report prints: PASS, TIE, FAIL, NOT RUN.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Tie => "TIE",
+            Status::Fail => "FAIL",
+            Status::NotRun => "NOT RUN",
+        }
+    }
+}
+
+/// Which way a ratio must go.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub enum Target {
+    AtLeast(f64),
+    AtMost(f64),
+}
+
+impl Target {
+    fn met(self, x: f64) -> bool {
+        match self {
+            Target::AtLeast(t) => x >= t,
+            Target::AtMost(t) => x <= t,
+        }
+    }
+
+    /// How far `x` is on the right side of the target (above 1 is met), to find the closest
+    /// check of a verdict.
+    fn margin(self, x: f64) -> f64 {
+        match self {
+            Target::AtLeast(t) => x / t,
+            Target::AtMost(t) => t / x,
+        }
+    }
+
+    /// "at least 1.05x", "at most 1.5x".
+    pub fn text(self) -> String {
+        match self {
+            Target::AtLeast(t) => format!("at least {t:.2}x"),
+            Target::AtMost(t) => format!("at most {t:.2}x"),
+        }
+    }
+
+    /// "≥ 1.05x", "≤ 1.50x", for the scoreboard.
+    pub fn short(self) -> String {
+        match self {
+            Target::AtLeast(t) => format!("≥ {t:.2}x"),
+            Target::AtMost(t) => format!("≤ {t:.2}x"),
+        }
+    }
+}
+
+/// Where the true ratio lies, from this run's rounds or runs.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+    /// The confidence of a median's interval over paired rounds; None for the range over
+    /// unpaired runs.
+    pub coverage: Option<f64>,
+}
+
+/// One ratio against its target.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Check {
+    /// What is compared: "SET P1 vs redis-none".
+    pub label: String,
+    pub ratio: f64,
+    pub target: Target,
+    /// The paired rounds' ratios (empty without paired rounds).
+    pub rounds: Vec<f64>,
+    pub interval: Option<Interval>,
+    pub status: Status,
+}
+
+impl Check {
+    fn judged(
+        label: String,
+        target: Target,
+        ratio: f64,
+        rounds: Vec<f64>,
+        interval: Option<Interval>,
+    ) -> Check {
+        let status = match interval {
+            Some(i) if i.low < i.high => match (target.met(i.low), target.met(i.high)) {
+                (true, true) => Status::Pass,
+                (false, false) => Status::Fail,
+                _ => Status::Tie,
+            },
+            _ if target.met(ratio) => Status::Pass,
+            _ => Status::Fail,
+        };
+        Check {
+            label,
+            ratio,
+            target,
+            rounds,
+            interval,
+            status,
+        }
+    }
+
+    /// A ratio from paired rounds: their median, with the median's interval; `fallback` when
+    /// no rounds pair (no runs kept).
+    pub fn paired(
+        label: impl Into<String>,
+        target: Target,
+        rounds: Vec<f64>,
+        fallback: f64,
+    ) -> Check {
+        let ratio = if rounds.is_empty() {
+            fallback
+        } else {
+            crate::stats::median(&rounds)
+        };
+        let interval = (rounds.len() > 1)
+            .then(|| crate::stats::median_interval(&rounds, 0.9))
+            .flatten()
+            .map(|(low, high, c)| Interval {
+                low,
+                high,
+                coverage: Some(c),
+            });
+        Check::judged(label.into(), target, ratio, rounds, interval)
+    }
+
+    /// A ratio of medians over unpaired runs, with its range over the runs (`low`..`high`).
+    pub fn runs(
+        label: impl Into<String>,
+        target: Target,
+        ratio: f64,
+        low: f64,
+        high: f64,
+    ) -> Check {
+        let interval = (low.is_finite() && high.is_finite() && low < high).then_some(Interval {
+            low,
+            high,
+            coverage: None,
+        });
+        Check::judged(label.into(), target, ratio, vec![], interval)
+    }
+
+    /// A single figure, no spread known.
+    pub fn single(label: impl Into<String>, target: Target, ratio: f64) -> Check {
+        Check::judged(label.into(), target, ratio, vec![], None)
+    }
+
+    /// How sure the run is: "faster in 8 of 15 rounds, 0.97-1.06x (96%)", "runs 0.9-1.2x";
+    /// empty for a single figure.
+    pub fn confidence(&self) -> String {
+        let mut parts = vec![];
+        if self.rounds.len() > 1 {
+            let won = self.rounds.iter().filter(|&&x| self.target.met(x)).count();
+            parts.push(match self.target {
+                Target::AtLeast(1.0) => {
+                    format!("faster in {won} of {} rounds", self.rounds.len())
+                }
+                t => format!("{} in {won} of {} rounds", t.short(), self.rounds.len()),
+            });
+        }
+        match self.interval {
+            Some(Interval {
+                low,
+                high,
+                coverage: Some(c),
+            }) => parts.push(format!(
+                "median within {}-{}x ({:.0}%)",
+                verdict_ratio(low),
+                verdict_ratio(high),
+                c * 100.0
+            )),
+            Some(Interval { low, high, .. }) => parts.push(format!(
+                "runs {}-{}x",
+                verdict_ratio(low),
+                verdict_ratio(high)
+            )),
+            None => {}
+        }
+        parts.join(", ")
+    }
+}
 
 /// A requirement judged on this run's figures.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Verdict {
+    /// A stable key ("performance: ...", "functional: ...", "not run: ...").
     pub name: String,
+    pub status: Status,
+    /// status == PASS (kept in results.json for the scripts that read it).
     pub passed: bool,
+    /// The scoreboard's short columns: what is tested, the requirement, what was measured.
+    pub test: String,
+    pub requirement: String,
+    pub measured: String,
+    /// The ratios judged (none for a yes-or-no verdict such as "nothing lost").
+    pub checks: Vec<Check>,
+    /// The long explanation, ending with the verdict.
     pub text: String,
 }
+
+impl Verdict {
+    fn with_status(
+        name: impl Into<String>,
+        status: Status,
+        test: impl Into<String>,
+        requirement: impl Into<String>,
+        measured: impl Into<String>,
+        checks: Vec<Check>,
+        text: impl Into<String>,
+    ) -> Verdict {
+        Verdict {
+            name: name.into(),
+            status,
+            passed: status == Status::Pass,
+            test: test.into(),
+            requirement: requirement.into(),
+            measured: measured.into(),
+            checks,
+            text: format!("{}: {}", text.into(), status.label()),
+        }
+    }
+
+    /// A verdict on ratios: FAIL when any check fails, else TIE when any ties, else PASS.
+    fn judged(
+        name: impl Into<String>,
+        test: impl Into<String>,
+        requirement: impl Into<String>,
+        measured: impl Into<String>,
+        checks: Vec<Check>,
+        text: impl Into<String>,
+    ) -> Verdict {
+        let status = checks
+            .iter()
+            .map(|c| c.status)
+            .max()
+            .unwrap_or(Status::Pass);
+        Verdict::with_status(name, status, test, requirement, measured, checks, text)
+    }
+
+    /// A yes-or-no verdict.
+    fn flag(
+        name: impl Into<String>,
+        ok: bool,
+        test: impl Into<String>,
+        requirement: impl Into<String>,
+        measured: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Verdict {
+        let status = if ok { Status::Pass } else { Status::Fail };
+        Verdict::with_status(name, status, test, requirement, measured, vec![], text)
+    }
+
+    /// A part that did not run, and why.
+    fn not_run(name: impl Into<String>, test: impl Into<String>, why: &str) -> Verdict {
+        Verdict::with_status(
+            name,
+            Status::NotRun,
+            test,
+            "-",
+            why.to_string(),
+            vec![],
+            format!("{}: {why}", "Not run"),
+        )
+    }
+
+    /// The check that decides the verdict: the worst status, then the smallest margin.
+    pub fn deciding(&self) -> Option<&Check> {
+        self.checks.iter().max_by(|a, b| {
+            a.status.cmp(&b.status).then(
+                b.target
+                    .margin(b.ratio)
+                    .total_cmp(&a.target.margin(a.ratio)),
+            )
+        })
+    }
+
+    /// The scoreboard's ratio: the deciding check's ("1.07x", with its label when the
+    /// verdict has several: "0.98x GET P1 (worst of 4)"); empty for a yes-or-no verdict.
+    pub fn ratio_text(&self) -> String {
+        match self.deciding() {
+            None => String::new(),
+            Some(c) if self.checks.len() == 1 => format!("{}x", verdict_ratio(c.ratio)),
+            Some(c) => format!(
+                "{}x {} (worst of {})",
+                verdict_ratio(c.ratio),
+                c.label,
+                self.checks.len()
+            ),
+        }
+    }
+
+    /// The scoreboard's confidence: the deciding check's rounds and interval.
+    pub fn confidence(&self) -> String {
+        self.deciding().map(Check::confidence).unwrap_or_default()
+    }
+
+    pub fn is_functional(&self) -> bool {
+        self.name.starts_with("functional")
+    }
+}
+
+/// How many verdicts say PASS, TIE, FAIL and NOT RUN.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub pass: usize,
+    pub tie: usize,
+    pub fail: usize,
+    pub not_run: usize,
+}
+
+impl Counts {
+    pub fn of(v: &[Verdict]) -> Counts {
+        let mut c = Counts::default();
+        for x in v {
+            *match x.status {
+                Status::Pass => &mut c.pass,
+                Status::Tie => &mut c.tie,
+                Status::Fail => &mut c.fail,
+                Status::NotRun => &mut c.not_run,
+            } += 1;
+        }
+        c
+    }
+
+    /// "16 PASS, 2 TIE, 1 FAIL, 0 NOT RUN".
+    pub fn text(&self) -> String {
+        format!(
+            "{} PASS, {} TIE, {} FAIL, {} NOT RUN",
+            self.pass, self.tie, self.fail, self.not_run
+        )
+    }
+}
+
 /// The power-failure simulation: every crash image recovered and verified, no fence without
 /// a crash point.
 pub(super) fn power_fail_verdict(power_fail: &Outcome<serde_json::Value>) -> Verdict {
+    let name = "functional: data survives power failures";
+    let test = "Power-failure simulation (library)";
     match power_fail {
         Ok(v) => {
             let failures = v["failures"].as_u64().unwrap_or(1);
             let unchecked = v["fences_without_point"].as_u64().unwrap_or(1);
-            let passed = failures == 0 && unchecked == 0;
-            Verdict {
-                name: "functional: data survives power failures".into(),
-                passed,
-                text: format!(
-                    "Power-failure simulation: {} crash images at {} crash points (every fence of every thread, {} without one) recovered and verified, {} failures: {}",
-                    v["images"], v["crash_points"], unchecked, failures,
-                    if passed { "PASS" } else { "FAIL" }
+            let images = v["images"].as_f64().unwrap_or(0.0);
+            Verdict::flag(
+                name,
+                failures == 0 && unchecked == 0,
+                test,
+                "every crash image recovers to a committed state",
+                format!("{} images, {failures} failures", grouped(images, 0)),
+                format!(
+                    "Power-failure simulation: {} crash images at {} crash points (every fence of \
+                     every thread, {unchecked} without one) recovered and verified, {failures} \
+                     failures",
+                    grouped(images, 0),
+                    grouped(v["crash_points"].as_f64().unwrap_or(0.0), 0)
                 ),
-            }
+            )
         }
         // Not a failure of the product: the simulator binary was not built.
-        Err(e) => Verdict {
-            name: "not run: power-failure simulation".into(),
-            passed: false,
-            text: format!("Power-failure simulation: {e}: NOT RUN"),
-        },
+        Err(e) => Verdict::not_run(format!("not run: {test}"), test, e),
     }
 }
 
@@ -45,29 +401,80 @@ pub(super) fn server_crash_verdict(
     server_crash: &Outcome<crate::kvcrash::Summary>,
     kills: u64,
 ) -> Verdict {
+    let name = "functional: the KV server loses no acknowledged write";
+    let test = "Kill torture (daisy serve)";
+    let requirement = "no acknowledged write lost";
     match server_crash {
-        Ok(s) => {
-            let ok = s.lost == 0 && s.failures == 0 && s.kills == kills;
-            Verdict {
-                name: "functional: the KV server loses no acknowledged write".into(),
-                passed: ok,
-                text: format!(
-                    "KV server kill torture: daisy serve killed {} times under 3 pipelining \
-                     clients, {} acknowledged commands verified after the restarts, {} lost: {}",
-                    s.kills,
-                    s.acknowledged_verified,
-                    s.lost,
-                    if ok { "PASS" } else { "FAIL" }
-                ),
-            }
-        }
-        Err(e) => Verdict {
-            name: "functional: the KV server loses no acknowledged write".into(),
-            passed: false,
-            text: format!("KV server kill torture could not run: {e}: FAIL"),
-        },
+        Ok(s) => Verdict::flag(
+            name,
+            s.lost == 0 && s.failures == 0 && s.kills == kills,
+            test,
+            requirement,
+            format!(
+                "{} kills, {} writes verified, {} lost",
+                s.kills,
+                grouped(s.acknowledged_verified as f64, 0),
+                s.lost
+            ),
+            format!(
+                "KV server kill torture: daisy serve killed {} times under 3 pipelining \
+                 clients, {} acknowledged commands verified after the restarts, {} lost",
+                s.kills,
+                grouped(s.acknowledged_verified as f64, 0),
+                s.lost
+            ),
+        ),
+        Err(e) => Verdict::flag(
+            name,
+            false,
+            test,
+            requirement,
+            "could not run",
+            format!("KV server kill torture could not run: {e}"),
+        ),
     }
 }
+
+/// "; runs 0.9-1.1x" after a requirement in a verdict's text, nothing for a single figure.
+fn conf(c: &Check) -> String {
+    let t = c.confidence();
+    if t.is_empty() {
+        t
+    } else {
+        format!("; {t}")
+    }
+}
+
+/// " (runs 0.9-1.1x)" after a figure in a verdict's text, nothing for a single figure.
+fn conf_paren(c: &Check) -> String {
+    let t = c.confidence();
+    if t.is_empty() {
+        t
+    } else {
+        format!(" ({t})")
+    }
+}
+
+/// "~" before a figure projected from a prefix.
+fn tilde(extrapolated: bool) -> &'static str {
+    if extrapolated {
+        "~"
+    } else {
+        ""
+    }
+}
+
+/// Their time over ours (how many times faster Daisy is), with the range over the runs.
+fn faster(label: String, target: f64, ours: &hashbench::Row, theirs: &hashbench::Row) -> Check {
+    Check::runs(
+        label,
+        Target::AtLeast(target),
+        theirs.total_ms / ours.total_ms,
+        theirs.spread_min_ms / ours.spread_max_ms,
+        theirs.spread_max_ms / ours.spread_min_ms,
+    )
+}
+
 /// Daisy on (emulated) NVM against file persistence that really persists: on a disk. (Seed 000
 /// itself ran its file rivals on a tmpfs RAMDISK carved from the same battery-backed NVDIMM, so
 /// that only the mechanism differed: the tmpfs rows reproduce that. Here tmpfs is plain DRAM and
@@ -81,13 +488,14 @@ pub(super) fn disk_verdicts(
     let Some((_, fs)) = dir else {
         return v;
     };
-    for (ours, theirs, what) in [
+    for (ours, theirs, what, short) in [
         (
             "daisy-batch",
             "msync-end",
             "insert all, then one durability point",
+            "bulk",
         ),
-        ("daisy", "msync-op", "every insert durable"),
+        ("daisy", "msync-op", "every insert durable", "per insert"),
     ] {
         let Some(m) = disk.iter().find(|r| r.mechanism == theirs) else {
             continue;
@@ -95,21 +503,24 @@ pub(super) fn disk_verdicts(
         let Some(d) = pm.iter().find(|r| r.mechanism == ours && r.n == m.n) else {
             continue;
         };
-        let ratio = m.total_ms / d.total_ms;
-        v.push(Verdict {
-            name: format!("performance: {ours} vs {theirs} on disk"),
-            passed: ratio >= 1.05,
-            text: format!(
+        let check = faster(format!("{ours} vs {theirs} on {fs}"), 1.05, d, m);
+        v.push(Verdict::judged(
+            format!("performance: {ours} vs {theirs} on disk"),
+            format!("Hash map {short}, N = {}: vs {theirs} on a disk ({fs})", grouped(m.n as f64, 0)),
+            Target::AtLeast(1.05).short(),
+            format!("{} ms vs {}{} ms", grouped(d.total_ms, 1), tilde(m.extrapolated), grouped(m.total_ms, 1)),
+            vec![check.clone()],
+            format!(
                 "File persistence on a disk, hash map N = {} ({what}): Daisy on NVM (tmpfs) {:.1} ms, \
-                 {theirs} on a disk file ({fs}) {}{:.1} ms: {ratio:.1}x (requirement: at least \
-                 1.05x): {}",
-                m.n,
+                 {theirs} on a disk file ({fs}) {}{} ms: {}x (requirement: at least 1.05x{})",
+                grouped(m.n as f64, 0),
                 d.total_ms,
-                if m.extrapolated { "~" } else { "" },
-                m.total_ms,
-                if ratio >= 1.05 { "PASS" } else { "FAIL" }
+                tilde(m.extrapolated),
+                grouped(m.total_ms, 1),
+                verdict_ratio(check.ratio),
+                conf(&check)
             ),
-        });
+        ));
     }
     v
 }
@@ -122,6 +533,7 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
         return v;
     };
     let at = |m: &str| rows.iter().find(|r| r.n == n && r.mechanism == m);
+    let nn = grouped(n as f64, 0);
     let tmpfs_note = if env.fs == "tmpfs" {
         " (on tmpfs msync writes nothing to any device: the rival persists nothing here, so \
          this comparison is the rival's best case (seed 000's tmpfs sat on a battery-backed \
@@ -130,81 +542,121 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
     } else {
         ""
     };
-    for (name, ours, theirs, what) in [
+    for (name, ours, theirs, what, short) in [
         (
             "performance: hash map, insert all and persist, vs msync",
             "daisy-batch",
             "msync-end",
             "insert all N pairs, then one durability point",
+            "bulk",
         ),
         (
             "performance: hash map, every insert durable, vs msync",
             "daisy",
             "msync-op",
             "every insert durable when it returns",
+            "per insert",
         ),
     ] {
         if let (Some(d), Some(m)) = (at(ours), at(theirs)) {
-            let ratio = m.total_ms / d.total_ms;
-            v.push(Verdict {
-                name: name.into(),
-                passed: ratio >= 1.05,
-                text: format!(
-                    "Hash map, N = {n} ({what}): Daisy {:.1} ms, {theirs} {:.1} ms: {}x \
-                     (requirement: at least 1.05x){tmpfs_note}: {}",
+            let check = faster(format!("{ours} vs {theirs}"), 1.05, d, m);
+            v.push(Verdict::judged(
+                name,
+                format!("Hash map {short}, N = {nn}: {ours} vs {theirs}"),
+                Target::AtLeast(1.05).short(),
+                format!(
+                    "{:.1} ms vs {}{:.1} ms",
+                    d.total_ms,
+                    tilde(m.extrapolated),
+                    m.total_ms
+                ),
+                vec![check.clone()],
+                format!(
+                    "Hash map, N = {nn} ({what}): Daisy {:.1} ms, {theirs} {:.1} ms: {}x \
+                     (requirement: at least 1.05x{}){tmpfs_note}",
                     d.total_ms,
                     m.total_ms,
-                    verdict_ratio(ratio),
-                    if ratio >= 1.05 { "PASS" } else { "FAIL" }
+                    verdict_ratio(check.ratio),
+                    conf(&check)
                 ),
-            });
+            ));
         }
     }
     // Issue 22's bulk targets: the batch within 1.5x of bare stores with one durability point
     // (store-end), and faster than the DRAM HashMap (every table sized for N beforehand).
     if let (Some(d), Some(s)) = (at("daisy-batch"), at("store-end")) {
-        let ratio = d.total_ms / s.total_ms;
-        v.push(Verdict {
-            name: "performance: hash map, insert all and persist, vs the store-end floor".into(),
-            passed: ratio <= 1.5,
-            text: format!(
-                "Hash map, N = {n} (insert all N pairs, then one durability point): Daisy {:.1} \
+        let check = Check::runs(
+            "daisy-batch time / store-end time",
+            Target::AtMost(1.5),
+            d.total_ms / s.total_ms,
+            d.spread_min_ms / s.spread_max_ms,
+            d.spread_max_ms / s.spread_min_ms,
+        );
+        v.push(Verdict::judged(
+            "performance: hash map, insert all and persist, vs the store-end floor",
+            format!("Hash map bulk, N = {nn}: daisy-batch vs the store-end floor"),
+            "time ≤ 1.50x the floor's",
+            format!(
+                "{} ms vs {} ms",
+                grouped(d.total_ms, 1),
+                grouped(s.total_ms, 1)
+            ),
+            vec![check.clone()],
+            format!(
+                "Hash map, N = {nn} (insert all N pairs, then one durability point): Daisy {:.1} \
                  ms, store-end (bare 8-byte stores, every written line flushed and one fence at \
-                 the end) {:.1} ms: Daisy takes {ratio:.2}x its time (requirement: at most \
-                 1.5x): {}",
+                 the end) {:.1} ms: Daisy takes {}x its time (requirement: at most 1.5x{})",
                 d.total_ms,
                 s.total_ms,
-                if ratio <= 1.5 { "PASS" } else { "FAIL" }
+                verdict_ratio(check.ratio),
+                conf(&check)
             ),
-        });
+        ));
     }
     if let (Some(d), Some(m)) = (at("daisy-batch"), at("dram")) {
-        let ratio = m.total_ms / d.total_ms;
-        v.push(Verdict {
-            name: "performance: hash map, insert all and persist, vs DRAM HashMap".into(),
-            passed: ratio >= 1.0,
-            text: format!(
-                "Hash map, N = {n} (insert all N pairs): Daisy, durable at the end, {:.1} ms, \
+        let check = faster("daisy-batch vs dram".into(), 1.0, d, m);
+        v.push(Verdict::judged(
+            "performance: hash map, insert all and persist, vs DRAM HashMap",
+            format!("Hash map bulk, N = {nn}: daisy-batch vs std's HashMap in DRAM"),
+            Target::AtLeast(1.0).short(),
+            format!(
+                "{} ms vs {} ms",
+                grouped(d.total_ms, 1),
+                grouped(m.total_ms, 1)
+            ),
+            vec![check.clone()],
+            format!(
+                "Hash map, N = {nn} (insert all N pairs): Daisy, durable at the end, {:.1} ms, \
                  std's HashMap in DRAM (nothing persisted) {:.1} ms: {}x (requirement: at \
-                 least 1x): {}",
+                 least 1x{})",
                 d.total_ms,
                 m.total_ms,
-                verdict_ratio(ratio),
-                if ratio >= 1.0 { "PASS" } else { "FAIL" }
+                verdict_ratio(check.ratio),
+                conf(&check)
             ),
-        });
+        ));
     }
     if let (Some(d), Some(p)) = (at("daisy"), at("pmdk-tx")) {
-        let ratio = p.total_ms / d.total_ms;
-        v.push(Verdict {
-            name: "comparison: hash map vs PMDK".into(),
-            passed: ratio >= 1.0,
-            text: format!(
-                "Hash map, N = {n}, one transaction per insert: Daisy {:.0} ns, PMDK libpmemobj \
-                 {:.0} ns per insert: {ratio:.1}x faster",
-                d.ns_per_op, p.ns_per_op
+        let check = faster("daisy vs pmdk-tx".into(), 1.0, d, p);
+        v.push(Verdict::judged(
+            "comparison: hash map vs PMDK",
+            format!("Hash map per insert, N = {nn}: daisy vs PMDK"),
+            Target::AtLeast(1.0).short(),
+            format!(
+                "{} ns vs {} ns",
+                grouped(d.ns_per_op, 0),
+                grouped(p.ns_per_op, 0)
             ),
-        });
+            vec![check.clone()],
+            format!(
+                "Hash map, N = {nn}, one transaction per insert: Daisy {} ns, PMDK libpmemobj \
+                 {} ns per insert: {}x faster{}",
+                grouped(d.ns_per_op, 0),
+                grouped(p.ns_per_op, 0),
+                verdict_ratio(check.ratio),
+                conf_paren(&check)
+            ),
+        ));
     }
     v
 }
@@ -216,46 +668,75 @@ fn per_round_ratios(d: &[f64], r: &[f64]) -> Vec<f64> {
     d.iter().zip(r).map(|(a, b)| a / b).collect()
 }
 
-/// How much faster `d` is than `r`: the median of the rounds' ratios, with `more` ratios from
-/// other paired rounds; the ratio of the medians when no rounds pair (no runs kept).
-fn paired_ratio(d: &kvbench::Row, r: &kvbench::Row, more: &[f64]) -> f64 {
+/// How much faster `d` is than `r` against `target`: the median of the rounds' ratios, with
+/// `more` ratios from other paired rounds; the ratio of the medians when no rounds pair.
+fn paired_check(
+    label: String,
+    target: f64,
+    d: &kvbench::Row,
+    r: &kvbench::Row,
+    more: &[f64],
+) -> Check {
     let mut ratios = per_round_ratios(&d.rps_runs, &r.rps_runs);
     ratios.extend_from_slice(more);
-    if ratios.is_empty() {
-        d.rps / r.rps
-    } else {
-        crate::stats::median(&ratios)
-    }
+    Check::paired(label, Target::AtLeast(target), ratios, d.rps / r.rps)
 }
-/// Seed 000's Redis test: Daisy's server (every write durable) against Redis with RDB and
-/// with AOF, the target against Redis with no persistence, and the restart time.
+
+/// A check's figures in a verdict's text: "1.07x (faster in 4 of 6 rounds, median within
+/// 0.95-1.20x (97%); rounds 0.95 ...)", with its status when not PASS.
+fn check_detail(c: &Check) -> String {
+    let mut s = format!("{}x", verdict_ratio(c.ratio));
+    let conf = c.confidence();
+    if c.rounds.len() > 1 {
+        s += &format!(" ({conf}; rounds {})", join_fixed(&c.rounds, 2));
+    } else if !conf.is_empty() {
+        s += &format!(" ({conf})");
+    }
+    if c.status != Status::Pass {
+        s += &format!(" {}", c.status.label());
+    }
+    s
+}
+
+/// "SET P1: 1.07x (...)".
+fn check_text(c: &Check) -> String {
+    format!("{}: {}", c.label, check_detail(c))
+}
+
+/// "4 checks: 3 PASS, 1 TIE" for the scoreboard.
+fn checks_summary(checks: &[Check]) -> String {
+    let count = |s: Status| checks.iter().filter(|c| c.status == s).count();
+    let mut parts = vec![];
+    for s in [Status::Pass, Status::Tie, Status::Fail] {
+        let k = count(s);
+        if k > 0 {
+            parts.push(format!("{k} {}", s.label()));
+        }
+    }
+    format!("{} figures: {}", checks.len(), parts.join(", "))
+}
+
 /// Issue 18's targets for Redis's data types and MULTI/EXEC: each test at pipeline 16 at
 /// least as fast as redis-none, and at pipeline 1 at least as fast as redis-aof-always (the
 /// rival that, like daisy, makes every write durable before its reply), judged on the median
 /// of the paired rounds' ratios.
 pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec<Verdict> {
+    let test = "Redis data types and MULTI/EXEC";
     let rep = match kv_types {
         None => return vec![],
         Some(Ok(r)) => r,
         Some(Err(e)) => {
-            return vec![Verdict {
-                name: "not run: data types and MULTI/EXEC".into(),
-                passed: false,
-                text: format!("Data types and MULTI/EXEC: {e}: NOT RUN"),
-            }]
+            return vec![Verdict::not_run(
+                "not run: data types and MULTI/EXEC",
+                test,
+                e,
+            )]
         }
     };
     let mut v: Vec<Verdict> = rep
         .unavailable
         .iter()
-        .map(|u| Verdict {
-            name: format!("not run: data types and MULTI/EXEC, {}", u.server),
-            passed: u.status != "failed",
-            text: format!(
-                "Data types and MULTI/EXEC: {} {}: {}",
-                u.server, u.status, u.reason
-            ),
-        })
+        .map(|u| unavailable_verdict("data types and MULTI/EXEC", test, u))
         .collect();
     let Some(n) = rep.rows.iter().map(|r| r.requests).max() else {
         return v;
@@ -268,8 +749,7 @@ pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec
                 && r.pipeline == p
         })
     };
-    let mut parts = vec![];
-    let mut all = true;
+    let mut checks = vec![];
     for test in super::TYPES_TESTS {
         // Writes against Redis without persistence (P16) and with an fsynced AOF (P1); reads,
         // which no persistence slows, against Redis without persistence at both.
@@ -280,37 +760,65 @@ pub(super) fn types_verdicts(kv_types: Option<&Outcome<kvbench::Report>>) -> Vec
         };
         for (p, rival) in rivals {
             if let (Some(d), Some(r)) = (at("daisy", test, p), at(rival, test, p)) {
-                let ratios = per_round_ratios(&d.rps_runs, &r.rps_runs);
-                let ratio = paired_ratio(d, r, &[]);
-                all &= ratio >= 1.0;
-                parts.push(format!(
-                    "{} P{p} vs {rival}: {}x (faster in {} of {} rounds)",
-                    test.to_ascii_uppercase(),
-                    verdict_ratio(ratio),
-                    ratios.iter().filter(|&&x| x >= 1.0).count(),
-                    ratios.len()
+                checks.push(paired_check(
+                    format!("{} P{p} vs {rival}", test.to_ascii_uppercase()),
+                    1.0,
+                    d,
+                    r,
+                    &[],
                 ));
             }
         }
     }
-    if !parts.is_empty() {
-        v.push(Verdict {
-            name: "target: data types and MULTI/EXEC vs Redis".into(),
-            passed: all,
-            text: format!(
-                "Data types and MULTI/EXEC, N = {n}, 50 clients, 8-byte values (HSET, SADD and \
+    if !checks.is_empty() {
+        let parts: Vec<String> = checks.iter().map(check_text).collect();
+        v.push(Verdict::judged(
+            "target: data types and MULTI/EXEC vs Redis",
+            format!("{test}, N = {}", grouped(n as f64, 0)),
+            "writes ≥ 1.00x redis-none (P16) and redis-aof-always (P1); reads ≥ 1.00x redis-none",
+            checks_summary(&checks),
+            checks,
+            format!(
+                "Data types and MULTI/EXEC, N = {}, 50 clients, 8-byte values (HSET, SADD and \
                  SPOP on one big hash and set; LPUSH, RPUSH, LPOP, RPOP on one list; LRANGE_N \
                  reads the first N items of a list; ZADD and ZPOPMIN on one sorted set; \
                  MULTI/EXEC = MULTI, SET, INCR, HSET, EXEC, in transactions per second): {} \
                  (target: writes at least 1.00x against redis-none at pipeline 16 and against \
                  redis-aof-always at pipeline 1, reads against redis-none at both; each figure \
-                 is the median of the rounds' ratios): {}",
+                 is the median of the rounds' ratios)",
+                grouped(n as f64, 0),
                 parts.join("; "),
-                if all { "PASS" } else { "FAIL" }
             ),
-        });
+        ));
     }
     v
+}
+
+/// A server of the Redis benchmark that did not start (NOT RUN) or failed part-way (FAIL: a
+/// crash is not hidden).
+fn unavailable_verdict(stage: &str, test: &str, u: &kvbench::Unavailable) -> Verdict {
+    let name = format!("not run: {stage}, {}", u.server);
+    let text = format!("{test}: {} {}: {}", u.server, u.status, u.reason);
+    if u.status == "failed" {
+        Verdict::flag(
+            name,
+            false,
+            format!("{test}: {}", u.server),
+            "the server runs",
+            format!("{} failed", u.server),
+            text,
+        )
+    } else {
+        Verdict::with_status(
+            name,
+            Status::NotRun,
+            format!("{test}: {}", u.server),
+            "-",
+            format!("{} {}", u.server, u.status),
+            vec![],
+            text,
+        )
+    }
 }
 
 /// Issue 18's memory and restart targets for the data types: bytes per field of small hashes
@@ -327,49 +835,62 @@ pub(super) fn types_memory_verdicts(kv: &Outcome<kvbench::Report>) -> Vec<Verdic
             .map(|m| m.bytes_per_key)
     };
     let mut v = vec![];
+    let mut checks = vec![];
     let mut parts = vec![];
-    let mut all = true;
-    let mut any = false;
     for (kind, what, bound) in [
         ("memory-hash-small", "small hashes", 1.2),
         ("memory-hash-large", "large hashes", 1.0),
     ] {
         if let (Some(d), Some(r)) = (per("daisy", kind), per("redis-none", kind)) {
-            any = true;
-            let ratio = d / r;
-            all &= ratio <= bound;
+            let c = Check::single(what.to_string(), Target::AtMost(bound), d / r);
             parts.push(format!(
-                "{what}: {d:.1} against {r:.1} bytes per field = {}x (at most {bound:.1}x)",
-                verdict_ratio(ratio)
+                "{what}: {d:.1} against {r:.1} bytes per field = {}x (at most {bound:.1}x){}",
+                verdict_ratio(c.ratio),
+                if c.status == Status::Pass {
+                    ""
+                } else {
+                    " FAIL"
+                }
             ));
+            checks.push(c);
         }
+    }
+    if !checks.is_empty() {
+        v.push(Verdict::judged(
+            "target: data types memory",
+            "Memory per hash field: daisy vs redis-none",
+            "small ≤ 1.20x, large ≤ 1.00x",
+            checks_summary(&checks),
+            checks,
+            format!("Data types: {}", parts.join("; ")),
+        ));
     }
     if let Some(r) = rep
         .restarts
         .iter()
         .find(|r| r.after == "shutdown, mixed types")
     {
-        any = true;
-        let ok = r.restart_ms <= 12.0 && r.dbsize_ok;
-        all &= ok;
-        parts.push(format!(
-            "restart with {} keys of mixed types: {:.1} ms to the first PONG (at most 12 ms), \
-             DBSIZE {}",
-            r.keys,
-            r.restart_ms,
-            if r.dbsize_ok { "right" } else { "WRONG" }
-        ));
-    }
-    if any {
-        v.push(Verdict {
-            name: "target: data types memory and restart".into(),
-            passed: all,
-            text: format!(
-                "Data types: {}: {}",
-                parts.join("; "),
-                if all { "PASS" } else { "FAIL" }
+        v.push(Verdict::flag(
+            "target: data types restart",
+            r.restart_ms <= 12.0 && r.dbsize_ok,
+            format!(
+                "Restart with {} keys of mixed types",
+                grouped(r.keys as f64, 0)
             ),
-        });
+            "≤ 12 ms to the first PONG, every key there",
+            format!(
+                "{:.1} ms, DBSIZE {}",
+                r.restart_ms,
+                if r.dbsize_ok { "right" } else { "WRONG" }
+            ),
+            format!(
+                "Data types: restart with {} keys of mixed types: {:.1} ms to the first PONG \
+                 (at most 12 ms), DBSIZE {}",
+                r.keys,
+                r.restart_ms,
+                if r.dbsize_ok { "right" } else { "WRONG" }
+            ),
+        ));
     }
     v
 }
@@ -381,45 +902,43 @@ pub(super) fn kv_verdicts(
     let rep = match kv {
         Ok(r) => r,
         Err(e) => {
-            return vec![Verdict {
-                name: "not run: Redis benchmark".into(),
-                passed: false,
-                text: format!("Redis benchmark: {e}: NOT RUN"),
-            }]
+            return vec![Verdict::not_run(
+                "not run: Redis benchmark",
+                "Redis benchmark",
+                e,
+            )]
         }
     };
-    let mut v = vec![];
-    for u in &rep.unavailable {
-        v.push(Verdict {
-            name: format!("not run: Redis benchmark, {}", u.server),
-            passed: u.status != "failed",
-            text: format!("Redis benchmark: {} {}: {}", u.server, u.status, u.reason),
-        });
-    }
+    let mut v: Vec<Verdict> = rep
+        .unavailable
+        .iter()
+        .map(|u| unavailable_verdict("Redis benchmark", "Redis benchmark", u))
+        .collect();
     // The extra pipeline-1 rounds: a server that failed there, or the stage not run.
     match kv_p1 {
         Some(Ok(p)) => {
             for u in &p.unavailable {
-                v.push(Verdict {
-                    name: format!("not run: Redis benchmark pipeline-1 rounds, {}", u.server),
-                    passed: u.status != "failed",
-                    text: format!(
-                        "Redis benchmark, pipeline-1 target rounds: {} {}: {}",
-                        u.server, u.status, u.reason
-                    ),
-                });
+                v.push(unavailable_verdict(
+                    "Redis benchmark pipeline-1 rounds",
+                    "Redis benchmark, pipeline-1 target rounds",
+                    u,
+                ));
             }
         }
-        Some(Err(e)) => v.push(Verdict {
-            name: "not run: Redis benchmark pipeline-1 rounds".into(),
-            passed: false,
-            text: format!("Redis benchmark, pipeline-1 target rounds: {e}: NOT RUN"),
-        }),
+        Some(Err(e)) => v.push(Verdict::flag(
+            "not run: Redis benchmark pipeline-1 rounds",
+            false,
+            "Redis benchmark, pipeline-1 target rounds",
+            "the rounds run",
+            "could not run",
+            format!("Redis benchmark, pipeline-1 target rounds could not run: {e}"),
+        )),
         None => {}
     }
     let Some(n) = rep.rows.iter().map(|r| r.requests).max() else {
         return v;
     };
+    let nn = grouped(n as f64, 0);
     let at = |server: &str, test: &str, p: usize| {
         rep.rows.iter().find(|r| {
             r.requests == n
@@ -429,38 +948,40 @@ pub(super) fn kv_verdicts(
         })
     };
     for rival in ["redis-rdb", "redis-aof-always"] {
+        let mut checks = vec![];
         let mut parts = vec![];
-        let mut all = true;
         for test in ["SET", "GET"] {
             for p in kvbench::DEFAULT_PIPELINES {
                 if let (Some(d), Some(r)) = (at("daisy", test, p), at(rival, test, p)) {
                     // As for the target below: the median of the rounds' ratios.
-                    let ratio = paired_ratio(d, r, &[]);
-                    all &= ratio >= 1.05;
+                    let c = paired_check(format!("{test} P{p}"), 1.05, d, r, &[]);
                     parts.push(format!(
-                        "{test} P{p}: {:.0} vs {:.0} req/s = {}x",
-                        d.rps,
-                        r.rps,
-                        verdict_ratio(ratio)
+                        "{test} P{p}: {} vs {} req/s = {}",
+                        grouped(d.rps, 0),
+                        grouped(r.rps, 0),
+                        check_detail(&c)
                     ));
+                    checks.push(c);
                 }
             }
         }
-        if parts.is_empty() {
+        if checks.is_empty() {
             continue;
         }
-        v.push(Verdict {
-            name: format!("performance: Redis benchmark vs {rival}"),
-            passed: all,
-            text: format!(
-                "Redis benchmark, N = {n}, 50 clients, 8-byte values: daisy serve (every write \
+        v.push(Verdict::judged(
+            format!("performance: Redis benchmark vs {rival}"),
+            format!("Redis SET/GET, N = {nn}: daisy serve vs {rival}"),
+            Target::AtLeast(1.05).short(),
+            checks_summary(&checks),
+            checks,
+            format!(
+                "Redis benchmark, N = {nn}, 50 clients, 8-byte values: daisy serve (every write \
                  durable before its reply) against {rival}: {} (medians of the runs; each \
                  ratio is the median of the rounds' ratios; requirement: at least 1.05x in \
-                 each): {}",
+                 each)",
                 parts.join("; "),
-                if all { "PASS" } else { "FAIL" }
             ),
-        });
+        ));
     }
     // The issue's own target: as fast as Redis with no persistence at all, judged on the
     // paired rounds (see P1_TARGET_ROUNDS).
@@ -476,43 +997,32 @@ pub(super) fn kv_verdicts(
         };
         Some((find("daisy")?, find("redis-none")?))
     };
-    let mut parts = vec![];
-    let mut all = true;
+    let mut checks = vec![];
     for test in ["SET", "GET"] {
         for p in kvbench::DEFAULT_PIPELINES {
             if let (Some(d), Some(r)) = (at("daisy", test, p), at("redis-none", test, p)) {
-                let mut ratios = per_round_ratios(&d.rps_runs, &r.rps_runs);
                 let mut more = vec![];
                 if p == 1 {
                     if let Some((d1, r1)) = extra(test) {
                         more = per_round_ratios(&d1.rps_runs, &r1.rps_runs);
                     }
                 }
-                let ratio = paired_ratio(d, r, &more);
-                ratios.extend(more);
-                all &= ratio >= 1.0;
-                let rounds = if ratios.len() > 1 {
-                    format!(
-                        " (faster in {} of {} rounds: {})",
-                        ratios.iter().filter(|&&x| x >= 1.0).count(),
-                        ratios.len(),
-                        join_fixed(&ratios, 2)
-                    )
-                } else {
-                    String::new()
-                };
-                parts.push(format!("{test} P{p} {}x{rounds}", verdict_ratio(ratio)));
+                checks.push(paired_check(format!("{test} P{p}"), 1.0, d, r, &more));
             }
         }
     }
-    if !parts.is_empty() {
-        v.push(Verdict {
-            name: "target: Redis benchmark vs Redis without persistence".into(),
-            passed: all,
-            text: format!(
-                "Redis benchmark against redis-none (nothing persisted), N = {n}: {} (target: \
+    if !checks.is_empty() {
+        let parts: Vec<String> = checks.iter().map(check_text).collect();
+        v.push(Verdict::judged(
+            "target: Redis benchmark vs Redis without persistence",
+            format!("Redis SET/GET, N = {nn}: daisy serve vs redis-none"),
+            Target::AtLeast(1.0).short(),
+            checks_summary(&checks),
+            checks,
+            format!(
+                "Redis benchmark against redis-none (nothing persisted), N = {nn}: {} (target: \
                  at least 1.00x in each; each figure is the median of the rounds' ratios: in a \
-                 round the two servers run the case back to back, seconds apart{}): {}",
+                 round the two servers run the case back to back, seconds apart{})",
                 parts.join("; "),
                 if kv_p1.is_some() {
                     format!(
@@ -523,9 +1033,8 @@ pub(super) fn kv_verdicts(
                 } else {
                     String::new()
                 },
-                if all { "PASS" } else { "FAIL" }
             ),
-        });
+        ));
     }
     let restart = |s: &str| {
         rep.restarts
@@ -539,13 +1048,16 @@ pub(super) fn kv_verdicts(
     {
         let rec = k.recovery_ms.unwrap_or(f64::INFINITY);
         let ok = k.dbsize_ok && k.restart_ms <= 12.0 && rec < 5.0;
-        v.push(Verdict {
-            name: "performance: Redis restart after a crash".into(),
-            passed: ok,
-            text: format!(
+        v.push(Verdict::flag(
+            "performance: Redis restart after a crash",
+            ok,
+            format!("Restart after SIGKILL, {} keys", grouped(k.keys as f64, 0)),
+            "≤ 12 ms to the first PONG, open < 5 ms",
+            format!("{:.1} ms (open {rec:.2} ms)", k.restart_ms),
+            format!(
                 "Restart with {} keys after SIGKILL under a pipelined SET load, until the first \
                  PONG: daisy serve {:.1} ms (its own open {:.2} ms, {} transactions replayed; {}) \
-                 (target: within 12 ms, the open under 5 ms): {}",
+                 (target: within 12 ms, the open under 5 ms)",
                 k.keys,
                 k.restart_ms,
                 rec,
@@ -555,22 +1067,24 @@ pub(super) fn kv_verdicts(
                 } else {
                     "KEYS MISSING"
                 },
-                if ok { "PASS" } else { "FAIL" }
             ),
-        });
+        ));
     }
     if let Some(d) = restart("daisy") {
         let others: Vec<String> = ["redis-rdb", "redis-aof-always"]
             .iter()
-            .filter_map(|s| restart(s).map(|r| format!("{s} {:.0} ms", r.restart_ms)))
+            .filter_map(|s| restart(s).map(|r| format!("{s} {} ms", grouped(r.restart_ms, 0))))
             .collect();
         let ok = d.dbsize_ok && d.restart_ms <= 12.0 * (d.keys as f64 / 1e6).max(1.0);
-        v.push(Verdict {
-            name: "performance: Redis restart time".into(),
-            passed: ok,
-            text: format!(
+        v.push(Verdict::flag(
+            "performance: Redis restart time",
+            ok,
+            format!("Restart after shutdown, {} keys", grouped(d.keys as f64, 0)),
+            "≤ 12 ms at 1,000,000 keys",
+            format!("{:.1} ms ({})", d.restart_ms, others.join(", ")),
+            format!(
                 "Restart with {} keys until the first PONG: daisy serve {:.1} ms ({}), {} \
-                 (target: within 12 ms at 1,000,000 keys): {}",
+                 (target: within 12 ms at 1,000,000 keys)",
                 d.keys,
                 d.restart_ms,
                 if d.dbsize_ok {
@@ -579,9 +1093,8 @@ pub(super) fn kv_verdicts(
                     "KEYS MISSING"
                 },
                 others.join(", "),
-                if ok { "PASS" } else { "FAIL" }
             ),
-        });
+        ));
     }
     v
 }
@@ -596,8 +1109,19 @@ pub(super) fn find<'a>(
 
 /// A ratio in a verdict, cut (not rounded) to two decimals: 1.048 against a requirement of
 /// 1.05 reads 1.04, never a passing-looking 1.05 next to FAIL.
-fn verdict_ratio(r: f64) -> String {
+pub(super) fn verdict_ratio(r: f64) -> String {
     format!("{:.2}", (r * 100.0).floor() / 100.0)
+}
+
+/// Their time per transaction over ours, with the range over the runs.
+fn tx_faster(label: String, target: f64, ours: &txbench::Row, theirs: &txbench::Row) -> Check {
+    Check::runs(
+        label,
+        Target::AtLeast(target),
+        theirs.ns_per_op / ours.ns_per_op,
+        theirs.spread_min_ns / ours.spread_max_ns,
+        theirs.spread_max_ns / ours.spread_min_ns,
+    )
 }
 
 pub(super) fn verdicts(
@@ -606,66 +1130,85 @@ pub(super) fn verdicts(
     env: &Environment,
 ) -> Vec<Verdict> {
     let mut v = vec![];
-    let ok = f.lost == 0 && f.failures == 0;
-    v.push(Verdict {
-        name: "functional: data survives crashes".into(),
-        passed: ok,
-        text: format!(
-            "Persistence functional test: {} kills, {} committed transactions verified after recovery, {} lost, {} inconsistencies: {}",
-            f.kills,
-            f.transactions_verified,
+    v.push(Verdict::flag(
+        "functional: data survives crashes",
+        f.lost == 0 && f.failures == 0,
+        "Kill torture (library)",
+        "nothing lost, nothing partial",
+        format!(
+            "{} kills, {} transactions verified, {} lost",
+            grouped(f.kills as f64, 0),
+            grouped(f.transactions_verified as f64, 0),
+            f.lost
+        ),
+        format!(
+            "Persistence functional test: {} kills, {} committed transactions verified after recovery, {} lost, {} inconsistencies",
+            grouped(f.kills as f64, 0),
+            grouped(f.transactions_verified as f64, 0),
             f.lost,
             f.failures,
-            if ok { "PASS" } else { "FAIL" }
         ),
-    });
+    ));
     if let (Some(d), Some(m)) = (find(tx, "update-1", "daisy"), find(tx, "update-1", "msync")) {
-        let ratio = m.ns_per_op / d.ns_per_op;
         let tmpfs_note = if env.fs == "tmpfs" {
             " (on tmpfs msync writes nothing to any device, so this baseline is optimistic for msync)"
         } else {
             ""
         };
-        v.push(Verdict {
-            name: "performance: faster than msync".into(),
-            passed: ratio >= 1.05,
-            text: format!(
-                "Persistence performance: Daisy per-transaction durability {:.1}x faster than msync ({:.0} ns vs {:.0} ns per 8-byte update; requirement: at least 1.05x){tmpfs_note}: {}",
-                ratio,
-                d.ns_per_op,
-                m.ns_per_op,
-                if ratio >= 1.05 { "PASS" } else { "FAIL" }
+        let check = tx_faster("daisy vs msync".into(), 1.05, d, m);
+        v.push(Verdict::judged(
+            "performance: faster than msync",
+            "8-byte update made durable: Daisy vs msync",
+            Target::AtLeast(1.05).short(),
+            format!("{} ns vs {} ns", grouped(d.ns_per_op, 0), grouped(m.ns_per_op, 0)),
+            vec![check.clone()],
+            format!(
+                "Persistence performance: Daisy per-transaction durability {}x faster than msync ({} ns vs {} ns per 8-byte update; requirement: at least 1.05x{}){tmpfs_note}",
+                verdict_ratio(check.ratio),
+                grouped(d.ns_per_op, 0),
+                grouped(m.ns_per_op, 0),
+                conf(&check)
             ),
-        });
+        ));
     }
     if let (Some(d), Some(fs)) = (find(tx, "update-1", "daisy"), find(tx, "update-1", "fsync")) {
-        let ratio = fs.ns_per_op / d.ns_per_op;
-        v.push(Verdict {
-            name: "performance: faster than fsync".into(),
-            passed: ratio >= 1.05,
-            text: format!(
-                "Persistence performance: Daisy {:.1}x faster than write+fdatasync ({:.0} ns vs {:.0} ns): {}",
-                ratio,
-                d.ns_per_op,
-                fs.ns_per_op,
-                if ratio >= 1.05 { "PASS" } else { "FAIL" }
+        let check = tx_faster("daisy vs fsync".into(), 1.05, d, fs);
+        v.push(Verdict::judged(
+            "performance: faster than fsync",
+            "8-byte update made durable: Daisy vs write+fdatasync",
+            Target::AtLeast(1.05).short(),
+            format!("{} ns vs {} ns", grouped(d.ns_per_op, 0), grouped(fs.ns_per_op, 0)),
+            vec![check.clone()],
+            format!(
+                "Persistence performance: Daisy {}x faster than write+fdatasync ({} ns vs {} ns; requirement: at least 1.05x{})",
+                verdict_ratio(check.ratio),
+                grouped(d.ns_per_op, 0),
+                grouped(fs.ns_per_op, 0),
+                conf(&check)
             ),
-        });
+        ));
     }
     for case in txbench::CASES {
-        if let Some(d) = find(tx, case, "daisy") {
-            if let Some(s) = d.speedup_vs_pmdk {
-                v.push(Verdict {
-                    name: format!("comparison: {case} vs PMDK"),
-                    passed: s >= 1.0,
-                    text: format!(
-                        "Transactions ({case}): Daisy {:.0} ns, PMDK libpmemobj {:.0} ns: {:.1}x faster",
-                        d.ns_per_op,
-                        d.ns_per_op * s,
-                        s
-                    ),
-                });
-            }
+        if let (Some(d), Some(p)) = (find(tx, case, "daisy"), find(tx, case, "pmdk")) {
+            let check = tx_faster(format!("{case}: daisy vs pmdk"), 1.0, d, p);
+            v.push(Verdict::judged(
+                format!("comparison: {case} vs PMDK"),
+                format!("Transaction {case}: Daisy vs PMDK"),
+                Target::AtLeast(1.0).short(),
+                format!(
+                    "{} ns vs {} ns",
+                    grouped(d.ns_per_op, 0),
+                    grouped(p.ns_per_op, 0)
+                ),
+                vec![check.clone()],
+                format!(
+                    "Transactions ({case}): Daisy {} ns, PMDK libpmemobj {} ns: {}x faster{}",
+                    grouped(d.ns_per_op, 0),
+                    grouped(p.ns_per_op, 0),
+                    verdict_ratio(check.ratio),
+                    conf_paren(&check)
+                ),
+            ));
         }
     }
     v
@@ -673,7 +1216,10 @@ pub(super) fn verdicts(
 
 #[cfg(test)]
 mod tests {
-    use super::{kv_verdicts, per_round_ratios, types_verdicts, verdict_ratio};
+    use super::{
+        kv_verdicts, per_round_ratios, types_verdicts, verdict_ratio, Check, Status, Target,
+        Verdict,
+    };
     use crate::kvbench;
     use crate::report::tests::kv_row as row;
 
@@ -686,7 +1232,8 @@ mod tests {
     #[test]
     fn the_target_verdict_takes_the_median_of_paired_rounds() {
         // Daisy's median (100) equals redis-none's, but Daisy is the faster in 2 of the 3
-        // paired rounds: the ratios 1.25, 0.90, 1.11 have the median 1.11.
+        // paired rounds: the ratios 1.25, 0.90, 1.11 have the median 1.11; with 3 rounds the
+        // interval is their whole range, 0.90-1.25, which holds the target 1.00: a TIE.
         let main = |d: [f64; 3], r: [f64; 3]| kvbench::Report {
             rows: ["SET", "GET"]
                 .iter()
@@ -701,14 +1248,25 @@ mod tests {
         };
         let v = kv_verdicts(&Ok(main([100.0, 90.0, 111.0], [80.0, 100.0, 100.0])), None);
         let t = target(&v);
-        assert!(t.passed, "{}", t.text);
+        assert_eq!(t.status, Status::Tie, "{}", t.text);
         assert!(
-            t.text
-                .contains("SET P1 1.11x (faster in 2 of 3 rounds: 1.25 0.90 1.11)"),
+            t.text.contains(
+                "SET P1: 1.11x (faster in 2 of 3 rounds, median within 0.90-1.25x (75%); \
+                 rounds 1.25 0.90 1.11) TIE"
+            ),
             "{}",
             t.text
         );
-        // Daisy slower in 2 of 3 rounds: FAIL, though its best round is far ahead.
+        assert!(t.text.ends_with(": TIE"), "{}", t.text);
+        // Every round faster: PASS; every round slower: FAIL.
+        let v = kv_verdicts(
+            &Ok(main([105.0, 110.0, 101.0], [100.0, 100.0, 100.0])),
+            None,
+        );
+        assert_eq!(target(&v).status, Status::Pass, "{}", target(&v).text);
+        let v = kv_verdicts(&Ok(main([95.0, 99.0, 90.0], [100.0, 100.0, 100.0])), None);
+        assert_eq!(target(&v).status, Status::Fail, "{}", target(&v).text);
+        // Daisy slower in 2 of 3 rounds but far ahead in one: not a PASS.
         let slow = main([150.0, 95.0, 95.0], [100.0, 100.0, 100.0]);
         let v = kv_verdicts(&Ok(slow.clone()), None);
         assert!(!target(&v).passed, "{}", target(&v).text);
@@ -730,13 +1288,13 @@ mod tests {
         let v = kv_verdicts(&Ok(slow.clone()), Some(&Ok(extra)));
         let t = target(&v);
         assert!(
-            t.text.contains("SET P1 1.07x (faster in 4 of 6 rounds"),
+            t.text.contains("SET P1: 1.07x (faster in 4 of 6 rounds"),
             "{}",
             t.text
         );
         // Pipeline 16 has no extra rounds and stays at 1 of 3.
         assert!(
-            t.text.contains("SET P16 0.95x (faster in 1 of 3 rounds"),
+            t.text.contains("SET P16: 0.95x (faster in 1 of 3 rounds"),
             "{}",
             t.text
         );
@@ -745,11 +1303,76 @@ mod tests {
         let v = kv_verdicts(&Ok(slow), Some(&Err("no redis".to_string())));
         assert!(target(&v)
             .text
-            .contains("SET P1 0.95x (faster in 1 of 3 rounds"));
+            .contains("SET P1: 0.95x (faster in 1 of 3 rounds"));
         // ... and are a failing verdict of their own: a crash there is not hidden.
         assert!(v
             .iter()
-            .any(|x| x.name == "not run: Redis benchmark pipeline-1 rounds" && !x.passed));
+            .any(|x| x.name == "not run: Redis benchmark pipeline-1 rounds"
+                && x.status == Status::Fail));
+    }
+
+    /// The issue's borderline case: 1.00x, faster in 8 of 15 rounds, is a TIE, not a PASS;
+    /// 15 rounds with one slow one pass (the median's interval, x(4)..x(12), stays above).
+    #[test]
+    fn a_borderline_ratio_is_a_tie() {
+        let rounds: Vec<f64> = [
+            1.02, 0.97, 1.00, 1.04, 0.99, 1.01, 0.96, 1.03, 0.995, 0.98, 1.05, 0.99, 1.02, 0.98,
+            1.01,
+        ]
+        .to_vec();
+        let c = Check::paired("GET P1", Target::AtLeast(1.0), rounds, 0.0);
+        assert_eq!(c.status, Status::Tie);
+        assert_eq!(verdict_ratio(c.ratio), "1.00");
+        assert_eq!(
+            c.confidence(),
+            "faster in 8 of 15 rounds, median within 0.98-1.02x (96%)"
+        );
+        let mostly: Vec<f64> = (0..15).map(|i| if i == 3 { 0.9 } else { 1.1 }).collect();
+        let c = Check::paired("SET P1", Target::AtLeast(1.0), mostly, 0.0);
+        assert_eq!(c.status, Status::Pass, "{}", c.confidence());
+        // Ranges over unpaired runs: the range holding the target is a TIE; one run decides
+        // by its ratio alone; an upper bound works the other way round.
+        let c = Check::runs("x", Target::AtLeast(1.05), 1.10, 0.98, 1.2);
+        assert_eq!(
+            (c.status, c.confidence().as_str()),
+            (Status::Tie, "runs 0.98-1.20x")
+        );
+        assert_eq!(
+            Check::runs("x", Target::AtLeast(1.05), 1.10, 1.06, 1.2).status,
+            Status::Pass
+        );
+        assert_eq!(
+            Check::runs("x", Target::AtLeast(1.05), 0.9, 0.8, 1.0).status,
+            Status::Fail
+        );
+        assert_eq!(
+            Check::single("x", Target::AtLeast(1.0), 1.0).status,
+            Status::Pass
+        );
+        assert_eq!(
+            Check::single("x", Target::AtMost(1.5), 1.6).status,
+            Status::Fail
+        );
+        assert_eq!(
+            Check::runs("x", Target::AtMost(1.5), 1.4, 1.3, 1.6).status,
+            Status::Tie
+        );
+        // A verdict is its worst check, and its scoreboard ratio the deciding one.
+        let v = Verdict::judged(
+            "n",
+            "t",
+            "r",
+            "m",
+            vec![
+                Check::single("A", Target::AtLeast(1.0), 1.5),
+                Check::runs("B", Target::AtLeast(1.0), 1.02, 0.95, 1.1),
+                Check::single("C", Target::AtLeast(1.0), 1.01),
+            ],
+            "text",
+        );
+        assert_eq!(v.status, Status::Tie);
+        assert_eq!(v.ratio_text(), "1.02x B (worst of 3)");
+        assert_eq!(v.text, "text: TIE");
     }
 
     #[test]
@@ -782,7 +1405,8 @@ mod tests {
         let ok = Ok(rep(&[101.0, 120.0, 99.0]));
         let v = types_verdicts(Some(&ok));
         let t = v.last().unwrap();
-        assert!(t.passed, "{}", t.text);
+        // HSET P16: ratios 1.05 0.98 1.10 (a TIE with 3 rounds); MULTI P1: 1.01 1.20 0.99.
+        assert_eq!(t.status, Status::Tie, "{}", t.text);
         assert!(
             t.text
                 .contains("HSET P16 vs redis-none: 1.05x (faster in 2 of 3"),
@@ -794,11 +1418,18 @@ mod tests {
             "{}",
             t.text
         );
-        let slow = Ok(rep(&[90.0, 120.0, 95.0]));
+        assert_eq!(t.measured, "2 figures: 2 TIE");
+        let slow = Ok(rep(&[90.0, 95.0, 95.0]));
         let v = types_verdicts(Some(&slow));
-        assert!(!v.last().unwrap().passed, "{}", v.last().unwrap().text);
+        assert_eq!(
+            v.last().unwrap().status,
+            Status::Fail,
+            "{}",
+            v.last().unwrap().text
+        );
         let v = types_verdicts(Some(&Err("no redis".into())));
-        assert!(!v[0].passed && v[0].text.contains("NOT RUN"));
+        assert_eq!(v[0].status, Status::NotRun);
+        assert!(v[0].text.contains("NOT RUN"));
         assert!(types_verdicts(None).is_empty());
     }
 
