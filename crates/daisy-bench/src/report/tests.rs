@@ -55,6 +55,7 @@ fn hm(n: u64, mechanism: &'static str, ms: f64) -> hashbench::Row {
         seed: 1,
         speedup_vs_msync_op: Some(3.25),
         speedup_vs_msync_end: None,
+        version: None,
     }
 }
 
