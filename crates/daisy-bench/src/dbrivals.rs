@@ -610,6 +610,114 @@ impl Mechanism for DbTable {
     }
 }
 
+/// `bench tx`'s update-1 case in a database: one record (key 0, an 8-byte value) updated by
+/// one durable write transaction per operation (SQLite: `UPDATE` in autocommit mode).
+pub struct UpdateOne {
+    // Field order matters: the database is closed before its files are removed.
+    handle: Handle64,
+    pub db: Db,
+    _files: Vec<RemoveOnDrop>,
+}
+
+enum Handle64 {
+    Lmdb { env: heed::Env, table: LmdbTable64 },
+    Redb(redb::Database),
+    Sqlite(rusqlite::Connection),
+}
+
+impl UpdateOne {
+    /// A fresh database at `dir/{stem}.{db}` holding the one record.
+    pub fn create(db: Db, dir: &Path, stem: &str) -> Result<UpdateOne> {
+        let path = dir.join(format!("{stem}.{}", db.ext()));
+        let files: Vec<RemoveOnDrop> = std::iter::once(path.clone())
+            .chain(db.side_files().iter().map(|s| side(&path, s)))
+            .map(|p| {
+                let _ = std::fs::remove_file(&p);
+                RemoveOnDrop(p)
+            })
+            .collect();
+        let handle = match db {
+            Db::Lmdb => {
+                let env = open_lmdb(&path, 64 << 20)?;
+                let table: LmdbTable64 = lmdb_create_table(&env)?;
+                let mut w = env.write_txn()?;
+                table.put(&mut w, &0, &0)?;
+                w.commit()?;
+                Handle64::Lmdb { env, table }
+            }
+            Db::Redb => {
+                let d = open_redb(&path)?;
+                let w = redb_write(&d)?;
+                w.open_table(REDB_TABLE64)?.insert(0, 0)?;
+                w.commit()?;
+                Handle64::Redb(d)
+            }
+            Db::Sqlite => {
+                let c = open_sqlite(&path)?;
+                c.execute_batch(
+                    "CREATE TABLE kv(k INTEGER PRIMARY KEY, v INTEGER NOT NULL);
+                     INSERT INTO kv VALUES (0, 0);",
+                )?;
+                Handle64::Sqlite(c)
+            }
+        };
+        Ok(UpdateOne {
+            handle,
+            db,
+            _files: files,
+        })
+    }
+
+    /// The timed operation: set the record's value to `i`, durably.
+    pub fn op(&self) -> Result<Box<dyn FnMut(u64) -> Result<()> + '_>> {
+        Ok(match &self.handle {
+            Handle64::Lmdb { env, table } => Box::new(move |i| {
+                let mut w = env.write_txn()?;
+                table.put(&mut w, &0, &i)?;
+                w.commit()?;
+                Ok(())
+            }),
+            Handle64::Redb(d) => Box::new(move |i| {
+                let w = redb_write(d)?;
+                w.open_table(REDB_TABLE64)?.insert(0, i)?;
+                w.commit()?;
+                Ok(())
+            }),
+            Handle64::Sqlite(c) => {
+                let mut s = c.prepare("UPDATE kv SET v = ?1 WHERE k = 0")?;
+                Box::new(move |i| {
+                    // SQLite's integers are i64: the bits of i, as any u64 stored there.
+                    let changed = s.execute([i as i64])?;
+                    if changed != 1 {
+                        bail!("SQLite: the update changed {changed} rows");
+                    }
+                    Ok(())
+                })
+            }
+        })
+    }
+
+    /// The record's value, read back.
+    pub fn value(&self) -> Result<u64> {
+        match &self.handle {
+            Handle64::Lmdb { env, table } => {
+                let r = env.read_txn()?;
+                let v = table.get(&r, &0)?;
+                v.ok_or_else(|| anyhow!("LMDB: the record is gone"))
+            }
+            Handle64::Redb(d) => {
+                let r = d.begin_read()?;
+                let v = r.open_table(REDB_TABLE64)?.get(0)?.map(|g| g.value());
+                v.ok_or_else(|| anyhow!("redb: the record is gone"))
+            }
+            Handle64::Sqlite(c) => {
+                let v: i64 = c.query_row("SELECT v FROM kv WHERE k = 0", [], |r| r.get(0))?;
+                Ok(v as u64)
+            }
+        }
+    }
+}
+
 fn open<'a>(db: Db, per_op: bool, s: &Setup<'a>) -> Result<Box<dyn Mechanism + 'a>> {
     Ok(Box::new(DbTable::create(db, per_op, s)?))
 }
@@ -723,6 +831,25 @@ mod tests {
             assert!(r.is_err());
             assert_eq!(t.contents().unwrap(), vec![(7, 70)], "{}", db.name());
         }
+    }
+
+    /// `bench tx`'s update-1 in each database: after the updates the record holds the last
+    /// value, and the files go with the handle.
+    #[test]
+    fn update_one_keeps_the_last_value() {
+        let d = tmpdir();
+        for db in Db::ALL {
+            let u = UpdateOne::create(db, d.path(), "u").unwrap();
+            {
+                let mut op = u.op().unwrap();
+                for i in [5, 9, u64::MAX - 3] {
+                    op(i).unwrap();
+                }
+            }
+            assert_eq!(u.value().unwrap(), u64::MAX - 3, "{}", db.name());
+            drop(u);
+        }
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -95,7 +95,10 @@ pub fn markdown(r: &Report) -> String {
         "Each row is the median of several timed runs (spread: fastest..slowest run). \
          `store-flush` is a bare 8-byte store + cache-line flush + fence with no transaction: the \
          physical floor. `msync` and `fsync` make the same 8-byte update durable the traditional \
-         way (seed 000's baseline). PMDK runs in forced pmem mode on the same file system.\n"
+         way (seed 000's baseline); `lmdb`, `redb` and `sqlite` keep it as one record of an \
+         embedded database, updated by one durable write transaction each (their settings and \
+         versions are in the environment table). PMDK runs in forced pmem mode on the same file \
+         system.\n"
     );
     s += &t.tx.markdown();
     let _ = writeln!(
@@ -109,8 +112,9 @@ pub fn markdown(r: &Report) -> String {
     s += &t.hashmap.markdown();
     let _ = writeln!(
         s,
-        "\n`~`: timed on a prefix and projected to N (too slow for the time limit). The charts \
-         are in report.html."
+        "\n`~`: timed on a prefix and projected to N (too slow for the time limit; the embedded \
+         databases' per-insert commits on at most {} inserts). The charts are in report.html.",
+        crate::dbrivals::PER_OP_MAX_OPS
     );
     if let (Some((dir, fs)), Some(table)) = (&r.hashmap_disk_dir, &t.hashmap_disk) {
         let _ = writeln!(
@@ -119,7 +123,8 @@ pub fn markdown(r: &Report) -> String {
              (tmpfs) carved from the same battery-backed NVDIMM as its NVM, so that only the \
              persistence mechanism differed; the tables above reproduce that. On this machine \
              tmpfs is plain DRAM, where msync and fsync persist nothing (no device), so the file \
-             rivals also ran on a disk file system ({fs}, {}), where they persist for real:\n",
+             rivals and the embedded databases also ran on a disk file system ({fs}, {}), where \
+             they persist for real:\n",
             dir.display()
         );
         s += &table.markdown();
