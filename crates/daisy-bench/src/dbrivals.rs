@@ -5,8 +5,8 @@
 //! Each is used the way its documentation recommends for durable writes, with no setting that
 //! trades durability away:
 //! * LMDB: an environment in one file (`NO_SUB_DIR`: `name.lmdb` and `name.lmdb-lock`) and its
-//!   default sync: `mdb_txn_commit` writes the dirty pages and fdatasyncs them, then the meta
-//!   page, before it returns. Keys are big-endian, so the B-tree orders them as numbers.
+//!   default sync: `mdb_txn_commit` writes the dirty pages and fdatasyncs them, then writes the
+//!   meta page through a descriptor opened `O_DSYNC`, before it returns. Keys are big-endian, so the B-tree orders them as numbers.
 //! * redb: `Database::create`, every write transaction at `Durability::Immediate` (its
 //!   default, set explicitly): durable when `commit` returns.
 //! * SQLite: WAL journal, `synchronous=FULL` (the WAL is fsynced at every commit; NORMAL would
@@ -108,7 +108,10 @@ impl Db {
     /// How a durable write is made (printed before the tables).
     pub fn settings(self) -> &'static str {
         match self {
-            Db::Lmdb => "LMDB, default sync (commit fdatasyncs the data, then the meta page)",
+            Db::Lmdb => {
+                "LMDB, default sync (commit fdatasyncs the data pages, then writes the meta page \
+                 through an O_DSYNC descriptor)"
+            }
             Db::Redb => "redb, Durability::Immediate (durable when commit returns)",
             Db::Sqlite => "SQLite, journal_mode=WAL, synchronous=FULL (WAL fsynced per commit)",
         }

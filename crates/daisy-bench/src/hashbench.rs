@@ -1009,10 +1009,13 @@ pub fn table(rows: &[Row]) -> String {
          ?: not observable (inside libpmemobj or the database).\n",
     );
     if any_extra {
-        s.push_str(
-            "~ extrapolated: too slow for --max-secs, timed on a prefix of the operations; total \
-             ms projected to N (ns/op, p99 and max are those of the prefix):\n",
-        );
+        s.push_str(&format!(
+            "~ extrapolated: too slow for --max-secs (or a database committing every operation: \
+             at most {} timed), timed on a prefix of the operations; total ms projected to N \
+             (ns/op, p99 and max are those of the prefix; bytes per entry of the prefix's \
+             entries):\n",
+            dbrivals::PER_OP_MAX_OPS
+        ));
         for n in notes {
             s.push_str(&n);
             s.push('\n');

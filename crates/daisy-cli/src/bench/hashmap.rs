@@ -158,3 +158,17 @@ pub fn run(a: HashmapArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The help names the databases' cap as the benchmark applies it.
+    #[test]
+    fn help_states_the_databases_cap() {
+        let cap = daisy_bench::dbrivals::PER_OP_MAX_OPS;
+        let text = format!("{},{:03}", cap / 1000, cap % 1000);
+        assert!(
+            super::ABOUT.contains(&format!("at most the first {text} inserts")),
+            "ABOUT must say {text}"
+        );
+    }
+}
