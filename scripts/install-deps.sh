@@ -11,8 +11,11 @@ set -euo pipefail
 # a program built with `pkg-config --cflags --libs daisy`).
 # fio, libpmemblk-dev: `daisy bench io` (seed 002's fio matrix: fio's own engines, and PMDK's
 # libpmemblk through a shim compiled at run time against its header).
-want=(libpmemobj-dev redis-server redis-tools chromium python3-redis prometheus-redis-exporter
-  valgrind pkgconf fio libpmemblk-dev)
+# libsqlite3-dev: the build itself needs it: daisy-bench links Debian's libsqlite3 (rusqlite,
+# the SQLite rival of `daisy bench hashmap` and `bench tx`); LMDB and redb are compiled from
+# their crates.
+want=(libsqlite3-dev libpmemobj-dev redis-server redis-tools chromium python3-redis
+  prometheus-redis-exporter valgrind pkgconf fio libpmemblk-dev)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

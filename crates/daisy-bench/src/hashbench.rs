@@ -21,6 +21,7 @@
 //! Mechanisms implement [`Mechanism`] and are listed in [`MECHANISMS`]; the rivals live in
 //! `hashrivals.rs`.
 
+use crate::dbrivals;
 use crate::hashbench_daisy;
 use crate::hashrivals;
 use crate::pmdk::Pmdk;
@@ -140,6 +141,17 @@ pub trait Mechanism {
     fn syncs(&self) -> u64 {
         0
     }
+    /// The library and its version, for the mechanisms that are someone else's library (the
+    /// embedded databases): printed and carried in the result rows.
+    fn version(&self) -> Option<String> {
+        None
+    }
+    /// The most operations a timed run may take, for mechanisms whose every operation is a
+    /// durable commit of a database (an fsync or more): a run is then timed on that prefix
+    /// and projected to N, as `--max-secs` does for any slow mechanism.
+    fn max_ops(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// What a mechanism gets to create a fresh, empty table.
@@ -215,6 +227,30 @@ pub const MECHANISMS: &[Entry] = &[
     Entry {
         name: "dram",
         open: hashrivals::open_dram,
+    },
+    Entry {
+        name: "lmdb-op",
+        open: dbrivals::open_lmdb_op,
+    },
+    Entry {
+        name: "lmdb-end",
+        open: dbrivals::open_lmdb_end,
+    },
+    Entry {
+        name: "redb-op",
+        open: dbrivals::open_redb_op,
+    },
+    Entry {
+        name: "redb-end",
+        open: dbrivals::open_redb_end,
+    },
+    Entry {
+        name: "sqlite-op",
+        open: dbrivals::open_sqlite_op,
+    },
+    Entry {
+        name: "sqlite-end",
+        open: dbrivals::open_sqlite_end,
     },
 ];
 
@@ -353,6 +389,8 @@ pub struct Row {
     pub speedup_vs_msync_op: Option<f64>,
     /// msync-end's total time divided by this row's.
     pub speedup_vs_msync_end: Option<f64>,
+    /// The library measured and its version (the embedded databases; none for the others).
+    pub version: Option<String>,
 }
 
 /// The persistence mode Daisy would choose for a pool in `dir` (as `Pool::create` does:
@@ -543,6 +581,7 @@ struct Measured {
     counts: Option<(f64, f64)>,
     syncs_per_op: Option<f64>,
     bytes: Option<Bytes>,
+    version: Option<String>,
 }
 
 struct Ctx<'a> {
@@ -606,12 +645,14 @@ fn measure(
     })?;
     m.finish()?;
     let per_op = t.elapsed().as_secs_f64() / done as f64;
+    let (version, max_ops) = (m.version(), m.max_ops());
     drop(m);
     let limit = if per_op * n as f64 > cfg.max_secs {
         ((cfg.max_secs / per_op) as usize).clamp(done, n)
     } else {
         n
     };
+    let limit = max_ops.map_or(limit, |c| limit.min(c.max(done)));
     let ops = &work[..limit];
     step("pre-flight");
 
@@ -687,6 +728,7 @@ fn measure(
         counts,
         syncs_per_op,
         bytes,
+        version,
     })
 }
 
@@ -768,6 +810,13 @@ pub fn run(
         match ctx.fresh(e, 1, None) {
             Ok(m) => {
                 note(&format!("  {}: {}", e.name, m.describe()));
+                if let Some(c) = m.max_ops() {
+                    note(&format!(
+                        "  {}: a durable commit per operation: each run timed on at most the \
+                         first {c} operations and projected to N (marked ~ where N is larger)",
+                        e.name
+                    ));
+                }
                 live.push(e);
             }
             Err(err) => note(&format!("  {}: skipped: {err}", e.name)),
@@ -857,6 +906,9 @@ fn row(cfg: &Config, name: &'static str, n: usize, m: Measured, mode: Mode, fs: 
             "fsync-op" => "pwrite + fdatasync".into(),
             "fsync-end" => "pwrite + fsync".into(),
             "dram" => "none".into(),
+            "lmdb-op" | "lmdb-end" => "LMDB default sync".into(),
+            "redb-op" | "redb-end" => "redb Durability::Immediate".into(),
+            "sqlite-op" | "sqlite-end" => "SQLite WAL, synchronous=FULL".into(),
             _ => mode.describe(),
         },
         fs: fs.to_string(),
@@ -865,6 +917,7 @@ fn row(cfg: &Config, name: &'static str, n: usize, m: Measured, mode: Mode, fs: 
         seed: cfg.seed,
         speedup_vs_msync_op: None,
         speedup_vs_msync_end: None,
+        version: m.version,
     }
 }
 
@@ -953,13 +1006,16 @@ pub fn table(rows: &[Row]) -> String {
         "\nx msync-op / x msync-end: that mechanism's total time divided by this row's (how many \
          times faster). flush+fence/op: cache lines flushed + fences per operation, counted by \
          Daisy's persistence layer; \"sync\": msync/fdatasync/fsync calls per operation; \
-         ?: not observable (inside libpmemobj).\n",
+         ?: not observable (inside libpmemobj or the database).\n",
     );
     if any_extra {
-        s.push_str(
-            "~ extrapolated: too slow for --max-secs, timed on a prefix of the operations; total \
-             ms projected to N (ns/op, p99 and max are those of the prefix):\n",
-        );
+        s.push_str(&format!(
+            "~ extrapolated: too slow for --max-secs (or a database committing every operation: \
+             at most {} timed), timed on a prefix of the operations; total ms projected to N \
+             (ns/op, p99 and max are those of the prefix; bytes per entry of the prefix's \
+             entries):\n",
+            dbrivals::PER_OP_MAX_OPS
+        ));
         for n in notes {
             s.push_str(&n);
             s.push('\n');
@@ -1065,6 +1121,7 @@ mod tests {
             seed: 1,
             speedup_vs_msync_op: Some(100.0),
             speedup_vs_msync_end: None,
+            version: None,
         };
         let mut slow = r.clone();
         slow.mechanism = "msync-op";

@@ -798,8 +798,8 @@ mod tests {
         }
     }
 
-    /// Every mechanism: the rivals of this file and Daisy's two.
-    const RIVALS: [&str; 9] = [
+    /// Every mechanism: the rivals of this file, the databases (dbrivals.rs) and Daisy's two.
+    const RIVALS: [&str; 15] = [
         "daisy",
         "daisy-batch",
         "store-flush",
@@ -809,6 +809,12 @@ mod tests {
         "fsync-op",
         "fsync-end",
         "dram",
+        "lmdb-op",
+        "lmdb-end",
+        "redb-op",
+        "redb-end",
+        "sqlite-op",
+        "sqlite-end",
     ];
 
     /// Open `name` for `n` entries in `dir`, or None when PMDK is not installed.

@@ -6,6 +6,7 @@ pub mod capi;
 pub mod charts;
 pub mod crashtest;
 pub mod cttree;
+pub mod dbrivals;
 pub mod hashbench;
 pub mod hashbench_daisy;
 pub mod hashrivals;

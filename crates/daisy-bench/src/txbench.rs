@@ -1,7 +1,8 @@
 //! `daisy bench tx`: small transactions, Daisy against PMDK and the bare store+flush floor.
 //!
 //! Cases (same work for every mechanism, same file system):
-//! * `update-1`: one 8-byte update;
+//! * `update-1`: one 8-byte update (also in the embedded databases LMDB, redb and SQLite,
+//!   `dbrivals.rs`: the one record updated by a durable write transaction);
 //! * `update-8`: eight 8-byte updates in different cache lines;
 //! * `alloc-free`: allocate 64 bytes, link it into the root, free the block it replaces;
 //! * `alloc-free-x100`: a hundred such pairs in one transaction;
@@ -14,6 +15,7 @@
 //! come from a separate counting pass, so counting never slows the timed runs.
 
 use crate::capi::{CPool, CTx, DaisyC};
+use crate::dbrivals::{Db, UpdateOne};
 use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
 use crate::stats::Spread;
 use crate::table::Table;
@@ -86,6 +88,9 @@ pub struct Row {
     /// This row's time divided by the store-flush floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub x_store_flush: Option<f64>,
+    /// (The embedded databases) the library measured and its version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 /// One mechanism's operation, timed in runs of `ops` operations.
@@ -440,6 +445,16 @@ pub fn run(
         )),
         Err(e) => note(&format!("PMDK: not measured: {e}")),
     }
+    if cfg.cases.iter().any(|c| c == "update-1") {
+        for db in Db::ALL {
+            note(&format!(
+                "{} (update-1): {}; {}",
+                db.name(),
+                db.settings(),
+                db.version()
+            ));
+        }
+    }
     let clib = match &cfg.c_lib {
         Some(p) => {
             let l = DaisyC::load(p)?;
@@ -520,6 +535,7 @@ pub fn run(
             speedup_vs_daisy: None,
             x_store_flush: None,
             x_rust: None,
+            version: None,
         };
         let ops = match case.as_str() {
             "alloc-free-x100" => (cfg.ops / 50).max(200),
@@ -531,6 +547,22 @@ pub fn run(
         // operations per run.
         let file_ops = (ops / 10).max(100);
         let update_1 = case == "update-1";
+        // The embedded databases (update-1 only): the record updated by one durable write
+        // transaction per operation, fewer operations per run as for the files.
+        let dbs: Vec<UpdateOne> = if update_1 {
+            Db::ALL
+                .iter()
+                .map(|&db| {
+                    UpdateOne::create(
+                        db,
+                        &cfg.dir,
+                        &format!("tx-{}-{}", db.name(), std::process::id()),
+                    )
+                })
+                .collect::<Result<_>>()?
+        } else {
+            vec![]
+        };
         let mut timed = vec![Timed::new(ops, daisy_op(&pool, root, case))];
         if let Some(pp) = &ppool {
             timed.push(Timed::new(ops, pmdk_op(pp, &mut ring, case)));
@@ -542,6 +574,12 @@ pub fn run(
             timed.push(Timed::new(ops, store_flush_op(&smap, spersist.clone())));
             timed.push(Timed::new(file_ops, msync_op(&smap)));
             timed.push(Timed::new(file_ops, fsync_op(&sfile)));
+            for u in &dbs {
+                timed.push(Timed {
+                    ops: file_ops,
+                    op: u.op()?,
+                });
+            }
         }
         let mut spreads = time_rounds(cfg.runs, &mut timed)?.into_iter();
         drop(timed);
@@ -562,6 +600,13 @@ pub fn run(
                 let mut r = row(mech, next(), None);
                 r.mode = mode.into();
                 r.ops = file_ops;
+                file_rows.push(r);
+            }
+            for u in &dbs {
+                let mut r = row(u.db.name(), next(), None);
+                r.mode = u.db.settings().into();
+                r.ops = file_ops;
+                r.version = Some(u.db.version());
                 file_rows.push(r);
             }
         }

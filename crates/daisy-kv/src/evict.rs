@@ -175,8 +175,63 @@ fn pick(
                 best = Some((score, db, key, v));
             }
         }
+        if seen == 0 && policy.volatile() {
+            // Few keys with a TTL among many: random draws can miss them all. Walk the
+            // database from a random point instead (bounded), so a volatile policy refuses
+            // only when no key has a TTL.
+            if let Some((key, v)) = scan_volatile(ks, tx, db, sv.next_random())? {
+                let score = match policy {
+                    Policy::VolatileLru => ks.clock.idle_s(db, &key),
+                    Policy::VolatileTtl => u64::MAX - v.expire_ms.unwrap_or(i64::MAX).max(0) as u64,
+                    _ => 0,
+                };
+                if policy == Policy::VolatileRandom {
+                    sv.evict_db = (db + 1) % dbs;
+                    return Ok(Some((db, key, v)));
+                }
+                if best.as_ref().is_none_or(|b| score > b.0) {
+                    best = Some((score, db, key, v));
+                }
+            }
+        }
     }
     Ok(best.map(|(_, db, key, v)| (db, key, v)))
+}
+
+/// Keys a volatile policy's fallback scan looks at, at most, per database and pass.
+const SCAN_VOLATILE_MAX: usize = 10_000;
+
+/// The first key with a time to live found by a SCAN of `db` from cursor `start` (wrapping
+/// once), looking at up to [`SCAN_VOLATILE_MAX`] keys.
+fn scan_volatile(
+    ks: &mut Keyspace,
+    tx: &mut Tx,
+    db: usize,
+    start: u64,
+) -> daisy::Result<Option<(Vec<u8>, Val)>> {
+    let mut cursor = start;
+    let mut wrapped = false;
+    let mut looked = 0;
+    let mut found = Vec::new();
+    while looked < SCAN_VOLATILE_MAX {
+        found.clear();
+        let next = ks.scan(tx, db, cursor, 100, &mut found)?;
+        for (k, e) in &found {
+            let v = ks.val_of(tx, *e)?;
+            if v.expire_ms.is_some() {
+                return Ok(Some((k.clone(), v)));
+            }
+        }
+        looked += found.len().max(1);
+        if next == 0 {
+            if wrapped {
+                break;
+            }
+            wrapped = true;
+        }
+        cursor = next;
+    }
+    Ok(None)
 }
 
 /// MEMORY USAGE of a key: its entry object (header, key, record) rounded to the allocator's

@@ -94,6 +94,8 @@ struct TxCsv<'a> {
     ops: u64,
     mode: &'a str,
     fs: &'a str,
+    /// The library and its version (the embedded databases), empty for the others.
+    version: &'a str,
 }
 
 impl TxCsv<'_> {
@@ -111,6 +113,7 @@ impl TxCsv<'_> {
             ops: r.ops,
             mode: &r.mode,
             fs: &r.fs,
+            version: r.version.as_deref().unwrap_or_default(),
         }
     }
 }
@@ -135,6 +138,8 @@ struct HashmapCsv<'a> {
     runs: usize,
     mode: &'a str,
     fs: &'a str,
+    /// The library and its version (the embedded databases), empty for the others.
+    version: &'a str,
 }
 
 impl HashmapCsv<'_> {
@@ -157,6 +162,7 @@ impl HashmapCsv<'_> {
             runs: r.runs,
             mode: &r.mode,
             fs: &r.fs,
+            version: r.version.as_deref().unwrap_or_default(),
         }
     }
 }

@@ -61,6 +61,21 @@ pub enum Level {
     Full,
 }
 
+/// The hash-map mechanisms the report also runs on a disk: the file rivals and the embedded
+/// databases (Daisy's figures there are its NVM ones: see `disk_verdicts`).
+pub const DISK_MECHANISMS: [&str; 10] = [
+    "msync-op",
+    "msync-end",
+    "fsync-op",
+    "fsync-end",
+    "lmdb-op",
+    "lmdb-end",
+    "redb-op",
+    "redb-end",
+    "sqlite-op",
+    "sqlite-end",
+];
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub out: PathBuf,
@@ -91,6 +106,8 @@ pub struct Environment {
     pub pmdk: String,
     /// `redis-server --version`, or why it is missing.
     pub redis: String,
+    /// The embedded databases measured as rivals: each one's crate and library version.
+    pub databases: Vec<String>,
 }
 
 /// A part of the report: what it measured, or why it could not run (the error's text, kept
@@ -203,6 +220,10 @@ pub fn environment(dir: &Path) -> Environment {
         dir: dir.to_path_buf(),
         fs,
         daisy_version: env!("CARGO_PKG_VERSION").to_string(),
+        databases: crate::dbrivals::Db::ALL
+            .iter()
+            .map(|d| d.version())
+            .collect(),
         pmdk: match crate::pmdk::Pmdk::load() {
             Ok(p) => p.version,
             Err(e) => format!("not available: {e}"),
@@ -401,7 +422,9 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
 
     // 3b. The seed's baseline is file persistence on a file system with a device behind it;
     // on tmpfs msync persists nothing. When the pools are on tmpfs and the output directory is
-    // on a disk, the file rivals run there too (largest N, timed on a prefix if slow).
+    // on a disk, the file rivals and the embedded databases run there too (largest N, timed
+    // on a prefix if slow; the databases' per-insert commits on at most
+    // dbrivals::PER_OP_MAX_OPS).
     let mut hashmap_disk = vec![];
     let mut hashmap_disk_dir = None;
     let out_fs = std::fs::File::open(&cfg.out)
@@ -411,16 +434,14 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         let ddir = cfg.out.join("disk-baseline");
         let n = *hcfg.ns.iter().max().unwrap_or(&100_000);
         note(&format!(
-            "performance test: msync and fsync on a disk file ({out_fs}, {}), N = {n}",
+            "performance test: msync, fsync and the embedded databases on a disk file ({out_fs}, \
+             {}), N = {n}",
             ddir.display()
         ));
         let dcfg = hashbench::Config {
             dir: ddir.clone(),
             ns: vec![n],
-            mechanisms: ["msync-op", "msync-end", "fsync-op", "fsync-end"]
-                .iter()
-                .map(|m| m.to_string())
-                .collect(),
+            mechanisms: DISK_MECHANISMS.iter().map(|m| m.to_string()).collect(),
             op: hashbench::Op::Insert,
             runs: 1,
             seed: cfg.seed,

@@ -90,6 +90,7 @@ fn environment(r: &Report) -> Table {
     t.row(["Daisy", e.daisy_version.as_str()]);
     t.row(["PMDK", e.pmdk.as_str()]);
     t.row(["Redis", e.redis.as_str()]);
+    t.row(["embedded databases".into(), e.databases.join("; ")]);
     t
 }
 
@@ -274,6 +275,7 @@ fn hashmap_disk(r: &Report) -> Table {
         "total ms",
         "ns/insert",
         "syncs per insert",
+        "bytes per entry",
     ]);
     for row in &r.hashmap_disk {
         t.row([
@@ -287,6 +289,9 @@ fn hashmap_disk(r: &Report) -> Table {
             grouped(row.ns_per_op, 0),
             row.syncs_per_op
                 .map(|v| format!("{v:.6}"))
+                .unwrap_or_else(|| "-".into()),
+            row.bytes_per_entry
+                .map(|b| format!("{b:.1}"))
                 .unwrap_or_else(|| "-".into()),
         ]);
     }

@@ -24,6 +24,7 @@ fn tx(case: &str, mechanism: &'static str, ns: f64) -> txbench::Row {
         speedup_vs_daisy: (mechanism == "msync").then_some(30.0),
         x_store_flush: (mechanism == "daisy").then_some(1.9),
         x_rust: None,
+        version: None,
     }
 }
 
@@ -55,6 +56,7 @@ fn hm(n: u64, mechanism: &'static str, ms: f64) -> hashbench::Row {
         seed: 1,
         speedup_vs_msync_op: Some(3.25),
         speedup_vs_msync_end: None,
+        version: None,
     }
 }
 
@@ -216,6 +218,7 @@ fn full() -> Report {
             daisy_version: "0.1.0".into(),
             pmdk: "1.12.1".into(),
             redis: "Redis server v=7.0.15".into(),
+            databases: vec!["redb 2.6.4 (pure Rust)".into()],
         },
         functional: crashtest::Summary {
             kills: 500,
@@ -551,16 +554,24 @@ fn the_exit_status_follows_the_verdicts() {
 fn csv_files_keep_their_columns() {
     let d = tempfile::tempdir().unwrap();
     let mut r = full();
+    let mut redb = tx("update-1", "redb", 20_000.0);
+    redb.version = Some("redb 2.6.4 (pure Rust)".into());
+    r.tx.push(redb);
     write(&r, d.path()).unwrap();
     let read = |name: &str| std::fs::read_to_string(d.path().join(name)).unwrap();
     let tx = read("tx.csv");
+    assert!(
+        tx.lines().any(|l| l.starts_with("update-1,redb,20000.0,")
+            && l.ends_with(",tmpfs,redb 2.6.4 (pure Rust)")),
+        "{tx}"
+    );
     assert_eq!(
         tx.lines().take(3).collect::<Vec<_>>(),
         [
             "case,mechanism,ns_per_op,ops_per_s,spread_min_ns,spread_max_ns,flushes_per_op,\
-             fences_per_op,runs,ops,mode,fs",
-            "update-1,daisy,180.0,5555556,162.0,216.0,1.50,1.00,5,200000,\"pmem, clwb\",tmpfs",
-            "update-1,pmdk,450.0,2222222,405.0,540.0,-,-,5,200000,\"pmem, clwb\",tmpfs",
+             fences_per_op,runs,ops,mode,fs,version",
+            "update-1,daisy,180.0,5555556,162.0,216.0,1.50,1.00,5,200000,\"pmem, clwb\",tmpfs,",
+            "update-1,pmdk,450.0,2222222,405.0,540.0,-,-,5,200000,\"pmem, clwb\",tmpfs,",
         ]
     );
     let hashmap = read("hashmap.csv");
@@ -569,10 +580,10 @@ fn csv_files_keep_their_columns() {
         [
             "n,mechanism,total_ms,ns_per_op,spread_min_ns,spread_max_ns,p99_ns,max_ns,\
              flushes_per_op,fences_per_op,syncs_per_op,bytes_per_entry,bytes_estimated,\
-             extrapolated,runs,mode,fs",
-            "1000,daisy,0.200,200.0,10.5,12.2,300,9000,1.43,1,,16.384,false,false,3,pmem,tmpfs",
+             extrapolated,runs,mode,fs,version",
+            "1000,daisy,0.200,200.0,10.5,12.2,300,9000,1.43,1,,16.384,false,false,3,pmem,tmpfs,",
             "1000,msync-op,50.000,50000.0,10.5,12.2,300,9000,,,0.3333333333333333,,false,true,3,\
-             pmem,tmpfs",
+             pmem,tmpfs,",
         ]
     );
     let kv = read("kv.csv");
@@ -594,4 +605,47 @@ fn csv_files_keep_their_columns() {
     // kv.csv only when the Redis benchmark ran.
     let files = write(&failed(), d.path()).unwrap();
     assert!(!files.iter().any(|f| f.ends_with("kv.csv")), "{files:?}");
+}
+
+/// Issue 22's database verdicts: per-insert durable Daisy needs 10x each `-op` database,
+/// the batch 1.05x each `-end` one; on tmpfs and, against the rows on a disk, there too.
+#[test]
+fn database_verdicts_need_ten_times_per_insert_and_1_05_in_bulk() {
+    let env = full().environment;
+    let mut rows = vec![
+        hm(1000, "daisy", 1.0),
+        hm(1000, "daisy-batch", 1.0),
+        hm(1000, "lmdb-op", 8.0),
+        hm(1000, "lmdb-end", 1.5),
+        hm(1000, "redb-op", 13.0),
+        hm(1000, "redb-end", 0.8),
+    ];
+    rows[2].version = Some("heed 0.23.1, LMDB 0.9.70".into());
+    let v = verdicts::hashmap_verdicts(&rows, &env);
+    let get = |v: &[Verdict], name: &str| {
+        v.iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no verdict {name}: {v:?}"))
+            .clone()
+    };
+    let l = get(&v, "performance: hash map, daisy vs lmdb-op");
+    assert!(
+        !l.passed && l.text.contains("8.00x") && l.text.contains("LMDB 0.9.70"),
+        "{l:?}"
+    );
+    assert!(
+        l.text.contains("at least 10x") && l.text.ends_with("FAIL"),
+        "{l:?}"
+    );
+    assert!(get(&v, "performance: hash map, daisy-batch vs lmdb-end").passed);
+    assert!(get(&v, "performance: hash map, daisy vs redb-op").passed);
+    assert!(!get(&v, "performance: hash map, daisy-batch vs redb-end").passed);
+    // No sqlite rows: no sqlite verdicts.
+    assert!(!v.iter().any(|v| v.name.contains("sqlite")), "{v:?}");
+    // On a disk: the rivals' disk rows against Daisy's NVM rows.
+    let disk = vec![hm(1000, "sqlite-op", 25.0), hm(1000, "sqlite-end", 1.0)];
+    let d = verdicts::disk_verdicts(&rows, &disk, &Some(("/tmp/x".into(), "ext4".into())));
+    assert!(get(&d, "performance: daisy vs sqlite-op on disk").passed);
+    let e = get(&d, "performance: daisy-batch vs sqlite-end on disk");
+    assert!(!e.passed && e.text.contains("at least 1.05x"), "{e:?}");
 }

@@ -26,7 +26,19 @@ when libpmemobj is not installed)\n\
 baseline)\n\
   fsync-op     table in DRAM plus a file: pwrite of the slot + fdatasync per operation\n\
   fsync-end    pwrite per operation, one fsync at the end\n\
-  dram         std::collections::HashMap, nothing persisted (the floor for batched work)\n\n\
+  dram         std::collections::HashMap, nothing persisted (the floor for batched work)\n\
+  lmdb-op      LMDB (heed, its bundled mdb.master), one write transaction per insert with \
+LMDB's default sync (durable when commit returns)\n\
+  lmdb-end     LMDB, one write transaction for the whole run, committed at the end\n\
+  redb-op      redb, one write transaction per insert at Durability::Immediate\n\
+  redb-end     redb, one write transaction (Durability::Immediate) for the whole run\n\
+  sqlite-op    SQLite (rusqlite, the system's libsqlite3), journal_mode=WAL, synchronous=FULL, \
+kv(k INTEGER PRIMARY KEY, v), each INSERT its own transaction\n\
+  sqlite-end   SQLite, the same settings, BEGIN, every INSERT, COMMIT\n\n\
+The databases' -op mechanisms commit durably (an fsync or more) per insert: each run is timed \
+on at most the first 20,000 inserts and projected to N (marked ~). Their bytes per entry are \
+the sizes of all their files (data, lock, WAL, shared memory) after a run, over the entries; \
+their versions (crate and C library) are printed and carried in the JSON rows.\n\n\
 Every table is sized for N before the run, for every mechanism alike: the simple tables get 2N \
 slots, the HashMap with_capacity(N), Daisy's map create_in_with_seed_and_capacity(N). \
 The simple table: open addressing over 8-byte slots, 2N rounded up to a power of two slots, \
@@ -145,4 +157,18 @@ pub fn run(a: HashmapArgs) -> Result<ExitCode> {
         print!("{}", hashbench::table(&rows));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The help names the databases' cap as the benchmark applies it.
+    #[test]
+    fn help_states_the_databases_cap() {
+        let cap = daisy_bench::dbrivals::PER_OP_MAX_OPS;
+        let text = format!("{},{:03}", cap / 1000, cap % 1000);
+        assert!(
+            super::ABOUT.contains(&format!("at most the first {text} inserts")),
+            "ABOUT must say {text}"
+        );
+    }
 }
