@@ -420,7 +420,8 @@ pub fn migrate(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if !(i32::MIN as i64..=i32::MAX as i64).contains(&dbid) {
         return c.err(E_INT);
     }
-    let timeout = std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    let timeout =
+        std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
     // The keys that exist, with what RESTORE needs.
     let mut sent: Vec<(&[u8], Val)> = Vec::new();
     let mut req = Vec::new();
@@ -453,7 +454,9 @@ pub fn migrate(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         return Ok(());
     }
     let host = String::from_utf8_lossy(a[1]).into_owned();
-    let port = std::str::from_utf8(a[2]).ok().and_then(|p| p.parse::<u16>().ok());
+    let port = std::str::from_utf8(a[2])
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok());
     let addr = port.and_then(|p| {
         use std::net::ToSocketAddrs;
         (host.as_str(), p).to_socket_addrs().ok()?.next()
@@ -483,12 +486,8 @@ pub fn migrate(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
             _ => None,
         }
     };
-    let target_error = |l: &[u8]| {
-        format!(
-            "ERR Target instance replied with error: {}",
-            lossy(&l[1..])
-        )
-    };
+    let target_error =
+        |l: &[u8]| format!("ERR Target instance replied with error: {}", lossy(&l[1..]));
     for _ in 0..1 + !auth.is_empty() as usize {
         match read_line() {
             None => return c.err("IOERR error or timeout reading to target instance"),

@@ -86,7 +86,11 @@ fn migrate_moves_keys_both_ways_with_redis() {
     let daisy = Daisy::start();
     let mut r = Conn::connect(redis.addr, "redis");
     let mut d = Conn::connect(daisy.addr, "daisy");
-    let cmd = |args: &[&str]| args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+    let cmd = |args: &[&str]| {
+        args.iter()
+            .map(|a| a.as_bytes().to_vec())
+            .collect::<Vec<_>>()
+    };
     for c in [
         &["SET", "s", "hello"][..],
         &["SET", "n", "12345"],
@@ -113,7 +117,10 @@ fn migrate_moves_keys_both_ways_with_redis() {
     };
     // One key, then many with COPY into database 2.
     assert_eq!(mig(&mut d, &port, &["s", "0", "5000"]).raw, b"+OK\r\n");
-    assert!(d.call(&cmd(&["EXISTS", "s"])).int() == Some(0), "moved: gone here");
+    assert!(
+        d.call(&cmd(&["EXISTS", "s"])).int() == Some(0),
+        "moved: gone here"
+    );
     let keys = ["n", "h", "st", "sm", "l", "z", "x", "p", "t", "missing"];
     let mut a = vec!["", "2", "5000", "COPY", "KEYS"];
     a.extend_from_slice(&keys);
@@ -130,7 +137,11 @@ fn migrate_moves_keys_both_ways_with_redis() {
             // The same serialized value arrived (Redis re-serializes it identically).
             assert_eq!(r.call(&cmd(&["DUMP", k])).raw, dump.raw, "{k}");
         }
-        assert_eq!(d.call(&cmd(&["EXISTS", k])).int(), Some(1), "COPY keeps {k}");
+        assert_eq!(
+            d.call(&cmd(&["EXISTS", k])).int(),
+            Some(1),
+            "COPY keeps {k}"
+        );
     }
     let ttl = r.call(&cmd(&["TTL", "t"])).int().unwrap();
     assert!((990..=1000).contains(&ttl), "TTL sent: {ttl}");
@@ -152,7 +163,10 @@ fn migrate_moves_keys_both_ways_with_redis() {
     r.call(&cmd(&["SELECT", "0"]));
     r.call(&cmd(&["ZADD", "fromredis", "1", "a", "2", "b"]));
     let dport = daisy.addr.port().to_string();
-    assert_eq!(mig(&mut r, &dport, &["fromredis", "0", "5000"]).raw, b"+OK\r\n");
+    assert_eq!(
+        mig(&mut r, &dport, &["fromredis", "0", "5000"]).raw,
+        b"+OK\r\n"
+    );
     let got = d.call(&cmd(&["ZRANGE", "fromredis", "0", "-1", "WITHSCORES"]));
     assert_eq!(got.strings().unwrap(), cmd(&["a", "1", "b", "2"]));
 }
