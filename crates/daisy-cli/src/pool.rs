@@ -232,10 +232,17 @@ pub fn run(p: PoolCmd) -> Result<ExitCode> {
                     if i.map_sync { " (DAX, MAP_SYNC)" } else { "" }
                 );
                 println!(
-                    "size:            {} (file {}), grows up to {} (its capacity, fixed at creation)",
+                    "size:            {} (file {}), grows up to {} (its capacity, fixed at creation){}",
                     fmt_size(i.size),
                     fmt_size(i.file_size),
-                    fmt_size(i.max_size)
+                    fmt_size(i.max_size),
+                    // The limit a server sets (--max-size, CONFIG SET maxmemory) lives in that
+                    // process only: the file cannot tell it.
+                    if rec.opened_in_use {
+                        "; the process using it may hold it to a lower limit (a server: INFO maxmemory)"
+                    } else {
+                        ""
+                    }
                 );
                 println!(
                     "used:            {} in {} objects",

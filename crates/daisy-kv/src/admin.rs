@@ -798,16 +798,7 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
                 c.nil();
                 return Ok(());
             };
-            // The key's entry object (header, key, record) rounded to the allocator's
-            // 16 bytes, its slot, and every object its value owns.
-            let mut bytes = (8 + a[2].len() + v.off + v.len).div_ceil(16) * 16 + 16;
-            let p = c.payload(&v)?;
-            let owned = crate::types::of(v.ty)
-                .owned(c.ks.pool(), v.enc, &p)
-                .map_err(daisy::Error::Unsupported)?;
-            for o in owned {
-                bytes += c.tx.usable_size(daisy::PPtr::<u8>::from_offset(o))? as usize;
-            }
+            let bytes = crate::evict::key_memory(c.ks, c.tx, a[2], &v)?;
             resp::int(c.out, bytes as i64);
         }
         (b"DOCTOR", 2) => resp::bulk(
@@ -843,7 +834,8 @@ pub fn memory(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 /// values INFO memory reports (the pool's bytes in use are the dataset; the clients'
 /// buffers the overhead), plus Daisy's pool objects.
 fn memory_stats(c: &mut Ctx) -> daisy::Result<()> {
-    let (used, objects) = c.sv.pool.usage()?;
+    let (_, objects) = c.sv.pool.usage()?;
+    let used = c.sv.used_memory();
     let stats = &mut c.sv.admin.stats;
     stats.peak_memory = stats.peak_memory.max(used);
     let peak = stats.peak_memory;

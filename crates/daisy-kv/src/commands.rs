@@ -117,6 +117,8 @@ pub struct Counters {
     pub keyspace_misses: u64,
     pub rejected_calls: u64,
     pub failed_calls: u64,
+    /// Keys removed by the maxmemory policy (INFO evicted_keys).
+    pub evicted_keys: u64,
 }
 
 /// Server-wide settings and counters the commands report.
@@ -164,6 +166,8 @@ pub struct ServerState {
     pub tracking: crate::tracking::Tracking,
     /// The Lua interpreter, the script cache and the function libraries (`scripting`).
     pub scripting: crate::scripting::Scripting,
+    /// The database a random eviction looks at first (they are taken in turn).
+    pub evict_db: usize,
 }
 
 impl ServerState {
@@ -199,18 +203,31 @@ impl ServerState {
             acl: crate::acl::Acl::new(),
             tracking: Default::default(),
             scripting: Default::default(),
+            evict_db: 0,
         }
     }
 
-    /// Whether the pool is past its size limit: CONFIG SET maxmemory (or `--max-size` at a
-    /// reopen) set the limit below the pool's size, and a pool never shrinks. Redis's "used
-    /// memory > maxmemory" with nothing to evict: commands that may grow memory are refused
-    /// `-OOM` before they run ([`state_refusal`]), in scripts too, until maxmemory is raised.
-    /// (A pool that reaches its limit by growing is not past it: its writes fail `-OOM` only
-    /// when the free space inside it runs out, see `server::error_reply`.)
-    pub fn over_maxmemory(&self) -> bool {
+    /// `maxmemory` when one is set: the pool's size limit, when below its capacity (CONFIG
+    /// SET maxmemory, `--max-size` at a reopen). None: no limit (Redis's `maxmemory 0`).
+    #[inline]
+    pub fn memory_limit(&self) -> Option<u64> {
         let max = self.pool.max_size();
-        max < self.pool.capacity() && self.pool.size() > max
+        (max < self.pool.capacity()).then_some(max)
+    }
+
+    /// INFO's `used_memory`: the bytes allocated in the pool (the keyspace lives there), as
+    /// committed. The maxmemory rule measures the same figure (see evict.rs). A damaged chunk
+    /// table (which `pool check` reports) reads as 0 here rather than failing every command.
+    pub fn used_memory(&self) -> u64 {
+        self.pool.allocated_bytes().unwrap_or(0)
+    }
+
+    /// Whether the used bytes are past maxmemory (Redis's "used memory > maxmemory"), as
+    /// committed: scripts ask before they run; commands ask `evict::perform` first, which
+    /// also removes keys by the maxmemory policy.
+    pub fn over_maxmemory(&self) -> bool {
+        self.memory_limit()
+            .is_some_and(|max| self.used_memory() > max)
     }
 
     /// A random word (xorshift64*: random keys and members need a spread, not a secret).
@@ -752,6 +769,11 @@ pub static COMMANDS: &[Spec] = &[
     spec!("object", -2, ["readonly"], 2, 2, 1, k::object),
     spec!("dump", 2, ["readonly"], 1, 1, 1, k::dump),
     spec!("restore", -4, ["write", "denyoom"], 1, 1, 1, k::restore),
+    spec!("migrate", -6, ["write", "movablekeys"], 3, 3, 1, k::migrate),
+    spec!("cluster", -2, [], 0, 0, 0, k::cluster),
+    spec!("readonly", 1, ["loading", "stale", "fast"], 0, 0, 0, k::cluster),
+    spec!("readwrite", 1, ["loading", "stale", "fast"], 0, 0, 0, k::cluster),
+    spec!("asking", 1, ["fast"], 0, 0, 0, k::cluster),
     spec!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, k::dbsize),
     spec!("randomkey", 1, ["readonly"], 0, 0, 0, k::randomkey),
     spec!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, k::select),
@@ -920,8 +942,8 @@ pub fn precheck(
 }
 
 /// Writes the server's state refuses (Redis's `processCommand`, after the ACL check): `-OOM`
-/// for a command flagged `denyoom` (or any command queued in MULTI) while the pool is past
-/// maxmemory ([`ServerState::over_maxmemory`]), `-NOREPLICAS` for a write while
+/// for a command flagged `denyoom` (or any command queued in MULTI) while the used bytes are
+/// past maxmemory after eviction (`over`, from `evict::perform`), `-NOREPLICAS` for a write while
 /// `min-replicas-to-write` asks for replicas (this server has none). A script command counts
 /// with the flags its script declares (a shebang's, a function's), EXEC with those of its
 /// queue. None: go ahead (what is checked costs nothing while neither setting is in force).
@@ -930,9 +952,9 @@ pub fn state_refusal(
     args: &[&[u8]],
     cl: &Client,
     sv: &ServerState,
+    over: bool,
 ) -> Option<&'static str> {
     let no_replicas = sv.config.no_good_replicas;
-    let over = sv.over_maxmemory();
     if !no_replicas && !over {
         return None;
     }
@@ -1028,8 +1050,13 @@ fn execute_checked(
     let spec = table.find(args[0]);
     let mut refused = precheck(spec, args, cl, sv);
     if let (None, Some(s)) = (&refused, spec) {
-        refused = crate::acl::check(s, args, cl, sv, now_ms)
-            .or_else(|| state_refusal(s, args, cl, sv).map(String::from));
+        refused = crate::acl::check(s, args, cl, sv, now_ms);
+    }
+    if let (None, Some(s)) = (&refused, spec) {
+        // Past maxmemory: keys go by the policy first (Redis's `performEvictions`, before
+        // every command); `-OOM` only if that cannot bring memory under the limit.
+        let over = sv.memory_limit().is_some() && !crate::evict::perform(ks, tx, sv)?;
+        refused = state_refusal(s, args, cl, sv, over).map(String::from);
     }
     if let Some(mut e) = refused {
         if let Some(m) = cl.multi.as_mut() {
@@ -1132,6 +1159,10 @@ pub fn call(
     }
     if !serving {
         crate::admin::after_call(sv, cl, spec, args, elapsed);
+    } else if let Some(d) = elapsed {
+        // Served after blocking: the slow log gets it now, as Redis's
+        // `updateStatsOnUnblock` (its MONITOR line went out when it was called).
+        crate::admin::slowlog::record(sv, cl, spec, args, d.as_micros() as u64);
     }
     Ok(action)
 }

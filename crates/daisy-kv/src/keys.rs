@@ -359,16 +359,181 @@ pub fn dump(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
         c.nil();
         return Ok(());
     };
+    let payload = dump_payload(c, &v)?;
+    resp::bulk(c.out, &payload);
+    Ok(())
+}
+
+/// The DUMP payload of a key's value (Redis's RDB serialization with version and checksum).
+fn dump_payload(c: &mut Ctx, v: &Val) -> daisy::Result<Vec<u8>> {
     if v.ty == Type::Set && v.enc == Enc::IntSet {
-        if let set::SetVal::Ints(values, width) = set::SetVal::open(c, &v)? {
+        if let set::SetVal::Ints(values, width) = set::SetVal::open(c, v)? {
             // An intset is serialized as it is held, at its width.
-            resp::bulk(c.out, &rdb::dump_intset(&values, width));
-            return Ok(());
+            return Ok(rdb::dump_intset(&values, width));
         }
     }
-    let (value, enc) = rdb_value(c, &v)?;
-    resp::bulk(c.out, &rdb::dump(&value, enc));
-    Ok(())
+    let (value, enc) = rdb_value(c, v)?;
+    Ok(rdb::dump(&value, enc))
+}
+
+/// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password |
+/// AUTH2 username password] [KEYS key ...] (Redis 7.0's `migrateCommand` without cluster
+/// mode): each key is sent as RESTORE with its remaining time to live and its DUMP payload
+/// (after AUTH and SELECT), and deleted here once the target accepted it, unless COPY. As in
+/// Redis, the server waits for the target (up to `timeout` ms per step): MIGRATE blocks the
+/// event loop for that long. The connection is not cached (Redis keeps one for 10 s).
+pub fn migrate(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
+    let (mut copy, mut replace) = (false, false);
+    let mut auth: Vec<&[u8]> = Vec::new();
+    let mut first_key = 3;
+    let mut nkeys = 1;
+    let mut j = 6;
+    while j < a.len() {
+        let more = a.len() - j - 1;
+        match &upper(a[j])[..] {
+            b"COPY" => copy = true,
+            b"REPLACE" => replace = true,
+            b"AUTH" if more >= 1 => {
+                auth = vec![a[j + 1]];
+                j += 1;
+            }
+            b"AUTH2" if more >= 2 => {
+                auth = vec![a[j + 1], a[j + 2]];
+                j += 2;
+            }
+            b"KEYS" => {
+                if !a[3].is_empty() {
+                    return c.err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string");
+                }
+                first_key = j + 1;
+                nkeys = a.len() - j - 1;
+                j = a.len();
+                continue;
+            }
+            _ => return c.err(E_SYNTAX),
+        }
+        j += 1;
+    }
+    let (Some(timeout), Some(dbid)) = (parse_i64(a[5]), parse_i64(a[4])) else {
+        return c.err(E_INT);
+    };
+    if !(i32::MIN as i64..=i32::MAX as i64).contains(&dbid) {
+        return c.err(E_INT);
+    }
+    let timeout = std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    // The keys that exist, with what RESTORE needs.
+    let mut sent: Vec<(&[u8], Val)> = Vec::new();
+    let mut req = Vec::new();
+    if !auth.is_empty() {
+        let mut cmd: Vec<&[u8]> = vec![b"AUTH"];
+        cmd.extend(&auth);
+        resp_command(&mut req, &cmd);
+    }
+    resp_command(&mut req, &[b"SELECT", dbid.to_string().as_bytes()]);
+    for &k in &a[first_key..first_key + nkeys] {
+        let Some(v) = c.lookup_read(k)? else {
+            continue;
+        };
+        let ttl = match v.expire_ms {
+            None => 0,
+            Some(t) if t - c.now_ms < 0 => continue,
+            Some(t) => (t - c.now_ms).max(1),
+        };
+        let payload = dump_payload(c, &v)?;
+        let ttl = ttl.to_string();
+        let mut cmd: Vec<&[u8]> = vec![b"RESTORE", k, ttl.as_bytes(), &payload];
+        if replace {
+            cmd.push(b"REPLACE");
+        }
+        resp_command(&mut req, &cmd);
+        sent.push((k, v));
+    }
+    if sent.is_empty() {
+        resp::simple(c.out, "NOKEY");
+        return Ok(());
+    }
+    let host = String::from_utf8_lossy(a[1]).into_owned();
+    let port = std::str::from_utf8(a[2]).ok().and_then(|p| p.parse::<u16>().ok());
+    let addr = port.and_then(|p| {
+        use std::net::ToSocketAddrs;
+        (host.as_str(), p).to_socket_addrs().ok()?.next()
+    });
+    // Redis connects without blocking and learns of a refused connection when it writes:
+    // only a connection that times out (or a name that does not resolve) is a connect error.
+    let stream = match addr.map(|addr| std::net::TcpStream::connect_timeout(&addr, timeout)) {
+        Some(Ok(s)) => s,
+        Some(Err(e)) if e.kind() != std::io::ErrorKind::TimedOut => {
+            return c.err("IOERR error or timeout writing to target instance")
+        }
+        _ => return c.err("IOERR error or timeout connecting to the client"),
+    };
+    let mut stream = stream;
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(timeout));
+    let _ = stream.set_read_timeout(Some(timeout));
+    if std::io::Write::write_all(&mut stream, &req).is_err() {
+        return c.err("IOERR error or timeout writing to target instance");
+    }
+    // One status line per command sent: AUTH, SELECT, then a RESTORE per key.
+    let mut lines = std::io::BufReader::new(stream);
+    let mut read_line = || {
+        let mut l = Vec::new();
+        match std::io::BufRead::read_until(&mut lines, b'\n', &mut l) {
+            Ok(n) if n > 0 => Some(l.trim_ascii_end().to_vec()),
+            _ => None,
+        }
+    };
+    let target_error = |l: &[u8]| {
+        format!(
+            "ERR Target instance replied with error: {}",
+            lossy(&l[1..])
+        )
+    };
+    for _ in 0..1 + !auth.is_empty() as usize {
+        match read_line() {
+            None => return c.err("IOERR error or timeout reading to target instance"),
+            Some(l) if l.first() == Some(&b'-') => return c.err(&target_error(&l)),
+            Some(_) => {}
+        }
+    }
+    let mut error = None;
+    let db = c.db();
+    for (k, v) in &sent {
+        match read_line() {
+            None => {
+                error = Some("IOERR error or timeout reading to target instance".to_string());
+                break;
+            }
+            Some(l) if l.first() == Some(&b'-') => error = Some(target_error(&l)),
+            Some(_) if !copy => {
+                c.ks.delete(c.tx, db, k, v)?;
+                c.notify(N_GENERIC, "del", k);
+            }
+            Some(_) => {}
+        }
+    }
+    match error {
+        Some(e) => c.err(&e),
+        None => {
+            resp::ok(c.out);
+            Ok(())
+        }
+    }
+}
+
+/// One command as a RESP array of bulk strings.
+fn resp_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// CLUSTER, READONLY, READWRITE, ASKING: this server runs as a Redis without cluster mode.
+pub fn cluster(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
+    c.err("ERR This instance has cluster support disabled")
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]

@@ -31,6 +31,7 @@ pub mod commands;
 pub mod conffile;
 pub mod config;
 mod daemon;
+pub mod evict;
 pub mod glob;
 pub mod keys;
 pub mod keyspace;

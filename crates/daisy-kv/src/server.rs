@@ -1596,6 +1596,9 @@ impl Server {
                     if let Some(kind) = self.sv.save.request.take() {
                         self.run_save(kind);
                     }
+                    if self.sv.over_maxmemory() {
+                        self.evict();
+                    }
                     i = j;
                 }
                 Err(e) => {
@@ -2669,6 +2672,33 @@ impl Server {
         self.store.note_expired = f & crate::pubsub::N_EXPIRED != 0;
         self.store.note_new = f & crate::pubsub::N_NEW != 0;
         self.obuf_limits = crate::pubsub::obuf_limits(&self.sv.config);
+    }
+
+    /// The group just committed left memory past maxmemory: remove keys by the policy in a
+    /// transaction of their own (evict.rs), and tell subscribers and tracking clients now,
+    /// so a client reads the invalidation of an evicted key before its next reply. While
+    /// collections wait in the lazyfree queue, their bytes are on the way out: nothing more
+    /// is evicted for them.
+    fn evict(&mut self) {
+        if self.store.lazy_pending() > 0 {
+            return;
+        }
+        let pool = self.pool.clone();
+        let counters = self.sv.counters;
+        let r = pool.transaction(|tx| crate::evict::perform(&mut self.store, tx, &mut self.sv));
+        if r.is_err() {
+            self.sv.counters = counters;
+            self.sv.pubsub.discard();
+            self.store.resync();
+            return;
+        }
+        self.store.committed();
+        if !self.sv.pubsub.outbox.is_empty() || !self.store.events.is_empty() {
+            self.deliver_pubsub();
+        }
+        if !self.sv.tracking.outbox.is_empty() {
+            self.deliver_tracking();
+        }
     }
 
     /// Remove keys whose time passed, a bounded amount of work per call (Redis's active

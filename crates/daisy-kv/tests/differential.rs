@@ -72,6 +72,91 @@ fn resp3() {
     run("resp3", true, 0x3333_3333);
 }
 
+/// MIGRATE both ways between a real redis-server and `daisy serve`: every type Daisy sends
+/// arrives as the same value with its TTL (and leaves the source unless COPY), what Redis
+/// sends arrives here, and the error replies (BUSYKEY from the target, NOKEY, KEYS with a key)
+/// are Redis's, byte for byte where both answer the same case.
+#[test]
+fn migrate_moves_keys_both_ways_with_redis() {
+    let Some(bin) = redis_binary() else {
+        eprintln!("SKIPPED differential::migrate: redis-server is not installed");
+        return;
+    };
+    let redis = Redis::start(&bin);
+    let daisy = Daisy::start();
+    let mut r = Conn::connect(redis.addr, "redis");
+    let mut d = Conn::connect(daisy.addr, "daisy");
+    let cmd = |args: &[&str]| args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+    for c in [
+        &["SET", "s", "hello"][..],
+        &["SET", "n", "12345"],
+        &["HSET", "h", "f", "v", "g", "w"],
+        &["SADD", "st", "1", "2", "3"],
+        &["SADD", "sm", "a", "b"],
+        &["RPUSH", "l", "x", "y", "z"],
+        &["ZADD", "z", "1.5", "a", "2", "b"],
+        &["XADD", "x", "1-1", "f", "v"],
+        &["PFADD", "p", "a", "b", "c"],
+        &["SET", "t", "v", "EX", "1000"],
+    ] {
+        assert!(!d.call(&cmd(c)).is_error(), "{c:?}");
+    }
+    let dumps: Vec<Reply> = ["s", "n", "h", "st", "sm", "l", "z", "x", "p", "t"]
+        .iter()
+        .map(|k| d.call(&cmd(&["DUMP", k])))
+        .collect();
+    let port = redis.addr.port().to_string();
+    let mig = |c: &mut Conn, port: &str, rest: &[&str]| {
+        let mut a = vec!["MIGRATE", "127.0.0.1", port];
+        a.extend_from_slice(rest);
+        c.call(&cmd(&a))
+    };
+    // One key, then many with COPY into database 2.
+    assert_eq!(mig(&mut d, &port, &["s", "0", "5000"]).raw, b"+OK\r\n");
+    assert!(d.call(&cmd(&["EXISTS", "s"])).int() == Some(0), "moved: gone here");
+    let keys = ["n", "h", "st", "sm", "l", "z", "x", "p", "t", "missing"];
+    let mut a = vec!["", "2", "5000", "COPY", "KEYS"];
+    a.extend_from_slice(&keys);
+    assert_eq!(mig(&mut d, &port, &a).raw, b"+OK\r\n");
+    assert_eq!(r.call(&cmd(&["GET", "s"])).bytes(), Some(&b"hello"[..]));
+    r.call(&cmd(&["SELECT", "2"]));
+    for (k, dump) in keys.iter().zip(&dumps[1..]) {
+        if *k == "sm" {
+            // A set in a hash table: Redis serializes it in its own order.
+            let mut m = r.call(&cmd(&["SMEMBERS", k])).strings().unwrap();
+            m.sort();
+            assert_eq!(m, cmd(&["a", "b"]));
+        } else {
+            // The same serialized value arrived (Redis re-serializes it identically).
+            assert_eq!(r.call(&cmd(&["DUMP", k])).raw, dump.raw, "{k}");
+        }
+        assert_eq!(d.call(&cmd(&["EXISTS", k])).int(), Some(1), "COPY keeps {k}");
+    }
+    let ttl = r.call(&cmd(&["TTL", "t"])).int().unwrap();
+    assert!((990..=1000).contains(&ttl), "TTL sent: {ttl}");
+    // The target's BUSYKEY comes back as Redis sends it; REPLACE overwrites.
+    let busy = mig(&mut d, &port, &["h", "2", "5000"]);
+    let mut a = vec!["", "2", "5000", "COPY", "KEYS", "h"];
+    assert_eq!(
+        busy.raw,
+        b"-ERR Target instance replied with error: BUSYKEY Target key name already exists.\r\n"
+    );
+    a.insert(3, "REPLACE");
+    assert_eq!(mig(&mut d, &port, &a).raw, b"+OK\r\n");
+    // NOKEY and the KEYS/key error, as Redis.
+    for case in [&["nokey", "0", "100"][..], &["x", "0", "100", "KEYS", "n"]] {
+        let (ra, da) = (mig(&mut r, &port, case), mig(&mut d, &port, case));
+        assert_eq!(da.raw, ra.raw, "{case:?}");
+    }
+    // Redis -> Daisy.
+    r.call(&cmd(&["SELECT", "0"]));
+    r.call(&cmd(&["ZADD", "fromredis", "1", "a", "2", "b"]));
+    let dport = daisy.addr.port().to_string();
+    assert_eq!(mig(&mut r, &dport, &["fromredis", "0", "5000"]).raw, b"+OK\r\n");
+    let got = d.call(&cmd(&["ZRANGE", "fromredis", "0", "-1", "WITHSCORES"]));
+    assert_eq!(got.strings().unwrap(), cmd(&["a", "1", "b", "2"]));
+}
+
 fn env_seed() -> u64 {
     match std::env::var("DAISY_DIFF_SEED") {
         Err(_) => DEFAULT_SEED,

@@ -498,6 +498,31 @@ impl TxBuffers {
         }
     }
 
+    /// Net heap bytes this transaction allocates if it commits: its blocks and large objects
+    /// minus what it frees (a large object allocated and freed here counts 0), as
+    /// `Pool::usage` counts objects. Run chunks taken for carving count nothing themselves.
+    pub(crate) fn alloc_balance(&self) -> i64 {
+        if self.reserved.is_empty() && self.chunks_taken.is_empty() && self.freed.is_empty() {
+            return 0;
+        }
+        let block = |class: u16| crate::layout::SIZE_CLASSES[class as usize] as i64;
+        let large = |chunks: u64| (chunks * crate::layout::CHUNK_SIZE) as i64;
+        let mut n: i64 = self.reserved.iter().map(|&(_, class)| block(class)).sum();
+        n += self
+            .chunks_taken
+            .iter()
+            .filter(|c| !c.2)
+            .map(|c| large(c.1))
+            .sum::<i64>();
+        for f in &self.freed {
+            n -= match *f {
+                Freed::Block { class, .. } => block(class),
+                Freed::Large { chunks, .. } => large(chunks),
+            };
+        }
+        n
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.record.len() == LOG_HEADER_SIZE
     }

@@ -40,6 +40,13 @@ pub(crate) struct PoolInner {
     /// This session's undo table for direct stores (0 until the first `Tx::add_range`;
     /// undo.rs).
     pub undo_table: Mutex<u64>,
+    /// Bytes that transactions committed in this session allocated (+) and freed (-): each
+    /// commit adds its [`TxBuffers::alloc_balance`](crate::buffers::TxBuffers::alloc_balance).
+    /// With `alloc_base` it gives the heap's allocated bytes without a scan
+    /// ([`Pool::allocated_bytes`](crate::Pool::allocated_bytes)).
+    pub alloc_net: std::sync::atomic::AtomicI64,
+    /// The heap's allocated bytes minus `alloc_net`, from one scan at the first request.
+    pub alloc_base: std::sync::OnceLock<i64>,
 }
 
 impl std::ops::Deref for PoolInner {

@@ -219,8 +219,10 @@ fn server(c: &mut Ctx, t: &mut String, now: i64) {
 }
 
 fn memory(c: &mut Ctx, t: &mut String) -> daisy::Result<()> {
-    // used_memory: bytes allocated in the pool (the keyspace lives there, not in DRAM).
-    let (used, objects) = c.sv.pool.usage()?;
+    // used_memory: bytes allocated in the pool (the keyspace lives there, not in DRAM), the
+    // figure maxmemory limits (evict.rs); the object count needs a scan of the allocator.
+    let (_, objects) = c.sv.pool.usage()?;
+    let used = c.sv.used_memory();
     let stats = &mut c.sv.admin.stats;
     stats.peak_memory = stats.peak_memory.max(used);
     let peak = stats.peak_memory;
@@ -341,7 +343,7 @@ fn stats(c: &mut Ctx, t: &mut String) {
          instantaneous_input_repl_kbps:0.00\r\ninstantaneous_output_repl_kbps:0.00\r\n\
          rejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\n\
          expired_keys:{}\r\nexpired_stale_perc:0.00\r\nexpired_time_cap_reached_count:0\r\n\
-         expire_cycle_cpu_milliseconds:0\r\nevicted_keys:0\r\nevicted_clients:0\r\n\
+         expire_cycle_cpu_milliseconds:0\r\nevicted_keys:{}\r\nevicted_clients:0\r\n\
          total_eviction_exceeded_time:0\r\ncurrent_eviction_exceeded_time:0\r\n\
          keyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\n\
          pubsubshard_channels:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n\
@@ -362,6 +364,7 @@ fn stats(c: &mut Ctx, t: &mut String) {
         st.output_kbps,
         sv.rejected_connections,
         c.ks.expired_keys,
+        sv.counters.evicted_keys,
         sv.counters.keyspace_hits,
         sv.counters.keyspace_misses,
         sv.pubsub.num_channels(),

@@ -404,3 +404,112 @@ fn info_states_the_medium_and_what_survives() {
     drop(c);
     srv.stop();
 }
+
+/// maxmemory as Redis: the limit applies to INFO's used_memory (so the OOM refusal and INFO
+/// agree); with `noeviction` a write past it is refused `-OOM` while reads go on; the
+/// `volatile-*` policies remove only keys with a time to live (and refuse once none is
+/// left), the `allkeys-*` ones any key; each eviction is counted (INFO evicted_keys) and
+/// published (`evicted` keyspace events); memory ends under the limit, and the pool checks
+/// clean after a restart.
+#[test]
+fn maxmemory_evicts_by_policy_and_refuses_with_noeviction() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let val = vec![7u8; 4000];
+    for i in 0..100 {
+        let _: () = c.set(format!("keep:{i}"), &val).unwrap();
+        let _: () = c.set_ex(format!("ttl:{i}"), &val, 1000).unwrap();
+    }
+    let used = info_field(&mut c, "memory", "used_memory");
+    // Room for ~25 more values, then the policy has to act.
+    let limit = used + 100 * 1024;
+    let cfg = |c: &mut Connection, k: &str, v: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(c)
+            .unwrap();
+    };
+    cfg(&mut c, "maxmemory", &limit.to_string());
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), limit);
+    // noeviction (the default): writes stop at the limit with Redis's error; reads go on.
+    let mut n = 0;
+    let oom = loop {
+        match c.set::<_, _, ()>(format!("new:{n}"), &val) {
+            Ok(()) => n += 1,
+            Err(e) => break e,
+        }
+        assert!(n < 1000, "never refused");
+    };
+    assert_eq!(oom.code(), Some("OOM"), "{oom}");
+    assert!(n > 10, "refused long before the limit: {n} writes");
+    assert!(info_field(&mut c, "memory", "used_memory") > limit);
+    assert_eq!(c.strlen::<_, usize>("keep:0").unwrap(), val.len());
+    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), 0);
+
+    // volatile-lru: only keys with a TTL go, and each is announced.
+    cfg(&mut c, "notify-keyspace-events", "Ee");
+    let mut sub = srv.client();
+    let mut ps = sub.as_pubsub();
+    ps.subscribe("__keyevent@0__:evicted").unwrap();
+    cfg(&mut c, "maxmemory-policy", "volatile-lru");
+    for i in 0..40 {
+        let _: () = c.set(format!("more:{i}"), &val).unwrap();
+    }
+    let evicted = info_field(&mut c, "stats", "evicted_keys");
+    assert!(evicted > 0, "nothing evicted");
+    let ttl_left: usize = (0..100)
+        .filter(|i| c.exists::<_, bool>(format!("ttl:{i}")).unwrap())
+        .count();
+    assert_eq!(
+        ttl_left as u64,
+        100 - evicted,
+        "only volatile keys were evicted"
+    );
+    for i in 0..100 {
+        assert!(
+            c.exists::<_, bool>(format!("keep:{i}")).unwrap(),
+            "keep:{i} evicted"
+        );
+    }
+    assert!(info_field(&mut c, "memory", "used_memory") <= limit);
+    ps.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let m = ps.get_message().unwrap();
+    let key: String = m.get_payload().unwrap();
+    assert!(key.starts_with("ttl:"), "{key}");
+    drop(ps);
+
+    // With no volatile key left, volatile-random cannot free anything: -OOM again.
+    cfg(&mut c, "maxmemory-policy", "volatile-random");
+    let mut oom = None;
+    for i in 0..200 {
+        if let Err(e) = c.set::<_, _, ()>(format!("fill:{i}"), &val) {
+            oom = Some(e);
+            break;
+        }
+    }
+    let oom = oom.expect("volatile-random never refused");
+    assert_eq!(oom.code(), Some("OOM"), "{oom}");
+    for i in 0..100 {
+        assert!(
+            !c.exists::<_, bool>(format!("ttl:{i}")).unwrap(),
+            "ttl:{i} survived"
+        );
+    }
+
+    // allkeys-random: any key goes, and the write succeeds.
+    cfg(&mut c, "maxmemory-policy", "allkeys-random");
+    let before: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    for i in 0..20 {
+        let _: () = c.set(format!("last:{i}"), &val).unwrap();
+    }
+    let after: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert!(after < before + 20, "nothing evicted: {before} -> {after}");
+    assert!(info_field(&mut c, "memory", "used_memory") <= limit);
+    drop(c);
+    srv.stop();
+    check_pool(&pool);
+}

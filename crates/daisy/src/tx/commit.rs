@@ -94,6 +94,8 @@ impl<'p> Tx<'p> {
         };
         let st = &mut *self.st;
         let slot = st.next_slot as usize;
+        // What the heap's allocated bytes change by (taken before apply drains `freed`).
+        let alloc_balance = st.buf.alloc_balance();
 
         // 1. Take a sequence number, publishing a lower bound first (see `Lane`).
         let lb = pool.lanes.next_seq.load(Ordering::Relaxed);
@@ -256,6 +258,9 @@ impl<'p> Tx<'p> {
         // helper's), which `undurable_from` tells the watermark.
         if !applied_early {
             self.apply(seq, lc);
+        }
+        if alloc_balance != 0 {
+            pool.alloc_net.fetch_add(alloc_balance, Ordering::AcqRel);
         }
         let st = &mut *self.st;
         if let Some((chunk, chunks)) = overflow {

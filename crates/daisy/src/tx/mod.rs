@@ -326,6 +326,14 @@ impl<'p> Tx<'p> {
         (self.lane_index() as u64) << 52 | (self.st.buf.serial & ((1 << 52) - 1))
     }
 
+    /// Net heap bytes this transaction allocates so far if it commits (its new objects minus
+    /// those it frees, as [`Pool::usage`](crate::Pool::usage) counts them): with
+    /// [`Pool::allocated_bytes`](crate::Pool::allocated_bytes), what the heap will hold after
+    /// the commit (a server evicting keys before a command measures its progress so).
+    pub fn allocation_balance(&self) -> i64 {
+        self.st.buf.alloc_balance()
+    }
+
     /// The index of the log lane this transaction holds, in `0..Pool::lane_count()`: no
     /// other transaction of the pool has it while this one is open. For bindings that keep
     /// per-transaction state by lane (the C API keeps its transaction handles so, without an
