@@ -158,14 +158,26 @@ fn thread_token() -> usize {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn set_error(code: c_int, msg: impl Into<String>) -> c_int {
-    let mut m: Vec<u8> = msg.into().into_bytes();
+    set_error_string(code, msg.into())
+}
+
+/// The message of `set_error`, out of line: only failing calls reach it, and keeping it (and
+/// the thread-local it writes) out of the functions' hot paths keeps their frames small.
+#[cold]
+#[inline(never)]
+fn set_error_string(code: c_int, msg: String) -> c_int {
+    let mut m: Vec<u8> = msg.into_bytes();
     m.retain(|&b| b != 0);
     let c = CString::new(m).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = c);
     code
 }
 
+#[cold]
+#[inline(never)]
 fn fail(e: &Error) -> c_int {
     set_error(code_of(e), e.to_string())
 }
@@ -202,10 +214,14 @@ fn guard(pool: Option<&Pool>, f: impl FnOnce() -> Result<c_int, c_int>) -> c_int
     }
 }
 
+#[cold]
+#[inline(never)]
 fn err(e: Error) -> c_int {
     fail(&e)
 }
 
+#[cold]
+#[inline(never)]
 fn invalid(what: &str) -> c_int {
     set_error(DAISY_EINVAL, format!("invalid argument: {what}"))
 }
@@ -761,7 +777,10 @@ pub unsafe extern "C" fn daisy_tx_begin(pool: *mut daisy_pool, tx: *mut *mut dai
         // no other thread touches the slot) until `t` is committed or aborted.
         let s = unsafe { &mut *slot };
         debug_assert!(s.tx.is_none());
-        s.tx = Some(t);
+        // The slot is empty (every path that ends a transaction takes it out): write it
+        // without dropping the old value (no check, no extra copy).
+        // SAFETY: `s.tx` is a valid, writable place; overwriting `None` leaks nothing.
+        unsafe { std::ptr::addr_of_mut!(s.tx).write(Some(t)) };
         s.failed = false;
         s.thread = thread_token();
         // SAFETY: `tx` is non-null (checked) and writable by contract.
@@ -806,15 +825,8 @@ unsafe fn with_tx(
             code
         }
         Err(p) => {
-            pool.poison();
             h.failed = true;
-            set_error(
-                DAISY_EPANIC,
-                format!(
-                    "internal error (transaction aborted, pool poisoned): {}",
-                    panic_message(&*p)
-                ),
-            )
+            commit_panicked(pool, p)
         }
     }
 }
@@ -852,34 +864,56 @@ pub unsafe extern "C" fn daisy_tx_commit(tx: *mut daisy_tx) -> c_int {
     if h.thread != thread_token() {
         return set_error(DAISY_ETHREAD, "the transaction belongs to another thread");
     }
-    // SAFETY: the pool handle outlives its transactions.
-    let pool = unsafe { &(*h.pool).pool };
+    if h.failed || h.tx.is_none() {
+        return commit_failed(h);
+    }
+    h.thread = 0;
+    // Read before the commit frees the slot to other threads.
+    let pool = h.pool;
+    // The transaction is moved out of its slot inside the closure (one move, no copies
+    // through the caller's frame), before it ends: ending it frees the lane, and with it the
+    // slot, to other threads.
+    let r = catch_unwind(AssertUnwindSafe(|| match h.tx.take() {
+        Some(t) => t.commit(),
+        None => Ok(()),
+    }));
+    match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => fail(&e),
+        // SAFETY: the pool handle outlives its transactions.
+        Err(p) => commit_panicked(unsafe { &(*pool).pool }, p),
+    }
+}
+
+/// `daisy_tx_commit` of a handle that is not open, or whose transaction an earlier error
+/// marked failed (rolled back now).
+#[cold]
+#[inline(never)]
+fn commit_failed(h: &mut daisy_tx) -> c_int {
     let (t, failed) = take_out(h);
     let Some(t) = t else {
         return invalid("not an open transaction");
     };
-    if failed {
-        let _ = catch_unwind(AssertUnwindSafe(move || t.abort()));
-        return set_error(
-            DAISY_EABORTED,
-            "the transaction was aborted by an earlier error",
-        );
-    }
-    let r = catch_unwind(AssertUnwindSafe(|| t.commit()));
-    match r {
-        Ok(Ok(())) => 0,
-        Ok(Err(e)) => fail(&e),
-        Err(p) => {
-            pool.poison();
-            set_error(
-                DAISY_EPANIC,
-                format!(
-                    "internal error (transaction aborted, pool poisoned): {}",
-                    panic_message(&*p)
-                ),
-            )
-        }
-    }
+    debug_assert!(failed);
+    let _ = catch_unwind(AssertUnwindSafe(move || t.abort()));
+    set_error(
+        DAISY_EABORTED,
+        "the transaction was aborted by an earlier error",
+    )
+}
+
+/// A panic inside a transaction's call or its commit: the pool is poisoned.
+#[cold]
+#[inline(never)]
+fn commit_panicked(pool: &Pool, p: Box<dyn std::any::Any + Send>) -> c_int {
+    pool.poison();
+    set_error(
+        DAISY_EPANIC,
+        format!(
+            "internal error (transaction aborted, pool poisoned): {}",
+            panic_message(&*p)
+        ),
+    )
 }
 
 /// Abort and end the transaction: nothing it did is visible, in memory or on media (direct

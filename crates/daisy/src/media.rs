@@ -77,6 +77,16 @@ impl Media {
     /// why no log record can be replayed over it.
     #[inline(always)]
     pub fn store_word_durable(&self, off: u64, word: u64) -> Result<()> {
+        self.store_word_flushed(off, word);
+        self.persist.fence().map_err(|e| self.io_err("persist", e))
+    }
+
+    /// The store and write-back of [`Self::store_word_durable`] without its fence: the
+    /// caller fences before it reports the word durable (and may do DRAM bookkeeping first:
+    /// its stores then drain while the line is written back instead of queuing behind the
+    /// fence).
+    #[inline(always)]
+    pub fn store_word_flushed(&self, off: u64, word: u64) {
         if sim_fault!(TransientStore) {
             self.map.atomic_u64(off).store(!word, Ordering::Relaxed);
         }
@@ -84,7 +94,6 @@ impl Media {
         if !sim_fault!(NoInPlaceFlush) {
             self.persist.flush(self.map.at(off, 8), 8);
         }
-        self.persist.fence().map_err(|e| self.io_err("persist", e))
     }
 
     pub fn io_err(&self, what: &'static str, e: std::io::Error) -> Error {

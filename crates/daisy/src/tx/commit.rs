@@ -359,10 +359,15 @@ impl<'p> Tx<'p> {
     #[inline(always)]
     fn commit_in_place(mut self, target: u64, word: u64) -> Result<()> {
         sim_event!(InPlaceWord);
-        let stored = self.pool.store_word_durable(target, word);
+        let pool = self.pool;
+        pool.store_word_flushed(target, word);
+        // The transaction's DRAM bookkeeping goes between the write-back and the fence: its
+        // stores drain while the line is written back, instead of waiting behind the fence
+        // (where they delay the next transaction's lane lock). The fence still comes before
+        // the commit returns.
         self.st.buf.clear();
         self.done = true;
-        stored
+        pool.persist.fence().map_err(|e| pool.io_err("persist", e))
     }
 
     /// Take an extent for the payload of a record that outgrew its slot and copy the payload
