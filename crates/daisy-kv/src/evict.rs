@@ -58,6 +58,10 @@ impl Policy {
         }
     }
 
+    fn random(self) -> bool {
+        matches!(self, Policy::AllKeysRandom | Policy::VolatileRandom)
+    }
+
     fn volatile(self) -> bool {
         matches!(
             self,
@@ -145,9 +149,9 @@ fn pick(
         } else {
             samples
         };
-        let mut seen = 0;
+        let mut found: Vec<(Vec<u8>, Val)> = Vec::new();
         for _ in 0..tries {
-            if seen == samples {
+            if found.len() == samples {
                 break;
             }
             let Some(key) = ks.random_key(tx, db, &mut || sv.next_random())? else {
@@ -159,39 +163,31 @@ fn pick(
             if policy.volatile() && v.expire_ms.is_none() {
                 continue;
             }
-            seen += 1;
-            let score = match policy {
-                Policy::AllKeysLru | Policy::VolatileLru => ks.clock.idle_s(db, &key),
-                // The nearest expiry first.
-                Policy::VolatileTtl => u64::MAX - v.expire_ms.unwrap_or(i64::MAX).max(0) as u64,
-                _ => 0,
-            };
-            if matches!(policy, Policy::AllKeysRandom | Policy::VolatileRandom) {
+            found.push((key, v));
+            if policy.random() {
+                break;
+            }
+        }
+        if found.is_empty() && policy.volatile() {
+            // Few keys with a TTL among many: random draws can miss them all. Walk the
+            // database from a random point instead (bounded), so a volatile policy refuses
+            // only when no key has a TTL.
+            let start = sv.next_random();
+            found.extend(scan_volatile(ks, tx, db, start)?);
+        }
+        for (key, v) in found {
+            if policy.random() {
                 // Random: the first key found, the databases taken in turn.
                 sv.evict_db = (db + 1) % dbs;
                 return Ok(Some((db, key, v)));
             }
+            let score = match policy {
+                // The nearest expiry first; else the longest idle (the lru policies).
+                Policy::VolatileTtl => u64::MAX - v.expire_ms.unwrap_or(i64::MAX).max(0) as u64,
+                _ => ks.clock.idle_s(db, &key),
+            };
             if best.as_ref().is_none_or(|b| score > b.0) {
                 best = Some((score, db, key, v));
-            }
-        }
-        if seen == 0 && policy.volatile() {
-            // Few keys with a TTL among many: random draws can miss them all. Walk the
-            // database from a random point instead (bounded), so a volatile policy refuses
-            // only when no key has a TTL.
-            if let Some((key, v)) = scan_volatile(ks, tx, db, sv.next_random())? {
-                let score = match policy {
-                    Policy::VolatileLru => ks.clock.idle_s(db, &key),
-                    Policy::VolatileTtl => u64::MAX - v.expire_ms.unwrap_or(i64::MAX).max(0) as u64,
-                    _ => 0,
-                };
-                if policy == Policy::VolatileRandom {
-                    sv.evict_db = (db + 1) % dbs;
-                    return Ok(Some((db, key, v)));
-                }
-                if best.as_ref().is_none_or(|b| score > b.0) {
-                    best = Some((score, db, key, v));
-                }
             }
         }
     }

@@ -522,11 +522,9 @@ pub fn migrate(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 
 /// One command as a RESP array of bulk strings.
 fn resp_command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    resp::array(out, args.len());
     for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        resp::bulk(out, a);
     }
 }
 

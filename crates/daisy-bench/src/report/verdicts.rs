@@ -534,6 +534,45 @@ pub(super) fn disk_verdicts(
     v
 }
 
+/// A hash-map verdict "`ours` at least `need` times faster than `theirs`" at N = `nn`: `what`
+/// is compared (`short` in the scoreboard); `label` names the rival in the text, `note` ends
+/// it.
+#[allow(clippy::too_many_arguments)]
+fn rival_verdict(
+    name: String,
+    nn: &str,
+    (ours, theirs): (&str, &str),
+    (what, short): (&str, &str),
+    need: f64,
+    d: &hashbench::Row,
+    m: &hashbench::Row,
+    label: String,
+    note: &str,
+) -> Verdict {
+    let check = faster(format!("{ours} vs {theirs}"), need, d, m);
+    Verdict::judged(
+        name,
+        format!("Hash map {short}, N = {nn}: {ours} vs {theirs}"),
+        Target::AtLeast(need).short(),
+        format!(
+            "{} ms vs {}{} ms",
+            grouped(d.total_ms, 1),
+            tilde(m.extrapolated),
+            grouped(m.total_ms, 1)
+        ),
+        vec![check.clone()],
+        format!(
+            "Hash map, N = {nn} ({what}): Daisy {:.1} ms, {label} {}{:.1} ms: {}x \
+             (requirement: at least {need}x{}){note}",
+            d.total_ms,
+            tilde(m.extrapolated),
+            m.total_ms,
+            verdict_ratio(check.ratio),
+            conf(&check)
+        ),
+    )
+}
+
 /// Issue 22's targets against the embedded databases: (Daisy's mechanism, the rival's, what
 /// is compared, a short name, the least speed-up required): every insert durable, at least
 /// 10x faster than each database committing every insert; insert all and persist, at least
@@ -598,26 +637,16 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
         ),
     ] {
         if let (Some(d), Some(m)) = (at(ours), at(theirs)) {
-            let check = faster(format!("{ours} vs {theirs}"), 1.05, d, m);
-            v.push(Verdict::judged(
-                name,
-                format!("Hash map {short}, N = {nn}: {ours} vs {theirs}"),
-                Target::AtLeast(1.05).short(),
-                format!(
-                    "{:.1} ms vs {}{:.1} ms",
-                    d.total_ms,
-                    tilde(m.extrapolated),
-                    m.total_ms
-                ),
-                vec![check.clone()],
-                format!(
-                    "Hash map, N = {nn} ({what}): Daisy {:.1} ms, {theirs} {:.1} ms: {}x \
-                     (requirement: at least 1.05x{}){tmpfs_note}",
-                    d.total_ms,
-                    m.total_ms,
-                    verdict_ratio(check.ratio),
-                    conf(&check)
-                ),
+            v.push(rival_verdict(
+                name.into(),
+                &nn,
+                (ours, theirs),
+                (what, short),
+                1.05,
+                d,
+                m,
+                theirs.into(),
+                tmpfs_note,
             ));
         }
     }
@@ -677,28 +706,18 @@ pub(super) fn hashmap_verdicts(rows: &[hashbench::Row], env: &Environment) -> Ve
     }
     for (ours, theirs, what, short, need) in db_pairs() {
         if let (Some(d), Some(m)) = (at(ours), at(theirs)) {
-            let check = faster(format!("{ours} vs {theirs}"), need, d, m);
-            v.push(Verdict::judged(
-                format!("performance: hash map, {ours} vs {theirs}"),
-                format!("Hash map {short}, N = {nn}: {ours} vs {theirs}"),
-                Target::AtLeast(need).short(),
-                format!(
-                    "{} ms vs {}{} ms",
-                    grouped(d.total_ms, 1),
-                    tilde(m.extrapolated),
-                    grouped(m.total_ms, 1)
-                ),
-                vec![check.clone()],
-                format!(
-                    "Hash map, N = {nn} ({what}): Daisy {:.1} ms, {theirs} ({}) {}{:.1} ms: {}x \
-                     (requirement: at least {need}x{})",
-                    d.total_ms,
-                    m.version.as_deref().unwrap_or("?"),
-                    tilde(m.extrapolated),
-                    m.total_ms,
-                    verdict_ratio(check.ratio),
-                    conf(&check)
-                ),
+            let label = format!("{theirs} ({})", m.version.as_deref().unwrap_or("?"));
+            let name = format!("performance: hash map, {ours} vs {theirs}");
+            v.push(rival_verdict(
+                name,
+                &nn,
+                (ours, theirs),
+                (what, short),
+                need,
+                d,
+                m,
+                label,
+                "",
             ));
         }
     }
