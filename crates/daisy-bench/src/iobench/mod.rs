@@ -652,7 +652,7 @@ pub fn mechanism_table(cfg: &Config, cells: &[Cell], m: &str) -> Table {
                 row.push(
                     find(cells, m, rw, bs, j)
                         .and_then(|c| c.mb_s)
-                        .map(|v| format!("{v:.0}"))
+                        .map(|v| crate::table::grouped(v, 0))
                         .unwrap_or_else(|| "-".into()),
                 );
             }

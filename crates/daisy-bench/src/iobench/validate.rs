@@ -14,7 +14,7 @@
 
 use super::powerfail::{self, SyncEvery};
 use crate::blockcrash::{self, Backend};
-use crate::table::Table;
+use crate::table::{grouped, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -234,12 +234,12 @@ pub fn table(rows: &[ValidationRow]) -> Table {
         t.row([
             r.mechanism.clone(),
             r.failure.clone(),
-            r.runs.to_string(),
-            r.writes_acked.to_string(),
-            r.blocks_checked.to_string(),
-            r.lost.to_string(),
-            r.corrupt.to_string(),
-            r.torn_in_flight.to_string(),
+            grouped(r.runs as f64, 0),
+            grouped(r.writes_acked as f64, 0),
+            grouped(r.blocks_checked as f64, 0),
+            grouped(r.lost as f64, 0),
+            grouped(r.corrupt as f64, 0),
+            grouped(r.torn_in_flight as f64, 0),
             r.where_.clone(),
         ]);
     }

@@ -454,15 +454,18 @@ fn io_lab(d: &mut Doc, r: &Report) {
     match &io.validation {
         Ok(rows) => {
             d.para(format!(
-                "A child process writes {} from four threads and prints each acknowledged \
-                 write; it is killed with SIGKILL ({} times per mechanism) and every block is \
-                 read back. For a power failure the file paths run under a model (a page \
-                 reaches the media only when an fdatasync or msync returns after it was \
-                 written), and Daisy's block store under the real power-failure simulator ({} \
-                 crash images).",
-                iobench::validate::legend().trim_start_matches("data validation (seed 003): "),
+                "A child process writes self-describing blocks from four threads and prints \
+                 each acknowledged write; it is killed with SIGKILL ({} times per mechanism) \
+                 and every block is read back. For a power failure the file paths run under a \
+                 model (a page reaches the media only when an fdatasync or msync returns after \
+                 it was written), and Daisy's block store under the real power-failure \
+                 simulator ({} crash images).",
                 io.kills,
                 crate::table::grouped(io.sim_budget as f64, 0)
+            ));
+            d.note(format!(
+                "The columns: {}.",
+                iobench::validate::legend().trim_start_matches("data validation (seed 003): ")
             ));
             d.table(&iobench::validate::table(rows));
             d.list(
