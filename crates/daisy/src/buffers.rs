@@ -932,7 +932,7 @@ mod tests {
             let mut model: Vec<(u64, u64)> = Vec::new();
             // Candidate objects in disjoint 128 KiB cells: a cell is live at most once.
             const CELL: u64 = 128 << 10;
-            let mut live = vec![false; 64];
+            let mut live = [false; 64];
             for step in 0..4000 {
                 let cell = next(&mut rng) % 64;
                 let off = 4096 + cell * CELL + (next(&mut rng) % 64) * 64;
@@ -945,7 +945,7 @@ mod tests {
                     b.push_fresh((off, size));
                     model.push((off, size));
                     live[cell as usize] = true;
-                } else if next(&mut rng) % 3 == 0 {
+                } else if next(&mut rng).is_multiple_of(3) {
                     let (o, size) = *model.iter().find(|e| (e.0 - 4096) / CELL == cell).unwrap();
                     let i = b.fresh_pos.find(&b.fresh, o).expect("live object found");
                     b.unindex_fresh(i, o, size);
