@@ -121,6 +121,63 @@ fn ascending_and_descending_inserts_fill_nodes() {
     assert!(nodes[2] <= full * 2, "random: {nodes:?}");
 }
 
+/// Moves (a sorted set's score updates) leave dead bytes in the leaves they remove from; the
+/// leaves' next inserts take those runs instead of compacting the node, which moved every
+/// item and so rewrote the whole node through the redo log (once in every few moves).
+#[test]
+fn moves_reuse_dead_bytes_instead_of_rewriting_the_leaf() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "moves.pool");
+    let id = create(&pool, 1024);
+    let mut m = PTreeMap::open(&pool, id).unwrap();
+    let seed = 23;
+    eprintln!("seed {seed}");
+    let mut rng = xorshift(seed);
+    let member = |i: u64| format!("element:{i:012}").into_bytes();
+    let mut score = vec![0u64; 20_000];
+    for (i, s) in score.iter_mut().enumerate() {
+        *s = rng() % 100_000;
+        m.insert(&zkey(*s as f64, &member(i as u64)), b"").unwrap();
+    }
+    // Moves through views in transactions of their own (the handle's claim released).
+    drop(m);
+    let mut costs = vec![];
+    for _ in 0..4_000 {
+        let i = (rng() % score.len() as u64) as usize;
+        let to = rng() % 100_000;
+        let (from_k, to_k) = (
+            zkey(score[i] as f64, &member(i as u64)),
+            zkey(to as f64, &member(i as u64)),
+        );
+        let used = pool
+            .transaction(|tx| {
+                let before = tx.log_room();
+                let mut v = PTreeMap::view(&pool, tx, id)?;
+                assert!(v.move_key(tx, &from_k, &to_k, b"")?);
+                Ok::<_, Error>(before - tx.log_room())
+            })
+            .unwrap();
+        score[i] = to;
+        costs.push(used);
+    }
+    let big = costs.iter().filter(|&&c| c > 768).count();
+    costs.sort_unstable();
+    eprintln!(
+        "log bytes per move: median {}, p99 {}; over 768 bytes: {big} of {}",
+        costs[costs.len() / 2],
+        costs[costs.len() * 99 / 100],
+        costs.len()
+    );
+    // A whole 1 KiB leaf rewritten logs more than 768 bytes; splits and merges (a few in a
+    // hundred moves at this fill) may.
+    assert!(
+        big * 100 <= costs.len() * 3,
+        "{big} of {} moves",
+        costs.len()
+    );
+    assert_ok(&PTreeMap::open(&pool, id).unwrap().check());
+}
+
 /// The redo log an insert writes: the entry, the leaf's index tail and header, a count per
 /// level and the length, a few hundred bytes at most when no node splits, whatever the node
 /// size; and a split stays within a few nodes' worth.

@@ -4,7 +4,7 @@
 //! they share with the others is public: [`pop`] (take elements from one key), [`parse_mpop`]
 //! (ZMPOP's and BZMPOP's arguments after the key count) and [`reply_mpop`].
 
-use super::index::{Elem, Select};
+use super::index::{Elem, Select, ZIndex};
 use super::score::{self, fmt_score, parse_score, LexRange, ScoreRange};
 use super::{open_read, ZVal};
 use crate::commands::{parse_i64, range_arg, Ctx, E_FLOAT, E_INT, E_SYNTAX, E_WRONGTYPE};
@@ -100,7 +100,12 @@ fn zset_add(
     f: AddFlags,
 ) -> daisy::Result<Result<Added, ()>> {
     let mut out = Added::default();
-    match z.idx().score(c.tx, member)? {
+    // A big set's member is found once: its entry serves the update below.
+    let (entry, cur) = match z {
+        ZVal::Big(b) => b.find(c.tx, member)?,
+        ZVal::Packed(p) => (None, p.score(c.tx, member)?),
+    };
+    match cur {
         Some(cur) => {
             if f.nx {
                 out.nop = true;
@@ -119,7 +124,10 @@ fn zset_add(
             }
             out.score = s;
             if s != cur {
-                z.idx_mut().set(c.tx, member, s)?;
+                match z {
+                    ZVal::Big(b) => b.set_found(c.tx, member, entry, Some(cur), s)?,
+                    ZVal::Packed(p) => p.set(c.tx, member, s)?,
+                };
                 out.updated = true;
             }
         }

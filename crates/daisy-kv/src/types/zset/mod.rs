@@ -309,7 +309,11 @@ impl ZVal {
                 self.convert_to_big(c)?;
             }
         }
-        self.idx_mut().set(c.tx, member, score)?;
+        match self {
+            // Known absent: no look-up of the member in the map.
+            ZVal::Big(b) => b.set_found(c.tx, member, None, None, score)?,
+            ZVal::Packed(p) => p.set(c.tx, member, score)?,
+        };
         Ok(())
     }
 

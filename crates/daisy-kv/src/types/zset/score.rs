@@ -238,6 +238,15 @@ pub fn parse_score(s: &[u8]) -> Option<f64> {
 
 /// `%.17g` with Redis's `inf`/`-inf` (`addReplyDouble`, and ZSCAN of a big sorted set).
 pub fn fmt_score(d: f64) -> String {
+    // An integer below 2^53 in magnitude is exact, and `%.17g` prints it as its digits (its
+    // exponent is under 17): the common score (ZADD of integers, ZPOPMIN's reply) skips the
+    // general formatting, a tenth of a ZPOPMIN's time.
+    if d.fract() == 0.0 && d.abs() < 9_007_199_254_740_992.0 {
+        if d == 0.0 && d.is_sign_negative() {
+            return "-0".to_string();
+        }
+        return (d as i64).to_string();
+    }
     if d.is_infinite() {
         if d > 0.0 { "inf" } else { "-inf" }.to_string()
     } else {
@@ -555,6 +564,24 @@ mod tests {
         assert_eq!(fmt_score(f64::INFINITY), "inf");
         assert_eq!(fmt_score(f64::NEG_INFINITY), "-inf");
         assert_eq!(fmt_score(4611686018427387904.0), "4.6116860184273879e+18");
+        // The integer fast path agrees with the general formatting on both sides of its
+        // bound, and for negative integers and zeros.
+        for d in [
+            0.0,
+            -0.0,
+            7.0,
+            -42.0,
+            99_999.0,
+            1e15,
+            -1e16,
+            9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0,
+            -9_007_199_254_740_993.0,
+            1e17,
+            123_456_789_012_345_680.0,
+        ] {
+            assert_eq!(fmt_score(d), crate::rdb::format_g17(d), "{d:e}");
+        }
         assert_eq!(listpack_text(4611686018427387904.0), "4611686018427387904");
         assert_eq!(listpack_text(1.5), "1.5");
         assert_eq!(listpack_text(f64::INFINITY), "inf");

@@ -568,8 +568,8 @@ impl Img {
         Ok(true)
     }
 
-    /// Where [`insert_in_gap`](Self::insert_in_gap) puts an item of `len` bytes, if it fits
-    /// the gap between the index and the heap (and the node has room for an index byte).
+    /// Where an item of `len` bytes goes at the heap's low end, if it fits the gap between
+    /// the index and the heap (and the node has room for an index byte).
     #[inline]
     pub fn gap_for(&self, len: usize) -> Option<usize> {
         let count = self.count();
@@ -582,26 +582,93 @@ impl Img {
         (at > NODE_HDR + count).then_some(at)
     }
 
-    /// Insert `item` at index position `pos` when it fits the free bytes between the index
-    /// and the heap as they lie (no compaction, the node not full): where [`insert_item`]
-    /// would put it, at the heap's low end. Its offset, or None (nothing changed) when the
-    /// insert needs [`insert_item`]'s compaction or a split.
+    /// The start of the smallest run of dead bytes inside the heap (between its start and
+    /// the lowest item, between two items, or after the highest) that takes an item of `len`
+    /// bytes, when the index has room for one byte more; None when there is none, or when the
+    /// items do not parse or overlap (a damaged node: the caller's other paths report it).
     ///
-    /// [`insert_item`]: Self::insert_item
-    #[inline]
-    pub fn insert_in_gap(&mut self, pos: usize, item: &[u8]) -> Option<usize> {
+    /// Removals leave such runs (an item's bytes become dead where it lay), and a leaf whose
+    /// gap below the heap is used up would otherwise be compacted: every item moved, so the
+    /// whole node rewritten through the redo log, for one insert.
+    pub fn hole_for(&self, len: usize) -> Option<usize> {
         let count = self.count();
-        if pos > count {
+        let heap = self.heap();
+        if count >= u8::MAX as usize || NODE_HDR + count >= heap || len == 0 {
             return None;
         }
-        let at = self.gap_for(item.len())?;
+        let leaf = self.leaf();
+        // One bit per 8-byte word of the node (2048 bytes at most: 256 words), set where an
+        // item lies; items are 8-aligned and their sizes multiples of 8.
+        let words = self.n() / 8;
+        let mut used = [0u64; 4];
+        for i in 0..count {
+            let at = self.slot(i).ok()?;
+            let size = item_size(&self.b, at, leaf)?;
+            let (mut w, end) = (at / 8, (at + size).div_ceil(8));
+            if end > words {
+                return None;
+            }
+            while w < end {
+                let k = (end - w).min(64 - w % 64);
+                let mask = if k == 64 {
+                    !0
+                } else {
+                    ((1u64 << k) - 1) << (w % 64)
+                };
+                if used[w / 64] & mask != 0 {
+                    return None;
+                }
+                used[w / 64] |= mask;
+                w += k;
+            }
+        }
+        let bit = |w: usize| used[w / 64] >> (w % 64) & 1 == 1;
+        let need = len.div_ceil(8);
+        let mut best: Option<(usize, usize)> = None; // (run length, start word)
+        let mut w = heap / 8;
+        while w < words {
+            if bit(w) {
+                w += 1;
+                continue;
+            }
+            let start = w;
+            while w < words && !bit(w) {
+                w += 1;
+            }
+            let run = w - start;
+            if run >= need && best.is_none_or(|b| run < b.0) {
+                best = Some((run, start));
+                if run == need {
+                    break;
+                }
+            }
+        }
+        best.map(|b| b.1 * 8)
+    }
+
+    /// Where [`Gap::insert`] puts an item of `len` bytes without moving any other: the gap
+    /// between the index and the heap ([`gap_for`](Self::gap_for)), else the smallest dead
+    /// run inside the heap ([`hole_for`](Self::hole_for)).
+    #[inline]
+    pub fn spot_for(&self, len: usize) -> Option<usize> {
+        self.gap_for(len).or_else(|| self.hole_for(len))
+    }
+
+    /// Insert `item` at index position `pos`, its bytes at `at` (a [`spot_for`] answer for
+    /// its length: free or dead bytes, the index with room for one byte more).
+    ///
+    /// [`spot_for`]: Self::spot_for
+    #[inline]
+    fn place_at(&mut self, pos: usize, at: usize, item: &[u8]) {
+        let count = self.count();
         self.b[at..at + item.len()].copy_from_slice(item);
-        self.set_heap(at);
+        if at < self.heap() {
+            self.set_heap(at);
+        }
         let ix = NODE_HDR + pos;
         self.b.copy_within(ix..NODE_HDR + count, ix + 1);
         self.b[ix] = (at / 8) as u8;
         self.set_count(count + 1);
-        Some(at)
     }
 
     /// Remove the item at `pos` from the index; its bytes become dead (reclaimed at once when
@@ -685,32 +752,46 @@ impl Head {
     }
 }
 
-/// An item [`Img::insert_in_gap`] placed, with the bytes it covered (free bytes as the
-/// transaction sees them), to write only the words that differ.
+/// An item [`Gap::insert`] placed where no other item moves (at [`Img::spot_for`]), with the
+/// bytes it covered (free or dead bytes as the transaction sees them), to write only the
+/// words that differ.
 pub struct Gap {
     at: usize,
     was: [u8; 256],
 }
 
 impl Gap {
-    /// Whether [`Gap::insert`] takes an item of `len` bytes into `img`.
+    /// Where [`Gap::insert`] puts an item of `len` bytes into `img` (None: nowhere without
+    /// moving items).
     #[inline]
-    pub fn fits(img: &Img, len: usize) -> bool {
-        len <= 256 && img.gap_for(len).is_some()
+    pub fn spot(img: &Img, len: usize) -> Option<usize> {
+        if len > 256 {
+            return None;
+        }
+        img.spot_for(len)
     }
 
-    /// Insert `item` at index position `pos` of `img` if it fits the gap (see
-    /// [`Img::insert_in_gap`]; None, `img` unchanged, otherwise or when the item is over 256
-    /// bytes).
+    /// Insert `item` at index position `pos` of `img` where it moves no other item: into the
+    /// gap between the index and the heap, else into the smallest dead run inside the heap
+    /// that takes it (see [`Img::spot_for`]). None, `img` unchanged, when there is no such
+    /// place or the item is over 256 bytes (then the node is compacted or split).
     #[inline]
     pub fn insert(img: &mut Img, pos: usize, item: &[u8]) -> Option<Gap> {
+        let at = Gap::spot(img, item.len())?;
+        Gap::insert_at(img, pos, at, item)
+    }
+
+    /// [`Gap::insert`] at `at`, what [`Gap::spot`] answered for the item's length on this
+    /// image (None, `img` unchanged, for a position past the index or a spot off the node).
+    #[inline]
+    pub fn insert_at(img: &mut Img, pos: usize, at: usize, item: &[u8]) -> Option<Gap> {
         let len = item.len();
-        let at = img.heap().checked_sub(len)?;
+        if len > 256 || pos > img.count() {
+            return None;
+        }
         let mut was = [0u8; 256];
-        was.get_mut(..len)?
-            .copy_from_slice(img.b.get(at..at + len)?);
-        let placed = img.insert_in_gap(pos, item)?;
-        debug_assert_eq!(placed, at);
+        was[..len].copy_from_slice(img.b.get(at..at + len)?);
+        img.place_at(pos, at, item);
         Some(Gap { at, was })
     }
 

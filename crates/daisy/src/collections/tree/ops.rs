@@ -685,8 +685,9 @@ fn take_sep(item: &mut Vec<u8>) -> Vec<u8> {
 
 /// Insert `item` at `pos` into `img`, the node as the transaction sees it, and write the
 /// result ([`put_item`]). The common case, an item that fits the free bytes between the index
-/// and the heap, changes the image in place and writes only the header, the index and the
-/// item (what differs of them), without copying or comparing the whole node.
+/// and the heap or a run of dead bytes a removal left inside the heap ([`Gap::insert`]),
+/// changes the image in place and writes only the header, the index and the item (what
+/// differs of them), without copying or comparing the whole node (nor compacting it).
 fn put_new(tx: &mut Tx, t: &T, mut img: Img, pos: usize, item: &[u8]) -> Result<Up> {
     let head = Head::save(&img);
     if let Some(gap) = Gap::insert(&mut img, pos, item) {
@@ -1045,13 +1046,18 @@ pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Resul
     let up_r = classify(t.geo, &img_r)?;
     let fit_r = matches!(up_r, Up::Fit);
     let gap_damaged = || damaged(t.hdr, "ordered map leaf changed under a move");
+    // Where the insert's leaf takes the new entry without moving items (computed once).
+    let spot_i = match &other {
+        Some((_, leaf_i, _, false)) if fit_r => Gap::spot(leaf_i, item_len),
+        _ => None,
+    };
     match other {
         None if fit_r => {
             // One leaf: the removal and the insert on its image, then what differs written.
             let (pos2, found2) = leaf_search(&Src::Tx(tx), &img_r, to)?;
-            if !found2 && Gap::fits(&img_r, item_len) {
+            if let Some(at) = Gap::spot(&img_r, item_len).filter(|_| !found2) {
                 let item = make_entry(tx, t.geo, to, val)?;
-                let gap = Gap::insert(&mut img_r, pos2, &item).ok_or_else(gap_damaged)?;
+                let gap = Gap::insert_at(&mut img_r, pos2, at, &item).ok_or_else(gap_damaged)?;
                 head_r.write_changes(tx, &img_r)?;
                 gap.write(tx, &img_r, &item)?;
                 // The counts and the length end as they were; a leaf a shorter entry left
@@ -1061,11 +1067,12 @@ pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Resul
                 return Ok(true);
             }
         }
-        Some((path_i, leaf_i, pos_i, false)) if fit_r && Gap::fits(&leaf_i, item_len) => {
+        Some((path_i, leaf_i, pos_i, false)) if spot_i.is_some() => {
+            let at = spot_i.ok_or_else(gap_damaged)?;
             let item = make_entry(tx, t.geo, to, val)?;
             let head_i = Head::save(&leaf_i);
             let mut img_i = leaf_i;
-            let gap = Gap::insert(&mut img_i, pos_i, &item).ok_or_else(gap_damaged)?;
+            let gap = Gap::insert_at(&mut img_i, pos_i, at, &item).ok_or_else(gap_damaged)?;
             if let Up::Fit = classify(t.geo, &img_i)? {
                 head_r.write_changes(tx, &img_r)?;
                 head_i.write_changes(tx, &img_i)?;
