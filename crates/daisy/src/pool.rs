@@ -456,7 +456,9 @@ impl Pool {
         // microseconds on a virtual machine) writing their record.
         for lane in 0..opts.lanes as usize {
             for slot in 0..slots as usize {
-                std::hint::black_box(mapping.read::<u64>(crate::log::slot_offset(&hdr, lane, slot)));
+                std::hint::black_box(
+                    mapping.read::<u64>(crate::log::slot_offset(&hdr, lane, slot)),
+                );
             }
         }
         let fs_type = map::fs_type_name(&file);
