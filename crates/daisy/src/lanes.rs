@@ -57,6 +57,9 @@ pub(crate) struct DirtyLines {
 
 const DIRTY_TAGS: usize = 64;
 
+// `Lane::written_slots` has a bit per slot.
+const _: () = assert!(crate::layout::MAX_SLOTS_PER_LANE <= 64);
+
 /// Most applied lines a lane leaves waiting for a later fence: past it, a commit writes back
 /// every waiting line with its own fence. The deferral (`D` commits) saves write-backs of
 /// lines written again and again; this bound keeps what a crash leaves to replay small
@@ -187,6 +190,12 @@ pub(crate) struct Lane {
     pub undurable_from: AtomicU64,
     pub last_committed: AtomicU64,
     pub helped_to: AtomicU64,
+    /// Slots the owner has written a record into since the pool was opened (bit i: slot i;
+    /// slots per lane are at most 64), each bit set before the `last_committed` store of the
+    /// first record in its slot. A record in any other slot predates the open, and recovery
+    /// made it durable before the open returned: [`Lane::help_flush`] reads only these slots,
+    /// so a helper never touches (and page-faults in) the log slots a lane has not used.
+    pub written_slots: AtomicU64,
     /// The thread holding the lane ([`thread_token`]; 0: none, or just being taken). Written
     /// by the holder only; read by a thread that finds every lane busy, to tell whether it
     /// would wait for itself (a transaction nested in its own).
@@ -203,6 +212,7 @@ impl Lane {
             undurable_from: AtomicU64::new(u64::MAX),
             last_committed: AtomicU64::new(0),
             helped_to: AtomicU64::new(0),
+            written_slots: AtomicU64::new(0),
             owner: AtomicUsize::new(0),
         }
     }
@@ -233,17 +243,23 @@ impl Lane {
     /// log records. Every transaction of the lane up to `last_committed` is either still in a
     /// slot (a slot is reused only once a durable claim covers its record) or already durable,
     /// so flushing the targets of the records up to `last_committed` and fencing makes all of
-    /// them durable. Records newer than that may not be applied yet and are skipped.
+    /// them durable. Records newer than that may not be applied yet and are skipped. Only
+    /// the slots written since the open can hold such a record (`written_slots`, loaded
+    /// after `last_committed`: every slot of a record up to `last` is marked by then).
     pub fn help_flush(&self, pool: &Media) -> Result<()> {
         let last = self.last_committed.load(Ordering::Acquire);
         if last <= self.helped_to.load(Ordering::Acquire) {
             return Ok(());
         }
+        let written = self.written_slots.load(Ordering::Acquire);
         let bounds = crate::log::TargetBounds {
             chunk_table_off: pool.hdr.chunk_table_off,
             data_end: pool.heap_end(),
         };
         for slot in 0..pool.hdr.slots_per_lane as usize {
+            if written & (1 << slot) == 0 {
+                continue;
+            }
             let off = crate::log::slot_offset(&pool.hdr, self.index, slot);
             if let crate::log::SlotState::Valid(mut rec) =
                 crate::log::parse_slot(&pool.map, off, pool.hdr.slot_size, bounds)

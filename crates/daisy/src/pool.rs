@@ -451,6 +451,16 @@ impl Pool {
                 let _ = d.sync_all();
             }
         }
+        // Map in every log slot's first page, as opening a pool does (recovery reads each
+        // slot's header): otherwise a new pool's first commits each take a page fault (a few
+        // microseconds on a virtual machine) writing their record.
+        for lane in 0..opts.lanes as usize {
+            for slot in 0..slots as usize {
+                std::hint::black_box(
+                    mapping.read::<u64>(crate::log::slot_offset(&hdr, lane, slot)),
+                );
+            }
+        }
         let fs_type = map::fs_type_name(&file);
         Ok(Pool::assemble(
             path,

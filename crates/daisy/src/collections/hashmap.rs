@@ -43,6 +43,57 @@ fn is_reserved(k: &[u8]) -> bool {
     }
 }
 
+/// Whether two keys' bytes are equal (word compares for the usual sizes).
+#[inline(always)]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    match a.len() {
+        4 => u32::from_ne_bytes(a.try_into().unwrap()) == u32::from_ne_bytes(b.try_into().unwrap()),
+        8 => u64::from_ne_bytes(a.try_into().unwrap()) == u64::from_ne_bytes(b.try_into().unwrap()),
+        _ => a == b,
+    }
+}
+
+/// Probe the window of `h` in segment `seg` for key `kb`, the bucket lines read by `line_at`:
+/// the fixed maps' [`probe`], which finds the key and the free slots of a bucket in one
+/// branch-free pass over its slots (bit masks) instead of slot by slot.
+#[inline(always)]
+fn probe_key<K: Pod, V: Pod>(
+    seg: u64,
+    h: u64,
+    kb: &[u8],
+    mut line_at: impl FnMut(u64) -> Result<[u8; BUCKET]>,
+) -> Result<Probe> {
+    let slot = Fixed::<K, V>::SLOT;
+    let home = home_bucket(h);
+    for p in 0..PROBE {
+        let boff = seg + (((home + p) & (SEG_BUCKETS - 1)) * BUCKET) as u64;
+        let line = line_at(boff)?;
+        let (mut found, mut free) = (0u32, 0u32);
+        for s in 0..Fixed::<K, V>::PER_BUCKET {
+            let key = &line[s * slot..s * slot + kb.len()];
+            found |= (same_key(key, kb) as u32) << s;
+            free |= (is_reserved(key) as u32) << s;
+        }
+        if found != 0 {
+            return Ok(Probe::Found(
+                boff + (found.trailing_zeros() as usize * slot) as u64,
+            ));
+        }
+        if free != 0 {
+            return Ok(Probe::Free(
+                boff + (free.trailing_zeros() as usize * slot) as u64,
+            ));
+        }
+    }
+    Ok(Probe::Full)
+}
+
+/// [`probe_key`] reading from `src`.
+#[inline(always)]
+fn probe_in<K: Pod, V: Pod>(src: &Src, seg: u64, h: u64, kb: &[u8]) -> Result<Probe> {
+    probe_key::<K, V>(seg, h, kb, |boff| src.read_pod(boff))
+}
+
 /// A persistent hash map from `K` to `V`, both plain old data (bytemuck `Pod`), stored inline.
 ///
 /// Keys compare and hash by their bytes. A handle is exclusive (opening the same map twice
@@ -228,12 +279,11 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         let kb = bytemuck::bytes_of(k);
         let src = Src::Pool(&self.t.pool.inner);
         let (_, seg, _, _) = self.t.locate(&src, h)?;
-        let (off, old, delta) =
-            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
-                Probe::Found(off) => (off, Some(read_val::<V>(&src, off + kb.len() as u64)?), 0),
-                Probe::Free(off) => (off, None, 1),
-                Probe::Full => return Ok(None),
-            };
+        let (off, old, delta) = match probe_in::<K, V>(&src, seg, h, kb)? {
+            Probe::Found(off) => (off, Some(read_val::<V>(&src, off + kb.len() as u64)?), 0),
+            Probe::Free(off) => (off, None, 1),
+            Probe::Full => return Ok(None),
+        };
         let mut w = [0u8; 8];
         w[..kb.len()].copy_from_slice(kb);
         w[kb.len()..].copy_from_slice(bytemuck::bytes_of(v));
@@ -267,8 +317,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         let h = hash_bytes(self.t.seed, kb);
         let src = Src::Pool(&self.t.pool.inner);
         let (_, seg, _, _) = self.t.locate(&src, h)?;
-        let Probe::Found(off) = probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))?
-        else {
+        let Probe::Found(off) = probe_in::<K, V>(&src, seg, h, kb)? else {
             return Ok(Some(None));
         };
         let bucket = seg + ((off - seg) & !(BUCKET as u64 - 1));
@@ -309,7 +358,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         }
         let h = hash_bytes(self.t.seed, kb);
         let (_, seg, _, _) = self.t.locate(src, h)?;
-        match probe::<Fixed<K, V>>(src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+        match probe_in::<K, V>(src, seg, h, kb)? {
             Probe::Found(off) => Ok(Some(read_val::<V>(src, off + kb.len() as u64)?)),
             _ => Ok(None),
         }
@@ -350,7 +399,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         loop {
             let src = Src::Tx(tx);
             let (idx, seg, _, hd) = self.t.locate(&src, h)?;
-            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+            match probe_in::<K, V>(&src, seg, h, kb)? {
                 Probe::Found(off) => {
                     let vo = off + kb.len() as u64;
                     let old = read_val::<V>(&src, vo)?;
@@ -390,7 +439,7 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
         let h = hash_bytes(self.t.seed, kb);
         let src = Src::Tx(tx);
         let (_, seg, _, hd) = self.t.locate(&src, h)?;
-        match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+        match probe_in::<K, V>(&src, seg, h, kb)? {
             Probe::Found(off) => {
                 let old = read_val::<V>(&src, off + kb.len() as u64)?;
                 remove_slot::<Fixed<K, V>>(tx, WriteMode::Logged, self.t.seed, seg, off)?;
@@ -494,7 +543,9 @@ impl<K: Pod, V: Pod> PHashMap<K, V> {
             len_delta,
             hdr: self.t.hdr,
             seed: self.t.seed,
-            queued: std::collections::VecDeque::with_capacity(PUT_QUEUE),
+            queue: [(K::zeroed(), V::zeroed(), 0); PUT_QUEUE],
+            q_head: 0,
+            q_len: 0,
             _t: PhantomData,
         };
         let r = f(&mut b)?;
@@ -562,14 +613,17 @@ pub struct Batch<'m, K: Pod, V: Pod> {
     hdr: u64,
     seed: u64,
     /// [`Batch::put`]s not applied yet, oldest first, with their keys' hashes (their buckets
-    /// were prefetched when they were queued). At most [`PUT_QUEUE`].
-    queued: std::collections::VecDeque<(K, V, u64)>,
+    /// were prefetched when they were queued): a ring, `q_len` entries from `q_head` on.
+    queue: [(K, V, u64); PUT_QUEUE],
+    q_head: usize,
+    q_len: usize,
     _t: PhantomData<fn() -> (K, V)>,
 }
 
 /// Puts a batch keeps queued (see [`Batch::put`]): enough cache misses in flight to cover a
 /// memory access's latency with the work of the puts in between.
 pub const PUT_QUEUE: usize = 16;
+const _: () = assert!(PUT_QUEUE.is_power_of_two());
 
 impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// A commit inside the batch failed earlier: the batch cannot go on.
@@ -620,14 +674,16 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
         let h = hash_bytes(self.seed, bytemuck::bytes_of(&k));
         let (_, seg, _, _) = self.core.locate(h);
         self.core.prefetch(seg + (home_bucket(h) * BUCKET) as u64);
-        if self.queued.len() < PUT_QUEUE {
-            self.queued.push_back((k, v, h));
+        if self.q_len < PUT_QUEUE {
+            self.queue[(self.q_head + self.q_len) % PUT_QUEUE] = (k, v, h);
+            self.q_len += 1;
             return Ok(());
         }
-        let (k0, v0, h0) = self.queued.pop_front().expect("the queue is full");
-        self.queued.push_back((k, v, h));
+        // Full: the oldest put leaves, the new one takes its place at the ring's tail.
+        let (k0, v0, h0) = std::mem::replace(&mut self.queue[self.q_head], (k, v, h));
+        self.q_head = (self.q_head + 1) % PUT_QUEUE;
         if let Err(e) = self.insert_hashed(k0, v0, h0) {
-            self.queued.clear();
+            self.q_len = 0;
             return Err(e);
         }
         Ok(())
@@ -636,9 +692,12 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     /// Apply every queued put (see [`put`](Self::put)), oldest first.
     #[inline]
     fn apply_queued(&mut self) -> Result<()> {
-        while let Some((k, v, h)) = self.queued.pop_front() {
+        while self.q_len > 0 {
+            let (k, v, h) = self.queue[self.q_head];
+            self.q_head = (self.q_head + 1) % PUT_QUEUE;
+            self.q_len -= 1;
             if let Err(e) = self.insert_hashed(k, v, h) {
-                self.queued.clear();
+                self.q_len = 0;
                 return Err(e);
             }
         }
@@ -659,32 +718,58 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
     }
 
     /// [`insert`](Self::insert) of a key that is not the reserved one, whose hash is `h`.
+    /// The usual case stores into a segment this transaction owns (copied, created or being
+    /// filled): plain stores, nothing logged, so the log cannot fill; a segment to take or
+    /// split first goes through [`make_room`](Self::make_room).
     #[inline(always)]
     fn insert_hashed(&mut self, k: K, v: V, h: u64) -> Result<Option<V>> {
-        self.before_op()?;
+        self.ensure_open()?;
         let kb = bytemuck::bytes_of(&k);
         let vb = bytemuck::bytes_of(&v);
         loop {
             let (idx, seg, _, fresh) = self.core.locate(h);
-            let src = Src::Pool(self.core.tx().pool_inner());
-            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
-                Probe::Found(off) if fresh => {
-                    let vo = off + kb.len() as u64;
-                    let old = read_val::<V>(&src, vo)?;
-                    self.core.store(vo, vb);
-                    return Ok(Some(old));
+            if fresh {
+                match probe_key::<K, V>(seg, h, kb, |boff| Ok(self.core.read_owned(boff)))? {
+                    Probe::Found(off) => {
+                        let vo = off + kb.len() as u64;
+                        let old = self.core.read_owned::<V>(vo);
+                        self.core.store(vo, vb);
+                        return Ok(Some(old));
+                    }
+                    Probe::Free(off) => {
+                        let mut slot = [0u8; BUCKET];
+                        slot[..kb.len()].copy_from_slice(kb);
+                        slot[kb.len()..kb.len() + vb.len()].copy_from_slice(vb);
+                        self.core.store(off, &slot[..kb.len() + vb.len()]);
+                        self.core.len = self.core.len.wrapping_add(1);
+                        return Ok(None);
+                    }
+                    Probe::Full => {}
                 }
-                Probe::Free(off) if fresh => {
-                    let mut slot = [0u8; BUCKET];
-                    slot[..kb.len()].copy_from_slice(kb);
-                    slot[kb.len()..kb.len() + vb.len()].copy_from_slice(vb);
-                    self.core.store(off, &slot[..kb.len() + vb.len()]);
-                    self.core.len = self.core.len.wrapping_add(1);
-                    return Ok(None);
-                }
-                Probe::Full => self.core.split::<Fixed<K, V>>(self.seed, idx)?,
-                _ => self.core.own(idx)?,
             }
+            self.make_room(idx, h, kb, fresh)?;
+        }
+    }
+
+    /// The key's segment is not this transaction's to write in place (`fresh` false: take it,
+    /// or split it when the key's window is full), or its window is full (split it). Either
+    /// logs allocator entries, so a transaction whose log is nearly full commits first (and
+    /// the caller locates the key again: the commit took every segment's fresh mark).
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, idx: u64, h: u64, kb: &[u8], fresh: bool) -> Result<()> {
+        if self.core.should_commit() {
+            return self.core.commit(self.hdr, true);
+        }
+        let full = fresh || {
+            let (_, seg, _, _) = self.core.locate(h);
+            let src = Src::Pool(self.core.tx().pool_inner());
+            matches!(probe_in::<K, V>(&src, seg, h, kb)?, Probe::Full)
+        };
+        if full {
+            self.core.split::<Fixed<K, V>>(self.seed, idx)
+        } else {
+            self.core.own(idx)
         }
     }
 
@@ -709,7 +794,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
         let h = hash_bytes(self.seed, kb);
         let (_, seg, _, _) = self.core.locate(h);
         let src = Src::Pool(self.core.tx().pool_inner());
-        match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+        match probe_in::<K, V>(&src, seg, h, kb)? {
             Probe::Found(off) => Ok(Some(read_val::<V>(&src, off + kb.len() as u64)?)),
             _ => Ok(None),
         }
@@ -731,7 +816,7 @@ impl<'m, K: Pod, V: Pod> Batch<'m, K, V> {
         loop {
             let (idx, seg, _, fresh) = self.core.locate(h);
             let src = Src::Pool(self.core.tx().pool_inner());
-            match probe::<Fixed<K, V>>(&src, seg, h, |s| Ok(&s[..kb.len()] == kb))? {
+            match probe_in::<K, V>(&src, seg, h, kb)? {
                 Probe::Found(off) if fresh => {
                     let old = read_val::<V>(&src, off + kb.len() as u64)?;
                     remove_slot::<Fixed<K, V>>(

@@ -1624,6 +1624,14 @@ impl<'p> BatchCore<'p> {
         self.pool.map.write_bytes(off, data);
     }
 
+    /// Read a `T` from a segment this transaction owns (marked [`FRESH`]): straight from the
+    /// mapping, which holds what the batch stored. The segment lies in the heap (checked when
+    /// it was taken, [`BatchCore::own`], or allocated).
+    #[inline(always)]
+    pub fn read_owned<T: Pod>(&self, off: u64) -> T {
+        self.pool.map.read::<T>(off)
+    }
+
     /// Hint that the bucket at `off` will be read soon (a prefetch; nothing when `off` is
     /// outside the pool).
     #[inline(always)]

@@ -240,6 +240,11 @@ impl<'p> Tx<'p> {
                 .fetch_max(claim, Ordering::AcqRel);
         }
         st.slot_seq[slot] = seq;
+        // Helpers read this slot from now on (before `last_committed` names the record).
+        let bit = 1u64 << slot;
+        if lane.written_slots.load(Ordering::Relaxed) & bit == 0 {
+            lane.written_slots.fetch_or(bit, Ordering::Release);
+        }
         st.next_slot = if slot + 1 == st.slot_seq.len() {
             0
         } else {
