@@ -155,6 +155,28 @@ impl ListVal {
         }
     }
 
+    /// A big list (encoding `Seq`) opened for a push: its record's payload is read on the
+    /// stack and its length is not read, since the push returns the new one (it sets `len`):
+    /// each saves a read through the transaction, a tenth of an LPUSH in a group commit.
+    fn open_seq_for_push(c: &mut Ctx, v: &Val) -> daisy::Result<ListVal> {
+        if v.len != 8 {
+            return Err(damaged(format!(
+                "sequence list payload of {} bytes (want 8)",
+                v.len
+            )));
+        }
+        let mut p = [0u8; 8];
+        v.entry.read_tx(c.tx, v.off, &mut p)?;
+        let id = seq_id(&p).map_err(damaged)?;
+        let view = c.ks.seq_view(c.tx, id.offset())?;
+        Ok(ListVal::Seq {
+            view,
+            fresh: false,
+            len: 0, // set by the push
+            trimmed: false,
+        })
+    }
+
     pub fn new() -> ListVal {
         ListVal::Packed(Vec::new())
     }
@@ -636,6 +658,7 @@ fn push_generic(c: &mut Ctx, a: &[&[u8]], end: End, only_existing: bool) -> dais
         }
     }
     let mut l = match &old {
+        Some(v) if v.enc == Enc::Seq => ListVal::open_seq_for_push(c, v)?,
         Some(v) => ListVal::open(c, v)?,
         None => ListVal::new(),
     };
