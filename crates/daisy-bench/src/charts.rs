@@ -22,6 +22,8 @@ mod okabe_ito {
     pub const REDDISH_PURPLE: RGBColor = RGBColor(0xCC, 0x79, 0xA7);
     pub const BLACK: RGBColor = RGBColor(0x00, 0x00, 0x00);
     pub const GREY: RGBColor = RGBColor(0x99, 0x99, 0x99);
+    /// Not Okabe-Ito's: a second grey for the I/O lab's second disk row.
+    pub const DARK_GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
 }
 
 /// The kind of a mechanism, from its name, so that a new mechanism slots in: `daisy*` is
@@ -44,9 +46,18 @@ impl Group {
         let starts = |ps: &[&str]| ps.iter().any(|p| name.starts_with(p));
         if starts(&["daisy"]) {
             Group::Daisy
-        } else if starts(&["store", "pmdk"]) {
+        } else if starts(&["store", "pmdk", "libpmem", "fio-pmemblk", "fio-libpmem"]) {
             Group::Nvm
-        } else if starts(&["msync", "fsync", "fdatasync", "write", "pwrite", "mmap"]) {
+        } else if starts(&[
+            "msync",
+            "fsync",
+            "fdatasync",
+            "write",
+            "pwrite",
+            "mmap",
+            "fio-mmap",
+            "fio-psync",
+        ]) {
             Group::Files
         } else if starts(&["lmdb", "redb", "sqlite", "rocksdb", "leveldb", "sled"]) {
             Group::Databases
@@ -120,6 +131,27 @@ pub fn look(m: &str) -> Look {
         (YELLOW, Shape::Square)
     } else if starts("dram") {
         (GREY, Shape::Plus)
+    } else if m.ends_with("-disk") {
+        // The I/O lab's rows on a disk file (seed 002's ext4 rows).
+        if m.contains("fsync") {
+            (DARK_GREY, Shape::Cross)
+        } else {
+            (GREY, Shape::Plus)
+        }
+    } else if starts("libpmemblk") {
+        (BLUISH_GREEN, Shape::TriangleUp)
+    } else if starts("fio-pmemblk") {
+        (ORANGE, Shape::TriangleDown)
+    } else if starts("fio-libpmem") {
+        (BLACK, Shape::Cross)
+    } else if starts("fio-mmap") {
+        (BLUE, Shape::Square)
+    } else if starts("fio-psync-fsync") {
+        (REDDISH_PURPLE, Shape::Star)
+    } else if starts("fio-psync") {
+        (SKY_BLUE, Shape::Diamond)
+    } else if starts("pwrite") {
+        (YELLOW, Shape::Square)
     } else if m == "redis-none" {
         (BLUE, Shape::Square)
     } else if m == "redis-rdb" {
@@ -542,6 +574,88 @@ pub fn tx_ns(rows: &[crate::txbench::Row]) -> Result<String> {
                 .draw_series(std::iter::once(Rectangle::new(
                     [(x0, ymin), (x0 + w * 0.9, r.ns_per_op)],
                     c.filled(),
+                )))
+                .map_err(err)?;
+        }
+        draw_legend(&legend, &mechs, true)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// The I/O lab (seed 002): MB/s of `rw` by `jobs` jobs per block size, one bar per
+/// mechanism (log scale: an fsync per write is orders of magnitude below a memory copy).
+pub fn io_mb_s(cells: &[crate::iobench::Cell], rw: &str, jobs: u32) -> Result<String> {
+    let mine: Vec<&crate::iobench::Cell> = cells
+        .iter()
+        .filter(|c| c.rw == rw && c.jobs == jobs && c.mb_s.is_some_and(|v| v > 0.0))
+        .collect();
+    let mut sizes: Vec<u32> = vec![];
+    let mut mechs: Vec<&str> = vec![];
+    for c in cells.iter().filter(|c| c.rw == rw && c.jobs == jobs) {
+        if !sizes.contains(&c.bs) {
+            sizes.push(c.bs);
+        }
+    }
+    for c in &mine {
+        if !mechs.contains(&c.mechanism.as_str()) {
+            mechs.push(&c.mechanism);
+        }
+    }
+    sizes.sort_unstable();
+    mechs.sort_by_key(|m| Group::of(m));
+    if mine.is_empty() {
+        return Err(anyhow!("chart: no data"));
+    }
+    let vals = mine.iter().filter_map(|c| c.mb_s);
+    let (ymin, ymax) = decades(vals.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v))));
+    let labels: Vec<String> = sizes.iter().map(|b| format!("{b} B")).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1100, 440)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot, legend) = root.split_horizontally(890);
+        let n = sizes.len() as f64;
+        let jobs_text = if jobs == 1 {
+            "1 job".to_string()
+        } else {
+            format!("{jobs} jobs")
+        };
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(
+                format!("Block store, {rw} by {jobs_text}: MB/s per block size (log)"),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..n, (ymin..ymax).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(sizes.len() * 2 + 1)
+            .x_label_formatter(&|x| group_label(&labels, *x))
+            .y_desc("MB/s (10^6 bytes/s)")
+            .y_label_formatter(&|v| axis_number(*v))
+            .label_style(("sans-serif", 15))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        let w = 0.8 / mechs.len() as f64;
+        for c in &mine {
+            let (Some(si), Some(mi), Some(v)) = (
+                sizes.iter().position(|b| *b == c.bs),
+                mechs.iter().position(|m| *m == c.mechanism),
+                c.mb_s,
+            ) else {
+                continue;
+            };
+            let x0 = si as f64 + 0.1 + mi as f64 * w;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, ymin), (x0 + w * 0.9, v)],
+                    mech_color(&c.mechanism).filled(),
                 )))
                 .map_err(err)?;
         }

@@ -534,7 +534,15 @@ impl Keyspace {
         let r = pool.read(root);
         if r.magic == 0 && r.meta == 0 && r.word2 == 0 {
             pool.transaction(|tx| {
-                let meta = Self::create_meta(tx, databases, DbEntry::default())?;
+                // Database 0's table exists from the start, as Redis's dicts exist from
+                // initServer: an emptied server then holds the same table it started with,
+                // and INFO's used_memory returns to its starting figure after a big key is
+                // freed (Redis's lazyfree test compares against twice the start).
+                let db0 = DbEntry {
+                    map: PBytesMap::create_in(tx)?.offset(),
+                    expires: 0,
+                };
+                let meta = Self::create_meta(tx, databases, db0)?;
                 tx.write(
                     root,
                     &KvRoot {
@@ -1449,6 +1457,14 @@ impl Keyspace {
         let e = self.db_entry(tx, db)?;
         if e.map == 0 {
             return Ok(());
+        }
+        // An empty table of one segment (as a new keyspace's database 0) is kept: freeing it
+        // would reclaim nothing the next write does not allocate again. A table emptied by
+        // removals still goes, with the segments it grew.
+        if let Some(m) = &self.maps[db] {
+            if m.len_tx(tx)? == 0 && m.capacity_tx(tx)? <= 1024 {
+                return Ok(());
+            }
         }
         self.touch_all_in_db(tx, db, None, now_ms)?;
         self.clock.clear(db);

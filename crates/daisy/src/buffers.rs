@@ -274,9 +274,12 @@ pub(crate) struct TxBuffers {
     /// nodes are (start, size, next older node) of the objects overlapping the page. Exact:
     /// an object holding [off, off + len) overlaps the page of `off`. Objects over
     /// [`FRESH_PAGES_MAX`] pages go to `fresh_big` (scanned). A cancelled object's nodes get
-    /// size 0.
+    /// size 0. `fresh_first_node[i]`: the node of `fresh[i]`'s first page (its pages' nodes
+    /// are consecutive), or [`NO_NODE`] for one in `fresh_big`, for `i < fresh_paged`: a
+    /// cancelled object's nodes are found without walking chains.
     fresh_pages: FastMap<u64, u32>,
     fresh_nodes: Vec<(u64, u64, u32)>,
+    fresh_first_node: Vec<u32>,
     fresh_big: Vec<(u64, u64)>,
     fresh_paged: usize,
     /// Objects allocated by this transaction: (offset, size). Written in place.
@@ -328,6 +331,7 @@ impl Default for TxBuffers {
             bitop_index: FastMap::default(),
             fresh_pages: FastMap::default(),
             fresh_nodes: Vec::new(),
+            fresh_first_node: Vec::new(),
             fresh_big: Vec::new(),
             fresh_paged: 0,
             fresh: Vec::new(),
@@ -473,8 +477,10 @@ impl TxBuffers {
             let (p0, p1) = fresh_pages_of(o, s);
             if p1 - p0 >= FRESH_PAGES_MAX {
                 self.fresh_big.push((o, s));
+                self.fresh_first_node.push(NO_NODE);
                 continue;
             }
+            self.fresh_first_node.push(self.fresh_nodes.len() as u32);
             for page in p0..=p1 {
                 let node = self.fresh_nodes.len() as u32;
                 let head = self.fresh_pages.entry(page).or_insert(NO_NODE);
@@ -529,29 +535,28 @@ impl TxBuffers {
         })
     }
 
-    /// Forget new object `off` (its allocation is cancelled), keeping `fresh[..fresh_paged]`
-    /// covered by the index across the `swap_remove` that takes it out of `fresh`.
-    pub(crate) fn unindex_fresh(&mut self, off: u64, size: u64) {
+    /// Forget new object `off` (its allocation is cancelled), `fresh[i]`, keeping
+    /// `fresh[..fresh_paged]` covered by the index across the `swap_remove` that takes it out
+    /// of `fresh`. Constant time per page of the object: its nodes are found through
+    /// `fresh_first_node`, not by walking the pages' chains (a transaction that allocates
+    /// and frees many small objects has long chains).
+    pub(crate) fn unindex_fresh(&mut self, i: usize, off: u64, size: u64) {
         if self.fresh_paged == 0 {
             return;
         }
         // The swap_remove moves the newest object into the cancelled one's slot: index it.
         self.sync_fresh_pages();
         self.fresh_paged -= 1;
-        let (p0, p1) = fresh_pages_of(off, size);
-        if p1 - p0 >= FRESH_PAGES_MAX {
+        let first = self.fresh_first_node.swap_remove(i);
+        if first == NO_NODE {
             self.fresh_big.retain(|&(o, _)| o != off);
             return;
         }
-        for page in p0..=p1 {
-            let mut node = self.fresh_pages.get(&page).copied().unwrap_or(NO_NODE);
-            while node != NO_NODE {
-                let n = &mut self.fresh_nodes[node as usize];
-                if n.0 == off {
-                    n.1 = 0;
-                }
-                node = n.2;
-            }
+        let (p0, p1) = fresh_pages_of(off, size);
+        let nodes = first as usize..=first as usize + (p1 - p0) as usize;
+        for n in &mut self.fresh_nodes[nodes] {
+            debug_assert_eq!(n.0, off, "fresh_first_node names another object's nodes");
+            n.1 = 0;
         }
     }
 
@@ -754,6 +759,7 @@ impl TxBuffers {
         if self.fresh_paged != 0 || !self.fresh_nodes.is_empty() || !self.fresh_big.is_empty() {
             self.fresh_pages.clear();
             self.fresh_nodes.clear();
+            self.fresh_first_node.clear();
             self.fresh_big.clear();
             self.fresh_paged = 0;
         }
@@ -910,6 +916,58 @@ mod tests {
                 got[s as usize..e as usize].fill(true);
             }
             assert_eq!(got, before, "seed {seed}: settled");
+        }
+    }
+
+    /// `fresh_holding` finds exactly the live new objects holding a range, as a list scan
+    /// would, while objects are added and cancelled (as `Tx::cancel_fresh` does: find its
+    /// position, unindex, swap_remove) across the switch to the page index, with objects
+    /// of one page, several pages and more than `FRESH_PAGES_MAX` pages, and blocks reused
+    /// after their cancel (their old nodes stay in the chains, sized 0).
+    #[test]
+    fn fresh_lookup_matches_a_list_model_while_objects_are_cancelled() {
+        for seed in [3u64, 11, 20261128] {
+            let mut rng = seed;
+            let mut b = TxBuffers::default();
+            let mut model: Vec<(u64, u64)> = Vec::new();
+            // Candidate objects in disjoint 128 KiB cells: a cell is live at most once.
+            const CELL: u64 = 128 << 10;
+            let mut live = [false; 64];
+            for step in 0..4000 {
+                let cell = next(&mut rng) % 64;
+                let off = 4096 + cell * CELL + (next(&mut rng) % 64) * 64;
+                if !live[cell as usize] {
+                    let size = match next(&mut rng) % 8 {
+                        0 => 4096 * (1 + next(&mut rng) % 24),
+                        1 => 1 + next(&mut rng) % 9000,
+                        _ => 64,
+                    };
+                    b.push_fresh((off, size));
+                    model.push((off, size));
+                    live[cell as usize] = true;
+                } else if next(&mut rng).is_multiple_of(3) {
+                    let (o, size) = *model.iter().find(|e| (e.0 - 4096) / CELL == cell).unwrap();
+                    let i = b.fresh_pos.find(&b.fresh, o).expect("live object found");
+                    b.unindex_fresh(i, o, size);
+                    b.fresh_pos.swap_remove(&mut b.fresh, i, o);
+                    model.retain(|e| e.0 != o);
+                    live[cell as usize] = false;
+                }
+                let q = 4096 + next(&mut rng) % (64 * CELL);
+                let len = 1 + next(&mut rng) % 128;
+                let want = model
+                    .iter()
+                    .copied()
+                    .find(|&(o, s)| q >= o && q + len <= o + s);
+                assert_eq!(b.fresh_holding(q, len), want, "seed {seed}, step {step}");
+                for &(o, s) in model.iter().rev().take(3) {
+                    assert_eq!(b.fresh_holding(o, s), Some((o, s)), "seed {seed}");
+                }
+            }
+            assert!(
+                b.fresh_paged > 0,
+                "seed {seed}: the page index must be built"
+            );
         }
     }
 }

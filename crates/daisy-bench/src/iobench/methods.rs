@@ -53,7 +53,7 @@ pub const SYNCS: [&str; 3] = ["none", "end", "op"];
 pub const OFFSETS: [&str; 3] = ["seq", "rand", "sorted"];
 pub const READ_METHODS: [&str; 3] = ["pread", "mmap", "odirect"];
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Config {
     /// Directories to write in (tmpfs, a disk).
     pub dirs: Vec<PathBuf>,
@@ -580,24 +580,35 @@ pub fn run(
     Ok((cells, reads))
 }
 
-/// The printed result: what was measured and how, then a table per directory and offset
-/// pattern (rows: method and sync; columns: threads; MB/s), then the random reads.
-pub fn report(cfg: &Config, cells: &[MethodCell], reads: &[ReadCell]) -> String {
-    use crate::table::Table;
-    let mut out = format!(
+/// How the survey measured, in one paragraph (the printed result and the report open with it).
+pub fn method_text(cfg: &Config) -> String {
+    format!(
         "file-I/O methods (seed 004): {} B blocks, {} MiB written per cell into a {} MiB file \
          (seq: the first blocks in order; rand: a seeded random set of distinct blocks; sorted: \
          the same set, each thread's share ascending); MB/s = 10^6 bytes/s, the sync included; \
          flush instruction for mmap-pmem: {} (durable only on persistent memory mapped with DAX: \
-         on tmpfs it is the cost NVM would pay, on a disk file it leaves the data in the page cache)\n{}\n",
+         on tmpfs it is the cost NVM would pay, on a disk file it leaves the data in the page cache)",
         cfg.bs,
         cfg.write_size >> 20,
         cfg.file_size >> 20,
         daisy::FlushInstr::detect()
             .map(|i| i.name().to_string())
             .unwrap_or_else(|e| e),
-        pagecache::describe()
-    );
+    )
+}
+
+/// One table of the survey: its title, the table, and notes under it (why cells are missing).
+pub struct TitledTable {
+    pub title: String,
+    pub table: crate::table::Table,
+    pub notes: Vec<String>,
+}
+
+/// The survey's tables: per directory and offset pattern (rows: method and sync; columns:
+/// threads; MB/s), then per directory the random reads with their latency.
+pub fn tables(cfg: &Config, cells: &[MethodCell], reads: &[ReadCell]) -> Vec<TitledTable> {
+    use crate::table::Table;
+    let mut out = vec![];
     for dir in &cfg.dirs {
         let d = dir.display().to_string();
         let fs = cells
@@ -606,7 +617,6 @@ pub fn report(cfg: &Config, cells: &[MethodCell], reads: &[ReadCell]) -> String 
             .map(|c| c.fs.clone())
             .unwrap_or_default();
         for offsets in &cfg.offsets {
-            out += &format!("\n{d} ({fs}), offsets {offsets} (MB/s)\n");
             let mut t = Table::new(
                 ["method", "sync"]
                     .into_iter()
@@ -647,18 +657,14 @@ pub fn report(cfg: &Config, cells: &[MethodCell], reads: &[ReadCell]) -> String 
                     t.row(row);
                 }
             }
-            out += &t.text();
-            for n in notes {
-                out += &format!("  {n}\n");
-            }
+            out.push(TitledTable {
+                title: format!("{d} ({fs}), offsets {offsets} (MB/s)"),
+                table: t,
+                notes,
+            });
         }
         let mine: Vec<&ReadCell> = reads.iter().filter(|r| r.dir == d).collect();
         if !mine.is_empty() {
-            out += &format!(
-                "\n{d} ({fs}): random reads of {} B, {} reads per cell, latency per read (the file \
-                 written once and synced first; pread and mmap are served by the page cache)\n",
-                cfg.bs, cfg.reads
-            );
             let mut t = Table::new([
                 "method",
                 "threads",
@@ -689,7 +695,29 @@ pub fn report(cfg: &Config, cells: &[MethodCell], reads: &[ReadCell]) -> String 
                     f(r.max_us, 0),
                 ]);
             }
-            out += &t.text();
+            out.push(TitledTable {
+                title: format!(
+                    "{d} ({fs}): random reads of {} B, {} reads per cell, latency per read (the \
+                     file written once and synced first; pread and mmap are served by the page \
+                     cache)",
+                    cfg.bs, cfg.reads
+                ),
+                table: t,
+                notes: vec![],
+            });
+        }
+    }
+    out
+}
+
+/// The printed result: what was measured and how, the page cache's knobs, then the tables.
+pub fn report(cfg: &Config, cells: &[MethodCell], reads: &[ReadCell]) -> String {
+    let mut out = format!("{}\n{}\n", method_text(cfg), pagecache::describe());
+    for t in tables(cfg, cells, reads) {
+        out += &format!("\n{}\n", t.title);
+        out += &t.table.text();
+        for n in t.notes {
+            out += &format!("  {n}\n");
         }
     }
     out

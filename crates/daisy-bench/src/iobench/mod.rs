@@ -23,13 +23,12 @@ use anyhow::{anyhow, bail, Context, Result};
 use daisy::{PBlockStore, PPtr, Pool, PoolOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub const RWS: [&str; 4] = ["read", "write", "randread", "randwrite"];
 pub const BLOCK_SIZES: [u32; 5] = [512, 1024, 2048, 4096, 8192];
 pub const JOBS: [u32; 4] = [1, 2, 4, 8];
-pub const MECHANISMS: [&str; 8] = [
+pub const MECHANISMS: [&str; 10] = [
     "daisy",
     "libpmemblk",
     "fio-pmemblk",
@@ -38,11 +37,23 @@ pub const MECHANISMS: [&str; 8] = [
     "fio-psync",
     "fio-psync-fsync",
     "pwrite",
+    "fio-psync-disk",
+    "fio-psync-fsync-disk",
 ];
 
-#[derive(Clone, Debug)]
+/// The mechanisms on `Config::dir` (tmpfs): all but the disk ones.
+pub const TMPFS_MECHANISMS: usize = 8;
+
+/// A mechanism that runs in `Config::disk_dir` (a disk file system) instead of `dir`.
+pub fn on_disk(m: &str) -> bool {
+    m.ends_with("-disk")
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Config {
     pub dir: PathBuf,
+    /// A directory on a disk file system for the `-disk` mechanisms (seed 002's ext4 rows).
+    pub disk_dir: Option<PathBuf>,
     pub rws: Vec<String>,
     pub block_sizes: Vec<u32>,
     pub jobs: Vec<u32>,
@@ -55,14 +66,19 @@ pub struct Config {
 }
 
 impl Config {
-    /// The full matrix of seed 002 (80 cells per mechanism).
+    /// The full matrix of seed 002 (80 cells per mechanism) on `dir` (the disk mechanisms
+    /// join when `disk_dir` is set: [`Config::with_disk`]).
     pub fn full(dir: PathBuf) -> Config {
         Config {
             dir,
+            disk_dir: None,
             rws: RWS.iter().map(|s| s.to_string()).collect(),
             block_sizes: BLOCK_SIZES.to_vec(),
             jobs: JOBS.to_vec(),
-            mechanisms: MECHANISMS.iter().map(|s| s.to_string()).collect(),
+            mechanisms: MECHANISMS[..TMPFS_MECHANISMS]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             seconds: 1.0,
             size: 256 << 20,
             seed: 1,
@@ -80,6 +96,18 @@ impl Config {
             ..Config::full(dir)
         }
     }
+
+    /// Add seed 002's disk rows: `fio-psync` with and without `--fsync=1` on a file in
+    /// `disk_dir`.
+    pub fn with_disk(mut self, disk_dir: PathBuf) -> Config {
+        self.disk_dir = Some(disk_dir);
+        for m in &MECHANISMS[TMPFS_MECHANISMS..] {
+            if !self.mechanisms.iter().any(|x| x == m) {
+                self.mechanisms.push(m.to_string());
+            }
+        }
+        self
+    }
 }
 
 /// One measured cell.
@@ -92,6 +120,18 @@ pub struct Cell {
     /// 10^6 bytes per second; None when the mechanism could not run (see `note`).
     pub mb_s: Option<f64>,
     pub note: String,
+    /// fio-psync's cells when the cross-check runs: fio's own time per I/O of one job in this
+    /// cell's shape, outside any I/O (its `null` engine, which does no I/O), in ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fio_harness_ns: Option<f64>,
+}
+
+/// Seconds of fio's null engine per cross-check cell (pure CPU: steady in a short run).
+const HARNESS_SECONDS: f64 = 0.2;
+
+/// Nanoseconds per I/O of one job from a cell's MB/s.
+pub fn ns_per_io(mb_s: f64, bs: u32, jobs: u32) -> f64 {
+    jobs as f64 * bs as f64 * 1e3 / mb_s
 }
 
 /// What a load generator drives: blocks of one size, read and written from many threads.
@@ -181,6 +221,15 @@ impl FileTarget {
             .open(path)
             .with_context(|| path.display().to_string())?;
         file.set_len(bs * n)?;
+        // Allocated before the first cell, as fio lays out a new file (`fallocate=native`):
+        // otherwise the first writes of a sparse tmpfs file pay the page allocation and
+        // zeroing that fio's writes do not, and the cross-check compares different work.
+        if let Err(e) = rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, bs * n)
+        {
+            if e != rustix::io::Errno::OPNOTSUPP {
+                return Err(anyhow!("{}: fallocate: {e}", path.display()));
+            }
+        }
         Ok(FileTarget { file, bs, n, sync })
     }
 }
@@ -259,24 +308,35 @@ pub(crate) fn fill(t: &dyn Target, bs: u32) -> Result<()> {
 }
 
 /// Run `jobs` threads of `rw` on `t` for `secs`; MB/s.
+///
+/// Timed as fio times a time-based job group, so that the cross-check compares like with
+/// like: the jobs start together (a barrier, as fio's threads wait for each other before
+/// their first I/O), each runs for `secs` on its own clock from its first operation (fio's
+/// `--runtime` per job, not a stop signal that a descheduled thread notices late), and the
+/// bandwidth is all jobs' bytes over the longest job's time (fio's group `bw_bytes`: the
+/// summed bytes over the longest runtime). Thread creation and joining are outside the time.
 fn drive(t: &dyn Target, rw: &str, bs: u32, jobs: u32, secs: f64, seed: u64) -> Result<f64> {
     let n = t.nblocks();
     let random = rw.starts_with("rand");
     let write = rw.ends_with("write");
-    let stop = AtomicBool::new(false);
-    let ops = AtomicU64::new(0);
-    let t0 = Instant::now();
-    let r: Result<()> = std::thread::scope(|sc| {
+    let run_for = Duration::from_secs_f64(secs);
+    let start = std::sync::Barrier::new(jobs as usize);
+    // Each job: (operations, its own elapsed time).
+    let r: Result<Vec<(u64, Duration)>> = std::thread::scope(|sc| {
         let hs: Vec<_> = (0..jobs)
             .map(|j| {
-                let (stop, ops) = (&stop, &ops);
-                sc.spawn(move || -> Result<()> {
+                let start = &start;
+                sc.spawn(move || -> Result<(u64, Duration)> {
                     let mut x = (seed ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
                     let mut buf = vec![0xa5u8; bs as usize];
                     let mut seq = 0u64;
                     let mut done = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        for _ in 0..32 {
+                    start.wait();
+                    let t0 = Instant::now();
+                    loop {
+                        // The clock is read every 16 operations (a few ns each: under 1% of
+                        // the cheapest cell's operation).
+                        for _ in 0..16 {
                             let lba = if random {
                                 x ^= x << 13;
                                 x ^= x >> 7;
@@ -294,21 +354,28 @@ fn drive(t: &dyn Target, rw: &str, bs: u32, jobs: u32, secs: f64, seed: u64) -> 
                                 t.read(lba, &mut buf)?;
                             }
                         }
-                        done += 32;
+                        done += 16;
+                        let el = t0.elapsed();
+                        if el >= run_for {
+                            return Ok((done, el));
+                        }
                     }
-                    ops.fetch_add(done, Ordering::Relaxed);
-                    Ok(())
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_secs_f64(secs));
-        stop.store(true, Ordering::Relaxed);
         hs.into_iter()
-            .try_for_each(|h| h.join().map_err(|_| anyhow!("a job panicked"))?)
+            .map(|h| h.join().map_err(|_| anyhow!("a job panicked"))?)
+            .collect()
     });
-    r?;
-    let el = t0.elapsed().as_secs_f64();
-    Ok(ops.load(Ordering::Relaxed) as f64 * bs as f64 / el / 1e6)
+    let per_job = r?;
+    let ops: u64 = per_job.iter().map(|p| p.0).sum();
+    let longest = per_job
+        .iter()
+        .map(|p| p.1)
+        .max()
+        .unwrap_or(run_for)
+        .as_secs_f64();
+    Ok(ops as f64 * bs as f64 / longest / 1e6)
 }
 
 /// fio's engine and extra options for a mechanism.
@@ -318,7 +385,10 @@ fn fio_engine(m: &str) -> Option<(&'static str, &'static [&'static str])> {
         "fio-libpmem" => ("libpmem", &["--sync=1"]),
         "fio-mmap" => ("mmap", &[]),
         "fio-psync" => ("psync", &[]),
-        "fio-psync-fsync" => ("psync", &["--fsync=1"]),
+        "fio-psync-fsync" | "fio-psync-fsync-disk" => ("psync", &["--fsync=1"]),
+        "fio-psync-disk" => ("psync", &[]),
+        // No I/O at all: fio's own cost per I/O (the cross-check's reference).
+        "fio-null" => ("null", &[]),
         _ => return None,
     })
 }
@@ -430,6 +500,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Vec<Cell>> {
                 .unwrap_or_else(|| format!("skipped ({note})"))
         ));
         cells.push(Cell {
+            fio_harness_ns: None,
             mechanism: m.into(),
             rw: rw.into(),
             bs,
@@ -442,9 +513,31 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Vec<Cell>> {
     let mut order: Vec<&String> = cfg.rws.iter().filter(|r| r.ends_with("write")).collect();
     order.extend(cfg.rws.iter().filter(|r| !r.ends_with("write")));
     let tag = std::process::id();
+    let with_pwrite = cfg.mechanisms.iter().any(|m| m == "pwrite");
     for m in &cfg.mechanisms {
         for &bs in &cfg.block_sizes {
-            let file = cfg.dir.join(format!("daisy-bench-io-{tag}-{m}.data"));
+            let dir = if on_disk(m) {
+                cfg.disk_dir.clone()
+            } else {
+                Some(cfg.dir.clone())
+            };
+            let Some(dir) = dir else {
+                for rw in &order {
+                    for &j in &cfg.jobs {
+                        push(
+                            &mut cells,
+                            m,
+                            rw,
+                            bs,
+                            j,
+                            Err(anyhow!("no disk directory given (--disk-dir)")),
+                        );
+                    }
+                }
+                continue;
+            };
+            std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
+            let file = dir.join(format!("daisy-bench-io-{tag}-{m}.data"));
             let _ = std::fs::remove_file(&file);
             // The store of this mechanism and block size, for the in-process generators.
             let target: Result<(Box<dyn Target + '_>, Option<PathBuf>)> = match m.as_str() {
@@ -498,7 +591,16 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Vec<Cell>> {
                         }
                         drive(&*target, rw, bs, j, cfg.seconds, cfg.seed)
                     };
+                    let measured = r.is_ok();
                     push(&mut cells, m, rw, bs, j, r);
+                    // The cross-check's reference: fio's own cost per I/O in this cell's shape.
+                    if m == "fio-psync" && measured && with_pwrite {
+                        let null =
+                            fio_cell(cfg, "fio-null", &file, rw, bs, j, Some(HARNESS_SECONDS));
+                        if let (Ok(mb), Some(c)) = (null, cells.last_mut()) {
+                            c.fio_harness_ns = Some(ns_per_io(mb, bs, j));
+                        }
+                    }
                 }
             }
             drop(target);
@@ -550,9 +652,41 @@ pub fn mechanism_table(cfg: &Config, cells: &[Cell], m: &str) -> Table {
                 row.push(
                     find(cells, m, rw, bs, j)
                         .and_then(|c| c.mb_s)
-                        .map(|v| format!("{v:.0}"))
+                        .map(|v| crate::table::grouped(v, 0))
                         .unwrap_or_else(|| "-".into()),
                 );
+            }
+            t.row(row);
+        }
+    }
+    t
+}
+
+/// `ours` over `theirs` per cell in the seed's shape (a row per rw and jobs, a column per
+/// block size), each ratio written by `cell(rw, ratio)`; "-" where either is missing.
+fn ratio_grid(
+    cfg: &Config,
+    cells: &[Cell],
+    ours: &str,
+    theirs: &str,
+    mut cell: impl FnMut(&str, u32, u32, f64) -> String,
+) -> Table {
+    let mut t = Table::new(
+        std::iter::once("type-jobs".to_string())
+            .chain(cfg.block_sizes.iter().map(|b| format!("{b} B"))),
+    )
+    .left(&[0]);
+    for rw in &cfg.rws {
+        t.gap();
+        for &j in &cfg.jobs {
+            let mut row = vec![format!("{rw}-{j}")];
+            for &bs in &cfg.block_sizes {
+                let d = find(cells, ours, rw, bs, j).and_then(|c| c.mb_s);
+                let r = find(cells, theirs, rw, bs, j).and_then(|c| c.mb_s);
+                row.push(match (d, r) {
+                    (Some(d), Some(r)) if r > 0.0 => cell(rw, bs, j, d / r),
+                    _ => "-".into(),
+                });
             }
             t.row(row);
         }
@@ -563,34 +697,76 @@ pub fn mechanism_table(cfg: &Config, cells: &[Cell], m: &str) -> Table {
 /// Daisy over `rival`, per cell (x), in the same shape; and the smallest ratio over the write
 /// cells.
 pub fn ratio_table(cfg: &Config, cells: &[Cell], rival: &str) -> (Table, Option<f64>) {
+    let mut min_write: Option<f64> = None;
+    let t = ratio_grid(cfg, cells, "daisy", rival, |rw, _, _, x| {
+        if rw.ends_with("write") {
+            min_write = Some(min_write.map_or(x, |m: f64| m.min(x)));
+        }
+        format!("{x:.2}x")
+    });
+    (t, min_write)
+}
+
+/// The agreement the cross-check asks for: this crate's generator within 10% of fio.
+pub const CROSS_CHECK_TOLERANCE: f64 = 0.10;
+
+/// Whether a cross-check ratio (ours / fio's) is within [`CROSS_CHECK_TOLERANCE`].
+pub fn agrees(ratio: f64) -> bool {
+    (ratio - 1.0).abs() <= CROSS_CHECK_TOLERANCE
+}
+
+/// What the gap table shows, for the output and the report.
+pub const CROSS_CHECK_GAP: &str = "both measure the same work: the same file system, a file \
+allocated before the first cell (as fio lays out a new file), block-aligned offsets, all jobs \
+started together and each timed from its first I/O for the cell's time, the bytes of all jobs \
+over the longest job's time (fio's group bandwidth). What remains is fio's own time per I/O \
+(its I/O unit bookkeeping, offset generation, accounting and clock checks), measured in the same \
+cell shape with fio's null engine, which does no I/O. Per I/O of one job, in ns: fio-psync's \
+time minus pwrite's / fio's own time. Where the two are close, the gap is fio's harness, not a \
+difference in the I/O measured; it weighs most on the cheapest I/O (one job, small blocks on \
+tmpfs, where an I/O takes a few hundred ns)";
+
+/// The cross-check per cell: this crate's generator (`pwrite`) over fio's `psync` on the same
+/// file system, in the seed's shape; "✓" within 10%, "✗" outside.
+pub fn cross_check_table(cfg: &Config, cells: &[Cell]) -> Table {
+    ratio_grid(cfg, cells, "pwrite", "fio-psync", |_, _, _, x| {
+        format!("{x:.2}x {}", if agrees(x) { "✓" } else { "✗" })
+    })
+}
+
+/// Why a cross-check cell differs, per I/O of one job in ns: fio-psync's time minus
+/// pwrite's (the gap), and fio's own time per I/O outside the I/O in that cell's shape (its
+/// null engine), as "gap / fio's own"; "-" where either is missing.
+pub fn cross_check_gap_table(cfg: &Config, cells: &[Cell]) -> Table {
     let mut t = Table::new(
         std::iter::once("type-jobs".to_string())
             .chain(cfg.block_sizes.iter().map(|b| format!("{b} B"))),
     )
     .left(&[0]);
-    let mut min_write: Option<f64> = None;
     for rw in &cfg.rws {
         t.gap();
         for &j in &cfg.jobs {
             let mut row = vec![format!("{rw}-{j}")];
             for &bs in &cfg.block_sizes {
-                let d = find(cells, "daisy", rw, bs, j).and_then(|c| c.mb_s);
-                let r = find(cells, rival, rw, bs, j).and_then(|c| c.mb_s);
-                row.push(match (d, r) {
-                    (Some(d), Some(r)) if r > 0.0 => {
-                        let x = d / r;
-                        if rw.ends_with("write") {
-                            min_write = Some(min_write.map_or(x, |m: f64| m.min(x)));
+                let own = find(cells, "pwrite", rw, bs, j).and_then(|c| c.mb_s);
+                let fio = find(cells, "fio-psync", rw, bs, j);
+                row.push(
+                    match (
+                        own,
+                        fio.and_then(|c| c.mb_s),
+                        fio.and_then(|c| c.fio_harness_ns),
+                    ) {
+                        (Some(o), Some(f), Some(h)) if o > 0.0 && f > 0.0 => {
+                            format!("{:.0} / {h:.0}", ns_per_io(f, bs, j) - ns_per_io(o, bs, j))
                         }
-                        format!("{x:.2}x")
-                    }
-                    _ => "-".into(),
-                });
+                        _ => "-".into(),
+                    },
+                );
             }
             t.row(row);
         }
     }
-    (t, min_write)
+    t
 }
 
 /// The cross-check of this crate's generator (`pwrite`) against fio's `psync` on the same
@@ -607,9 +783,8 @@ pub fn cross_check(cells: &[Cell]) -> (usize, usize, f64) {
             continue;
         };
         n += 1;
-        let dev = (own / fio - 1.0).abs();
-        worst = worst.max(dev);
-        if dev <= 0.10 {
+        worst = worst.max((own / fio - 1.0).abs());
+        if agrees(own / fio) {
             within += 1;
         }
     }
@@ -643,10 +818,14 @@ pub fn report(cfg: &Config, cells: &[Cell]) -> String {
     }
     let (n, within, worst) = cross_check(cells);
     if n > 0 {
+        out += "\ncross-check of the load generator: pwrite / fio-psync on the same files, per cell (✓ within 10%, ✗ outside)\n";
+        out += &cross_check_table(cfg, cells).text();
         out += &format!(
-            "\ncross-check of the load generator: pwrite vs fio-psync on the same files: {within} of {n} cells within 10% (largest deviation {:.0}%)\n",
+            "  {within} of {n} cells within 10% (largest deviation {:.0}%)\n",
             worst * 100.0
         );
+        out += &format!("\nwhy they differ: {CROSS_CHECK_GAP}\n");
+        out += &cross_check_gap_table(cfg, cells).text();
     }
     out
 }

@@ -14,7 +14,7 @@
 
 use super::powerfail::{self, SyncEvery};
 use crate::blockcrash::{self, Backend};
-use crate::table::Table;
+use crate::table::{grouped, Table};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -171,8 +171,53 @@ pub fn simulator_row(
     }
 }
 
-/// The printed table.
-pub fn report(rows: &[ValidationRow]) -> String {
+/// Run the power-failure simulator binary `sim` (`daisy-powerfail`) on its `blocks` workload
+/// in `dir` with `budget` crash images: Daisy's row (a row saying why when it could not run,
+/// `where_` = "not run").
+pub fn simulator_run(sim: &Path, dir: &Path, budget: u64, seed: u64) -> ValidationRow {
+    let missing = |why: String| {
+        let mut r = simulator_row(0, 0, 0, seed, why);
+        r.where_ = "not run".into();
+        r
+    };
+    let out = std::process::Command::new(sim)
+        .args(["--workload", "blocks", "--format", "json"])
+        .arg("--budget")
+        .arg(budget.max(1).to_string())
+        .arg("--seed")
+        .arg(seed.to_string())
+        .arg("--dir")
+        .arg(dir)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return missing(format!("{}: {e}", sim.display())),
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(v) = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    else {
+        return missing(format!(
+            "the simulator printed no summary: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    };
+    let w = &v["workloads"][0];
+    let n = |x: &serde_json::Value| x.as_u64().unwrap_or(0);
+    let note = w["messages"][0].as_str().unwrap_or("").to_string();
+    simulator_row(
+        n(&w["images"]),
+        n(&w["failures"]),
+        n(&w["transactions"]),
+        seed,
+        note,
+    )
+}
+
+/// The validation table: a row per mechanism and failure.
+pub fn table(rows: &[ValidationRow]) -> Table {
     let mut t = Table::new([
         "mechanism",
         "failure",
@@ -189,31 +234,44 @@ pub fn report(rows: &[ValidationRow]) -> String {
         t.row([
             r.mechanism.clone(),
             r.failure.clone(),
-            r.runs.to_string(),
-            r.writes_acked.to_string(),
-            r.blocks_checked.to_string(),
-            r.lost.to_string(),
-            r.corrupt.to_string(),
-            r.torn_in_flight.to_string(),
+            grouped(r.runs as f64, 0),
+            grouped(r.writes_acked as f64, 0),
+            grouped(r.blocks_checked as f64, 0),
+            grouped(r.lost as f64, 0),
+            grouped(r.corrupt as f64, 0),
+            grouped(r.torn_in_flight as f64, 0),
             r.where_.clone(),
         ]);
     }
-    let mut out = format!(
+    t
+}
+
+/// What the columns mean (printed above the table).
+pub fn legend() -> String {
+    format!(
         "data validation (seed 003): {} B self-describing blocks (block number, version, checksum); \
          lost = a block older than its acknowledged version after the failure, corrupt = a block not whole \
          (for Daisy also one torn by a write in flight: its blocks are atomic), torn unacked = a file block torn \
          by a write never acknowledged (a store sequence or write cut by the kill: not atomic, but nothing \
-         acknowledged was lost)\n",
+         acknowledged was lost)",
         blockcrash::BLOCK
-    );
-    out += &t.text();
+    )
+}
+
+/// What the failures can and cannot show (printed under the table).
+pub const CAVEAT: &str = "SIGKILL leaves the page cache to the kernel: a file written without \
+any sync loses nothing to a killed process. The power-failure model drops every page not synced \
+(the kernel's own write-back after vm.dirty_expire_centisecs is not modelled, so the file rows \
+are an upper bound); Daisy's row is the real simulator's, which checks every cache line's \
+possible states.";
+
+/// The printed table.
+pub fn report(rows: &[ValidationRow]) -> String {
+    let mut out = format!("{}\n", legend());
+    out += &table(rows).text();
     for r in rows.iter().filter(|r| !r.note.is_empty()) {
         out += &format!("  {} / {}: {}\n", r.mechanism, r.failure, r.note);
     }
-    out += "  SIGKILL leaves the page cache to the kernel: a file written without any sync loses \
-            nothing to a killed process. The power-failure model drops every page not synced \
-            (the kernel's own write-back after vm.dirty_expire_centisecs is not modelled, so the \
-            file rows are an upper bound); Daisy's row is the real simulator's, which checks \
-            every cache line's possible states.\n";
+    out += &format!("  {CAVEAT}\n");
     out
 }

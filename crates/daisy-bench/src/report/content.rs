@@ -104,6 +104,7 @@ pub(super) fn document(r: &Report) -> Doc {
     transactions(&mut d, r, &t);
     hashmap(&mut d, r, &t);
     redis(&mut d, r, &t);
+    io_lab(&mut d, r);
     glossary(&mut d);
     d
 }
@@ -334,6 +335,169 @@ fn redis(d: &mut Doc, r: &Report, t: &Tables) {
     }
 }
 
+/// The I/O lab (seeds 002-004): the matrix, Daisy's ratios, the cross-check against fio, the
+/// data validation, and at `--full` the file-I/O methods; every table is `daisy bench io`'s.
+fn io_lab(d: &mut Doc, r: &Report) {
+    use crate::iobench;
+    d.h2("5. NVM as a block store and as files (seeds 002-004)");
+    let io = match &r.io {
+        Ok(io) => io,
+        Err(e) => {
+            d.para(format!("Not run: {e}."));
+            return;
+        }
+    };
+    let m = &io.matrix;
+    let list = |v: Vec<String>| v.join(", ");
+    d.para(format!(
+        "Seed 002 used NVM as a block device and measured it with fio: bandwidth for each kind \
+         of I/O, block size and number of jobs. Here each mechanism runs the same cells on one \
+         store of {} MiB in {} ({}), shared by the jobs (threads), {} s a cell, MB/s = 10^6 \
+         bytes per second: `daisy` is Daisy's block store (every write atomic under power \
+         failure and durable when it returns), `libpmemblk` PMDK's block store driven by the \
+         same load generator in process (atomic and durable too), `fio-pmemblk`, \
+         `fio-libpmem` (`--sync=1`: each write drained), `fio-mmap`, `fio-psync` and \
+         `fio-psync-fsync` (`--fsync=1`) the real fio binary's engines on the same directory \
+         (`fio-mmap` and `fio-psync` are not durable when a write returns), and `pwrite` this \
+         crate's load generator on pwrite/pread of a file, the path `fio-psync` takes, to \
+         cross-check the generator against fio. Kinds: {}; block sizes: {} B; jobs: {}.{}",
+        m.size >> 20,
+        m.dir.display(),
+        io.fs,
+        m.seconds,
+        list(m.rws.clone()),
+        list(m.block_sizes.iter().map(|b| b.to_string()).collect()),
+        list(m.jobs.iter().map(|j| j.to_string()).collect()),
+        match (&m.disk_dir, &io.disk_fs) {
+            (Some(dd), Some(fs)) => format!(
+                " `fio-psync-disk` and `fio-psync-fsync-disk` are seed 002's disk rows: fio's \
+                 psync engine on a file in {} ({fs}).",
+                dd.display()
+            ),
+            _ => String::new(),
+        }
+    ));
+    d.note(format!("{}; {}.", io.fio, io.page_cache));
+    // Random writes (the targets' cells) by the fewest and the most jobs.
+    let mut chart_jobs: Vec<u32> = [m.jobs.iter().min(), m.jobs.iter().max()]
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect();
+    chart_jobs.dedup();
+    if m.rws.iter().any(|x| x == "randwrite") {
+        for jobs in chart_jobs {
+            d.figure(
+                format!(
+                    "randwrite by {jobs} job{}: MB/s of each mechanism per block size (log \
+                     scale; higher is better).",
+                    if jobs == 1 { "" } else { "s" }
+                ),
+                crate::charts::io_mb_s(&io.cells, "randwrite", jobs),
+            );
+        }
+    }
+    if m.mechanisms.iter().any(|x| x == "daisy") {
+        d.h3("Daisy's block store against the block-store rivals");
+        d.para(
+            "Daisy's MB/s over the rival's in each cell (above 1 is faster). The targets: at \
+             least 1.2x libpmemblk and fio's pmemblk engine, and at least fio's libpmem engine \
+             with `--sync=1`, in every write cell (the scoreboard's verdicts; each cell is one \
+             measured figure, so its ratio alone decides it).",
+        );
+        for rival in ["libpmemblk", "fio-pmemblk", "fio-libpmem"] {
+            if !m.mechanisms.iter().any(|x| x == rival) {
+                continue;
+            }
+            let (t, min_write) = iobench::ratio_table(m, &io.cells, rival);
+            d.para(format!(
+                "daisy / {rival}{}:",
+                min_write
+                    .map(|x| format!(" (smallest write ratio {x:.2}x)"))
+                    .unwrap_or_default()
+            ));
+            d.table(&t);
+        }
+    }
+    let (n, within, worst) = iobench::cross_check(&io.cells);
+    if n > 0 {
+        d.h3("Cross-check of the load generator against fio");
+        d.para(format!(
+            "The generator that drives `daisy` and `libpmemblk` runs pwrite/pread on a file \
+             (`pwrite`) in the cells where fio runs its psync engine on the same file system \
+             (`fio-psync`): their ratio per cell, ✓ within 10% of fio, ✗ outside. {within} of \
+             {n} cells agree within 10% (largest deviation {:.0}%).",
+            worst * 100.0
+        ));
+        d.table(&iobench::cross_check_table(m, &io.cells));
+        d.para(format!("Why they differ: {}:", iobench::CROSS_CHECK_GAP));
+        d.table(&iobench::cross_check_gap_table(m, &io.cells));
+    }
+    d.h3("MB/s per mechanism");
+    d.para(
+        "Seed 002's table for each mechanism: a row per kind of I/O and number of jobs, a \
+         column per block size.",
+    );
+    for mech in &m.mechanisms {
+        let skipped: Vec<&iobench::Cell> = io
+            .cells
+            .iter()
+            .filter(|c| &c.mechanism == mech && c.mb_s.is_none())
+            .collect();
+        d.para(format!("`{mech}` (MB/s):"));
+        d.table(&iobench::mechanism_table(m, &io.cells, mech));
+        if let Some(c) = skipped.first() {
+            d.note(format!("{} cells not measured: {}", skipped.len(), c.note));
+        }
+    }
+    d.h3("Data validation (seed 003)");
+    match &io.validation {
+        Ok(rows) => {
+            d.para(format!(
+                "A child process writes self-describing blocks from four threads and prints \
+                 each acknowledged write; it is killed with SIGKILL ({} times per mechanism) \
+                 and every block is read back. For a power failure the file paths run under a \
+                 model (a page reaches the media only when an fdatasync or msync returns after \
+                 it was written), and Daisy's block store under the real power-failure \
+                 simulator ({} crash images).",
+                io.kills,
+                crate::table::grouped(io.sim_budget as f64, 0)
+            ));
+            d.note(format!(
+                "The columns: {}.",
+                iobench::validate::legend().trim_start_matches("data validation (seed 003): ")
+            ));
+            d.table(&iobench::validate::table(rows));
+            d.list(
+                rows.iter()
+                    .filter(|r| !r.note.is_empty())
+                    .map(|r| format!("{} / {}: {}", r.mechanism, r.failure, r.note)),
+            );
+            d.note(iobench::validate::CAVEAT);
+        }
+        Err(e) => d.para(format!("Not run: {e}.")),
+    }
+    match &io.methods {
+        Some(Ok(mm)) => {
+            d.h3("File-I/O methods (seed 004)");
+            d.para(format!(
+                "{}. Methods: `write` (one shared file position), `pwrite`, `fwrite` (a 64 KiB \
+                 buffer per thread), `mmap-msync`, `mmap-pmem` (stores, cache-line write-back, \
+                 a fence), `odirect`; sync policies: `none`, `end` (once, timed), `op` (after \
+                 each write).",
+                iobench::methods::method_text(&mm.config)
+            ));
+            for t in iobench::methods::tables(&mm.config, &mm.cells, &mm.reads) {
+                d.para(format!("{}:", t.title));
+                d.table(&t.table);
+                d.list(t.notes);
+            }
+        }
+        Some(Err(e)) => d.para(format!("File-I/O methods not run: {e}.")),
+        None => {}
+    }
+}
+
 /// The words a new reader meets.
 fn glossary(d: &mut Doc) {
     d.h2("Glossary");
@@ -406,6 +570,24 @@ fn glossary(d: &mut Doc) {
              the true ratio lies given the rounds (or runs); a TIE is a verdict whose \
              requirement lies inside that interval. See \"How to read it\" under the \
              scoreboard.",
+        ),
+        (
+            "seeds 002, 003, 004",
+            "the I/O lab's origin documents: NVM used as a block device and measured by fio as \
+             a bandwidth matrix (002); vdbench's workloads, fixed-rate curves and data \
+             validation (003); a survey of file-I/O methods and their sync policies (004).",
+        ),
+        (
+            "block store, libpmemblk, fio",
+            "an array of fixed-size blocks in a pool, each block write atomic under power \
+             failure (Daisy's `PBlockStore`; PMDK's libpmemblk). fio is the standard I/O \
+             benchmark; its engines (`pmemblk`, `libpmem`, `mmap`, `psync`) are its ways of \
+             doing the I/O.",
+        ),
+        (
+            "cell, jobs, MB/s",
+            "one kind of I/O (read, write, randread, randwrite) at one block size by a number \
+             of jobs (threads issuing I/O at once); MB/s = 10^6 bytes per second.",
         ),
         (
             "CPU steal",

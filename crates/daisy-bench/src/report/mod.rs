@@ -46,12 +46,12 @@ pub const EXIT_FUNCTIONAL_FAIL: u8 = 1;
 pub const EXIT_PERF_FAIL: u8 = 3;
 
 use crate::kvbench;
-use crate::{crashtest, hashbench, progress, txbench};
+use crate::{crashtest, hashbench, iobench, progress, txbench};
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 use verdicts::{
-    disk_verdicts, hashmap_verdicts, kv_verdicts, power_fail_verdict, server_crash_verdict,
-    types_memory_verdicts, types_verdicts, verdicts,
+    disk_verdicts, hashmap_verdicts, io_verdicts, kv_verdicts, power_fail_verdict,
+    server_crash_verdict, types_memory_verdicts, types_verdicts, verdicts,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -110,6 +110,37 @@ pub struct Environment {
     pub databases: Vec<String>,
 }
 
+/// The I/O lab (issue 24), measured by `daisy bench io`'s own code: seed 002's matrix (the
+/// cells of `matrix`), seed 003's data validation, and at `--full` seed 004's file-I/O
+/// methods.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct IoLab {
+    pub matrix: iobench::Config,
+    pub cells: Vec<iobench::Cell>,
+    /// `fio --version`, or why fio is missing.
+    pub fio: String,
+    /// The page cache's write-back knobs as the run found them (read only).
+    pub page_cache: String,
+    /// The file system of the matrix's directory, and of the disk directory when there is one.
+    pub fs: String,
+    pub disk_fs: Option<String>,
+    /// Kills per mechanism of the validation, and crash images of the simulator's run.
+    pub kills: u64,
+    pub sim_budget: u64,
+    /// Lost and corrupt blocks after SIGKILL and power failure, or why it could not run.
+    pub validation: Outcome<Vec<iobench::validate::ValidationRow>>,
+    /// Seed 004's survey (`--full` only): the write cells and the random reads.
+    pub methods: Option<Outcome<IoMethods>>,
+}
+
+/// Seed 004's file-I/O methods as `daisy bench io --methods` measures them.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct IoMethods {
+    pub config: iobench::methods::Config,
+    pub cells: Vec<iobench::methods::MethodCell>,
+    pub reads: Vec<iobench::methods::ReadCell>,
+}
+
 /// A part of the report: what it measured, or why it could not run (the error's text, kept
 /// for the report files).
 pub type Outcome<T> = std::result::Result<T, String>;
@@ -142,6 +173,8 @@ pub struct Report {
     /// Redis's data types and MULTI/EXEC (issue 18's targets): hset, sadd, spop and the
     /// bench's MULTI/EXEC loader against redis-none and redis-aof-always.
     pub kv_types: Option<Outcome<kvbench::Report>>,
+    /// The I/O lab of seeds 002-004 (`daisy bench io`), or why it could not run.
+    pub io: Outcome<IoLab>,
     pub verdicts: Vec<Verdict>,
     pub seconds: f64,
 }
@@ -452,7 +485,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         match r {
             Ok(rows) => {
                 hashmap_disk = rows;
-                hashmap_disk_dir = Some((ddir, out_fs));
+                hashmap_disk_dir = Some((ddir, out_fs.clone()));
             }
             Err(e) => note(&format!("disk baseline not measured: {e}")),
         }
@@ -544,14 +577,22 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         Some(run_kv(&tcfg))
     };
 
+    // 5. The I/O lab (seeds 002-004): NVM as a block store and as files.
+    let disk_dir = (env.fs == "tmpfs" && !out_fs.is_empty() && out_fs != "tmpfs")
+        .then(|| (cfg.out.join("disk-io"), out_fs.clone()));
+    let io = run_io(cfg, disk_dir, &mut note).map_err(|e| format!("{e:#}"));
+
     let mut verdicts = verdicts(&functional, &tx, &env);
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
     verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.extend(kv_verdicts(&kv, kv_p1.as_ref()));
     verdicts.extend(types_verdicts(kv_types.as_ref()));
     verdicts.extend(types_memory_verdicts(&kv));
+    let (io_functional, io_perf) = io_verdicts(&io);
+    verdicts.extend(io_perf);
     verdicts.insert(1, power_fail_verdict(&power_fail));
     verdicts.insert(2, server_crash_verdict(&server_crash, server_kills));
+    verdicts.insert(3, io_functional);
     Ok(Report {
         level: cfg.level,
         environment: env,
@@ -566,10 +607,144 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         kv,
         kv_p1,
         kv_types,
+        io,
         verdicts,
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
+/// The I/O lab by level: `--quick` two randwrite cells of every mechanism and a short
+/// validation; the default seed 002's whole matrix on tmpfs (0.5 s a cell) and the
+/// validation; `--full` the matrix at `daisy bench io`'s own settings (1 s a cell, 256 MiB
+/// stores), with the disk rows when `disk_dir` is given (the pools on tmpfs, the report on a
+/// disk), and seed 004's methods. The code is `daisy bench io`'s.
+fn run_io(
+    cfg: &Config,
+    disk_dir: Option<(PathBuf, String)>,
+    note: &mut impl FnMut(&str),
+) -> Result<IoLab> {
+    let dir = cfg.dir.clone();
+    let mut matrix = match cfg.level {
+        // A smoke test that keeps --quick short (it runs in the test suite): two cells of
+        // random writes per mechanism.
+        Level::Quick => iobench::Config {
+            rws: vec!["randwrite".into()],
+            block_sizes: vec![512, 4096],
+            jobs: vec![1],
+            seconds: 0.1,
+            size: 8 << 20,
+            ..iobench::Config::full(dir.clone())
+        },
+        Level::Default => iobench::Config {
+            seconds: 0.5,
+            size: 64 << 20,
+            ..iobench::Config::full(dir.clone())
+        },
+        Level::Full => iobench::Config::full(dir.clone()),
+    };
+    matrix.seed = cfg.seed;
+    let disk = disk_dir.filter(|_| cfg.level == Level::Full);
+    if let Some((d, _)) = &disk {
+        matrix = matrix.with_disk(d.clone());
+    }
+    let fs = iobench::methods::fs_of(&dir);
+    let fio = iobench::fio_version().unwrap_or_else(|e| format!("{e:#}"));
+    let page_cache = iobench::pagecache::describe();
+    let cells_total =
+        (matrix.rws.len() * matrix.block_sizes.len() * matrix.jobs.len() * matrix.mechanisms.len())
+            as u64;
+    note(&format!(
+        "performance test: I/O lab (seed 002): {} mechanisms x {} cells, {} s a cell, in {} \
+         ({fs}){}",
+        matrix.mechanisms.len(),
+        cells_total / matrix.mechanisms.len() as u64,
+        matrix.seconds,
+        dir.display(),
+        disk.as_ref()
+            .map(|(d, f)| format!(", disk rows in {} ({f})", d.display()))
+            .unwrap_or_default()
+    ));
+    let bar = progress::bar(cells_total, "cells");
+    let mut done = 0;
+    let cells = iobench::run(&matrix, |_| {
+        done += 1;
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let cells = cells?;
+
+    let (kills, power_failures, writes, sim_budget) = match cfg.level {
+        Level::Quick => (2, 2, 5_000, 300),
+        Level::Default => (5, 5, 20_000, 3_000),
+        Level::Full => (20, 10, 20_000, 20_000),
+    };
+    note(&format!(
+        "functional test: I/O lab data validation (seed 003): {kills} kills per mechanism, \
+         {power_failures} modelled power failures per sync policy, {sim_budget} crash images \
+         of Daisy's block store"
+    ));
+    let vcfg = iobench::validate::Config {
+        dir: dir.clone(),
+        kills,
+        seed: cfg.seed,
+        child_cmd: cfg.child_cmd.clone(),
+        backends: crate::blockcrash::Backend::ALL.to_vec(),
+        power_failures,
+        writes,
+    };
+    let validation = iobench::validate::run(&vcfg, |_| {})
+        .map(|mut rows| {
+            rows.push(match &cfg.powerfail {
+                Some(sim) => iobench::validate::simulator_run(sim, &dir, sim_budget, cfg.seed),
+                None => {
+                    let mut r = iobench::validate::simulator_row(
+                        0,
+                        0,
+                        0,
+                        cfg.seed,
+                        "daisy-powerfail was not built (cargo build --release -p \
+                         daisy-powerfail)"
+                            .into(),
+                    );
+                    r.where_ = "not run".into();
+                    r
+                }
+            });
+            rows
+        })
+        .map_err(|e| format!("{e:#}"));
+
+    let methods = (cfg.level == Level::Full).then(|| {
+        let dirs: Vec<PathBuf> = std::iter::once(dir.clone())
+            .chain(disk.as_ref().map(|(d, _)| d.clone()))
+            .collect();
+        let mut mcfg = iobench::methods::Config::full(dirs);
+        mcfg.seed = cfg.seed;
+        note("performance test: I/O lab file-I/O methods (seed 004)");
+        iobench::methods::run(&mcfg, |_: &str| {})
+            .map(|(cells, reads)| IoMethods {
+                config: mcfg.clone(),
+                cells,
+                reads,
+            })
+            .map_err(|e| format!("{e:#}"))
+    });
+    if let Some((d, _)) = &disk {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    Ok(IoLab {
+        matrix,
+        cells,
+        fio,
+        page_cache,
+        fs,
+        disk_fs: disk.map(|(_, f)| f),
+        kills,
+        sim_budget,
+        validation,
+        methods,
+    })
+}
+
 /// `daisy bench kv` with a progress bar over its stages.
 fn run_kv(kcfg: &kvbench::Config) -> Outcome<kvbench::Report> {
     let bar = progress::bar(1, "stages");

@@ -159,6 +159,74 @@ fn unavailable(server: &str, status: &'static str) -> kvbench::Unavailable {
     }
 }
 
+/// The I/O lab's matrix as a quick run fills it in: `daisy` at `d` MB/s in every cell, each
+/// rival at its share of that (`None`: not installed).
+pub(super) fn io_lab(shares: &[(&str, Option<f64>)]) -> IoLab {
+    let matrix = crate::iobench::Config {
+        rws: vec!["write".into(), "randwrite".into()],
+        block_sizes: vec![512, 4096],
+        jobs: vec![1, 4],
+        mechanisms: shares.iter().map(|(m, _)| m.to_string()).collect(),
+        seconds: 0.2,
+        size: 16 << 20,
+        ..crate::iobench::Config::full("/dev/shm".into())
+    };
+    let mut cells = vec![];
+    for (m, share) in shares {
+        for rw in &matrix.rws {
+            for &bs in &matrix.block_sizes {
+                for &jobs in &matrix.jobs {
+                    let d = 100.0 * bs as f64 / 512.0 * jobs as f64;
+                    cells.push(crate::iobench::Cell {
+                        mechanism: m.to_string(),
+                        rw: rw.clone(),
+                        bs,
+                        jobs,
+                        mb_s: share.map(|s| d * s),
+                        fio_harness_ns: (*m == "fio-psync").then_some(140.0),
+                        note: if share.is_some() {
+                            String::new()
+                        } else {
+                            "fio is not installed (scripts/install-deps.sh installs Debian's fio)"
+                                .into()
+                        },
+                    });
+                }
+            }
+        }
+    }
+    let row = |mechanism: &str, failure: &str, lost: u64| crate::iobench::validate::ValidationRow {
+        kind: "validation",
+        mechanism: mechanism.into(),
+        failure: failure.into(),
+        runs: 5,
+        writes_acked: 1000,
+        blocks_checked: 4096,
+        lost,
+        corrupt: 0,
+        torn_in_flight: 0,
+        where_: "pmem".into(),
+        note: String::new(),
+    };
+    IoLab {
+        matrix,
+        cells,
+        fio: "fio-3.33".into(),
+        page_cache: "page cache (read only, not changed): vm.dirty_ratio=20".into(),
+        fs: "tmpfs".into(),
+        disk_fs: None,
+        kills: 5,
+        sim_budget: 3000,
+        validation: Ok(vec![
+            row("daisy", "SIGKILL", 0),
+            row("pwrite", "SIGKILL", 0),
+            row("file, never synced", "power failure (model)", 1234),
+            row("daisy", "power failure (simulator)", 0),
+        ]),
+        methods: None,
+    }
+}
+
 /// Every part measured.
 fn full() -> Report {
     let kv = kvbench::Report {
@@ -280,6 +348,14 @@ fn full() -> Report {
             runs: 3,
             ..Default::default()
         })),
+        io: Ok(io_lab(&[
+            ("daisy", Some(1.0)),
+            ("libpmemblk", Some(0.5)),
+            ("fio-pmemblk", Some(0.9)),
+            ("fio-libpmem", None),
+            ("fio-psync", Some(2.0)),
+            ("pwrite", Some(2.1)),
+        ])),
         verdicts: vec![],
         seconds: 95.2,
     };
@@ -314,6 +390,7 @@ fn failed() -> Report {
         kv: Err("redis <missing>".into()),
         kv_p1: Some(Err("no redis".into())),
         kv_types: Some(Err("no redis either".into())),
+        io: Err("the I/O lab <could not> run".into()),
         hashmap_disk: vec![],
         hashmap_disk_dir: None,
         level: Level::Quick,
@@ -417,6 +494,23 @@ fn markdown_and_html_show_the_same_content() {
         .into_iter()
         .flatten()
         .collect();
+        // The I/O lab's tables, built by `daisy bench io`'s code.
+        let mut io_tables = vec![];
+        if let Ok(io) = &r.io {
+            let m = &io.matrix;
+            for rival in ["libpmemblk", "fio-pmemblk", "fio-libpmem"] {
+                io_tables.push(crate::iobench::ratio_table(m, &io.cells, rival).0);
+            }
+            io_tables.push(crate::iobench::cross_check_table(m, &io.cells));
+            io_tables.push(crate::iobench::cross_check_gap_table(m, &io.cells));
+            for mech in &m.mechanisms {
+                io_tables.push(crate::iobench::mechanism_table(m, &io.cells, mech));
+            }
+            io_tables.push(crate::iobench::validate::table(
+                io.validation.as_ref().unwrap(),
+            ));
+        }
+        let all: Vec<&crate::table::Table> = all.into_iter().chain(&io_tables).collect();
         let (md, page) = (markdown(&r), html(&r));
         for table in &all {
             assert!(md.contains(&table.markdown()), "{md}");
@@ -446,8 +540,10 @@ fn markdown_and_html_show_the_same_content() {
     ] {
         assert!(page.contains(item), "report.html lacks {item:?}");
     }
-    // Five charts in the page, their captions in both.
-    assert_eq!(page.matches("<svg").count(), 5);
+    // Seven charts in the page (the I/O lab's random writes by 1 and 4 jobs), their captions
+    // in both.
+    assert_eq!(page.matches("<svg").count(), 7);
+    assert!(markdown(&full()).contains("*Figure 7: randwrite by 4 jobs"));
     assert!(markdown(&full()).contains("*Figure 5: latency percentiles"));
     let md = markdown(&full());
     assert!(
@@ -648,4 +744,68 @@ fn database_verdicts_need_ten_times_per_insert_and_1_05_in_bulk() {
     assert!(get(&d, "performance: daisy vs sqlite-op on disk").passed);
     let e = get(&d, "performance: daisy-batch vs sqlite-end on disk");
     assert!(!e.passed && e.text.contains("at least 1.05x"), "{e:?}");
+}
+
+/// Issue 24's targets: Daisy's block store at least 1.2x libpmemblk and fio's pmemblk engine
+/// and at least fio's libpmem engine in every write cell, the cells that miss named with their
+/// ratios; a rival that is not installed is NOT RUN with the reason; an acknowledged block lost
+/// in any validation run fails the functional verdict.
+#[test]
+fn io_verdicts_judge_every_write_cell_and_count_lost_blocks() {
+    let mut io = io_lab(&[
+        ("daisy", Some(1.0)),
+        ("libpmemblk", Some(0.5)),
+        ("fio-pmemblk", Some(0.9)),
+        ("fio-libpmem", None),
+    ]);
+    // One write cell where libpmemblk comes close: 1.0 / 0.85 = 1.17x, below 1.2.
+    for c in io.cells.iter_mut() {
+        if c.mechanism == "libpmemblk" && c.rw == "randwrite" && c.bs == 4096 && c.jobs == 4 {
+            c.mb_s = c.mb_s.map(|v| v / 0.5 * 0.85);
+        }
+        // Read cells do not count (none in this matrix but make sure a slow one would not).
+    }
+    let (functional, perf) = verdicts::io_verdicts(&Ok(io.clone()));
+    assert!(
+        functional.passed && functional.is_functional(),
+        "{functional:?}"
+    );
+    assert!(
+        functional.measured.contains("0 lost or corrupt"),
+        "{functional:?}"
+    );
+    let get = |name: &str| {
+        perf.iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no verdict {name}: {perf:?}"))
+            .clone()
+    };
+    let l = get("performance: block store vs libpmemblk");
+    assert_eq!(l.status, Status::Fail, "{l:?}");
+    assert_eq!(
+        l.checks.len(),
+        8,
+        "every write cell: 2 kinds x 2 sizes x 2 job counts"
+    );
+    assert!(
+        l.text.contains("below it: randwrite-4 4096 B 1.17x") && l.measured.starts_with("7 of 8"),
+        "{l:?}"
+    );
+    assert_eq!(l.ratio_text(), "1.17x randwrite-4 4096 B (worst of 8)");
+    let p = get("performance: block store vs fio-pmemblk");
+    assert_eq!(p.status, Status::Fail, "1.11x everywhere: {p:?}");
+    assert!(p.requirement.contains("≥ 1.20x"), "{p:?}");
+    let n = get("not run: daisy vs fio-libpmem");
+    assert_eq!(n.status, Status::NotRun);
+    assert!(n.measured.contains("fio is not installed"), "{n:?}");
+    // A lost block in Daisy's kill runs fails the functional verdict (exit status 1).
+    if let Ok(rows) = &mut io.validation {
+        rows[0].lost = 1;
+    }
+    let (functional, _) = verdicts::io_verdicts(&Ok(io));
+    assert_eq!(functional.status, Status::Fail, "{functional:?}");
+    // The lab could not run: the functional verdict fails, the matrix is NOT RUN.
+    let (functional, perf) = verdicts::io_verdicts(&Err("no space".into()));
+    assert_eq!(functional.status, Status::Fail);
+    assert_eq!(perf[0].status, Status::NotRun);
 }

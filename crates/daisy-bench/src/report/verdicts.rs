@@ -1336,6 +1336,188 @@ pub(super) fn verdicts(
     v
 }
 
+/// Issue 24's targets on seed 002's matrix: Daisy's block store at least 1.2x PMDK's
+/// libpmemblk (in process, the same load generator) and fio's pmemblk engine, and at least
+/// fio's libpmem engine with `--sync=1`, in every write cell. Each cell is one measured figure
+/// (no rounds): its ratio alone decides it, and the verdict takes the worst cell. Then the
+/// functional one: no acknowledged block lost or corrupt in any validation run of Daisy's
+/// block store (SIGKILL of the writer, the power-failure simulator). Returns (the functional
+/// verdict, the performance verdicts).
+pub(super) fn io_verdicts(io: &Outcome<super::IoLab>) -> (Verdict, Vec<Verdict>) {
+    let lost_name = "functional: the block store loses no acknowledged block";
+    let lost_test = "Data validation (block store, seed 003)";
+    let lost_req = "0 acknowledged blocks lost or corrupt";
+    let io = match io {
+        Ok(io) => io,
+        Err(e) => {
+            let f = Verdict::flag(
+                lost_name,
+                false,
+                lost_test,
+                lost_req,
+                "could not run",
+                format!("I/O lab could not run: {e}"),
+            );
+            let p = Verdict::not_run(
+                "not run: I/O lab matrix",
+                "Block store (seed 002)",
+                &format!("the I/O lab could not run: {e}"),
+            );
+            return (f, vec![p]);
+        }
+    };
+    let mut perf = vec![];
+    let cell_of = |m: &str, c: &crate::iobench::Cell| {
+        io.cells
+            .iter()
+            .find(|x| x.mechanism == m && x.rw == c.rw && x.bs == c.bs && x.jobs == c.jobs)
+            .and_then(|x| x.mb_s)
+    };
+    for (rival, need, what) in [
+        (
+            "libpmemblk",
+            1.2,
+            "PMDK's libpmemblk (in process, the same load generator)",
+        ),
+        ("fio-pmemblk", 1.2, "fio's pmemblk engine"),
+        (
+            "fio-libpmem",
+            1.0,
+            "fio's libpmem engine with --sync=1 (each write drained)",
+        ),
+    ] {
+        let test = format!("Block store (seed 002): daisy vs {rival}, write cells");
+        let mut checks = vec![];
+        let mut mb = vec![];
+        for c in io
+            .cells
+            .iter()
+            .filter(|c| c.mechanism == "daisy" && c.rw.ends_with("write"))
+        {
+            if let (Some(d), Some(r)) = (c.mb_s, cell_of(rival, c)) {
+                if r > 0.0 {
+                    checks.push(Check::single(
+                        format!("{}-{} {} B", c.rw, c.jobs, c.bs),
+                        Target::AtLeast(need),
+                        d / r,
+                    ));
+                    mb.push((d, r));
+                }
+            }
+        }
+        if checks.is_empty() {
+            let why = io
+                .cells
+                .iter()
+                .find(|c| c.mechanism == rival && c.mb_s.is_none())
+                .map(|c| c.note.clone())
+                .unwrap_or_else(|| format!("{rival} was not measured"));
+            perf.push(Verdict::not_run(
+                format!("not run: daisy vs {rival}"),
+                test,
+                &why,
+            ));
+            continue;
+        }
+        let misses: Vec<String> = checks
+            .iter()
+            .filter(|c| c.status != Status::Pass)
+            .map(|c| format!("{} {}x", c.label, verdict_ratio(c.ratio)))
+            .collect();
+        let worst = checks
+            .iter()
+            .zip(&mb)
+            .min_by(|a, b| a.0.ratio.total_cmp(&b.0.ratio))
+            .expect("not empty");
+        let below = if misses.is_empty() {
+            String::new()
+        } else {
+            format!("; below it: {}", misses.join(", "))
+        };
+        perf.push(Verdict::judged(
+            format!("performance: block store vs {rival}"),
+            test,
+            format!("{} in every write cell", Target::AtLeast(need).short()),
+            format!(
+                "{} of {} write cells meet it; worst {} MB/s vs {} MB/s",
+                checks.len() - misses.len(),
+                checks.len(),
+                grouped(worst.1 .0, 0),
+                grouped(worst.1 .1, 0)
+            ),
+            checks.clone(),
+            format!(
+                "Seed 002's matrix on {} ({} s a cell, one figure per cell): Daisy's block store \
+                 against {what} in {} write cells (write and randwrite, every block size and \
+                 job count measured): smallest ratio {}x at {} ({} MB/s vs {} MB/s), \
+                 requirement: at least {need}x in every cell{below}",
+                io.fs,
+                io.matrix.seconds,
+                checks.len(),
+                verdict_ratio(worst.0.ratio),
+                worst.0.label,
+                grouped(worst.1 .0, 0),
+                grouped(worst.1 .1, 0),
+            ),
+        ));
+    }
+    let functional = match &io.validation {
+        Err(e) => Verdict::flag(
+            lost_name,
+            false,
+            lost_test,
+            lost_req,
+            "could not run",
+            format!("Block store data validation could not run: {e}"),
+        ),
+        Ok(rows) => {
+            let daisy: Vec<&crate::iobench::validate::ValidationRow> = rows
+                .iter()
+                .filter(|r| r.mechanism == "daisy" && r.where_ != "not run")
+                .collect();
+            let bad: u64 = daisy.iter().map(|r| r.lost + r.corrupt).sum();
+            let acked: u64 = daisy
+                .iter()
+                .filter(|r| r.failure == "SIGKILL")
+                .map(|r| r.blocks_checked)
+                .sum();
+            let images: u64 = daisy
+                .iter()
+                .filter(|r| r.failure.contains("simulator"))
+                .map(|r| r.runs)
+                .sum();
+            let sim_missing = rows
+                .iter()
+                .find(|r| r.mechanism == "daisy" && r.where_ == "not run")
+                .map(|r| format!(" (power-failure simulator not run: {})", r.note))
+                .unwrap_or_default();
+            Verdict::flag(
+                lost_name,
+                !daisy.is_empty() && bad == 0,
+                lost_test,
+                lost_req,
+                format!(
+                    "{} kills, {} blocks read back, {} crash images: {bad} lost or corrupt",
+                    io.kills,
+                    grouped(acked as f64, 0),
+                    grouped(images as f64, 0)
+                ),
+                format!(
+                    "Block store data validation (seed 003): self-describing blocks (block \
+                     number, version, checksum) written by four threads; after {} kills of the \
+                     writer {} acknowledged blocks read back, and {} crash images of the \
+                     power-failure simulator checked block by block: {bad} lost or \
+                     corrupt{sim_missing}",
+                    io.kills,
+                    grouped(acked as f64, 0),
+                    grouped(images as f64, 0)
+                ),
+            )
+        }
+    };
+    (functional, perf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{

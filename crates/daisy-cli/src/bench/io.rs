@@ -19,7 +19,7 @@ durable too; skipped, saying why, when libpmemblk is not installed). \
 fio-pmemblk, fio-libpmem (--sync=1), fio-mmap, fio-psync, fio-psync-fsync (--fsync=1): the \
 real fio binary's engines on the same directory (mmap and psync without a sync are not durable \
 when a write returns). pwrite: this load generator on pwrite/pread of a file, the path \
-fio-psync takes: its cross-check against fio is printed (cells within 10%).\n\n\
+fio-psync takes: its cross-check against fio is printed per cell (pwrite / fio-psync, ✓ within 10%, ✗ outside).\n\n\
 Each cell runs its jobs for --seconds on one store of --size-mib shared by all jobs (fio: \
 --numjobs on one file with --thread); stores are filled before their first read cell. The \
 output is the seed's table per mechanism (type-jobs rows, block-size columns), then Daisy's \
@@ -37,7 +37,14 @@ file paths under a model that drops unsynced pages, Daisy's block store under th
 simulator (the daisy-powerfail binary next to this one); lost and corrupt blocks counted.\n\
 --methods: seed 004's file-I/O methods (write, pwrite, fwrite, mmap-msync, mmap-pmem, O_DIRECT) \
 x sync policy (none, end, op) x offsets (seq, rand, sorted) x threads (--jobs), then random \
-reads by many threads with latency percentiles; the page-cache knobs are printed (read only).";
+reads by many threads with latency percentiles.\n\n\
+Every mode prints the page cache's write-back knobs (vm.dirty_ratio, dirty_background_ratio, \
+dirty_expire_centisecs, dirty_writeback_centisecs). They are read only, unless --vm-knob \
+KNOB=VALUE (repeatable, those four knobs only, needs root) sets them for the run: the old \
+values are read first and written back when the run ends, fails or is interrupted (Ctrl-C, \
+SIGTERM, SIGHUP); a knob that cannot be written (not root, /proc/sys read-only) is an error \
+and nothing stays changed. The environment variable DAISY_SYSCTL_VM_DIR replaces \
+/proc/sys/vm (for tests).";
 
 #[derive(Args)]
 pub struct IoArgs {
@@ -77,7 +84,8 @@ pub struct IoArgs {
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(iobench::openloop::WORKLOAD_TARGETS))]
     targets: Vec<String>,
     /// A directory on a disk file system: the file paths of --workload and --methods run
-    /// there too.
+    /// there too, and the matrix adds seed 002's disk rows (fio-psync-disk,
+    /// fio-psync-fsync-disk).
     #[arg(long)]
     disk_dir: Option<PathBuf>,
     /// Data validation after SIGKILL and power failure instead of the matrix.
@@ -104,6 +112,11 @@ pub struct IoArgs {
     /// With --methods: MiB written per cell [default: 8; 32 without --quick].
     #[arg(long)]
     write_mib: Option<u64>,
+    /// Set a page-cache knob for this run and restore its old value afterwards (also when the
+    /// run fails or gets Ctrl-C): dirty_ratio, dirty_background_ratio, dirty_expire_centisecs
+    /// or dirty_writeback_centisecs (/proc/sys/vm; needs root). Repeatable.
+    #[arg(long = "vm-knob", value_name = "KNOB=VALUE")]
+    vm_knob: Vec<iobench::pagecache::Setting>,
 }
 
 pub fn run(a: IoArgs) -> Result<ExitCode> {
@@ -111,6 +124,20 @@ pub fn run(a: IoArgs) -> Result<ExitCode> {
     if modes.iter().filter(|&&m| m).count() > 1 {
         bail!("--workload, --validate and --methods are separate runs: give one");
     }
+    // The knobs are set for the whole run; the guard puts them back when `run` returns (or
+    // fails), a signal handler when the run is interrupted.
+    let _knobs = if a.vm_knob.is_empty() {
+        None
+    } else {
+        let dir = iobench::pagecache::vm_dir();
+        let g = iobench::pagecache::KnobGuard::apply(&dir, &a.vm_knob, true)?;
+        let say = say_fn(a.format == TableFormat::Json);
+        say(&format!(
+            "page cache: set {} for this run (restored when it ends)",
+            g.changes.join(", ")
+        ));
+        Some(g)
+    };
     if !a.workload.is_empty() {
         return workloads(a);
     }
@@ -125,6 +152,9 @@ pub fn run(a: IoArgs) -> Result<ExitCode> {
     } else {
         iobench::Config::full(a.dir)
     };
+    if let Some(d) = &a.disk_dir {
+        cfg = cfg.with_disk(d.clone());
+    }
     if !a.rw.is_empty() {
         cfg.rws = a.rw;
     }
@@ -179,6 +209,7 @@ pub fn run(a: IoArgs) -> Result<ExitCode> {
         ));
     }
     let _ = std::fs::remove_file(&probe);
+    say(&iobench::pagecache::describe());
     let cells = iobench::run(&cfg, say)?;
     if json {
         for c in &cells {
@@ -277,60 +308,29 @@ fn validate(a: IoArgs) -> Result<ExitCode> {
 /// Daisy's block store under the power-failure simulator: the `blocks` workload of the
 /// daisy-powerfail binary next to this one.
 fn simulator(a: &IoArgs, say: &impl Fn(&str)) -> iobench::validate::ValidationRow {
-    use iobench::validate::simulator_row;
-    let missing = |why: String| {
-        let mut r = simulator_row(0, 0, 0, a.seed, why);
+    use iobench::validate::{simulator_row, simulator_run};
+    let sim = std::env::current_exe()
+        .map(|exe| exe.with_file_name("daisy-powerfail"))
+        .ok()
+        .filter(|p| p.exists());
+    let Some(sim) = sim else {
+        let mut r = simulator_row(
+            0,
+            0,
+            0,
+            a.seed,
+            "daisy-powerfail not found next to this binary: build it with `cargo build \
+             --release -p daisy-powerfail`"
+                .into(),
+        );
         r.where_ = "not run".into();
-        r
+        return r;
     };
-    let Ok(exe) = std::env::current_exe() else {
-        return missing("the path of this binary is unknown".into());
-    };
-    let sim = exe.with_file_name("daisy-powerfail");
-    if !sim.exists() {
-        return missing(format!(
-            "{} not found: build it with `cargo build --release -p daisy-powerfail`",
-            sim.display()
-        ));
-    }
     say(&format!(
         "daisy: power-failure simulator, workload blocks, budget {} crash images, seed {}",
         a.sim_budget, a.seed
     ));
-    let out = std::process::Command::new(&sim)
-        .args(["--workload", "blocks", "--format", "json"])
-        .arg("--budget")
-        .arg(a.sim_budget.max(1).to_string())
-        .arg("--seed")
-        .arg(a.seed.to_string())
-        .arg("--dir")
-        .arg(&a.dir)
-        .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => return missing(format!("{}: {e}", sim.display())),
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let Some(v) = text
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-    else {
-        return missing(format!(
-            "the simulator printed no summary: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    };
-    let w = &v["workloads"][0];
-    let n = |x: &serde_json::Value| x.as_u64().unwrap_or(0);
-    let note = w["messages"][0].as_str().unwrap_or("").to_string();
-    simulator_row(
-        n(&w["images"]),
-        n(&w["failures"]),
-        n(&w["transactions"]),
-        a.seed,
-        note,
-    )
+    simulator_run(&sim, &a.dir, a.sim_budget, a.seed)
 }
 
 /// `--methods`: seed 004's survey.

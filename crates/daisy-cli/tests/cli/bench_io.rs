@@ -200,3 +200,145 @@ fn bench_io_methods_measure_every_cell() {
         .any(|r| r["method"] == "pread" && r["p99_us"].as_f64().is_some()));
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
 }
+
+/// A stand-in for /proc/sys/vm (DAISY_SYSCTL_VM_DIR) with the kernel's defaults, so that the
+/// knobs' set-and-restore runs without root.
+fn fake_vm() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for (k, v) in [
+        ("dirty_ratio", "20"),
+        ("dirty_background_ratio", "10"),
+        ("dirty_expire_centisecs", "3000"),
+        ("dirty_writeback_centisecs", "500"),
+    ] {
+        std::fs::write(d.path().join(k), format!("{v}\n")).unwrap();
+    }
+    d
+}
+
+fn knob(d: &Path, k: &str) -> String {
+    std::fs::read_to_string(d.join(k))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// One short matrix cell with knobs set: `extra` arguments after it.
+fn knob_run(vm: &Path, pools: &Path, seconds: &str) -> Command {
+    let mut c = daisy();
+    c.env("DAISY_SYSCTL_VM_DIR", vm)
+        .args([
+            "bench",
+            "io",
+            "--mechanisms",
+            "daisy",
+            "--rw",
+            "randwrite",
+            "--bs",
+            "512",
+            "--jobs",
+            "1",
+            "--size-mib",
+            "1",
+            "--seconds",
+            seconds,
+            "--vm-knob",
+            "dirty_ratio=5",
+            "--vm-knob",
+            "vm.dirty_expire_centisecs=100",
+        ])
+        .arg("--dir")
+        .arg(pools);
+    c
+}
+
+#[test]
+fn io_vm_knobs_are_set_for_the_run_and_restored_after_it() {
+    let vm = fake_vm();
+    let pools = tmpdir();
+    let o = run(&mut knob_run(vm.path(), pools.path(), "0.05"));
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("set vm.dirty_ratio=5 (was 20), vm.dirty_expire_centisecs=100 (was 3000)"),
+        "{t}"
+    );
+    // The line printed during the run shows the values in force, and says they were set.
+    assert!(
+        t.contains(
+            "page cache (set by --vm-knob for this run, restored afterwards): vm.dirty_ratio=5 "
+        ),
+        "{t}"
+    );
+    assert_eq!(knob(vm.path(), "dirty_ratio"), "20");
+    assert_eq!(knob(vm.path(), "dirty_expire_centisecs"), "3000");
+    assert_eq!(knob(vm.path(), "dirty_background_ratio"), "10");
+}
+
+#[test]
+fn io_vm_knobs_are_restored_when_the_run_is_interrupted() {
+    use std::io::BufRead;
+    let vm = fake_vm();
+    let pools = tmpdir();
+    let mut child = knob_run(vm.path(), pools.path(), "60")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    // The cell starts after the knobs are set and the page-cache line is printed.
+    while !seen.contains("page cache (set by --vm-knob") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
+        seen += &line;
+    }
+    assert_eq!(knob(vm.path(), "dirty_ratio"), "5");
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "interrupted: {status:?}");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("the page-cache knobs are restored"), "{err}");
+    assert_eq!(knob(vm.path(), "dirty_ratio"), "20");
+    assert_eq!(knob(vm.path(), "dirty_expire_centisecs"), "3000");
+}
+
+#[test]
+fn io_vm_knobs_refuse_other_knobs_and_say_why_they_cannot_be_set() {
+    let vm = fake_vm();
+    let o = run(daisy().env("DAISY_SYSCTL_VM_DIR", vm.path()).args([
+        "bench",
+        "io",
+        "--vm-knob",
+        "swappiness=1",
+    ]));
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("not one of the page-cache knobs this flag sets"),
+        "{}",
+        text(&o)
+    );
+    let o = run(daisy().env("DAISY_SYSCTL_VM_DIR", vm.path()).args([
+        "bench",
+        "io",
+        "--vm-knob",
+        "dirty_ratio=150",
+    ]));
+    assert!(text(&o).contains("at most 100"), "{}", text(&o));
+    // No such directory (no /proc/sys/vm): a clear error before anything runs.
+    let o = run(daisy()
+        .env("DAISY_SYSCTL_VM_DIR", vm.path().join("missing"))
+        .args(["bench", "io", "--vm-knob", "dirty_ratio=5"]));
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("cannot read vm.dirty_ratio"),
+        "{}",
+        text(&o)
+    );
+}

@@ -123,7 +123,44 @@ fn report_quick_writes_files_and_verdicts() {
     } else {
         println!("Redis benchmark not run: {}", v["kv"]);
     }
-    let charts = if kv_ran { 5 } else { 3 };
+    // The I/O lab (seeds 002-004): a few cells of the matrix for every mechanism, with the
+    // block store's verdicts, and the data validation (a functional verdict: nothing lost).
+    assert!(
+        md.contains("## 5. NVM as a block store and as files"),
+        "{md}"
+    );
+    let io = &v["io"]["Ok"];
+    let cells = io["cells"].as_array().expect("the I/O lab ran");
+    for bs in [512, 4096] {
+        assert!(
+            cells.iter().any(|c| c["mechanism"] == "daisy"
+                && c["rw"] == "randwrite"
+                && c["bs"] == bs
+                && c["mb_s"].as_f64().is_some_and(|x| x > 0.0)),
+            "daisy randwrite {bs}: {io}"
+        );
+    }
+    let io_functional = verdicts
+        .iter()
+        .find(|x| x["name"] == "functional: the block store loses no acknowledged block")
+        .expect("the block store's validation verdict");
+    assert_eq!(io_functional["status"], "Pass", "{io_functional}");
+    assert!(
+        verdicts
+            .iter()
+            .any(|x| x["name"] == "performance: block store vs libpmemblk"
+                || x["name"] == "not run: daisy vs libpmemblk"),
+        "{v}"
+    );
+    if io["fio"].as_str().is_some_and(|f| f.starts_with("fio-")) {
+        assert!(
+            md.contains("Cross-check of the load generator against fio"),
+            "{md}"
+        );
+    }
+    // Charts: transactions, two of the hash map, two of Redis when it ran, and the I/O lab's
+    // random writes.
+    let charts = if kv_ran { 6 } else { 4 };
     assert_eq!(page.matches("<svg").count(), charts, "charts");
     assert!(page.matches("<table>").count() >= 5, "tables");
     assert!(

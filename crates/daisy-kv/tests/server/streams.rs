@@ -726,6 +726,55 @@ fn a_big_stream_and_a_big_group_are_freed_lazily() {
     check_pool(&pool);
 }
 
+/// Whether UNLINK frees a stream at once or through the lazyfree queue follows Redis's
+/// effort rule (its nodes, plus per group one object and the first group's pending entries,
+/// against 64): a stream whose only group was destroyed is freed at once, one of 200 nodes
+/// with a group is queued (Redis's unit/lazyfree stream tests).
+#[test]
+fn unlink_frees_a_stream_lazily_only_when_redis_would() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let _: () = q(&mut c, &["CONFIG", "RESETSTAT"]).unwrap();
+    let _: String = q(&mut c, &["XADD", "s", "*", "a", "b"]).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "s", "bla", "$"]).unwrap();
+    assert_eq!(
+        q::<i64>(&mut c, &["XGROUP", "DESTROY", "s", "bla"]).unwrap(),
+        1
+    );
+    assert_eq!(q::<i64>(&mut c, &["UNLINK", "s"]).unwrap(), 1);
+    wait_lazyfree(&mut c);
+    assert_eq!(info_field(&mut c, "memory", "lazyfreed_objects"), 0);
+
+    let _: () = q(&mut c, &["CONFIG", "SET", "stream-node-max-entries", "5"]).unwrap();
+    for i in 1..=1000 {
+        let _: String = q(&mut c, &["XADD", "big", &format!("{i}-0"), "f", "v"]).unwrap();
+    }
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "big", "g", "0"]).unwrap();
+    let _: redis::Value = q(
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "big",
+            ">",
+        ],
+    )
+    .unwrap();
+    assert_eq!(q::<i64>(&mut c, &["UNLINK", "big"]).unwrap(), 1);
+    wait_lazyfree(&mut c);
+    assert_eq!(info_field(&mut c, "memory", "lazyfreed_objects"), 1);
+    drop(c);
+    srv.stop();
+    check_pool(&pool);
+}
+
 /// DUMP payloads as Redis 7.0.15 writes them (fixtures taken from a real server with the same
 /// commands), RESTORE of them, and of a payload with consumer groups, round trips.
 #[test]

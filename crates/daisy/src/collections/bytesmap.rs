@@ -243,6 +243,14 @@ impl PBytesMap {
         Ok(Src::Tx(tx).header(self.t.hdr)?.len)
     }
 
+    /// Slots the table's directory can address as `tx` sees it (see
+    /// [`BytesMapView::capacity`]).
+    pub fn capacity_tx(&self, tx: &Tx) -> Result<u64> {
+        self.t.same_pool(tx)?;
+        let hd = Src::Tx(tx).header(self.t.hdr)?;
+        Ok((1u64 << hd.depth.min(MAX_DEPTH as u64)) * (SEG_BYTES / BytesSlot::SLOT) as u64)
+    }
+
     /// Whether the map has no entry.
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
@@ -927,8 +935,7 @@ impl BytesMapView {
     /// bound of its size, to tell a table emptied by removals (a caller may then rebuild it
     /// smaller: the table itself never shrinks).
     pub fn capacity(&self, tx: &Tx) -> Result<u64> {
-        let hd = Src::Tx(tx).header(self.0.t.hdr)?;
-        Ok((1u64 << hd.depth.min(MAX_DEPTH as u64)) * (SEG_BYTES / BytesSlot::SLOT) as u64)
+        self.0.capacity_tx(tx)
     }
     /// Rebuild the table at the size its entries need, in the caller's transaction (see
     /// [`PBytesMap::shrink_tx`]).

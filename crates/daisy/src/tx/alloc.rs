@@ -386,7 +386,7 @@ impl<'p> Tx<'p> {
             });
         };
         let size = buf.fresh[i].1;
-        buf.unindex_fresh(off, size);
+        buf.unindex_fresh(i, off, size);
         buf.fresh_pos.swap_remove(&mut buf.fresh, i, off);
         // Its bytes must not be logged at commit: the block goes back to the cache now, and a
         // later owner's unlogged contents would be overwritten when this record is replayed.

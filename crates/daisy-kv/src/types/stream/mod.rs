@@ -1330,15 +1330,30 @@ pub fn free_step(pool: &Pool, tx: &mut Tx, at: u64, budget: u32) -> daisy::Resul
     Ok(false)
 }
 
-/// Objects a stream owns, counted cheaply (nodes and groups): whether freeing it may wait
-/// for the lazyfree queue.
+/// Objects a stream owns, counted cheaply as Redis's lazyfreeGetFreeEffort counts them: its
+/// nodes, plus per consumer group one object and the first group's pending entries (an
+/// estimate for all groups). Whether freeing it may wait for the lazyfree queue: a stream
+/// whose groups were all destroyed is as small as its nodes (Redis's "lazy free a stream
+/// with deleted cgroup").
 pub fn is_small(tx: &Tx, pool: &Pool, at: u64, threshold: u64) -> daisy::Result<bool> {
     let m: StreamMeta = tx.read(PPtr::from_offset(at))?;
-    if m.magic != META_MAGIC || m.groups != 0 {
+    if m.magic != META_MAGIC {
         return Ok(false);
     }
-    let v = PTreeMap::view(pool, tx, PPtr::from_offset(m.entries))?;
-    Ok(v.len(tx)? <= threshold)
+    let mut effort = PTreeMap::view(pool, tx, PPtr::from_offset(m.entries))?.len(tx)?;
+    if m.groups != 0 {
+        let groups = PTreeMap::view(pool, tx, PPtr::from_offset(m.groups))?;
+        let count = groups.len(tx)?;
+        if let Some((_, val)) = groups.first(tx)? {
+            if val.len() != 8 {
+                return Err(damaged("a group value's length"));
+            }
+            let g: group::GroupMeta = tx.read(PPtr::from_offset(word(&val)))?;
+            let pel = PTreeMap::view(pool, tx, PPtr::from_offset(g.pel))?.len(tx)?;
+            effort = effort.saturating_add(count.saturating_mul(1 + pel));
+        }
+    }
+    Ok(effort <= threshold)
 }
 
 // ---- COPY ------------------------------------------------------------------------------------
