@@ -26,6 +26,7 @@
 //! event loop runs them again when one of their keys gets a list (`server.rs`, "Blocked
 //! clients"), or answers null when their timeout passes.
 
+use super::packed::PackedBuf;
 use super::{packed, DataType, Type, Value};
 use crate::commands::{parse_i64, range_arg, Ctx, E_INT, E_SYNTAX, E_WRONGTYPE};
 use crate::keyspace::{Enc, Header, Val};
@@ -152,6 +153,28 @@ impl ListVal {
                 ))
             }
         }
+    }
+
+    /// A big list (encoding `Seq`) opened for a push: its record's payload is read on the
+    /// stack and its length is not read, since the push returns the new one (it sets `len`):
+    /// each saves a read through the transaction, a tenth of an LPUSH in a group commit.
+    fn open_seq_for_push(c: &mut Ctx, v: &Val) -> daisy::Result<ListVal> {
+        if v.len != 8 {
+            return Err(damaged(format!(
+                "sequence list payload of {} bytes (want 8)",
+                v.len
+            )));
+        }
+        let mut p = [0u8; 8];
+        v.entry.read_tx(c.tx, v.off, &mut p)?;
+        let id = seq_id(&p).map_err(damaged)?;
+        let view = c.ks.seq_view(c.tx, id.offset())?;
+        Ok(ListVal::Seq {
+            view,
+            fresh: false,
+            len: 0, // set by the push
+            trimmed: false,
+        })
     }
 
     pub fn new() -> ListVal {
@@ -410,13 +433,19 @@ impl ListVal {
     /// (`list-max-listpack-size`: negative -1..-5 for 4..64 KiB of items, positive an item
     /// count, as Redis's quicklist node limits).
     fn outgrows_packed(c: &Ctx, items: &[Vec<u8>]) -> bool {
+        Self::outgrows_packed_by(c, items.len(), || items.iter().map(|i| i.len() + 2).sum())
+    }
+
+    /// [`ListVal::outgrows_packed`] of a list of `count` items whose `bytes()` is the sum of
+    /// their lengths plus 2 each (computed only for a byte limit).
+    fn outgrows_packed_by(c: &Ctx, count: usize, bytes: impl FnOnce() -> usize) -> bool {
         let limit = c.sv.config.list_max_listpack_size;
         if limit > 0 {
-            return items.len() as i64 > limit;
+            return count as i64 > limit;
         }
-        let bytes = 4096usize << (limit.unsigned_abs().clamp(1, 5) - 1);
+        let max = 4096usize << (limit.unsigned_abs().clamp(1, 5) - 1);
         // Each item costs its bytes and a few of header in the packed blob.
-        items.iter().map(|i| i.len() + 2).sum::<usize>() > bytes
+        bytes() > max
     }
 
     /// Write the list back under `key` after a change: an empty list is deleted; a packed one
@@ -451,8 +480,7 @@ impl ListVal {
         match self {
             ListVal::Packed(v) => {
                 let payload = packed::encode(v.iter().map(|i| &i[..]));
-                let hdr = Header::new(Type::List, Enc::Packed).with_expire(exp);
-                c.ks.put(c.tx, db, key, hdr, &[&payload], old, false)?;
+                Self::put_packed(c, key, old, &payload)?;
             }
             ListVal::Seq {
                 view, fresh: true, ..
@@ -479,6 +507,49 @@ impl ListVal {
         }
         c.touch(key);
         Ok(())
+    }
+
+    /// Write the packed blob `payload` (not empty) as `key`'s record, replacing `old`.
+    fn put_packed(c: &mut Ctx, key: &[u8], old: Option<&Val>, payload: &[u8]) -> daisy::Result<()> {
+        let exp = old.and_then(|v| v.expire_ms);
+        let hdr = Header::new(Type::List, Enc::Packed).with_expire(exp);
+        let db = c.db();
+        c.ks.put(c.tx, db, key, hdr, &[payload], old, false)
+    }
+
+    /// Push `items` at `end` of the packed list `old` (a record of encoding `Packed`, or None
+    /// for a new key) by splicing its blob, with no allocation per item: a push costs a
+    /// memmove of the blob instead of decoding and re-encoding every item (what made the
+    /// first round of an LPUSH benchmark, 800 pushes onto one growing packed list, take
+    /// 14 ms). Returns the new length, or None, having changed nothing, when the list
+    /// outgrows a packed record: the caller then converts it through [`ListVal::store`].
+    fn push_packed(
+        c: &mut Ctx,
+        key: &[u8],
+        old: Option<&Val>,
+        items: &[&[u8]],
+        end: End,
+    ) -> daisy::Result<Option<usize>> {
+        let mut buf = match old {
+            Some(v) => PackedBuf::from_payload(c.payload(v)?).map_err(damaged)?,
+            None => PackedBuf::new(),
+        };
+        match end {
+            End::Tail => buf.push(items),
+            End::Head => {
+                // LPUSH a b c leaves c first: the items go in before the head, reversed.
+                let front: Vec<&[u8]> = items.iter().rev().copied().collect();
+                let at = buf.items().next().map_or(buf.end(), |i| i.start);
+                buf.insert_at(at, &front);
+            }
+        }
+        let bytes = || buf.items().map(|i| i.data.len() + 2).sum();
+        if Self::outgrows_packed_by(c, buf.count(), bytes) {
+            return Ok(None);
+        }
+        Self::put_packed(c, key, old, buf.bytes())?;
+        c.touch(key);
+        Ok(Some(buf.count()))
     }
 }
 
@@ -579,7 +650,15 @@ fn push_generic(c: &mut Ctx, a: &[&[u8]], end: End, only_existing: bool) -> dais
         resp::int(c.out, 0);
         return Ok(());
     }
+    if old.as_ref().is_none_or(|v| v.enc != Enc::Seq) {
+        if let Some(len) = ListVal::push_packed(c, a[1], old.as_ref(), &a[2..], end)? {
+            c.notify(N_LIST, end.push_event(), a[1]);
+            resp::int(c.out, len as i64);
+            return Ok(());
+        }
+    }
     let mut l = match &old {
+        Some(v) if v.enc == Enc::Seq => ListVal::open_seq_for_push(c, v)?,
         Some(v) => ListVal::open(c, v)?,
         None => ListVal::new(),
     };

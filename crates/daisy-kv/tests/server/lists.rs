@@ -436,3 +436,73 @@ fn list_commands_on_other_types_are_wrongtype() {
     drop(c);
     srv.stop();
 }
+
+/// Pushes of several items at once, in both directions, onto a packed list (spliced into its
+/// blob), across the default byte limit (8 KiB of items: the push that crosses it converts the
+/// list) and onto the sequence after: the order is Redis's (LPUSH a b c leaves c first), a TTL
+/// stays, LPUSHX/RPUSHX add only to an existing list, and the list is the same after a
+/// restart and the pool checks clean.
+#[test]
+fn multi_item_pushes_keep_order_and_ttl_across_conversion() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let mut model: VecDeque<String> = VecDeque::new();
+    let n: usize = redis::cmd("RPUSHX")
+        .arg("l")
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 0, "RPUSHX on a missing key");
+    let _: () = c.rpush("l", "first").unwrap();
+    model.push_back("first".into());
+    let _: () = c.pexpire("l", 100_000_000).unwrap();
+    // 3 items of 40 bytes per step: 8 KiB of items is passed around step 60.
+    for step in 0..120 {
+        let items: Vec<String> = (0..3)
+            .map(|i| format!("{step:04}-{i}-{}", "p".repeat(33)))
+            .collect();
+        let n: usize = if step % 3 == 0 {
+            let n = c.lpush("l", &items).unwrap();
+            for it in &items {
+                model.push_front(it.clone());
+            }
+            n
+        } else if step % 3 == 1 {
+            let n = c.rpush("l", &items).unwrap();
+            model.extend(items.iter().cloned());
+            n
+        } else {
+            let n = redis::cmd("LPUSHX")
+                .arg("l")
+                .arg(&items)
+                .query(&mut c)
+                .unwrap();
+            for it in &items {
+                model.push_front(it.clone());
+            }
+            n
+        };
+        assert_eq!(n, model.len(), "step {step}");
+        if step % 7 == 0 {
+            assert_eq!(lrange(&mut c, "l"), Vec::from(model.clone()), "step {step}");
+        }
+        let ttl: i64 = c.pttl("l").unwrap();
+        assert!(ttl > 90_000_000, "step {step}: the TTL stays ({ttl})");
+    }
+    assert_eq!(lrange(&mut c, "l"), Vec::from(model.clone()));
+    drop(c);
+    srv.stop();
+    check_pool(&pool);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    assert_eq!(
+        lrange(&mut c, "l"),
+        Vec::from(model.clone()),
+        "after restart"
+    );
+    drop(c);
+    srv.stop();
+    check_pool(&pool);
+}
