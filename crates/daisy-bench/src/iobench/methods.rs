@@ -28,7 +28,7 @@
 //! threads), `sorted` (the same set, each thread's share sorted ascending: seed 004's
 //! "skipping" writes, which on a disk turn seeks into one sweep).
 
-use super::pagecache;
+use super::{create_file, pagecache};
 use anyhow::{anyhow, bail, Context, Result};
 use daisy::internals::{Mapping, Persister};
 use hdrhistogram::Histogram;
@@ -209,18 +209,6 @@ fn open_direct(path: &Path) -> std::io::Result<std::fs::File> {
         .write(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)
-}
-
-fn create_file(path: &Path, len: u64) -> Result<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .with_context(|| path.display().to_string())?;
-    f.set_len(len)?;
-    Ok(f)
 }
 
 /// Whether `dir`'s file system accepts O_DIRECT (tmpfs does not).

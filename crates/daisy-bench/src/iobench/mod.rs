@@ -160,6 +160,20 @@ pub trait Target: Sync {
     fn block_size(&self) -> usize;
 }
 
+/// A file of `len` bytes at `path`, created or truncated, open for reading and writing
+/// (sparse: callers that want it allocated do so themselves).
+pub(crate) fn create_file(path: &Path, len: u64) -> Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .with_context(|| path.display().to_string())?;
+    f.set_len(len)?;
+    Ok(f)
+}
+
 pub mod methods;
 pub mod openloop;
 pub mod pagecache;
@@ -213,14 +227,7 @@ pub struct FileTarget {
 impl FileTarget {
     /// A file of `n` blocks of `bs` bytes at `path` (created or truncated).
     pub fn create(path: &Path, bs: u64, n: u64, sync: bool) -> Result<FileTarget> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .with_context(|| path.display().to_string())?;
-        file.set_len(bs * n)?;
+        let file = create_file(path, bs * n)?;
         // Allocated before the first cell, as fio lays out a new file (`fallocate=native`):
         // otherwise the first writes of a sparse tmpfs file pay the page allocation and
         // zeroing that fio's writes do not, and the cross-check compares different work.
@@ -637,8 +644,9 @@ fn find<'a>(cells: &'a [Cell], m: &str, rw: &str, bs: u32, j: u32) -> Option<&'a
         .find(|c| c.mechanism == m && c.rw == rw && c.bs == bs && c.jobs == j)
 }
 
-/// The seed's table for one mechanism: a row per (rw, jobs), a column per block size, MB/s.
-pub fn mechanism_table(cfg: &Config, cells: &[Cell], m: &str) -> Table {
+/// A table in the seed's shape: a row per (rw, jobs), a column per block size, each cell
+/// written by `cell(rw, bs, jobs)`.
+fn seed_grid(cfg: &Config, mut cell: impl FnMut(&str, u32, u32) -> String) -> Table {
     let mut t = Table::new(
         std::iter::once("type-jobs".to_string())
             .chain(cfg.block_sizes.iter().map(|b| format!("{b} B"))),
@@ -648,18 +656,21 @@ pub fn mechanism_table(cfg: &Config, cells: &[Cell], m: &str) -> Table {
         t.gap();
         for &j in &cfg.jobs {
             let mut row = vec![format!("{rw}-{j}")];
-            for &bs in &cfg.block_sizes {
-                row.push(
-                    find(cells, m, rw, bs, j)
-                        .and_then(|c| c.mb_s)
-                        .map(|v| crate::table::grouped(v, 0))
-                        .unwrap_or_else(|| "-".into()),
-                );
-            }
+            row.extend(cfg.block_sizes.iter().map(|&bs| cell(rw, bs, j)));
             t.row(row);
         }
     }
     t
+}
+
+/// The seed's table for one mechanism: a row per (rw, jobs), a column per block size, MB/s.
+pub fn mechanism_table(cfg: &Config, cells: &[Cell], m: &str) -> Table {
+    seed_grid(cfg, |rw, bs, j| {
+        find(cells, m, rw, bs, j)
+            .and_then(|c| c.mb_s)
+            .map(|v| crate::table::grouped(v, 0))
+            .unwrap_or_else(|| "-".into())
+    })
 }
 
 /// `ours` over `theirs` per cell in the seed's shape (a row per rw and jobs, a column per
@@ -671,27 +682,14 @@ fn ratio_grid(
     theirs: &str,
     mut cell: impl FnMut(&str, u32, u32, f64) -> String,
 ) -> Table {
-    let mut t = Table::new(
-        std::iter::once("type-jobs".to_string())
-            .chain(cfg.block_sizes.iter().map(|b| format!("{b} B"))),
-    )
-    .left(&[0]);
-    for rw in &cfg.rws {
-        t.gap();
-        for &j in &cfg.jobs {
-            let mut row = vec![format!("{rw}-{j}")];
-            for &bs in &cfg.block_sizes {
-                let d = find(cells, ours, rw, bs, j).and_then(|c| c.mb_s);
-                let r = find(cells, theirs, rw, bs, j).and_then(|c| c.mb_s);
-                row.push(match (d, r) {
-                    (Some(d), Some(r)) if r > 0.0 => cell(rw, bs, j, d / r),
-                    _ => "-".into(),
-                });
-            }
-            t.row(row);
+    seed_grid(cfg, |rw, bs, j| {
+        let d = find(cells, ours, rw, bs, j).and_then(|c| c.mb_s);
+        let r = find(cells, theirs, rw, bs, j).and_then(|c| c.mb_s);
+        match (d, r) {
+            (Some(d), Some(r)) if r > 0.0 => cell(rw, bs, j, d / r),
+            _ => "-".into(),
         }
-    }
-    t
+    })
 }
 
 /// Daisy over `rival`, per cell (x), in the same shape; and the smallest ratio over the write

@@ -21,7 +21,7 @@
 //! (`blockcrash::verify`).
 
 use crate::blockcrash::{block, verify, Verdict};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeSet, HashMap};
@@ -60,14 +60,7 @@ pub struct ShadowFile {
 
 impl ShadowFile {
     pub fn create(path: &Path, len: u64) -> Result<ShadowFile> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .with_context(|| path.display().to_string())?;
-        file.set_len(len)?;
+        let file = super::create_file(path, len)?;
         Ok(ShadowFile {
             file,
             page: daisy::internals::page_size() as u64,
