@@ -80,3 +80,113 @@ fn views_work_inside_the_callers_transaction() {
     assert_ok(&m.check());
     assert_no_leak(&pool, id);
 }
+
+/// xorshift64: the scenario's random choices, reproducible from the printed seed.
+fn next(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+/// One view used for many operations per transaction, across transactions, some of which
+/// abort: every read through it matches a model (the view's DRAM node cache must follow
+/// every write of its transaction, and forget an aborted one), and the tree ends sound.
+#[test]
+fn a_view_reused_across_transactions_and_aborts_matches_a_model() {
+    for (seed, node_size) in [(0x5eed_0001u64, 256u32), (0x5eed_0002, 1024), (77, 512)] {
+        println!("seed {seed:#x}, nodes of {node_size} bytes");
+        let dir = tmp();
+        let pool = new_pool(&dir, "reuse.pool");
+        let id = create(&pool, node_size);
+        let mut v = pool.transaction(|tx| PTreeMap::view(&pool, tx, id)).unwrap();
+        let mut model = Model::new();
+        let mut s = seed;
+        let key = |s: &mut u64| -> Vec<u8> {
+            let n = next(s) % 3000;
+            match next(s) % 8 {
+                // Long keys live outside the node (outline entries).
+                0 => format!("long-key-{n:06}-{}", "x".repeat((n % 40) as usize)).into_bytes(),
+                _ => zkey((n % 700) as f64, format!("m{n}").as_bytes()),
+            }
+        };
+        for round in 0..60 {
+            let abort = round % 7 == 3;
+            let mut m = model.clone();
+            let r: Result<(), Error> = pool.transaction(|tx| {
+                for _ in 0..200 {
+                    match next(&mut s) % 10 {
+                        0..=3 => {
+                            let k = key(&mut s);
+                            let val = vec![next(&mut s) as u8; (next(&mut s) % 60) as usize];
+                            let had = v.insert(tx, &k, &val)?;
+                            assert_eq!(had, m.insert(k, val).is_some());
+                        }
+                        4 => {
+                            let k = key(&mut s);
+                            assert_eq!(v.remove(tx, &k)?, m.remove(&k));
+                        }
+                        5 | 6 => {
+                            let from = match m.keys().nth((next(&mut s) % (m.len() as u64 + 1)) as usize) {
+                                Some(k) => k.clone(),
+                                None => key(&mut s),
+                            };
+                            let to = key(&mut s);
+                            let val = vec![7u8; (next(&mut s) % 20) as usize];
+                            let moved = v.move_key(tx, &from, &to, &val)?;
+                            assert_eq!(moved, m.remove(&from).is_some());
+                            if moved {
+                                m.insert(to, val);
+                            }
+                        }
+                        7 => {
+                            let want = m.pop_first();
+                            assert_eq!(v.pop_first(tx)?, want);
+                        }
+                        8 => {
+                            let want = m.pop_last();
+                            assert_eq!(v.pop_last(tx)?, want);
+                        }
+                        _ => {
+                            let a = next(&mut s) % (m.len() as u64 + 1);
+                            let b = a + next(&mut s) % 40;
+                            let keys: Vec<Vec<u8>> =
+                                m.keys().skip(a as usize).take((b - a + 1) as usize).cloned().collect();
+                            for k in &keys {
+                                m.remove(k);
+                            }
+                            assert_eq!(v.remove_range_by_rank(tx, a, b)?, keys.len() as u64);
+                        }
+                    }
+                    // Reads through the cached nodes.
+                    let len = m.len() as u64;
+                    assert_eq!(v.len(tx)?, len);
+                    if len > 0 {
+                        let r = next(&mut s) % len;
+                        let (k, val) = m.iter().nth(r as usize).unwrap();
+                        assert_eq!(v.entry_at_rank(tx, r)?, Some((k.clone(), val.clone())));
+                        assert_eq!(v.rank(tx, k)?, (r, true));
+                        assert_eq!(v.get(tx, k)?.as_ref(), Some(val));
+                    }
+                }
+                assert_eq!(v.range_by_rank(tx, 0, u64::MAX, false)?, model_vec(&m));
+                if abort {
+                    return Err(Error::Aborted("scenario".into()));
+                }
+                Ok(())
+            });
+            assert_eq!(r.is_err(), abort, "seed {seed:#x} round {round}: {r:?}");
+            if !abort {
+                model = m;
+            }
+        }
+        let all = pool
+            .transaction(|tx| v.range_by_rank(tx, 0, u64::MAX, false))
+            .unwrap();
+        assert_eq!(all, model_vec(&model), "seed {seed:#x}");
+        drop(v);
+        let t = PTreeMap::open(&pool, id).unwrap();
+        assert_eq!(contents(&t), model_vec(&model));
+        assert_ok(&t.check());
+    }
+}

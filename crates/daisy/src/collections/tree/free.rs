@@ -14,7 +14,6 @@ use super::node::*;
 use super::ops::*;
 use crate::collections::table::Src;
 use crate::error::{Error, Result};
-use crate::ptr::PPtr;
 use crate::shared::PoolInner;
 use crate::tx::Tx;
 
@@ -62,7 +61,7 @@ pub fn garbage_step(tx: &mut Tx, t: &T, budget: &mut u32) -> Result<bool> {
                     if progressed && out_of_room(tx, *budget) {
                         break;
                     }
-                    tx.free(PPtr::<u8>::from_offset(o))?;
+                    t.free(tx, o)?;
                     *budget = budget.saturating_sub(1);
                     progressed = true;
                 }
@@ -72,23 +71,23 @@ pub fn garbage_step(tx: &mut Tx, t: &T, budget: &mut u32) -> Result<bool> {
                 // Out of budget inside the leaf: record how far it got.
                 let mut cut = img.clone();
                 cut.truncate(n);
-                write_diff(tx, img.off, &img.b, &cut.b)?;
+                write_diff(tx, t, img.off, img.off, &img.b, &cut.b)?;
                 return Ok(false);
             }
         }
-        tx.free(PPtr::<u8>::from_offset(img.off))?;
+        t.free(tx, img.off)?;
         *budget = budget.saturating_sub(1);
         progressed = true;
         match path.last() {
-            None => tx.write_bytes(t.hdr + H_GARBAGE, &[0u8; 16])?,
+            None => t.write(tx, t.hdr, t.hdr + H_GARBAGE, &[0u8; 16])?,
             Some(parent) => {
                 let last = parent.count() - 1;
                 if let Some(o) = parent.child(last)?.2.obj() {
-                    tx.free(PPtr::<u8>::from_offset(o))?;
+                    t.free(tx, o)?;
                 }
                 let mut cut = parent.clone();
                 cut.truncate(last);
-                write_diff(tx, parent.off, &parent.b, &cut.b)?;
+                write_diff(tx, t, parent.off, parent.off, &parent.b, &cut.b)?;
             }
         }
     }
@@ -116,10 +115,10 @@ pub fn destroy_step(tx: &mut Tx, t: &T, budget: &mut u32) -> Result<bool> {
             w[..4].copy_from_slice(&STATE_FREEING.to_le_bytes());
             w[28..36].copy_from_slice(&h.root.to_le_bytes());
             w[36..44].copy_from_slice(&h.height.to_le_bytes());
-            tx.write_bytes(t.hdr + H_STATE, &w)?;
+            t.write(tx, t.hdr, t.hdr + H_STATE, &w)?;
             continue;
         }
-        tx.free(PPtr::<u8>::from_offset(t.hdr))?;
+        t.free(tx, t.hdr)?;
         return Ok(true);
     }
     Ok(false)
@@ -167,10 +166,10 @@ fn not_a_tree(hdr: u64, why: String) -> Error {
 }
 
 /// The header at `hdr` if it is a tree header, with its geometry.
-pub fn tree_at(src: &Src, hdr: u64) -> Result<(TreeHeader, T)> {
+pub fn tree_at(src: &Src, hdr: u64) -> Result<(TreeHeader, T<'static>)> {
     let h = read_header(src, hdr).map_err(|_| not_a_tree(hdr, "offset outside the heap".into()))?;
     let geo = header_problem(&h).map_err(|why| not_a_tree(hdr, why))?;
-    Ok((h, T { hdr, geo }))
+    Ok((h, T::plain(hdr, geo)))
 }
 
 /// Every object the tree at `hdr` owns: header, nodes, item objects (outline entries and

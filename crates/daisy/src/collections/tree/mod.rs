@@ -42,6 +42,7 @@
 //! Freeing a whole tree (`clear`, [`PTreeMap::free_step`]) is the one multi-transaction job;
 //! the header records its progress (see `free.rs`).
 
+mod cache;
 mod check;
 mod free;
 mod keys;
@@ -54,6 +55,7 @@ use crate::pool::Pool;
 use crate::ptr::PPtr;
 use crate::shared::PoolInner;
 use crate::tx::Tx;
+use cache::NodeCache;
 use ops::{Cursor, Target, T};
 use std::ops::Bound;
 
@@ -74,7 +76,7 @@ pub type Entry = (Vec<u8>, Vec<u8>);
 /// transaction-scoped [`TreeMapView`] work inside a caller's transaction and see its writes.
 pub struct PTreeMap {
     pool: Pool,
-    t: T,
+    t: T<'static>,
 }
 
 impl std::fmt::Debug for PTreeMap {
@@ -95,7 +97,7 @@ fn same_pool(pool: &PoolInner, tx: &Tx, hdr: u64) -> Result<()> {
 }
 
 /// The tree at `hdr` as `src` shows it, if it is a live tree.
-fn live_tree(src: &Src, hdr: u64) -> Result<T> {
+fn live_tree(src: &Src, hdr: u64) -> Result<T<'static>> {
     let (h, t) = free::tree_at(src, hdr)?;
     if h.state != ops::STATE_LIVE {
         return Err(Error::NotACollection {
@@ -142,7 +144,7 @@ fn rank_window(len: u64, start: u64, end: u64, rev: bool) -> Option<(u64, u64)> 
 /// Read operations on a tree seen through `src` (shared by handles and views).
 struct Reader<'s, 'a, 'p> {
     src: &'s Src<'a, 'p>,
-    t: T,
+    t: T<'s>,
 }
 
 impl Reader<'_, '_, '_> {
@@ -263,10 +265,13 @@ impl PTreeMap {
                 what: WHAT,
             });
         }
-        Ok(TreeMapView(PTreeMap {
-            pool: pool.clone(),
-            t,
-        }))
+        Ok(TreeMapView {
+            map: PTreeMap {
+                pool: pool.clone(),
+                t,
+            },
+            cache: NodeCache::default(),
+        })
     }
 
     /// The tree's header pointer (what to store to find it again).
@@ -588,17 +593,50 @@ fn remove_bounds(tx: &mut Tx, t: &T, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Resu
 /// A transaction-scoped view of a [`PTreeMap`], from [`PTreeMap::view`]: the tree's
 /// operations inside the caller's transaction (reads see its writes), nothing that runs a
 /// transaction of its own. Drop it before the tree is freed.
+///
+/// A view keeps DRAM copies of the nodes it reads, as its transaction sees them (internal
+/// nodes, and leaves read repeatedly), kept coherent with every write it makes and dropped
+/// when it is used in another transaction or an operation fails (see `cache.rs`).
 #[derive(Debug)]
-pub struct TreeMapView(PTreeMap);
+pub struct TreeMapView {
+    map: PTreeMap,
+    cache: NodeCache,
+}
 
 impl TreeMapView {
+    /// The tree with this view's cache, serving `tx`.
+    fn t(&self, tx: &Tx) -> Result<T<'_>> {
+        same_pool(&self.map.pool.inner, tx, self.map.t.hdr)?;
+        self.cache.begin(tx.serial());
+        Ok(T {
+            cache: Some(&self.cache),
+            ..self.map.t
+        })
+    }
+
+    fn read<R>(&self, tx: &Tx, f: impl FnOnce(&Reader) -> Result<R>) -> Result<R> {
+        let t = self.t(tx)?;
+        let src = Src::Tx(tx);
+        f(&Reader { src: &src, t })
+    }
+
+    /// Run a write `f`; a failure empties the cache (a write may have been half done).
+    fn write<R>(&mut self, tx: &mut Tx, f: impl FnOnce(&mut Tx, &T) -> Result<R>) -> Result<R> {
+        let t = self.t(tx)?;
+        let r = f(tx, &t);
+        if r.is_err() {
+            self.cache.clear();
+        }
+        r
+    }
+
     /// The tree's header pointer.
     pub fn id(&self) -> PPtr<PTreeMap> {
-        self.0.id()
+        self.map.id()
     }
     /// Number of entries as `tx` sees it.
     pub fn len(&self, tx: &Tx) -> Result<u64> {
-        self.0.in_tx(tx, |r| r.len())
+        self.read(tx, |r| r.len())
     }
     /// Whether the tree has no entry, as `tx` sees it.
     pub fn is_empty(&self, tx: &Tx) -> Result<bool> {
@@ -606,39 +644,39 @@ impl TreeMapView {
     }
     /// The value of `key`.
     pub fn get(&self, tx: &Tx, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.0.in_tx(tx, |r| r.get(key))
+        self.read(tx, |r| r.get(key))
     }
     /// Whether `key` has an entry.
     pub fn contains_key(&self, tx: &Tx, key: &[u8]) -> Result<bool> {
-        Ok(self.0.in_tx(tx, |r| r.rank(key))?.1)
+        Ok(self.read(tx, |r| r.rank(key))?.1)
     }
     /// The smallest entry.
     pub fn first(&self, tx: &Tx) -> Result<Option<Entry>> {
-        self.0.in_tx(tx, |r| r.at_rank(0))
+        self.read(tx, |r| r.at_rank(0))
     }
     /// The largest entry.
     pub fn last(&self, tx: &Tx) -> Result<Option<Entry>> {
-        self.0.in_tx(tx, |r| r.last())
+        self.read(tx, |r| r.last())
     }
     /// Keys below `key`, and whether it is present (see [`PTreeMap::rank`]).
     pub fn rank(&self, tx: &Tx, key: &[u8]) -> Result<(u64, bool)> {
-        self.0.in_tx(tx, |r| r.rank(key))
+        self.read(tx, |r| r.rank(key))
     }
     /// The entry of rank `r` (see [`PTreeMap::entry_at_rank`]).
     pub fn entry_at_rank(&self, tx: &Tx, r: u64) -> Result<Option<Entry>> {
-        self.0.in_tx(tx, |x| x.at_rank(r))
+        self.read(tx, |x| x.at_rank(r))
     }
     /// See [`PTreeMap::lower_rank`].
     pub fn lower_rank(&self, tx: &Tx, lo: Bound<&[u8]>) -> Result<u64> {
-        self.0.in_tx(tx, |r| r.lower(lo))
+        self.read(tx, |r| r.lower(lo))
     }
     /// See [`PTreeMap::upper_rank`].
     pub fn upper_rank(&self, tx: &Tx, hi: Bound<&[u8]>) -> Result<u64> {
-        self.0.in_tx(tx, |r| r.upper(hi))
+        self.read(tx, |r| r.upper(hi))
     }
     /// See [`PTreeMap::count_range`].
     pub fn count_range(&self, tx: &Tx, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<u64> {
-        self.0.in_tx(tx, |r| r.count(lo, hi))
+        self.read(tx, |r| r.count(lo, hi))
     }
     /// See [`PTreeMap::range`].
     pub fn range(
@@ -650,45 +688,41 @@ impl TreeMapView {
         offset: u64,
         limit: u64,
     ) -> Result<Vec<Entry>> {
-        self.0.in_tx(tx, |r| r.range(lo, hi, rev, offset, limit))
+        self.read(tx, |r| r.range(lo, hi, rev, offset, limit))
     }
     /// See [`PTreeMap::range_by_rank`].
     pub fn range_by_rank(&self, tx: &Tx, start: u64, end: u64, rev: bool) -> Result<Vec<Entry>> {
-        self.0.in_tx(tx, |r| r.range_by_rank(start, end, rev))
+        self.read(tx, |r| r.range_by_rank(start, end, rev))
     }
     /// Insert or replace; true when a value was replaced.
     pub fn insert(&mut self, tx: &mut Tx, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.0.insert_tx(tx, key, value)
+        self.write(tx, |tx, t| ops::insert(tx, t, key, value))
     }
     /// Remove `key`; its value when it was present.
     pub fn remove(&mut self, tx: &mut Tx, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.0.remove_tx(tx, key)
+        let r = self.write(tx, |tx, t| ops::remove(tx, t, Target::Key(key)))?;
+        Ok(r.map(|e| e.1))
     }
     /// Replace the entry of `from` by (`to`, `value`); false, with nothing changed, when
     /// `from` has no entry (see [`PTreeMap::move_key`]).
     pub fn move_key(&mut self, tx: &mut Tx, from: &[u8], to: &[u8], value: &[u8]) -> Result<bool> {
-        same_pool(&self.0.pool.inner, tx, self.0.t.hdr)?;
-        ops::move_key(tx, &self.0.t, from, to, value)
+        self.write(tx, |tx, t| ops::move_key(tx, t, from, to, value))
     }
     /// Remove and return the smallest entry.
     pub fn pop_first(&mut self, tx: &mut Tx) -> Result<Option<Entry>> {
-        same_pool(&self.0.pool.inner, tx, self.0.t.hdr)?;
-        ops::remove(tx, &self.0.t, Target::Rank(0))
+        self.write(tx, |tx, t| ops::remove(tx, t, Target::Rank(0)))
     }
     /// Remove and return the largest entry.
     pub fn pop_last(&mut self, tx: &mut Tx) -> Result<Option<Entry>> {
-        same_pool(&self.0.pool.inner, tx, self.0.t.hdr)?;
-        pop_last_in(tx, &self.0.t)
+        self.write(tx, pop_last_in)
     }
     /// Remove ranks `start..=end` (see [`PTreeMap::remove_range_by_rank`]).
     pub fn remove_range_by_rank(&mut self, tx: &mut Tx, start: u64, end: u64) -> Result<u64> {
-        same_pool(&self.0.pool.inner, tx, self.0.t.hdr)?;
-        remove_rank_window(tx, &self.0.t, start, end)
+        self.write(tx, |tx, t| remove_rank_window(tx, t, start, end))
     }
     /// Remove the entries between the bounds (see [`PTreeMap::remove_range`]).
     pub fn remove_range(&mut self, tx: &mut Tx, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<u64> {
-        same_pool(&self.0.pool.inner, tx, self.0.t.hdr)?;
-        remove_bounds(tx, &self.0.t, lo, hi)
+        self.write(tx, |tx, t| remove_bounds(tx, t, lo, hi))
     }
 }
 
@@ -696,7 +730,7 @@ impl TreeMapView {
 /// [`PTreeMap::iter_range`]): one leaf in DRAM at a time.
 pub struct TreeIter<'a> {
     pool: &'a PoolInner,
-    t: T,
+    t: T<'static>,
     cur: Option<Cursor>,
     left: u64,
     forward: bool,
@@ -704,7 +738,7 @@ pub struct TreeIter<'a> {
 }
 
 impl<'a> TreeIter<'a> {
-    fn new(pool: &'a PoolInner, t: T, a: u64, b: u64, rev: bool) -> Result<TreeIter<'a>> {
+    fn new(pool: &'a PoolInner, t: T<'static>, a: u64, b: u64, rev: bool) -> Result<TreeIter<'a>> {
         let left = b.saturating_sub(a);
         let cur = if left == 0 {
             None

@@ -26,6 +26,7 @@
 //! on a DRAM copy and written as the word runs that differ ([`write_diff`]).
 
 use super::super::table::Src;
+use super::ops::T;
 use crate::error::{Error, Result};
 use crate::tx::Tx;
 use std::cell::RefCell;
@@ -396,12 +397,6 @@ impl Inner {
         let w: [u64; 2] = src.read_pod(self.off + at as u64)?;
         Ok((u64::from_le(w[0]), u64::from_le(w[1]), at))
     }
-
-    /// Pool offset of the count word of the item at byte `at`.
-    #[inline]
-    pub fn count_word_at(&self, at: usize) -> u64 {
-        self.off + at as u64 + 8
-    }
 }
 
 /// A node copied into DRAM. Its buffer goes back to this thread's spares when it drops.
@@ -745,10 +740,10 @@ impl Head {
 
     /// Write the header and index bytes of `img` that differ from the saved ones. `img` may
     /// hold at most one item more than when saved.
-    pub fn write_changes(&self, tx: &mut Tx, img: &Img) -> Result<()> {
+    pub fn write_changes(&self, tx: &mut Tx, t: &T, img: &Img) -> Result<()> {
         debug_assert!(img.count() <= self.count + 1);
         let len = pad8(NODE_HDR + self.count.max(img.count())).min(img.n());
-        write_diff(tx, img.off, &self.b[..len], &img.b[..len])
+        write_diff(tx, t, img.off, img.off, &self.b[..len], &img.b[..len])
     }
 }
 
@@ -796,8 +791,8 @@ impl Gap {
     }
 
     /// Write the item's words that differ from the bytes it covered.
-    pub fn write(&self, tx: &mut Tx, img: &Img, item: &[u8]) -> Result<()> {
-        write_diff(tx, img.off + self.at as u64, &self.was[..item.len()], item)
+    pub fn write(&self, tx: &mut Tx, t: &T, img: &Img, item: &[u8]) -> Result<()> {
+        write_diff(tx, t, img.off, img.off + self.at as u64, &self.was[..item.len()], item)
     }
 }
 
@@ -827,11 +822,12 @@ pub fn build(off: u64, geo: Geo, level: u8, items: &[&[u8]]) -> Option<Img> {
     Some(img)
 }
 
-/// Write `new` over the node whose current image (as the transaction sees it) is `old`: only
+/// Write `new` at `off`, inside the node at `node`, over the bytes whose current image (as the transaction sees it) is `old`: only
 /// the runs of 8-byte words that differ, gaps of up to two equal words merged (a log entry's
 /// header costs two words). A node this transaction allocated is written in place (`Tx`
-/// tells fresh objects apart), others through the redo log.
-pub fn write_diff(tx: &mut Tx, off: u64, old: &[u8], new: &[u8]) -> Result<()> {
+/// tells fresh objects apart), others through the redo log; `t`'s cached images take the same
+/// bytes.
+pub fn write_diff(tx: &mut Tx, t: &T, node: u64, off: u64, old: &[u8], new: &[u8]) -> Result<()> {
     debug_assert_eq!(old.len(), new.len());
     let words = new.len() / 8;
     let differs = |w: usize| old[w * 8..w * 8 + 8] != new[w * 8..w * 8 + 8];
@@ -850,7 +846,7 @@ pub fn write_diff(tx: &mut Tx, off: u64, old: &[u8], new: &[u8]) -> Result<()> {
             }
             j += 1;
         }
-        tx.write_bytes(off + start as u64 * 8, &new[start * 8..end * 8])?;
+        t.write(tx, node, off + start as u64 * 8, &new[start * 8..end * 8])?;
         w = end;
     }
     Ok(())

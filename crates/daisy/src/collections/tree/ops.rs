@@ -5,6 +5,7 @@
 //! counts on the path commit together with the operation, so a crash never leaves one half
 //! done (docs/FORMAT.md section 8c, "Crash reasoning").
 
+use super::cache::NodeCache;
 use super::keys::*;
 use super::node::*;
 use crate::collections::table::Src;
@@ -106,11 +107,13 @@ pub fn header_problem(h: &TreeHeader) -> std::result::Result<Geo, String> {
     Ok(geo)
 }
 
-/// A tree's identity in an operation: its header and node geometry.
+/// A tree's identity in an operation: its header and node geometry, and (for a view) the
+/// view's node cache, which every write and free of the operation keeps coherent.
 #[derive(Clone, Copy, Debug)]
-pub struct T {
+pub struct T<'c> {
     pub hdr: u64,
     pub geo: Geo,
+    pub cache: Option<&'c NodeCache>,
 }
 
 /// The header words every operation reads.
@@ -122,7 +125,55 @@ pub struct Hot {
     pub height: u64,
 }
 
-impl T {
+impl T<'_> {
+    /// A tree without a node cache.
+    pub fn plain(hdr: u64, geo: Geo) -> T<'static> {
+        T {
+            hdr,
+            geo,
+            cache: None,
+        }
+    }
+
+    /// The node cache, when reads go through the cache's transaction.
+    #[inline]
+    fn cache_for(&self, src: &Src) -> Option<&NodeCache> {
+        match src {
+            Src::Tx(_) => self.cache,
+            Src::Pool(_) => None,
+        }
+    }
+
+    /// Write `bytes` at `addr`, inside the object at `obj` (a node, or the tree's header),
+    /// through the transaction, and into the object's cached image.
+    #[inline]
+    pub fn write(&self, tx: &mut Tx, obj: u64, addr: u64, bytes: &[u8]) -> Result<()> {
+        tx.write_bytes(addr, bytes)?;
+        if let Some(c) = self.cache {
+            c.patch(obj, addr, bytes);
+        }
+        Ok(())
+    }
+
+    /// Free the object at `off` (a node or an item object), and its cached image.
+    #[inline]
+    pub fn free(&self, tx: &mut Tx, off: u64) -> Result<()> {
+        tx.free(PPtr::<u8>::from_offset(off))?;
+        if let Some(c) = self.cache {
+            c.evict(off);
+        }
+        Ok(())
+    }
+
+    /// The node at `off`, at `level`, as `src` sees it (from the cache when it has it).
+    #[inline]
+    pub fn read_node(&self, src: &Src, off: u64, level: u64) -> Result<Img> {
+        match self.cache_for(src) {
+            Some(c) => c.node(src, off, self.geo, level),
+            None => Img::read(src, off, self.geo, level),
+        }
+    }
+
     #[inline]
     pub fn hot(&self, src: &Src) -> Result<Hot> {
         let h: Hot = src.read_pod(self.hdr + H_ROOT)?;
@@ -137,6 +188,44 @@ impl T {
 }
 
 // ---- Reads ----
+
+/// An internal node a descent searches: read piecemeal through the source ([`Inner`]), or
+/// whole in DRAM (a view's cached image).
+#[derive(Clone, Copy)]
+enum Probe<'a> {
+    Piece(&'a Inner),
+    Whole(&'a Img),
+}
+
+impl Probe<'_> {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        match self {
+            Probe::Piece(n) => n.count(),
+            Probe::Whole(img) => img.count(),
+        }
+    }
+
+    #[inline(always)]
+    fn off(&self) -> u64 {
+        match self {
+            Probe::Piece(n) => n.off,
+            Probe::Whole(img) => img.off,
+        }
+    }
+
+    /// Child and count of item `i`, and the item's byte.
+    #[inline]
+    fn child_count(&self, src: &Src, i: usize) -> Result<(u64, u64, usize)> {
+        match self {
+            Probe::Piece(n) => n.child_count(src, i),
+            Probe::Whole(img) => {
+                let (child, count, _) = img.child(i)?;
+                Ok((child, count, img.slot(i)?))
+            }
+        }
+    }
+}
 
 /// Child of an internal node a key descends into (the number of separators <= key), found
 /// by reading only the items the binary search probes: (index, child, count, byte of the
@@ -168,13 +257,38 @@ fn child_for(src: &Src, node: &Inner, key: &[u8]) -> Result<(usize, u64, u64, us
     Ok((lo - 1, child, count, at))
 }
 
+/// [`child_for`] on a whole node image.
+fn child_for_img(src: &Src, img: &Img, key: &[u8]) -> Result<(usize, u64, u64, usize)> {
+    let (mut lo, mut hi) = (1usize, img.count());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let (_, _, sep) = img.child(mid)?;
+        if cmp_key(src, key, &sep)? != Ordering::Less {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let (child, count, _) = img.child(lo - 1)?;
+    Ok((lo - 1, child, count, img.slot(lo - 1)?))
+}
+
+/// [`child_for`] on either kind of [`Probe`].
+#[inline]
+fn child_for_probe(src: &Src, node: Probe, key: &[u8]) -> Result<(usize, u64, u64, usize)> {
+    match node {
+        Probe::Piece(n) => child_for(src, n, key),
+        Probe::Whole(img) => child_for_img(src, img, key),
+    }
+}
+
 /// The child of `node`, whose subtree holds `total` entries, that holds rank `*r` (below
 /// `total`) of its subtree; `*r` becomes the rank inside it. The counts are read from the
 /// nearer end (a pop from either end reads one item per level). (index, child, count, byte
 /// of the item).
 fn rank_child_of(
     src: &Src,
-    node: &Inner,
+    node: Probe,
     total: u64,
     r: &mut u64,
 ) -> Result<(usize, u64, u64, usize)> {
@@ -200,14 +314,14 @@ fn rank_child_of(
         }
     }
     Err(damaged(
-        node.off,
+        node.off(),
         "ordered map subtree counts disagree with the length",
     ))
 }
 
 /// Entries under the children of `node` (whose subtree holds `total`) left of child `i`
 /// (which holds `c`): summed from the nearer end.
-fn left_of(src: &Src, node: &Inner, i: usize, c: u64, total: u64) -> Result<u64> {
+fn left_of(src: &Src, node: Probe, i: usize, c: u64, total: u64) -> Result<u64> {
     let n = node.count();
     let mut sum = 0u64;
     if i <= n / 2 {
@@ -221,6 +335,26 @@ fn left_of(src: &Src, node: &Inner, i: usize, c: u64, total: u64) -> Result<u64>
             sum = sum.wrapping_add(node.child_count(src, j)?.1);
         }
         Ok(total.wrapping_sub(sum))
+    }
+}
+
+/// One internal level of a descent: `f` on the node at `off` (at `level`), from the view's
+/// cache when `src` is its transaction, else read piecemeal into `inner`.
+#[inline]
+fn with_probe<R>(
+    src: &Src,
+    t: &T,
+    inner: &mut Inner,
+    off: u64,
+    level: u64,
+    f: impl FnOnce(Probe) -> Result<R>,
+) -> Result<R> {
+    match t.cache_for(src) {
+        Some(c) => c.with_inner(src, off, t.geo, level, |img| f(Probe::Whole(img))),
+        None => {
+            inner.load(src, off, level)?;
+            f(Probe::Piece(inner))
+        }
     }
 }
 
@@ -279,24 +413,23 @@ pub fn locate(src: &Src, t: &T, target: Target, want_rank: bool) -> Result<Optio
     let mut total = h.len;
     let mut inner = Inner::new(t.geo);
     for level in (1..h.height).rev() {
-        inner.load(src, node, level)?;
-        let (child, count) = match target {
+        let (child, count) = with_probe(src, t, &mut inner, node, level, |p| match target {
             Target::Key(k) => {
-                let (i, child, count, _) = child_for(src, &inner, k)?;
+                let (i, child, count, _) = child_for_probe(src, p, k)?;
                 if want_rank {
-                    rank = rank.wrapping_add(left_of(src, &inner, i, count, total)?);
+                    rank = rank.wrapping_add(left_of(src, p, i, count, total)?);
                 }
-                (child, count)
+                Ok((child, count))
             }
             Target::Rank(_) => {
-                let (_, child, count, _) = rank_child_of(src, &inner, total, &mut r)?;
-                (child, count)
+                let (_, child, count, _) = rank_child_of(src, p, total, &mut r)?;
+                Ok((child, count))
             }
-        };
+        })?;
         node = child;
         total = count;
     }
-    let leaf = Img::read(src, node, t.geo, 0)?;
+    let leaf = t.read_node(src, node, 0)?;
     if leaf.count() == 0 {
         return Err(damaged(node, "ordered map leaf is empty"));
     }
@@ -423,12 +556,12 @@ impl Cursor {
         let mut node = h.root;
         let mut r = r;
         for level in (1..h.height).rev() {
-            let img = Img::read(src, node, t.geo, level)?;
+            let img = t.read_node(src, node, level)?;
             let i = rank_child(&img, &mut r)?;
             node = img.child(i)?.0;
             stack.push((img, i));
         }
-        let leaf = Img::read(src, node, t.geo, 0)?;
+        let leaf = t.read_node(src, node, 0)?;
         if r >= leaf.count() as u64 {
             return Err(damaged(
                 node,
@@ -482,7 +615,7 @@ impl Cursor {
             img.child(*i)?.0
         };
         for level in (1..self.height - 1 - d as u64).rev() {
-            let img = Img::read(src, node, t.geo, level)?;
+            let img = t.read_node(src, node, level)?;
             if img.count() == 0 {
                 return Err(damaged(node, "ordered map node is empty"));
             }
@@ -490,7 +623,7 @@ impl Cursor {
             node = img.child(i)?.0;
             self.stack.push((img, i));
         }
-        self.leaf = Img::read(src, node, t.geo, 0)?;
+        self.leaf = t.read_node(src, node, 0)?;
         if self.leaf.count() == 0 {
             return Err(damaged(node, "ordered map leaf is empty"));
         }
@@ -562,22 +695,23 @@ fn descend_w(tx: &Tx, t: &T, h: &Hot, target: Target) -> Result<(Vec<Step>, Img,
     let mut total = h.len;
     let mut inner = Inner::new(t.geo);
     for level in (1..h.height).rev() {
-        inner.load(&src, node, level)?;
-        let (i, child, count, at) = match target {
-            Target::Key(k) => child_for(&src, &inner, k)?,
-            Target::Rank(_) => rank_child_of(&src, &inner, total, &mut r)?,
-        };
+        let (i, child, count, at) =
+            with_probe(&src, t, &mut inner, node, level, |p| match target {
+                Target::Key(k) => child_for_probe(&src, p, k),
+                Target::Rank(_) => rank_child_of(&src, p, total, &mut r),
+            })?;
         path.push(Step {
             node,
             level,
             pos: i,
             count,
-            count_at: inner.count_word_at(at),
+            // The count word of the item at byte `at`.
+            count_at: node + at as u64 + 8,
         });
         node = child;
         total = count;
     }
-    let leaf = Img::read(&src, node, t.geo, 0)?;
+    let leaf = t.read_node(&src, node, 0)?;
     if leaf.count() == 0 {
         return Err(damaged(node, "ordered map leaf is empty"));
     }
@@ -691,8 +825,8 @@ fn take_sep(item: &mut Vec<u8>) -> Vec<u8> {
 fn put_new(tx: &mut Tx, t: &T, mut img: Img, pos: usize, item: &[u8]) -> Result<Up> {
     let head = Head::save(&img);
     if let Some(gap) = Gap::insert(&mut img, pos, item) {
-        head.write_changes(tx, &img)?;
-        gap.write(tx, &img, item)?;
+        head.write_changes(tx, t, &img)?;
+        gap.write(tx, t, &img, item)?;
         return classify(t.geo, &img);
     }
     let old = img.clone();
@@ -706,7 +840,7 @@ fn put_new(tx: &mut Tx, t: &T, mut img: Img, pos: usize, item: &[u8]) -> Result<
 fn put_item(tx: &mut Tx, t: &T, old: &Img, mut img: Img, pos: usize, item: &[u8]) -> Result<Up> {
     let base = img.clone();
     if img.insert_item(t.geo, pos, item)? {
-        write_diff(tx, old.off, &old.b, &img.b)?;
+        write_diff(tx, t, old.off, old.off, &old.b, &img.b)?;
         return classify(t.geo, &img);
     }
     let leaf = img.leaf();
@@ -741,9 +875,12 @@ fn put_item(tx: &mut Tx, t: &T, old: &Img, mut img: Img, pos: usize, item: &[u8]
         // of through the log; a crash before the commit loses the entries that moved.
         tx.pool_inner()
             .store_word_durable(old.off, u64::from_le_bytes(left.b[..8].try_into().unwrap()))?;
+        if let Some(c) = t.cache {
+            c.patch(old.off, old.off, &left.b[..8]);
+        }
     }
     let r = tx.alloc_bytes(&rimg.b)?.offset();
-    write_diff(tx, old.off, &old.b, &left.b)?;
+    write_diff(tx, t, old.off, old.off, &old.b, &left.b)?;
     Ok(Up::Split {
         lc: items_count(leaf, &items),
         right: r,
@@ -777,20 +914,20 @@ fn fix_underflow(tx: &mut Tx, t: &T, old: &Img, mut p: Img, pos: usize) -> Resul
     let (lo, ro) = {
         let src = Src::Tx(tx);
         (
-            Img::read(&src, lch, t.geo, level)?,
-            Img::read(&src, rch, t.geo, level)?,
+            t.read_node(&src, lch, level)?,
+            t.read_node(&src, rch, level)?,
         )
     };
     if leaf && lo.count() == 0 {
         // An emptied leaf (a range removal): the right leaf takes its place under the left
         // item, whose separator still bounds it from below; nothing is copied.
-        tx.free(PPtr::<u8>::from_offset(lch))?;
+        t.free(tx, lch)?;
         if let Some(o) = rsep_obj {
-            tx.free(PPtr::<u8>::from_offset(o))?;
+            t.free(tx, o)?;
         }
         p.set_child(l, rch, rc)?;
         p.remove_item(r)?;
-        write_diff(tx, old.off, &old.b, &p.b)?;
+        write_diff(tx, t, old.off, old.off, &old.b, &p.b)?;
         return classify(t.geo, &p);
     }
     let mut items = lo.items()?;
@@ -806,23 +943,23 @@ fn fix_underflow(tx: &mut Tx, t: &T, old: &Img, mut p: Img, pos: usize) -> Resul
     items.extend(r_items);
     let refs: Vec<&[u8]> = items.iter().map(|v| v.as_slice()).collect();
     if let Some(m) = build(lch, t.geo, level as u8, &refs) {
-        write_diff(tx, lch, &lo.b, &m.b)?;
-        tx.free(PPtr::<u8>::from_offset(rch))?;
+        write_diff(tx, t, lch, lch, &lo.b, &m.b)?;
+        t.free(tx, rch)?;
         p.set_child_count(l, lc + rc)?;
         if leaf {
             if let Some(o) = rsep_obj {
-                tx.free(PPtr::<u8>::from_offset(o))?;
+                t.free(tx, o)?;
             }
         }
         p.remove_item(r)?;
-        write_diff(tx, old.off, &old.b, &p.b)?;
+        write_diff(tx, t, old.off, old.off, &old.b, &p.b)?;
         return classify(t.geo, &p);
     }
     let s = choose_split(t.geo, leaf, &items, None)?;
     let mut right = items.split_off(s);
     let sep = if leaf {
         if let Some(o) = rsep_obj {
-            tx.free(PPtr::<u8>::from_offset(o))?;
+            t.free(tx, o)?;
         }
         leaf_sep(tx, t.geo, items.last().expect("left part"), &right[0])?
     } else {
@@ -834,8 +971,8 @@ fn fix_underflow(tx: &mut Tx, t: &T, old: &Img, mut p: Img, pos: usize) -> Resul
             .ok_or_else(|| damaged(off, "ordered map redistribution overflows"))
     };
     let (li, ri) = (build_at(lch, &items)?, build_at(rch, &right)?);
-    write_diff(tx, lch, &lo.b, &li.b)?;
-    write_diff(tx, rch, &ro.b, &ri.b)?;
+    write_diff(tx, t, lch, lch, &lo.b, &li.b)?;
+    write_diff(tx, t, rch, rch, &ro.b, &ri.b)?;
     p.set_child_count(l, items_count(leaf, &items))?;
     p.remove_item(r)?;
     let item = internal_item(rch, items_count(leaf, &right), &sep);
@@ -852,19 +989,19 @@ fn propagate(tx: &mut Tx, t: &T, h: &Hot, path: &[Step], mut up: Up, delta: i64)
             Up::Fit => {
                 if delta != 0 {
                     let c = st.count.wrapping_add(delta as u64);
-                    tx.write_bytes(st.count_at, &c.to_le_bytes())?;
+                    t.write(tx, st.node, st.count_at, &c.to_le_bytes())?;
                 }
                 Up::Fit
             }
             Up::Split { lc, right, rc, sep } => {
-                let old = Img::read(&Src::Tx(tx), st.node, t.geo, st.level)?;
+                let old = t.read_node(&Src::Tx(tx), st.node, st.level)?;
                 let mut img = old.clone();
                 img.set_child_count(st.pos, lc)?;
                 let item = internal_item(right, rc, &sep);
                 put_item(tx, t, &old, img, st.pos + 1, &item)?
             }
             Up::Under { .. } => {
-                let old = Img::read(&Src::Tx(tx), st.node, t.geo, st.level)?;
+                let old = t.read_node(&Src::Tx(tx), st.node, st.level)?;
                 let mut img = old.clone();
                 img.set_child_count(st.pos, st.count.wrapping_add(delta as u64))?;
                 fix_underflow(tx, t, &old, img, st.pos)?
@@ -887,20 +1024,20 @@ fn propagate(tx: &mut Tx, t: &T, h: &Hot, path: &[Step], mut up: Up, delta: i64)
         }
         Up::Under { count } => {
             if height == 1 && count == 0 {
-                tx.free(PPtr::<u8>::from_offset(root))?;
+                t.free(tx, root)?;
                 root = 0;
                 height = 0;
             } else {
                 let mut count = count;
                 // A root with one child hands the root over to it (repeatedly, in case).
                 while height > 1 && count == 1 {
-                    let img = Img::read(&Src::Tx(tx), root, t.geo, height - 1)?;
+                    let img = t.read_node(&Src::Tx(tx), root, height - 1)?;
                     let child = img.child(0)?.0;
-                    tx.free(PPtr::<u8>::from_offset(root))?;
+                    t.free(tx, root)?;
                     root = child;
                     height -= 1;
                     count = if height > 1 {
-                        Img::read(&Src::Tx(tx), root, t.geo, height - 1)?.count()
+                        t.read_node(&Src::Tx(tx), root, height - 1)?.count()
                     } else {
                         2
                     };
@@ -911,9 +1048,9 @@ fn propagate(tx: &mut Tx, t: &T, h: &Hot, path: &[Step], mut up: Up, delta: i64)
     let len = h.len.wrapping_add(delta as u64);
     if root != h.root || height != h.height {
         let w = Hot { root, len, height };
-        tx.write_bytes(t.hdr + H_ROOT, bytemuck::bytes_of(&w))
+        t.write(tx, t.hdr, t.hdr + H_ROOT, bytemuck::bytes_of(&w))
     } else if delta != 0 {
-        tx.write_bytes(t.hdr + H_LEN, &len.to_le_bytes())
+        t.write(tx, t.hdr, t.hdr + H_LEN, &len.to_le_bytes())
     } else {
         Ok(())
     }
@@ -942,7 +1079,7 @@ fn first_entry(tx: &mut Tx, t: &T, h: &Hot, item: &[u8]) -> Result<bool> {
         len: h.len + 1,
         height: 1,
     };
-    tx.write_bytes(t.hdr + H_ROOT, bytemuck::bytes_of(&w))?;
+    t.write(tx, t.hdr, t.hdr + H_ROOT, bytemuck::bytes_of(&w))?;
     Ok(false)
 }
 
@@ -972,13 +1109,13 @@ fn insert_at(
 ) -> Result<bool> {
     if found {
         if let Some(o) = leaf.entry(pos)?.0.obj() {
-            tx.free(PPtr::<u8>::from_offset(o))?;
+            t.free(tx, o)?;
         }
         let at = leaf.slot(pos)?;
         let old_len = leaf.item(pos)?.len();
         let up = if old_len == item.len() {
             // Same size: rewrite in place (only the changed bytes are logged).
-            write_diff(tx, leaf.off + at as u64, &leaf.b[at..at + old_len], item)?;
+            write_diff(tx, t, leaf.off, leaf.off + at as u64, &leaf.b[at..at + old_len], item)?;
             Up::Fit
         } else {
             let mut img = leaf.clone();
@@ -1037,7 +1174,7 @@ pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Resul
     // object allocated) where `insert` would: after the removal's writes, which free nothing
     // on the paths taken below (no merge), or, in the fallback, after the removal settled.
     if let Some(o) = leaf.entry(pos)?.0.obj() {
-        tx.free(PPtr::<u8>::from_offset(o))?;
+        t.free(tx, o)?;
     }
     let item_len = entry_len(t.geo, to, val);
     let head_r = Head::save(&leaf);
@@ -1058,8 +1195,8 @@ pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Resul
             if let Some(at) = Gap::spot(&img_r, item_len).filter(|_| !found2) {
                 let item = make_entry(tx, t.geo, to, val)?;
                 let gap = Gap::insert_at(&mut img_r, pos2, at, &item).ok_or_else(gap_damaged)?;
-                head_r.write_changes(tx, &img_r)?;
-                gap.write(tx, &img_r, &item)?;
+                head_r.write_changes(tx, t, &img_r)?;
+                gap.write(tx, t, &img_r, &item)?;
                 // The counts and the length end as they were; a leaf a shorter entry left
                 // under its minimum is settled by its parent.
                 let up = classify(t.geo, &img_r)?;
@@ -1074,9 +1211,9 @@ pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Resul
             let mut img_i = leaf_i;
             let gap = Gap::insert_at(&mut img_i, pos_i, at, &item).ok_or_else(gap_damaged)?;
             if let Up::Fit = classify(t.geo, &img_i)? {
-                head_r.write_changes(tx, &img_r)?;
-                head_i.write_changes(tx, &img_i)?;
-                gap.write(tx, &img_i, &item)?;
+                head_r.write_changes(tx, t, &img_r)?;
+                head_i.write_changes(tx, t, &img_i)?;
+                gap.write(tx, t, &img_i, &item)?;
                 // The levels both paths share (the same node and child) lose an entry and
                 // gain one: their counts stay. Below them each path's counts change.
                 let common = path
@@ -1086,17 +1223,17 @@ pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Resul
                     .count();
                 for st in &path[common..] {
                     let c = st.count.wrapping_sub(1);
-                    tx.write_bytes(st.count_at, &c.to_le_bytes())?;
+                    t.write(tx, st.node, st.count_at, &c.to_le_bytes())?;
                 }
                 for st in &path_i[common..] {
                     let c = st.count.wrapping_add(1);
-                    tx.write_bytes(st.count_at, &c.to_le_bytes())?;
+                    t.write(tx, st.node, st.count_at, &c.to_le_bytes())?;
                 }
                 return Ok(true);
             }
             // A leaf under its minimum even with the new entry (damaged): the removal (which
             // freed nothing), then the insert as it runs alone.
-            head_r.write_changes(tx, &img_r)?;
+            head_r.write_changes(tx, t, &img_r)?;
             propagate(tx, t, &h, &path, up_r, -1)?;
             insert_made(tx, t, to, &item)?;
             return Ok(true);
@@ -1105,7 +1242,7 @@ pub fn move_key(tx: &mut Tx, t: &T, from: &[u8], to: &[u8], val: &[u8]) -> Resul
     }
     // A merge or a split (or `to` present): the removal written and settled, then the
     // insert as it runs alone.
-    head_r.write_changes(tx, &img_r)?;
+    head_r.write_changes(tx, t, &img_r)?;
     propagate(tx, t, &h, &path, up_r, -1)?;
     let item = make_entry(tx, t.geo, to, val)?;
     insert_made(tx, t, to, &item)?;
@@ -1138,13 +1275,13 @@ pub fn remove(tx: &mut Tx, t: &T, target: Target) -> Result<Option<(Vec<u8>, Vec
         ((key, read_val(&src, &v)?), k.obj())
     };
     if let Some(o) = obj {
-        tx.free(PPtr::<u8>::from_offset(o))?;
+        t.free(tx, o)?;
     }
     // Only the header and the index change.
     let head = Head::save(&leaf);
     let mut img = leaf;
     img.remove_item(pos)?;
-    head.write_changes(tx, &img)?;
+    head.write_changes(tx, t, &img)?;
     let up = classify(t.geo, &img)?;
     propagate(tx, t, &h, &path, up, -1)?;
     Ok(Some(kv))
@@ -1164,13 +1301,13 @@ pub fn remove_ranks(tx: &mut Tx, t: &T, from: u64, to: u64) -> Result<u64> {
         let m = (leaf.count() - pos).min((total - removed).min(u8::MAX as u64) as usize);
         for i in pos..pos + m {
             if let Some(o) = leaf.entry(i)?.0.obj() {
-                tx.free(PPtr::<u8>::from_offset(o))?;
+                t.free(tx, o)?;
             }
         }
         let head = Head::save(&leaf);
         let mut img = leaf;
         img.remove_items(pos, m)?;
-        head.write_changes(tx, &img)?;
+        head.write_changes(tx, t, &img)?;
         let up = classify(t.geo, &img)?;
         propagate(tx, t, &h, &path, up, -(m as i64))?;
         removed += m as u64;
