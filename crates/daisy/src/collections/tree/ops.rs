@@ -746,7 +746,13 @@ fn classify(geo: Geo, img: &Img) -> Result<Up> {
     if img.count() * 9 >= geo.min_fill() {
         return Ok(Up::Fit);
     }
-    Ok(if img.used()? < geo.min_fill() {
+    // The sum from the items' first bytes; a node whose items do not all parse is measured
+    // (and refused) by the full parse.
+    let used = match img.used_quick() {
+        Some(u) => u,
+        None => img.used()?,
+    };
+    Ok(if used < geo.min_fill() {
         Up::Under { count: img.count() }
     } else {
         Up::Fit
