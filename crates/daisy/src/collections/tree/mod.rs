@@ -8,6 +8,7 @@
 //!   separators (suffix-truncated);
 //! * `ops.rs`: descents by key and by rank, inserts and splits, removals, merges and
 //!   redistribution, range removal, cursors;
+//! * `cache.rs`: a view's DRAM copies of the nodes it reads, coherent with its transaction;
 //! * `free.rs`: freeing in bounded steps (`clear`, `free_step`), the walks checkers use;
 //! * `check.rs`: the invariants.
 //!
