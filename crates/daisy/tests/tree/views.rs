@@ -99,7 +99,9 @@ fn a_view_reused_across_transactions_and_aborts_matches_a_model() {
         let dir = tmp();
         let pool = new_pool(&dir, "reuse.pool");
         let id = create(&pool, node_size);
-        let mut v = pool.transaction(|tx| PTreeMap::view(&pool, tx, id)).unwrap();
+        let mut v = pool
+            .transaction(|tx| PTreeMap::view(&pool, tx, id))
+            .unwrap();
         let mut model = Model::new();
         let mut s = seed;
         let key = |s: &mut u64| -> Vec<u8> {
@@ -127,7 +129,10 @@ fn a_view_reused_across_transactions_and_aborts_matches_a_model() {
                             assert_eq!(v.remove(tx, &k)?, m.remove(&k));
                         }
                         5 | 6 => {
-                            let from = match m.keys().nth((next(&mut s) % (m.len() as u64 + 1)) as usize) {
+                            let from = match m
+                                .keys()
+                                .nth((next(&mut s) % (m.len() as u64 + 1)) as usize)
+                            {
                                 Some(k) => k.clone(),
                                 None => key(&mut s),
                             };
@@ -150,8 +155,12 @@ fn a_view_reused_across_transactions_and_aborts_matches_a_model() {
                         _ => {
                             let a = next(&mut s) % (m.len() as u64 + 1);
                             let b = a + next(&mut s) % 40;
-                            let keys: Vec<Vec<u8>> =
-                                m.keys().skip(a as usize).take((b - a + 1) as usize).cloned().collect();
+                            let keys: Vec<Vec<u8>> = m
+                                .keys()
+                                .skip(a as usize)
+                                .take((b - a + 1) as usize)
+                                .cloned()
+                                .collect();
                             for k in &keys {
                                 m.remove(k);
                             }

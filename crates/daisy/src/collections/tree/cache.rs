@@ -93,7 +93,8 @@ impl State {
 /// See the module comment.
 #[derive(Default)]
 pub struct NodeCache {
-    st: RefCell<State>,
+    /// Boxed: a view stays small (a sorted set's handle holds one).
+    st: Box<RefCell<State>>,
 }
 
 impl std::fmt::Debug for NodeCache {

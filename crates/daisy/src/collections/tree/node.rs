@@ -822,7 +822,14 @@ impl Gap {
 
     /// Write the item's words that differ from the bytes it covered.
     pub fn write(&self, tx: &mut Tx, t: &T, img: &Img, item: &[u8]) -> Result<()> {
-        write_diff(tx, t, img.off, img.off + self.at as u64, &self.was[..item.len()], item)
+        write_diff(
+            tx,
+            t,
+            img.off,
+            img.off + self.at as u64,
+            &self.was[..item.len()],
+            item,
+        )
     }
 }
 

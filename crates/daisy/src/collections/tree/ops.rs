@@ -1121,7 +1121,14 @@ fn insert_at(
         let old_len = leaf.item(pos)?.len();
         let up = if old_len == item.len() {
             // Same size: rewrite in place (only the changed bytes are logged).
-            write_diff(tx, t, leaf.off, leaf.off + at as u64, &leaf.b[at..at + old_len], item)?;
+            write_diff(
+                tx,
+                t,
+                leaf.off,
+                leaf.off + at as u64,
+                &leaf.b[at..at + old_len],
+                item,
+            )?;
             Up::Fit
         } else {
             let mut img = leaf.clone();
