@@ -403,7 +403,9 @@ impl Slots for StoreEnd {
     }
     fn describe(&self) -> String {
         format!(
-            "simple table in a mapped file; plain 8-byte stores, then every written line              flushed and one fence at the end (Persister, {}): the floor of one durability              point",
+            "simple table in a mapped file; plain 8-byte stores, then every written line \
+             flushed and one fence at the end (Persister, {}): the floor of one durability \
+             point",
             self.persist.mode().describe()
         )
     }
