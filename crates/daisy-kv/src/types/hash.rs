@@ -137,6 +137,14 @@ impl HashVal {
         }
     }
 
+    /// Done without a change: give a table's view back to the transaction's view cache (see
+    /// `SetVal::release`).
+    pub fn release(self, c: &mut Ctx) {
+        if let HashVal::Table { view, fresh: false } = self {
+            c.ks.views.keep_map(c.tx, view);
+        }
+    }
+
     pub fn len(&self, c: &Ctx) -> daisy::Result<u64> {
         match self {
             HashVal::Packed(p) => Ok(p.count() as u64 / 2),
@@ -343,6 +351,7 @@ pub fn hmset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 pub fn hsetnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let (mut h, old) = or_return!(open_write(c, a[1])?);
     if h.get(c, a[2])?.is_some() {
+        h.release(c);
         resp::int(c.out, 0);
         return Ok(());
     }
@@ -355,11 +364,15 @@ pub fn hsetnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 pub fn hget(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let h = or_return!(open_read(c, a[1])?);
-    match h.map(|h| h.get(c, a[2])).transpose()?.flatten() {
+    let Some(h) = or_return!(open_read(c, a[1])?) else {
+        c.nil();
+        return Ok(());
+    };
+    match h.get(c, a[2])? {
         Some(v) => resp::bulk(c.out, &v),
         None => c.nil(),
     }
+    h.release(c);
     Ok(())
 }
 
@@ -392,6 +405,8 @@ pub fn hdel(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if n > 0 {
         c.notify(N_HASH, "hdel", a[1]);
         h.store(c, a[1], Some(&v))?;
+    } else {
+        h.release(c);
     }
     resp::int(c.out, n);
     Ok(())
