@@ -254,8 +254,21 @@ impl HashVal {
         }
         match self {
             HashVal::Packed(p) => {
-                let hdr = Header::new(Type::Hash, Enc::Packed).with_expire(exp);
-                c.ks.put(c.tx, db, key, hdr, &[p.bytes()], old, false)?;
+                // Edits that kept the blob's length (a field's value replaced by one as long:
+                // the usual HSET of a field already there) write only the bytes they changed,
+                // over the record they were read from (same header, same length), instead of
+                // logging the whole record again.
+                let in_place = old
+                    .filter(|o| o.enc == Enc::Packed && o.len == p.bytes().len())
+                    .and_then(|o| Some((o, p.in_place_change()?)));
+                match in_place {
+                    Some((_, None)) => {}
+                    Some((o, Some(r))) => c.ks.patch_payload(c.tx, o, r.start, &p.bytes()[r])?,
+                    None => {
+                        let hdr = Header::new(Type::Hash, Enc::Packed).with_expire(exp);
+                        c.ks.put(c.tx, db, key, hdr, &[p.bytes()], old, false)?;
+                    }
+                }
             }
             HashVal::Table { view, fresh: true } => {
                 let id = view.id().offset().to_le_bytes();
