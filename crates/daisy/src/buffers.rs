@@ -16,10 +16,6 @@ const INDEX_FROM: usize = 8;
 /// End of a chain in `TxBuffers::fresh_nodes`.
 const NO_NODE: u32 = u32::MAX;
 
-/// Reads spanning more cache lines than this find the lines this transaction wrote through
-/// `TxBuffers::shadow_pages` (one lookup per 4 KiB page) instead of one lookup per line.
-const SHADOW_DIRECT_LINES: u64 = 4;
-
 /// The bytes of one cache line that a big transaction wrote, newest value of each: what a
 /// read of the line takes from the transaction instead of the pool.
 #[derive(Clone, Copy)]
@@ -27,6 +23,28 @@ struct ShadowLine {
     data: [u8; 64],
     /// Bit `i`: byte `i` of `data` holds a value the transaction wrote.
     held: u64,
+}
+
+/// The lines of one 4 KiB page that a big transaction wrote: `lines` bit `i` is set when line
+/// `i` of the page has a [`ShadowLine`], which is then `TxBuffers::shadows[idx[i]]`. One hash
+/// lookup per page finds every written line a read covers (a read of a tree node or a
+/// chunk spans several lines), instead of one lookup per line.
+#[derive(Clone, Copy)]
+struct ShadowPage {
+    lines: u64,
+    idx: [u32; 64],
+}
+
+/// Words of `TxBuffers::shadow_filter`: 4096 bits, 512 bytes, cleared at the end of every
+/// transaction that built the line index.
+const SHADOW_FILTER_WORDS: usize = 64;
+
+/// The bit of `TxBuffers::shadow_filter` that page `page` sets: a multiplicative hash (pages
+/// of one transaction are often consecutive; the product spreads them over the bits).
+#[inline(always)]
+fn shadow_filter_bit(page: u64) -> (usize, u64) {
+    let h = (page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize; // 12 bits
+    (h >> 6, 1u64 << (h & 63))
 }
 
 /// log2 of the page size of `TxBuffers::fresh_pages`.
@@ -259,13 +277,19 @@ pub(crate) struct TxBuffers {
     /// Once a transaction holds more than [`INDEX_FROM`] entries (a group commit of many
     /// operations), lookups go through these indexes instead of scanning the lists, so a
     /// big transaction costs O(1) per read and write, not O(entries). Small transactions
-    /// never build them. `shadow_lines`: cache line -> its [`ShadowLine`] in `shadows` (the
-    /// newest logged value of every byte of the line the transaction wrote); `shadow_pages`:
-    /// 4 KiB page -> the mask of its lines that have one, so a read of a whole node or chunk
-    /// costs one lookup per page, not per line. `bitop_index`: (word, kind) -> mask position.
-    shadow_lines: FastMap<u64, u32>,
+    /// never build them. `shadows`: the [`ShadowLine`] of every cache line the transaction
+    /// wrote (the newest logged value of each byte it wrote); `shadow_pages`: 4 KiB page ->
+    /// its [`ShadowPage`] in `shadow_page_slots` (which lines of the page have one, and
+    /// where), so a read costs one lookup per page it spans, not per line. `shadow_filter`:
+    /// a bit per hashed page (see [`shadow_filter_bit`]), set for every page in
+    /// `shadow_pages`: a read of a page the transaction never wrote (most reads: the keys,
+    /// buckets and nodes a command only looks at) is answered by one bit test, without a
+    /// hash lookup. Exact for misses: a clear bit means no page of that hash was written.
+    /// `bitop_index`: (word, kind) -> mask position.
     shadows: Vec<ShadowLine>,
-    shadow_pages: FastMap<u64, u64>,
+    shadow_pages: FastMap<u64, u32>,
+    shadow_page_slots: Vec<ShadowPage>,
+    shadow_filter: [u64; SHADOW_FILTER_WORDS],
     bitop_index: FastMap<(u64, u8), usize>,
     /// `fresh` by 4 KiB page, built lazily: it covers `fresh[..fresh_paged]` and catches up
     /// only when a lookup misses the newest object (most writes into new objects go to the
@@ -325,9 +349,10 @@ impl Default for TxBuffers {
             n_entries: 0,
             copies: Vec::new(),
             bitops: Vec::new(),
-            shadow_lines: FastMap::default(),
             shadows: Vec::new(),
             shadow_pages: FastMap::default(),
+            shadow_page_slots: Vec::new(),
+            shadow_filter: [0; SHADOW_FILTER_WORDS],
             bitop_index: FastMap::default(),
             fresh_pages: FastMap::default(),
             fresh_nodes: Vec::new(),
@@ -564,7 +589,7 @@ impl TxBuffers {
     pub(crate) fn push_copy(&mut self, e: (u64, u64, usize)) {
         self.copies.push(e);
         if self.copies.len() > INDEX_FROM {
-            let from = if self.shadows.is_empty() && self.shadow_lines.is_empty() {
+            let from = if self.shadows.is_empty() {
                 0
             } else {
                 self.copies.len() - 1
@@ -583,17 +608,42 @@ impl TxBuffers {
             return;
         }
         let end = t + len;
+        // The page slot of the line before, while the copy stays in its page.
+        let mut cur: Option<(u64, usize)> = None;
         for line in t / 64..=(end - 1) / 64 {
             let base = line * 64;
-            let next = self.shadows.len() as u32;
-            let idx = *self.shadow_lines.entry(line).or_insert(next);
-            if idx == next {
+            let page = line >> 6;
+            let slot = match cur {
+                Some((p, slot)) if p == page => slot,
+                _ => {
+                    let next = self.shadow_page_slots.len() as u32;
+                    let slot = *self.shadow_pages.entry(page).or_insert(next);
+                    if slot == next {
+                        self.shadow_page_slots.push(ShadowPage {
+                            lines: 0,
+                            idx: [0; 64],
+                        });
+                        let (w, bit) = shadow_filter_bit(page);
+                        self.shadow_filter[w] |= bit;
+                    }
+                    cur = Some((page, slot as usize));
+                    slot as usize
+                }
+            };
+            let sp = &mut self.shadow_page_slots[slot];
+            let bit = line & 63;
+            let idx = if sp.lines & (1 << bit) != 0 {
+                sp.idx[bit as usize]
+            } else {
+                let next = self.shadows.len() as u32;
+                sp.lines |= 1 << bit;
+                sp.idx[bit as usize] = next;
                 self.shadows.push(ShadowLine {
                     data: [0; 64],
                     held: 0,
                 });
-                *self.shadow_pages.entry(line >> 6).or_insert(0) |= 1 << (line & 63);
-            }
+                next
+            };
             let (s, e) = (t.max(base), end.min(base + 64));
             let src = pos + (s - t) as usize;
             let sh = &mut self.shadows[idx as usize];
@@ -610,13 +660,9 @@ impl TxBuffers {
         self.copies.len() > INDEX_FROM
     }
 
-    /// Take the bytes of `line` that this transaction wrote into `out` (read from `off`).
+    /// Take the bytes of `line`, whose shadow is `sh`, into `out` (read from `off`).
     #[inline(always)]
-    fn overlay_line(&self, line: u64, off: u64, out: &mut [u8]) {
-        let Some(&idx) = self.shadow_lines.get(&line) else {
-            return;
-        };
-        let sh = &self.shadows[idx as usize];
+    fn overlay_line(sh: &ShadowLine, line: u64, off: u64, out: &mut [u8]) {
         let end = off + out.len() as u64;
         let base = line * 64;
         let (lo, hi) = (base.max(off), (base + 64).min(end));
@@ -657,23 +703,23 @@ impl TxBuffers {
             return;
         }
         let (first, last) = (off / 64, (end - 1) / 64);
-        if last - first < SHADOW_DIRECT_LINES {
-            for line in first..=last {
-                self.overlay_line(line, off, out);
-            }
-            return;
-        }
         for page in first >> 6..=last >> 6 {
-            let Some(&lines) = self.shadow_pages.get(&page) else {
+            let (w, bit) = shadow_filter_bit(page);
+            if self.shadow_filter[w] & bit == 0 {
+                continue;
+            }
+            let Some(&slot) = self.shadow_pages.get(&page) else {
                 continue;
             };
+            let sp = &self.shadow_page_slots[slot as usize];
             // This page's lines of the read, among those the transaction wrote.
             let lo = first.max(page << 6) & 63;
             let hi = last.min((page << 6) + 63) & 63;
-            let mut m = lines & line_bits(lo, hi + 1);
+            let mut m = sp.lines & line_bits(lo, hi + 1);
             while m != 0 {
-                let line = (page << 6) + m.trailing_zeros() as u64;
-                self.overlay_line(line, off, out);
+                let k = m.trailing_zeros() as usize;
+                let sh = &self.shadows[sp.idx[k] as usize];
+                Self::overlay_line(sh, (page << 6) + k as u64, off, out);
                 m &= m - 1;
             }
         }
@@ -747,10 +793,11 @@ impl TxBuffers {
         self.bitops.clear();
         // The indexes exist only in big transactions; clearing an empty hash map or B-tree
         // still costs a call and a few dozen instructions on every small commit.
-        if !self.shadow_lines.is_empty() {
-            self.shadow_lines.clear();
+        if !self.shadow_pages.is_empty() {
             self.shadows.clear();
             self.shadow_pages.clear();
+            self.shadow_page_slots.clear();
+            self.shadow_filter = [0; SHADOW_FILTER_WORDS];
         }
         if !self.bitop_index.is_empty() {
             self.bitop_index.clear();

@@ -137,6 +137,14 @@ impl HashVal {
         }
     }
 
+    /// Done without a change: give a table's view back to the transaction's view cache (see
+    /// `SetVal::release`).
+    pub fn release(self, c: &mut Ctx) {
+        if let HashVal::Table { view, fresh: false } = self {
+            c.ks.views.keep_map(c.tx, view);
+        }
+    }
+
     pub fn len(&self, c: &Ctx) -> daisy::Result<u64> {
         match self {
             HashVal::Packed(p) => Ok(p.count() as u64 / 2),
@@ -246,8 +254,21 @@ impl HashVal {
         }
         match self {
             HashVal::Packed(p) => {
-                let hdr = Header::new(Type::Hash, Enc::Packed).with_expire(exp);
-                c.ks.put(c.tx, db, key, hdr, &[p.bytes()], old, false)?;
+                // Edits that kept the blob's length (a field's value replaced by one as long:
+                // the usual HSET of a field already there) write only the bytes they changed,
+                // over the record they were read from (same header, same length), instead of
+                // logging the whole record again.
+                let in_place = old
+                    .filter(|o| o.enc == Enc::Packed && o.len == p.bytes().len())
+                    .and_then(|o| Some((o, p.in_place_change()?)));
+                match in_place {
+                    Some((_, None)) => {}
+                    Some((o, Some(r))) => c.ks.patch_payload(c.tx, o, r.start, &p.bytes()[r])?,
+                    None => {
+                        let hdr = Header::new(Type::Hash, Enc::Packed).with_expire(exp);
+                        c.ks.put(c.tx, db, key, hdr, &[p.bytes()], old, false)?;
+                    }
+                }
             }
             HashVal::Table { view, fresh: true } => {
                 let id = view.id().offset().to_le_bytes();
@@ -343,6 +364,7 @@ pub fn hmset(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 pub fn hsetnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     let (mut h, old) = or_return!(open_write(c, a[1])?);
     if h.get(c, a[2])?.is_some() {
+        h.release(c);
         resp::int(c.out, 0);
         return Ok(());
     }
@@ -355,11 +377,15 @@ pub fn hsetnx(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 pub fn hget(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
-    let h = or_return!(open_read(c, a[1])?);
-    match h.map(|h| h.get(c, a[2])).transpose()?.flatten() {
+    let Some(h) = or_return!(open_read(c, a[1])?) else {
+        c.nil();
+        return Ok(());
+    };
+    match h.get(c, a[2])? {
         Some(v) => resp::bulk(c.out, &v),
         None => c.nil(),
     }
+    h.release(c);
     Ok(())
 }
 
@@ -392,6 +418,8 @@ pub fn hdel(c: &mut Ctx, a: &[&[u8]]) -> daisy::Result<()> {
     if n > 0 {
         c.notify(N_HASH, "hdel", a[1]);
         h.store(c, a[1], Some(&v))?;
+    } else {
+        h.release(c);
     }
     resp::int(c.out, n);
     Ok(())

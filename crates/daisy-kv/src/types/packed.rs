@@ -88,6 +88,11 @@ pub struct PackedBuf {
     count: usize,
     /// Bytes of the count's varint at the start.
     head: usize,
+    /// The bytes [start, end) that edits changed where they were, while the blob kept its
+    /// length (see [`PackedBuf::in_place_change`]).
+    changed: Option<(usize, usize)>,
+    /// An edit changed the blob's length.
+    resized: bool,
 }
 
 /// Where an item lies in a [`PackedBuf`]: its length varint starts at `start`, its bytes are
@@ -105,6 +110,8 @@ impl PackedBuf {
             buf: vec![0],
             count: 0,
             head: 1,
+            changed: None,
+            resized: false,
         }
     }
 
@@ -142,6 +149,8 @@ impl PackedBuf {
             buf,
             count: n as usize,
             head,
+            changed: None,
+            resized: false,
         })
     }
 
@@ -193,7 +202,19 @@ impl PackedBuf {
         }
     }
 
+    /// What the edits since the blob was taken changed, when it kept its length: None when
+    /// its length changed (it must be stored whole), `Some(None)` when no byte changed,
+    /// `Some(Some(range))` when only the bytes of `range` did (a caller may write just those
+    /// over the stored blob, which they were taken from).
+    pub fn in_place_change(&self) -> Option<Option<std::ops::Range<usize>>> {
+        if self.resized {
+            return None;
+        }
+        Some(self.changed.map(|(a, b)| a..b))
+    }
+
     fn set_count(&mut self, n: usize) {
+        self.resized = true;
         let mut h = Vec::with_capacity(10);
         put_varint(&mut h, n as u64);
         self.buf.splice(0..self.head, h.iter().copied());
@@ -225,15 +246,27 @@ impl PackedBuf {
             enc.extend_from_slice(it);
         }
         self.buf.splice(pos..pos, enc);
+        self.resized = true;
         self.set_count(self.count + items.len());
     }
 
     /// Replace the item at `at` by `new` (same place in the order).
     pub fn replace(&mut self, at: &ItemAt, new: &[u8]) {
+        if new.len() == at.data.len() {
+            // Same length, same length varint: only the item's bytes change, where they are.
+            let old = &mut self.buf[at.data.clone()];
+            if old != new {
+                old.copy_from_slice(new);
+                let (a, b) = (at.data.start, at.data.end);
+                self.changed = Some(self.changed.map_or((a, b), |(s, e)| (s.min(a), e.max(b))));
+            }
+            return;
+        }
         let mut enc = Vec::with_capacity(new.len() + 10);
         put_varint(&mut enc, new.len() as u64);
         enc.extend_from_slice(new);
         self.buf.splice(at.start..at.data.end, enc);
+        self.resized = true;
     }
 
     /// Remove `n` consecutive items starting with the one at `at` (a hash removes a field and
@@ -322,5 +355,32 @@ mod tests {
         assert_eq!((i, p.get(&p.next(&at))), (2, &b"w"[..]));
         assert!(p.find(2, b"v").is_none(), "values are not fields");
         assert!(PackedBuf::from_payload(vec![2, 1, b'a']).is_err());
+    }
+
+    /// `in_place_change` names exactly the bytes that differ from the blob taken, as long as
+    /// every edit kept the length; any other edit asks for the whole blob.
+    #[test]
+    fn in_place_change_covers_exactly_the_replaced_bytes() {
+        let taken = encode([&b"f1"[..], b"aaaa", b"f2", b"bbbb", b"f3", b"cccc"].into_iter());
+        let mut p = PackedBuf::from_payload(taken.clone()).unwrap();
+        assert_eq!(p.in_place_change(), Some(None));
+        let (_, f2) = p.find(2, b"f2").unwrap();
+        let v2 = p.next(&f2);
+        p.replace(&v2, b"bbbb");
+        assert_eq!(p.in_place_change(), Some(None), "same bytes: no change");
+        p.replace(&v2, b"xyzw");
+        let (_, f3) = p.find(2, b"f3").unwrap();
+        let v3 = p.next(&f3);
+        p.replace(&v3, b"cccd");
+        let r = p.in_place_change().unwrap().unwrap();
+        let mut patched = taken.clone();
+        patched[r.clone()].copy_from_slice(&p.bytes()[r.clone()]);
+        assert_eq!(patched, p.bytes(), "the range carries every change");
+        assert_eq!((r.start, r.end), (v2.data.start, v3.data.end));
+        p.replace(&v3, b"longer");
+        assert_eq!(p.in_place_change(), None);
+        let mut q = PackedBuf::from_payload(taken).unwrap();
+        q.push(&[b"f4", b"d"]);
+        assert_eq!(q.in_place_change(), None);
     }
 }
