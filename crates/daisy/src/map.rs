@@ -205,11 +205,9 @@ impl Mapping {
     /// validate offsets that come from the media before they get here.
     #[inline]
     pub fn at(&self, off: u64, len: usize) -> *mut u8 {
-        assert!(
-            self.in_bounds(off, len),
-            "pool access out of bounds: {off:#x}+{len} > {:#x}",
-            self.len()
-        );
+        if !self.in_bounds(off, len) {
+            out_of_bounds(off, len, self.len());
+        }
         // SAFETY: in bounds of the mapped range, checked just above.
         unsafe { self.base.add(off as usize) }
     }
@@ -521,4 +519,13 @@ pub fn fallocate(file: &std::fs::File, off: u64, len: u64) -> std::io::Result<()
         return Err(std::io::Error::from_raw_os_error(r));
     }
     Ok(())
+}
+
+/// The panic of [`Mapping::at`], out of line: every checked pool access inlines `at`, and
+/// building the message's arguments inline made the hot paths spill registers to the stack
+/// (seen in the hash-map batch's put loop).
+#[cold]
+#[inline(never)]
+fn out_of_bounds(off: u64, len: usize, map_len: usize) -> ! {
+    panic!("pool access out of bounds: {off:#x}+{len} > {map_len:#x}")
 }
