@@ -923,7 +923,9 @@ mod tests {
         drop(mechs);
         // Each mechanism's three runs, in round order.
         assert_eq!(samples.len(), 2);
-        assert!(samples.iter().all(|s| s.len() == 3 && s.iter().all(|&x| x > 0.0)));
+        assert!(samples
+            .iter()
+            .all(|s| s.len() == 3 && s.iter().all(|&x| x > 0.0)));
         // Collapse the log into runs of one mechanism: (mechanism, operations, first number).
         let mut runs: Vec<(char, u64, u64)> = vec![];
         for &(m, i) in log.borrow().iter() {
