@@ -133,6 +133,31 @@ fn fresh_blocks_read_as_zeros_and_writes_read_back() {
 }
 
 #[test]
+fn prefault_maps_every_page_and_changes_nothing() {
+    let dir = tmp();
+    let pool = new_pool(&dir, "b.pool");
+    let id = create(&pool, 4096, 64, 4);
+    let s = PBlockStore::open(&pool, id).unwrap();
+    for lba in (0..64).step_by(3) {
+        s.write(lba, &block(4096, lba, 1, 0)).unwrap();
+    }
+    // 68 physical blocks of one page each (68 or 69 pages: the data area starts on a 64-byte
+    // boundary, not a page's) and a map of 512 bytes (1 or 2 pages).
+    let pages = s.prefault();
+    assert!((69..=71).contains(&pages), "{pages} pages touched");
+    let mut buf = vec![0u8; 4096];
+    for lba in 0..64 {
+        s.read(lba, &mut buf).unwrap();
+        if lba % 3 == 0 {
+            assert_eq!(buf, block(4096, lba, 1, 0), "lba {lba} after prefault");
+        } else {
+            assert!(buf.iter().all(|&b| b == 0), "lba {lba} still zeros");
+        }
+    }
+    assert_ok(&s.check());
+}
+
+#[test]
 fn bad_arguments_are_errors() {
     let dir = tmp();
     let pool = new_pool(&dir, "a.pool");

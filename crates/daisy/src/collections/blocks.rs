@@ -534,6 +534,31 @@ impl PBlockStore {
         self.lanes.len() as u32
     }
 
+    /// Map in every page of the store's map and data area now (one read per page; nothing is
+    /// written), so that later writes do not each pay a page fault the first time they touch
+    /// a page: a few microseconds per 4 KiB page on a virtual machine, 16,384 faults for a
+    /// store of 64 MiB. The pool file's space is allocated already (a pool is created with
+    /// `posix_fallocate`): this costs page-table entries, not memory. What PMDK's
+    /// `prefault.at_open` does for libpmemobj pools, and what `Pool::create` does for the log
+    /// slots; not done by [`open`](Self::open) itself, since a store of many GiB would take
+    /// seconds to open. Returns the pages touched.
+    pub fn prefault(&self) -> u64 {
+        let inner = &*self.pool.inner;
+        let g = &self.geo;
+        let page = crate::map::page_size() as u64;
+        let mut pages = 0;
+        for (start, len) in [(g.map, g.nblocks * 8), (g.base, g.nphys * g.bs)] {
+            let mut off = start;
+            while off < start + len {
+                // A read of the page's first word (the load itself is the point).
+                std::hint::black_box(inner.map.read::<u64>(off & !7));
+                pages += 1;
+                off = (off / page + 1) * page;
+            }
+        }
+        pages
+    }
+
     fn check_args(&self, lba: u64, len: usize) -> Result<()> {
         if lba >= self.geo.nblocks {
             return Err(Error::IndexOutOfRange {
