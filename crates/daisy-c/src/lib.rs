@@ -895,8 +895,8 @@ pub unsafe extern "C" fn daisy_tx_commit(tx: *mut daisy_tx) -> c_int {
     // The transaction is moved out of its slot inside the closure (one move, no copies
     // through the caller's frame), before it ends: ending it frees the lane, and with it the
     // slot, to other threads.
-    // SAFETY: initialised while `open` (checked above, now false): read exactly once.
     let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: initialised while `open` (checked above, now false): read exactly once.
         unsafe { h.tx.assume_init_read() }.commit()
     }));
     match r {
