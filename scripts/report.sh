@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cargo build --release --locked -p daisy-cli
+# libdaisy.so beside the daisy binary: the report runs the transaction cases through the C API
+# too (issue 23's targets; NOT RUN without it).
+cargo build --release --locked -p daisy-c
 # Built separately: it enables the library's simulator hooks, which the daisy binary must not have.
 cargo build --release --locked -p daisy-powerfail
 out="${OUT:-daisy-report}"

@@ -18,6 +18,7 @@ type PoolCreateFn = unsafe extern "C" fn(
     *const c_void,
     *mut *mut c_void,
 ) -> c_int;
+type PoolOpenFn = unsafe extern "C" fn(*const c_char, *const c_char, *mut *mut c_void) -> c_int;
 type PoolCloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type RootFn = unsafe extern "C" fn(*const c_void, u64, *mut u64) -> c_int;
 type TxBeginFn = unsafe extern "C" fn(*mut c_void, *mut *mut c_void) -> c_int;
@@ -32,6 +33,7 @@ type ErrMsgFn = unsafe extern "C" fn() -> *const c_char;
 pub struct DaisyC {
     _lib: Library,
     pool_create: PoolCreateFn,
+    pool_open: PoolOpenFn,
     pool_close: PoolCloseFn,
     root: RootFn,
     tx_begin: TxBeginFn,
@@ -79,6 +81,7 @@ impl DaisyC {
         }
         Ok(DaisyC {
             pool_create: sym!(b"daisy_pool_create", PoolCreateFn),
+            pool_open: sym!(b"daisy_pool_open", PoolOpenFn),
             pool_close: sym!(b"daisy_pool_close", PoolCloseFn),
             root: sym!(b"daisy_root", RootFn),
             tx_begin: sym!(b"daisy_tx_begin", TxBeginFn),
@@ -118,16 +121,18 @@ pub struct CTx<'a> {
 }
 
 impl<'a> CPool<'a> {
-    /// Create `path` (default options) with a root object of `root_size` bytes.
+    /// Create `path` (layout `layout`, default options) with a root object of `root_size`
+    /// bytes.
     pub fn create(
         lib: &'a DaisyC,
         path: &Path,
+        layout: &str,
         size: u64,
         max: u64,
         root_size: u64,
     ) -> Result<Self> {
         let p = CString::new(path.to_string_lossy().as_bytes())?;
-        let layout = c"daisy.bench.tx";
+        let layout = CString::new(layout)?;
         let mut pool = std::ptr::null_mut();
         // SAFETY: NUL-terminated strings, NULL options (defaults), a valid out-pointer.
         let rc = unsafe {
@@ -143,13 +148,34 @@ impl<'a> CPool<'a> {
         if rc != 0 {
             return Err(lib.err(rc));
         }
-        let mut root = 0;
-        // SAFETY: a live pool handle and a valid out-pointer.
-        let rc = unsafe { (lib.root)(pool, root_size, &mut root) };
+        Self::with_root(lib, pool, root_size)
+    }
+
+    /// Open the pool file `path` of layout `layout` (made by [`CPool::create`] or through the
+    /// Rust API) with its root object of `root_size` bytes.
+    pub fn open(lib: &'a DaisyC, path: &Path, layout: &str, root_size: u64) -> Result<Self> {
+        let p = CString::new(path.to_string_lossy().as_bytes())?;
+        let layout = CString::new(layout)?;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: NUL-terminated strings, a valid out-pointer.
+        let rc = unsafe { (lib.pool_open)(p.as_ptr(), layout.as_ptr(), &mut pool) };
         if rc != 0 {
             return Err(lib.err(rc));
         }
-        Ok(CPool { lib, pool, root })
+        Self::with_root(lib, pool, root_size)
+    }
+
+    /// The handle of a pool just created or opened, with its root object (the pool is closed
+    /// again when the root cannot be had).
+    fn with_root(lib: &'a DaisyC, pool: *mut c_void, root_size: u64) -> Result<Self> {
+        let mut root = 0;
+        // SAFETY: a live pool handle and a valid out-pointer.
+        let rc = unsafe { (lib.root)(pool, root_size, &mut root) };
+        let me = CPool { lib, pool, root };
+        if rc != 0 {
+            return Err(lib.err(rc));
+        }
+        Ok(me)
     }
 
     /// Run `f` in one transaction: commit when it returns Ok, abort otherwise.

@@ -17,16 +17,20 @@
 use crate::capi::{CPool, CTx, DaisyC};
 use crate::dbrivals::{Db, UpdateOne};
 use crate::pmdk::{PMEMoid, Pmdk, PmdkPool};
-use crate::stats::Spread;
+use crate::stats::{median, Spread};
 use crate::table::Table;
 use anyhow::{anyhow, Result};
 use bytemuck::{Pod, Zeroable};
 use daisy::internals::Persister;
 use daisy::{counters, Error, PPtr, Pool, PoolOptions};
+use std::cell::{Ref, RefCell};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const RING: usize = 64;
+
+/// The layout of the benchmark's Daisy pool.
+const LAYOUT: &str = "daisy.bench.tx";
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -82,7 +86,9 @@ pub struct Row {
     /// (File mechanisms) this row's time divided by Daisy's: how many times faster Daisy is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speedup_vs_daisy: Option<f64>,
-    /// (`daisy-c` rows) this row's time divided by the Rust path's (`daisy`) in the same run.
+    /// (`daisy-c` rows) this row's time divided by the Rust path's (`daisy`) on the same pool
+    /// file: the median of the rounds' ratios ([`round_ratios`]). On `daisy-c` rows
+    /// `speedup_vs_pmdk` is likewise the median of the rounds' PMDK/C ratios.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub x_rust: Option<f64>,
     /// This row's time divided by the store-flush floor.
@@ -91,40 +97,73 @@ pub struct Row {
     /// (The embedded databases) the library measured and its version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Nanoseconds per operation of each timed run, in round order: the runs of one round
+    /// of two rows were taken seconds apart, so their ratio ([`round_ratios`]) compares the
+    /// mechanisms in the same spell of the machine.
+    pub runs_ns: Vec<f64>,
 }
 
-/// One mechanism's operation, timed in runs of `ops` operations.
+/// Each round's time of `num` over `den`'s (the rounds both rows have, in order).
+pub fn round_ratios(num: &Row, den: &Row) -> Vec<f64> {
+    num.runs_ns
+        .iter()
+        .zip(&den.runs_ns)
+        .map(|(a, b)| a / b)
+        .collect()
+}
+
+/// One mechanism, timed in runs of `ops` operations.
 struct Timed<'a> {
     ops: u64,
-    op: Box<dyn FnMut(u64) -> Result<()> + 'a>,
+    /// Runs the operations numbered `first..first + n` and returns how long they took.
+    /// Anything a run needs first (opening the pool file this mechanism shares with another,
+    /// see [`SharedPool`]) is done before its clock starts.
+    run: Box<dyn FnMut(u64, u64) -> Result<Duration> + 'a>,
 }
 
 impl<'a> Timed<'a> {
+    /// A mechanism of one operation, timed over `ops` calls of `op`.
     fn new(ops: u64, op: impl FnMut(u64) -> Result<()> + 'a) -> Self {
+        Self::boxed(ops, Box::new(op))
+    }
+
+    /// [`Timed::new`] of an operation already boxed. It is called through a `dyn` pointer, as
+    /// every mechanism's operation is: none of them is inlined into the timing loop.
+    fn boxed(ops: u64, mut op: Box<dyn FnMut(u64) -> Result<()> + 'a>) -> Self {
         Timed {
             ops,
-            op: Box::new(op),
+            run: Box::new(move |first, n| time_ops(first, n, &mut op)),
         }
     }
+}
+
+/// Time `op` over the operation numbers `first..first + n`.
+fn time_ops(first: u64, n: u64, op: &mut dyn FnMut(u64) -> Result<()>) -> Result<Duration> {
+    let t = Instant::now();
+    for i in first..first + n {
+        op(i)?;
+    }
+    Ok(t.elapsed())
 }
 
 /// Time the mechanisms' runs in rounds: each round makes one run of every mechanism, one
 /// after the other. A run lasts milliseconds and a slow or fast spell of a shared machine
 /// lasts up to seconds: run one mechanism's runs back to back and a spell can fall on all of
 /// them and none of its rival's (a report once read Daisy 319 ns against msync 222 ns while
-/// every other run that day read 200-240 against 220-270). In rounds it falls on all alike.
-/// Every other round goes through the mechanisms in reverse, so none always runs right after
-/// the same one (fsync's disk writes, say). Each mechanism is warmed up first (a tenth of a
-/// run, at least 100 operations). Returns each mechanism's spread of nanoseconds per
-/// operation, in the order given.
-fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Spread>> {
+/// every other run that day read 200-240 against 220-270). In rounds it falls on all alike,
+/// and the runs of one round can be compared pairwise (mechanisms next to each other in
+/// `mechs` run next to each other in every round). Every other round goes through the
+/// mechanisms in reverse, so none always runs right after the same one (fsync's disk writes,
+/// say). Each mechanism is warmed up first (a tenth of a run, at least 100 operations).
+/// Returns each mechanism's nanoseconds per operation of every run, in round order, in the
+/// order given.
+fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Vec<f64>>> {
     // Operation numbers go on from the warm-up, per mechanism.
     let mut next = vec![0u64; mechs.len()];
     for (m, i) in mechs.iter_mut().zip(next.iter_mut()) {
-        for _ in 0..(m.ops / 10).max(100) {
-            (m.op)(*i)?;
-            *i += 1;
-        }
+        let warm = (m.ops / 10).max(100);
+        (m.run)(*i, warm)?;
+        *i += warm;
     }
     let mut samples = vec![Vec::with_capacity(runs); mechs.len()];
     for round in 0..runs {
@@ -135,15 +174,124 @@ fn time_rounds(runs: usize, mechs: &mut [Timed]) -> Result<Vec<Spread>> {
         };
         for k in order {
             let (m, i) = (&mut mechs[k], &mut next[k]);
-            let t = Instant::now();
-            for _ in 0..m.ops {
-                (m.op)(*i)?;
-                *i += 1;
-            }
-            samples[k].push(t.elapsed().as_nanos() as f64 / m.ops as f64);
+            let t = (m.run)(*i, m.ops)?;
+            *i += m.ops;
+            samples[k].push(t.as_nanos() as f64 / m.ops as f64);
         }
     }
-    Ok(samples.iter().map(|s| Spread::of(s)).collect())
+    Ok(samples)
+}
+
+/// The benchmark's Daisy pool file, shared by the Rust path and the C API (`--api c`) so that
+/// both run on the same memory: how long a cache-line write-back takes depends on where the
+/// line lies (one process measuring the same C loop on four pools read medians from 159 to
+/// 226 ns), so two pools would compare their placements as much as the two APIs. A pool file
+/// is open through one handle at a time (the exclusive lock), so each run opens it through
+/// its own API, closing the other, before its clock starts, and warms it up (its lane's log
+/// and the lines it touches back in the cache). Without the C API the Rust path opens it once.
+struct SharedPool<'l> {
+    path: PathBuf,
+    lib: Option<&'l DaisyC>,
+    rust: RefCell<Option<Pool>>,
+    c: RefCell<Option<CPool<'l>>>,
+}
+
+impl<'l> SharedPool<'l> {
+    /// Create the pool file (through the Rust API) and open it there.
+    fn create(path: &Path, lib: Option<&'l DaisyC>) -> Result<Self> {
+        let _ = std::fs::remove_file(path);
+        let pool = Pool::create(
+            path,
+            &PoolOptions::new(LAYOUT).size(256 << 20).max_size(1 << 30),
+        )?;
+        pool.root::<BenchRoot>()?;
+        Ok(SharedPool {
+            path: path.to_path_buf(),
+            lib,
+            rust: RefCell::new(Some(pool)),
+            c: RefCell::new(None),
+        })
+    }
+
+    /// The pool through the Rust API, opened there (and closed in C) when it was not; the
+    /// flag says whether it was just opened.
+    fn rust(&self) -> Result<(Ref<'_, Pool>, bool)> {
+        let opened = self.rust.borrow().is_none();
+        if opened {
+            // Dropping the C handle closes it (everything committed made durable).
+            drop(self.c.borrow_mut().take());
+            *self.rust.borrow_mut() = Some(Pool::open(&self.path, LAYOUT)?);
+        }
+        let pool = Ref::map(self.rust.borrow(), |p| p.as_ref().expect("opened above"));
+        Ok((pool, opened))
+    }
+
+    /// The pool through the C API (`--api c` only), opened there (and closed in Rust) when it
+    /// was not; the flag says whether it was just opened.
+    fn c(&self) -> Result<(Ref<'_, CPool<'l>>, bool)> {
+        let lib = self
+            .lib
+            .ok_or_else(|| anyhow!("the C API was not loaded"))?;
+        let opened = self.c.borrow().is_none();
+        if opened {
+            if let Some(p) = self.rust.borrow_mut().take() {
+                p.close()?;
+            }
+            *self.c.borrow_mut() = Some(CPool::open(
+                lib,
+                &self.path,
+                LAYOUT,
+                std::mem::size_of::<BenchRoot>() as u64,
+            )?);
+        }
+        let pool = Ref::map(self.c.borrow(), |p| p.as_ref().expect("opened above"));
+        Ok((pool, opened))
+    }
+}
+
+/// Operations run untimed on a pool just opened for a run, before its clock starts, so that a
+/// run of `n` operations does not pay for the caches the other API left cold; numbered from
+/// [`REOPEN_WARM_FIRST`] (never the timed runs' numbers).
+fn reopen_warm_ops(n: u64) -> u64 {
+    (n / 20).clamp(1, 5_000)
+}
+const REOPEN_WARM_FIRST: u64 = 1 << 40;
+
+/// The Rust path on the shared pool.
+fn daisy_timed<'a>(shared: &'a SharedPool<'_>, case: &'a str, ops: u64) -> Timed<'a> {
+    let mut live: Vec<PPtr<[u8; 64]>> = vec![PPtr::null(); PAIRS as usize];
+    let mut pos = 0u64;
+    Timed {
+        ops,
+        run: Box::new(move |first, n| {
+            let (pool, opened) = shared.rust()?;
+            let root = pool.root::<BenchRoot>()?;
+            let mut op = daisy_op(&pool, root, case, &mut live, &mut pos);
+            if opened {
+                let w = reopen_warm_ops(n);
+                time_ops(REOPEN_WARM_FIRST, w, &mut op)?;
+            }
+            time_ops(first, n, &mut op)
+        }),
+    }
+}
+
+/// The C API on the shared pool.
+fn capi_timed<'a>(shared: &'a SharedPool<'_>, case: &'a str, ops: u64) -> Timed<'a> {
+    let mut live: Vec<u64> = vec![0; PAIRS as usize];
+    let mut pos = 0u64;
+    Timed {
+        ops,
+        run: Box::new(move |first, n| {
+            let (pool, opened) = shared.c()?;
+            let mut op = capi_op(&pool, case, &mut live, &mut pos);
+            if opened {
+                let w = reopen_warm_ops(n);
+                time_ops(REOPEN_WARM_FIRST, w, &mut op)?;
+            }
+            time_ops(first, n, &mut op)
+        }),
+    }
 }
 
 fn count_pass(n: u64, mut op: impl FnMut(u64) -> Result<()>) -> Result<(f64, f64)> {
@@ -157,10 +305,14 @@ fn count_pass(n: u64, mut op: impl FnMut(u64) -> Result<()>) -> Result<(f64, f64
 }
 
 /// The measured operation for `case`, chosen once (so the harness adds no per-call dispatch).
+/// `alloc-free-pairs` keeps its live blocks in `live` (a ring, `pos` its next place) across
+/// runs.
 fn daisy_op<'a>(
     pool: &'a Pool,
     root: PPtr<BenchRoot>,
     case: &str,
+    live: &'a mut [PPtr<[u8; 64]>],
+    pos: &'a mut u64,
 ) -> Box<dyn FnMut(u64) -> Result<()> + 'a> {
     let err = anyhow::Error::from;
     match case {
@@ -190,26 +342,22 @@ fn daisy_op<'a>(
             })
             .map_err(err)
         }),
-        "alloc-free-pairs" => {
-            // The live blocks are kept in DRAM (the pool sees them as unreachable; the
-            // benchmark pool is thrown away).
-            let mut ring: Vec<PPtr<[u8; 64]>> = vec![PPtr::null(); PAIRS as usize];
-            let mut pos = 0u64;
-            Box::new(move |_| {
-                pool.transaction(|tx| {
-                    for _ in 0..PAIRS {
-                        let new = tx.alloc(&[0u8; 64])?;
-                        let old = std::mem::replace(&mut ring[(pos % PAIRS) as usize], new);
-                        pos += 1;
-                        if !old.is_null() {
-                            tx.free(old)?;
-                        }
+        // The live blocks are kept in DRAM (the pool sees them as unreachable; the benchmark
+        // pool is thrown away).
+        "alloc-free-pairs" => Box::new(move |_| {
+            pool.transaction(|tx| {
+                for _ in 0..PAIRS {
+                    let new = tx.alloc(&[0u8; 64])?;
+                    let old = std::mem::replace(&mut live[(*pos % PAIRS) as usize], new);
+                    *pos += 1;
+                    if !old.is_null() {
+                        tx.free(old)?;
                     }
-                    Ok::<_, Error>(())
-                })
-                .map_err(err)
+                }
+                Ok::<_, Error>(())
             })
-        }
+            .map_err(err)
+        }),
         other => panic!("unknown case {other}"),
     }
 }
@@ -229,7 +377,13 @@ fn alloc_link_free(tx: &mut daisy::Tx<'_>, root: PPtr<BenchRoot>, i: u64) -> dai
 
 /// The same transactions as [`daisy_op`], through the C API (libdaisy.so): the same calls a
 /// C program makes (`daisy_tx_begin`, `_read`, `_alloc`, `_write`, `_free`, `_commit`).
-fn capi_op<'a>(p: &'a CPool<'a>, case: &str) -> Box<dyn FnMut(u64) -> Result<()> + 'a> {
+/// `alloc-free-pairs`'s live blocks as in [`daisy_op`].
+fn capi_op<'a>(
+    p: &'a CPool<'_>,
+    case: &str,
+    live: &'a mut [u64],
+    pos: &'a mut u64,
+) -> Box<dyn FnMut(u64) -> Result<()> + 'a> {
     let root = p.root;
     match case {
         "update-1" => Box::new(move |i| p.tx(|t| t.write(root, &i.to_le_bytes()))),
@@ -250,24 +404,20 @@ fn capi_op<'a>(p: &'a CPool<'a>, case: &str) -> Box<dyn FnMut(u64) -> Result<()>
                 Ok(())
             })
         }),
-        "alloc-free-pairs" => {
-            let mut ring: Vec<u64> = vec![0; PAIRS as usize];
-            let mut pos = 0u64;
-            Box::new(move |_| {
-                p.tx(|t| {
-                    for _ in 0..PAIRS {
-                        let new = t.alloc(64)?;
-                        t.write(new, &[0u8; 64])?;
-                        let old = std::mem::replace(&mut ring[(pos % PAIRS) as usize], new);
-                        pos += 1;
-                        if old != 0 {
-                            t.free(old)?;
-                        }
+        "alloc-free-pairs" => Box::new(move |_| {
+            p.tx(|t| {
+                for _ in 0..PAIRS {
+                    let new = t.alloc(64)?;
+                    t.write(new, &[0u8; 64])?;
+                    let old = std::mem::replace(&mut live[(*pos % PAIRS) as usize], new);
+                    *pos += 1;
+                    if old != 0 {
+                        t.free(old)?;
                     }
-                    Ok(())
-                })
+                }
+                Ok(())
             })
-        }
+        }),
         other => panic!("unknown case {other}"),
     }
 }
@@ -416,27 +566,17 @@ pub fn run(
     let fpath = cfg
         .dir
         .join(format!("store-flush-{}.bin", std::process::id()));
-    let cpath = cfg
-        .dir
-        .join(format!("daisy-c-bench-tx-{}.pool", std::process::id()));
-    let _cleanup = Cleanup(vec![
-        dpath.clone(),
-        ppath.clone(),
-        fpath.clone(),
-        cpath.clone(),
-    ]);
-    let _ = std::fs::remove_file(&cpath);
-    let _ = std::fs::remove_file(&dpath);
-    let pool = Pool::create(
-        &dpath,
-        &PoolOptions::new("daisy.bench.tx")
-            .size(256 << 20)
-            .max_size(1 << 30),
-    )?;
-    let root = pool.root::<BenchRoot>()?;
-    let mode = pool.mode();
-    let fs = pool.info().fs_type.to_string();
-    note(&describe_env(&pool));
+    let _cleanup = Cleanup(vec![dpath.clone(), ppath.clone(), fpath.clone()]);
+    let clib = match &cfg.c_lib {
+        Some(p) => Some(DaisyC::load(p)?),
+        None => None,
+    };
+    let shared = SharedPool::create(&dpath, clib.as_ref())?;
+    let (mode, fs) = {
+        let (pool, _) = shared.rust()?;
+        note(&describe_env(&pool));
+        (pool.mode(), pool.info().fs_type.to_string())
+    };
     let pmdk = Pmdk::load();
     match &pmdk {
         Ok(p) => note(&format!(
@@ -455,27 +595,14 @@ pub fn run(
             ));
         }
     }
-    let clib = match &cfg.c_lib {
-        Some(p) => {
-            let l = DaisyC::load(p)?;
-            note(&format!(
-                "C API: {} (daisy-c rows: the same transactions through daisy.h; x rust = C time / Rust time)",
-                l.path.display()
-            ));
-            Some(l)
-        }
-        None => None,
-    };
-    let cpool = match &clib {
-        Some(l) => Some(CPool::create(
-            l,
-            &cpath,
-            256 << 20,
-            1 << 30,
-            std::mem::size_of::<BenchRoot>() as u64,
-        )?),
-        None => None,
-    };
+    if let Some(l) = &clib {
+        note(&format!(
+            "C API: {} (daisy-c rows: the same transactions through daisy.h, on the Rust path's \
+             pool file, each run opening it through its own API; x rust = C time / Rust time, \
+             the median of the rounds' ratios)",
+            l.path.display()
+        ));
+    }
     let mut rows = Vec::new();
     let mut ring: Vec<PMEMoid> = vec![PMEMoid::default(); RING];
     let ppool = match &pmdk {
@@ -507,35 +634,39 @@ pub fn run(
     let spersist = Persister::new(mode);
 
     for case in &cfg.cases {
-        let row = |mech: &'static str, sp: Spread, counts: Option<(f64, f64)>| Row {
-            bench: "tx",
-            case: case.clone(),
-            mechanism: mech,
-            ns_per_op: sp.median,
-            ops_per_s: 1e9 / sp.median,
-            spread_min_ns: sp.min,
-            spread_max_ns: sp.max,
-            pairs_per_s: match case.as_str() {
-                "alloc-free" => Some(1e9 / sp.median),
-                "alloc-free-x100" => Some(100.0 * 1e9 / sp.median),
-                "alloc-free-pairs" => Some(PAIRS as f64 * 1e9 / sp.median),
-                _ => None,
-            },
-            flushes_per_op: counts.map(|c| c.0),
-            fences_per_op: counts.map(|c| c.1),
-            runs: cfg.runs,
-            ops: cfg.ops,
-            mode: if mech == "pmdk" {
-                "pmem (forced)".into()
-            } else {
-                mode.describe()
-            },
-            fs: fs.clone(),
-            speedup_vs_pmdk: None,
-            speedup_vs_daisy: None,
-            x_store_flush: None,
-            x_rust: None,
-            version: None,
+        let row = |mech: &'static str, runs_ns: Vec<f64>, counts: Option<(f64, f64)>| {
+            let sp = Spread::of(&runs_ns);
+            Row {
+                bench: "tx",
+                case: case.clone(),
+                mechanism: mech,
+                ns_per_op: sp.median,
+                ops_per_s: 1e9 / sp.median,
+                spread_min_ns: sp.min,
+                spread_max_ns: sp.max,
+                pairs_per_s: match case.as_str() {
+                    "alloc-free" => Some(1e9 / sp.median),
+                    "alloc-free-x100" => Some(100.0 * 1e9 / sp.median),
+                    "alloc-free-pairs" => Some(PAIRS as f64 * 1e9 / sp.median),
+                    _ => None,
+                },
+                flushes_per_op: counts.map(|c| c.0),
+                fences_per_op: counts.map(|c| c.1),
+                runs: cfg.runs,
+                ops: cfg.ops,
+                mode: if mech == "pmdk" {
+                    "pmem (forced)".into()
+                } else {
+                    mode.describe()
+                },
+                fs: fs.clone(),
+                speedup_vs_pmdk: None,
+                speedup_vs_daisy: None,
+                x_store_flush: None,
+                x_rust: None,
+                version: None,
+                runs_ns,
+            }
         };
         let ops = match case.as_str() {
             "alloc-free-x100" => (cfg.ops / 50).max(200),
@@ -563,31 +694,39 @@ pub fn run(
         } else {
             vec![]
         };
-        let mut timed = vec![Timed::new(ops, daisy_op(&pool, root, case))];
+        // The Rust path, the C API and PMDK next to each other, so that in every round their
+        // runs follow each other: the C API's ratios to both are taken round by round.
+        let mut timed = vec![daisy_timed(&shared, case, ops)];
+        if clib.is_some() {
+            timed.push(capi_timed(&shared, case, ops));
+        }
         if let Some(pp) = &ppool {
             timed.push(Timed::new(ops, pmdk_op(pp, &mut ring, case)));
-        }
-        if let Some(cp) = &cpool {
-            timed.push(Timed::new(ops, capi_op(cp, case)));
         }
         if update_1 {
             timed.push(Timed::new(ops, store_flush_op(&smap, spersist.clone())));
             timed.push(Timed::new(file_ops, msync_op(&smap)));
             timed.push(Timed::new(file_ops, fsync_op(&sfile)));
             for u in &dbs {
-                timed.push(Timed {
-                    ops: file_ops,
-                    op: u.op()?,
-                });
+                timed.push(Timed::boxed(file_ops, u.op()?));
             }
         }
-        let mut spreads = time_rounds(cfg.runs, &mut timed)?.into_iter();
+        let mut samples = time_rounds(cfg.runs, &mut timed)?.into_iter();
         drop(timed);
-        let mut next = || spreads.next().expect("a spread per timed mechanism");
-        let counts = count_pass(1000.min(ops), daisy_op(&pool, root, case))?;
+        let mut next = || samples.next().expect("samples per timed mechanism");
+        let counts = {
+            let (pool, _) = shared.rust()?;
+            let root = pool.root::<BenchRoot>()?;
+            let mut live = vec![PPtr::null(); PAIRS as usize];
+            let mut pos = 0;
+            count_pass(
+                1000.min(ops),
+                daisy_op(&pool, root, case, &mut live, &mut pos),
+            )?
+        };
         let mut d = row("daisy", next(), Some(counts));
+        let mut c_row = clib.as_ref().map(|_| row("daisy-c", next(), None));
         let p_row = ppool.as_ref().map(|_| row("pmdk", next(), None));
-        let mut c_row = cpool.as_ref().map(|_| row("daisy-c", next(), None));
         let mut s_row = None;
         let mut file_rows = vec![];
         if update_1 {
@@ -614,9 +753,9 @@ pub fn run(
             d.speedup_vs_pmdk = Some(p.ns_per_op / d.ns_per_op);
         }
         if let Some(c) = &mut c_row {
-            c.x_rust = Some(c.ns_per_op / d.ns_per_op);
+            c.x_rust = Some(median(&round_ratios(c, &d)));
             if let Some(p) = &p_row {
-                c.speedup_vs_pmdk = Some(p.ns_per_op / c.ns_per_op);
+                c.speedup_vs_pmdk = Some(median(&round_ratios(p, c)));
             }
         }
         if let Some(s) = &s_row {
@@ -635,7 +774,7 @@ pub fn run(
         }
     }
     drop(ppool);
-    drop(cpool);
+    drop(shared);
     Ok(rows)
 }
 
@@ -780,10 +919,13 @@ mod tests {
             }
         };
         let mut mechs = vec![Timed::new(200, op('a')), Timed::new(20, op('b'))];
-        let spreads = time_rounds(3, &mut mechs).unwrap();
+        let samples = time_rounds(3, &mut mechs).unwrap();
         drop(mechs);
-        assert_eq!(spreads.len(), 2);
-        assert!(spreads.iter().all(|s| s.min > 0.0 && s.min <= s.max));
+        // Each mechanism's three runs, in round order.
+        assert_eq!(samples.len(), 2);
+        assert!(samples
+            .iter()
+            .all(|s| s.len() == 3 && s.iter().all(|&x| x > 0.0)));
         // Collapse the log into runs of one mechanism: (mechanism, operations, first number).
         let mut runs: Vec<(char, u64, u64)> = vec![];
         for &(m, i) in log.borrow().iter() {

@@ -50,7 +50,7 @@ use crate::{crashtest, hashbench, iobench, progress, txbench};
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 use verdicts::{
-    disk_verdicts, hashmap_verdicts, io_verdicts, kv_verdicts, power_fail_verdict,
+    capi_verdicts, disk_verdicts, hashmap_verdicts, io_verdicts, kv_verdicts, power_fail_verdict,
     server_crash_verdict, types_memory_verdicts, types_verdicts, verdicts,
 };
 
@@ -156,6 +156,9 @@ pub struct Report {
     /// The KV server's kill torture (`daisy crashtest --server`), or why it could not run.
     pub server_crash: Outcome<crate::kvcrash::Summary>,
     pub tx: Vec<txbench::Row>,
+    /// The C API library whose `daisy-c` rows `tx` holds (issue 23's targets), or why it was
+    /// not measured.
+    pub c_api: Outcome<String>,
     /// Seed 000's hash-map insert benchmark (`daisy bench hashmap`).
     pub hashmap: Vec<hashbench::Row>,
     /// What the hash-map benchmark printed about how it measured.
@@ -398,12 +401,22 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
     note(&format!(
         "performance test: small transactions, {ops} per run, {runs} runs"
     ));
+    // The C API (issue 23): libdaisy.so beside the daisy binary (`cargo build --release -p
+    // daisy-c`; scripts/report.sh builds it), or $DAISY_LIB.
+    let c_lib = crate::capi::DaisyC::default_path();
+    let c_api = crate::capi::DaisyC::load(&c_lib)
+        .map(|l| l.path.display().to_string())
+        .map_err(|e| format!("{e:#}"));
+    match &c_api {
+        Ok(l) => note(&format!("performance test: the C API too ({l})")),
+        Err(e) => note(&format!("performance test: the C API not measured: {e}")),
+    }
     let tcfg = txbench::Config {
         dir: cfg.dir.clone(),
         ops,
         runs,
         cases: txbench::CASES.iter().map(|s| s.to_string()).collect(),
-        c_lib: None,
+        c_lib: c_api.is_ok().then_some(c_lib),
     };
     let bar = progress::bar(txbench::CASES.len() as u64, "cases");
     let mut done = 0;
@@ -583,6 +596,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
     let io = run_io(cfg, disk_dir, &mut note).map_err(|e| format!("{e:#}"));
 
     let mut verdicts = verdicts(&functional, &tx, &env);
+    verdicts.extend(capi_verdicts(&tx, &c_api));
     verdicts.extend(hashmap_verdicts(&hashmap, &env));
     verdicts.extend(disk_verdicts(&hashmap, &hashmap_disk, &hashmap_disk_dir));
     verdicts.extend(kv_verdicts(&kv, kv_p1.as_ref()));
@@ -600,6 +614,7 @@ pub fn run(cfg: &Config, mut note: impl FnMut(&str)) -> Result<Report> {
         power_fail,
         server_crash,
         tx,
+        c_api,
         hashmap,
         hashmap_notes,
         hashmap_disk,

@@ -5,6 +5,11 @@ use super::*;
 use crate::kvbench;
 
 fn tx(case: &str, mechanism: &'static str, ns: f64) -> txbench::Row {
+    tx_row(case, mechanism, ns)
+}
+
+/// A transaction benchmark row of `ns` per operation (its runs around it).
+pub(super) fn tx_row(case: &str, mechanism: &'static str, ns: f64) -> txbench::Row {
     txbench::Row {
         bench: "tx",
         case: case.into(),
@@ -25,6 +30,7 @@ fn tx(case: &str, mechanism: &'static str, ns: f64) -> txbench::Row {
         x_store_flush: (mechanism == "daisy").then_some(1.9),
         x_rust: None,
         version: None,
+        runs_ns: vec![ns * 0.9, ns, ns, ns * 1.1, ns * 1.2],
     }
 }
 
@@ -325,7 +331,9 @@ fn full() -> Report {
             tx("update-1", "pmdk", 450.0),
             tx("update-1", "store-flush", 95.0),
             tx("update-1", "msync", 5400.0),
+            tx("update-1", "daisy-c", 190.0),
         ],
+        c_api: Ok("/x/libdaisy.so".into()),
         hashmap: vec![
             hm(1000, "daisy", 0.2),
             hm(1000, "msync-op", 50.0),

@@ -1336,6 +1336,96 @@ pub(super) fn verdicts(
     v
 }
 
+/// Issue 23's targets for the C API (libdaisy, `daisy bench tx --api c`): the transaction
+/// benchmark's cases through daisy.h at most 1.10x the Rust path's time, and at least 4x
+/// faster than PMDK's libpmemobj, in the same run. The C API and the Rust path run on the same
+/// pool file (each run opening it through its own API: how long a cache-line write-back takes
+/// depends on where the line lies, so two pools would compare their placements too), and the
+/// Rust path, the C API and PMDK run one after another in every round: each check is the
+/// median of the rounds' ratios with its interval, as for the other paired targets.
+/// `c_api` is the library measured, or why it was not.
+pub(super) fn capi_verdicts(tx: &[txbench::Row], c_api: &Outcome<String>) -> Vec<Verdict> {
+    let (rust_name, rust_test) = (
+        "target: C API within 10% of Rust",
+        "Transactions through the C API (libdaisy.so) vs the Rust API",
+    );
+    let (pmdk_name, pmdk_test) = (
+        "target: C API vs PMDK",
+        "Transactions through the C API (libdaisy.so) vs PMDK libpmemobj",
+    );
+    let lib = match c_api {
+        Ok(lib) => lib,
+        Err(why) => {
+            return vec![
+                Verdict::not_run(rust_name, rust_test, why),
+                Verdict::not_run(pmdk_name, pmdk_test, why),
+            ]
+        }
+    };
+    let (mut vs_rust, mut vs_pmdk) = (vec![], vec![]);
+    for case in txbench::CASES {
+        let Some(c) = find(tx, case, "daisy-c") else {
+            continue;
+        };
+        if let Some(d) = find(tx, case, "daisy") {
+            vs_rust.push(Check::paired(
+                format!("{case}: C/Rust"),
+                Target::AtMost(1.10),
+                txbench::round_ratios(c, d),
+                c.ns_per_op / d.ns_per_op,
+            ));
+        }
+        if let Some(p) = find(tx, case, "pmdk") {
+            vs_pmdk.push(Check::paired(
+                format!("{case}: PMDK/C"),
+                Target::AtLeast(4.0),
+                txbench::round_ratios(p, c),
+                p.ns_per_op / c.ns_per_op,
+            ));
+        }
+    }
+    let how = "on the same pool file, each figure the median of the rounds' ratios";
+    let mut v = vec![];
+    for (name, test, requirement, checks, what, why_missing) in [
+        (
+            rust_name,
+            rust_test,
+            Target::AtMost(1.10),
+            vs_rust,
+            "C API time over the Rust API's",
+            "no daisy-c rows were measured",
+        ),
+        (
+            pmdk_name,
+            pmdk_test,
+            Target::AtLeast(4.0),
+            vs_pmdk,
+            "PMDK's time over the C API's",
+            "PMDK (libpmemobj) was not measured",
+        ),
+    ] {
+        if checks.is_empty() {
+            v.push(Verdict::not_run(name, test, why_missing));
+            continue;
+        }
+        let parts: Vec<String> = checks.iter().map(check_text).collect();
+        v.push(Verdict::judged(
+            name,
+            test,
+            format!("every case {}", requirement.short()),
+            checks_summary(&checks),
+            checks,
+            format!(
+                "C API ({lib}): the transaction benchmark's cases through daisy.h, {what} \
+                 ({how}): {} (requirement: {} in every case)",
+                parts.join("; "),
+                requirement.text(),
+            ),
+        ));
+    }
+    v
+}
+
 /// Issue 24's targets on seed 002's matrix: Daisy's block store at least 1.2x PMDK's
 /// libpmemblk (in process, the same load generator) and fio's pmemblk engine, and at least
 /// fio's libpmem engine with `--sync=1`, in every write cell. Each cell is one measured figure
@@ -1521,8 +1611,8 @@ pub(super) fn io_verdicts(io: &Outcome<super::IoLab>) -> (Verdict, Vec<Verdict>)
 #[cfg(test)]
 mod tests {
     use super::{
-        kv_verdicts, per_round_ratios, types_verdicts, verdict_ratio, Check, Status, Target,
-        Verdict,
+        capi_verdicts, kv_verdicts, per_round_ratios, types_verdicts, verdict_ratio, Check, Status,
+        Target, Verdict,
     };
     use crate::kvbench;
     use crate::report::tests::kv_row as row;
@@ -1743,5 +1833,75 @@ mod tests {
         assert_eq!(verdict_ratio(0.996), "0.99");
         assert_eq!(verdict_ratio(1.05), "1.05");
         assert_eq!(verdict_ratio(2.6), "2.60");
+    }
+
+    /// A tx row with its runs (nanoseconds per operation, in round order).
+    fn tx_row(case: &str, mechanism: &'static str, runs_ns: &[f64]) -> crate::txbench::Row {
+        let mut r = crate::report::tests::tx_row(case, mechanism, runs_ns[0]);
+        r.ns_per_op = crate::stats::median(runs_ns);
+        r.runs_ns = runs_ns.to_vec();
+        r
+    }
+
+    #[test]
+    fn c_api_targets_pair_the_rounds_with_the_rust_path_and_pmdk() {
+        // update-1: the C API's runs 5-9% slower than the Rust path's round by round: PASS
+        // against 1.10x; PMDK 4.2-4.6x slower than it in every round: PASS against 4x.
+        // update-8: one round at 1.12x: the interval (the whole range, at 5 rounds) holds
+        // 1.10: TIE; PMDK 3.9x in one round: TIE.
+        let rows = vec![
+            tx_row("update-1", "daisy", &[100.0, 110.0, 100.0, 105.0, 100.0]),
+            tx_row("update-1", "daisy-c", &[105.0, 118.8, 109.0, 112.0, 107.0]),
+            tx_row("update-1", "pmdk", &[483.0, 500.0, 480.0, 490.0, 470.0]),
+            tx_row("update-8", "daisy", &[300.0, 300.0, 300.0, 300.0, 300.0]),
+            tx_row("update-8", "daisy-c", &[312.0, 315.0, 336.0, 318.6, 320.0]),
+            tx_row(
+                "update-8",
+                "pmdk",
+                &[1300.0, 1300.0, 1310.4, 1300.0, 1300.0],
+            ),
+        ];
+        let v = capi_verdicts(&rows, &Ok("/x/libdaisy.so".into()));
+        assert_eq!(v.len(), 2);
+        let (rust, pmdk) = (&v[0], &v[1]);
+        assert_eq!(rust.name, "target: C API within 10% of Rust");
+        assert_eq!(rust.checks.len(), 2);
+        let u1 = &rust.checks[0];
+        assert_eq!(
+            (u1.label.as_str(), u1.status),
+            ("update-1: C/Rust", Status::Pass)
+        );
+        assert_eq!(u1.rounds.len(), 5);
+        assert!((u1.ratio - 1.07).abs() < 1e-9, "{}", u1.ratio);
+        let u8 = &rust.checks[1];
+        assert_eq!(u8.status, Status::Tie, "{}", rust.text);
+        assert_eq!(rust.status, Status::Tie);
+        assert!(
+            rust.text
+                .contains("update-8: C/Rust: 1.06x (≤ 1.10x in 4 of 5 rounds"),
+            "{}",
+            rust.text
+        );
+        assert_eq!(pmdk.name, "target: C API vs PMDK");
+        assert_eq!(pmdk.checks[0].status, Status::Pass, "{}", pmdk.text);
+        assert_eq!(pmdk.checks[1].status, Status::Tie, "{}", pmdk.text);
+        assert!(pmdk.text.contains("/x/libdaisy.so"), "{}", pmdk.text);
+        // Every round of update-8 slower than 1.10x: FAIL.
+        let mut slow = rows.clone();
+        slow[4].runs_ns = vec![340.0, 345.0, 350.0, 336.0, 339.0];
+        let v = capi_verdicts(&slow, &Ok("/x/libdaisy.so".into()));
+        assert_eq!(v[0].status, Status::Fail, "{}", v[0].text);
+        // No library: both NOT RUN, with the reason; no PMDK: that one NOT RUN.
+        let v = capi_verdicts(&rows, &Err("libdaisy.so: not found".into()));
+        assert!(v.iter().all(|v| v.status == Status::NotRun), "{v:?}");
+        assert!(
+            v[0].text.contains("libdaisy.so: not found"),
+            "{}",
+            v[0].text
+        );
+        let no_pmdk: Vec<_> = rows.into_iter().filter(|r| r.mechanism != "pmdk").collect();
+        let v = capi_verdicts(&no_pmdk, &Ok("/x/libdaisy.so".into()));
+        assert_eq!(v[0].status, Status::Tie);
+        assert_eq!(v[1].status, Status::NotRun, "{}", v[1].text);
     }
 }

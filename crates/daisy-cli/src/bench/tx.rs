@@ -4,6 +4,7 @@
 use crate::output::Format;
 use anyhow::{bail, Result};
 use clap::Args;
+use daisy_bench::report::{Check, Target};
 use daisy_bench::txbench;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,7 +28,9 @@ pub struct TxArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// `c`: also run every case through Daisy's C API (libdaisy.so, crates/daisy-c), a
-    /// `daisy-c` row beside the Rust path's, with C/Rust and PMDK/C ratios.
+    /// `daisy-c` row beside the Rust path's, on the same pool file, with C/Rust and PMDK/C
+    /// ratios (medians of the rounds' ratios) judged against issue 23's targets (at most
+    /// 1.10x, at least 4x).
     #[arg(long, value_parser = ["rust", "c"], default_value = "rust")]
     pub api: String,
     /// The libdaisy.so for `--api c` [default: $DAISY_LIB, else beside this executable].
@@ -102,15 +105,40 @@ pub fn run(a: TxArgs) -> Result<ExitCode> {
     )?;
     if !json {
         print!("{}", txbench::table(&rows));
-        for r in rows.iter().filter(|r| r.mechanism == "daisy-c") {
-            println!(
-                "{}: C API / Rust = {:.3}{}",
-                r.case,
-                r.x_rust.unwrap_or(f64::NAN),
-                r.speedup_vs_pmdk
-                    .map(|x| format!(", PMDK / C API = {x:.2}x"))
-                    .unwrap_or_default()
-            );
+        // Issue 23's targets, judged as the report judges them: on the rounds' ratios.
+        let find =
+            |case: &str, mech: &str| rows.iter().find(|r| r.case == case && r.mechanism == mech);
+        for c in rows.iter().filter(|r| r.mechanism == "daisy-c") {
+            let mut line = format!("{}:", c.case);
+            if let Some(d) = find(&c.case, "daisy") {
+                let k = Check::paired(
+                    "",
+                    Target::AtMost(1.10),
+                    txbench::round_ratios(c, d),
+                    c.ns_per_op / d.ns_per_op,
+                );
+                line += &format!(
+                    " C API / Rust = {:.3} ({}) {}",
+                    k.ratio,
+                    k.confidence(),
+                    k.status.label()
+                );
+            }
+            if let Some(p) = find(&c.case, "pmdk") {
+                let k = Check::paired(
+                    "",
+                    Target::AtLeast(4.0),
+                    txbench::round_ratios(p, c),
+                    p.ns_per_op / c.ns_per_op,
+                );
+                line += &format!(
+                    "; PMDK / C API = {:.2}x ({}) {}",
+                    k.ratio,
+                    k.confidence(),
+                    k.status.label()
+                );
+            }
+            println!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)
