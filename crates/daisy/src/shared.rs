@@ -310,7 +310,9 @@ impl Drop for PoolInner {
     }
 }
 
-/// Hasher of [`PoolInner::open_objects`]: one multiply (Fibonacci hashing) of the offset.
+/// Hasher of pool offsets ([`PoolInner::open_objects`], a tree view's cached nodes): one
+/// multiply (Fibonacci hashing), the high half folded into the low bits (the table takes its
+/// bucket from the low bits, and aligned offsets have zero low bits).
 #[derive(Default, Clone, Copy)]
 pub struct OffsetHasher(u64);
 
@@ -324,7 +326,8 @@ impl std::hash::Hasher for OffsetHasher {
         }
     }
     fn write_u64(&mut self, n: u64) {
-        self.0 = (n >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ h >> 32;
     }
 }
 

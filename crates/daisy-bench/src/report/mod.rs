@@ -25,7 +25,7 @@ mod tests;
 mod verdicts;
 
 pub use files::write;
-pub use verdicts::{Check, Counts, Status, Target, Verdict};
+pub use verdicts::{capi_checks, Check, Counts, Status, Target, Verdict};
 
 /// report.md: the report's document tree in Markdown.
 pub fn markdown(r: &Report) -> String {

@@ -1336,6 +1336,35 @@ pub(super) fn verdicts(
     v
 }
 
+/// Issue 23's two checks per transaction case, on the rounds' ratios: the C API's time over
+/// the Rust path's (at most 1.10x) and PMDK's over the C API's (at least 4x). Shared by the
+/// report's verdicts and `daisy bench tx --api c`'s printout.
+pub fn capi_checks(tx: &[txbench::Row]) -> (Vec<Check>, Vec<Check>) {
+    let (mut vs_rust, mut vs_pmdk) = (vec![], vec![]);
+    for case in txbench::CASES {
+        let Some(c) = find(tx, case, "daisy-c") else {
+            continue;
+        };
+        if let Some(d) = find(tx, case, "daisy") {
+            vs_rust.push(Check::paired(
+                format!("{case}: C/Rust"),
+                Target::AtMost(1.10),
+                txbench::round_ratios(c, d),
+                c.ns_per_op / d.ns_per_op,
+            ));
+        }
+        if let Some(p) = find(tx, case, "pmdk") {
+            vs_pmdk.push(Check::paired(
+                format!("{case}: PMDK/C"),
+                Target::AtLeast(4.0),
+                txbench::round_ratios(p, c),
+                p.ns_per_op / c.ns_per_op,
+            ));
+        }
+    }
+    (vs_rust, vs_pmdk)
+}
+
 /// Issue 23's targets for the C API (libdaisy, `daisy bench tx --api c`): the transaction
 /// benchmark's cases through daisy.h at most 1.10x the Rust path's time, and at least 4x
 /// faster than PMDK's libpmemobj, in the same run. The C API and the Rust path run on the same
@@ -1362,28 +1391,7 @@ pub(super) fn capi_verdicts(tx: &[txbench::Row], c_api: &Outcome<String>) -> Vec
             ]
         }
     };
-    let (mut vs_rust, mut vs_pmdk) = (vec![], vec![]);
-    for case in txbench::CASES {
-        let Some(c) = find(tx, case, "daisy-c") else {
-            continue;
-        };
-        if let Some(d) = find(tx, case, "daisy") {
-            vs_rust.push(Check::paired(
-                format!("{case}: C/Rust"),
-                Target::AtMost(1.10),
-                txbench::round_ratios(c, d),
-                c.ns_per_op / d.ns_per_op,
-            ));
-        }
-        if let Some(p) = find(tx, case, "pmdk") {
-            vs_pmdk.push(Check::paired(
-                format!("{case}: PMDK/C"),
-                Target::AtLeast(4.0),
-                txbench::round_ratios(p, c),
-                p.ns_per_op / c.ns_per_op,
-            ));
-        }
-    }
+    let (vs_rust, vs_pmdk) = capi_checks(tx);
     let how = "on the same pool file, each figure the median of the rounds' ratios";
     let mut v = vec![];
     for (name, test, requirement, checks, what, why_missing) in [

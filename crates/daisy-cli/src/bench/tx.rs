@@ -4,7 +4,7 @@
 use crate::output::Format;
 use anyhow::{bail, Result};
 use clap::Args;
-use daisy_bench::report::{Check, Target};
+use daisy_bench::report::capi_checks;
 use daisy_bench::txbench;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -106,39 +106,16 @@ pub fn run(a: TxArgs) -> Result<ExitCode> {
     if !json {
         print!("{}", txbench::table(&rows));
         // Issue 23's targets, judged as the report judges them: on the rounds' ratios.
-        let find =
-            |case: &str, mech: &str| rows.iter().find(|r| r.case == case && r.mechanism == mech);
-        for c in rows.iter().filter(|r| r.mechanism == "daisy-c") {
-            let mut line = format!("{}:", c.case);
-            if let Some(d) = find(&c.case, "daisy") {
-                let k = Check::paired(
-                    "",
-                    Target::AtMost(1.10),
-                    txbench::round_ratios(c, d),
-                    c.ns_per_op / d.ns_per_op,
-                );
-                line += &format!(
-                    " C API / Rust = {:.3} ({}) {}",
-                    k.ratio,
-                    k.confidence(),
-                    k.status.label()
-                );
-            }
-            if let Some(p) = find(&c.case, "pmdk") {
-                let k = Check::paired(
-                    "",
-                    Target::AtLeast(4.0),
-                    txbench::round_ratios(p, c),
-                    p.ns_per_op / c.ns_per_op,
-                );
-                line += &format!(
-                    "; PMDK / C API = {:.2}x ({}) {}",
-                    k.ratio,
-                    k.confidence(),
-                    k.status.label()
-                );
-            }
-            println!("{line}");
+        let (vs_rust, vs_pmdk) = capi_checks(&rows);
+        for k in vs_rust.iter().chain(&vs_pmdk) {
+            println!(
+                "{} = {:.3} ({}, target {}) {}",
+                k.label,
+                k.ratio,
+                k.confidence(),
+                k.target.short(),
+                k.status.label()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -30,6 +30,7 @@
 use super::node::{Geo, Img};
 use crate::collections::table::Src;
 use crate::error::Result;
+use crate::shared::OffsetHashBuilder;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 
@@ -40,33 +41,12 @@ const LEAF_MAX: usize = 4;
 /// Leaf offsets remembered to spot a leaf read twice.
 const RECENT: usize = 8;
 
-/// Hasher of node offsets (64-aligned): one multiply, the high bits folded down.
-#[derive(Default, Clone, Copy)]
-struct OffsetHasher(u64);
-
-impl std::hash::Hasher for OffsetHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = h ^ h >> 32;
-    }
-}
-
-type OffsetHash = std::hash::BuildHasherDefault<OffsetHasher>;
-
 #[derive(Default)]
 struct State {
     /// The transaction the images belong to (0: none yet).
     serial: u64,
     /// Node offset -> image.
-    nodes: HashMap<u64, Img, OffsetHash>,
+    nodes: HashMap<u64, Img, OffsetHashBuilder>,
     inner: usize,
     /// Cached leaves, oldest first (may name leaves dropped since).
     leaves: VecDeque<u64>,
