@@ -108,11 +108,14 @@ pub fn run(a: TxArgs) -> Result<ExitCode> {
         // Issue 23's targets, judged as the report judges them: on the rounds' ratios.
         let (vs_rust, vs_pmdk) = capi_checks(&rows);
         for k in vs_rust.iter().chain(&vs_pmdk) {
+            let confidence = match k.confidence() {
+                c if c.is_empty() => String::new(),
+                c => format!("{c}; "),
+            };
             println!(
-                "{} = {:.3} ({}, target {}) {}",
+                "{} = {:.3} ({confidence}target {}) {}",
                 k.label,
                 k.ratio,
-                k.confidence(),
                 k.target.short(),
                 k.status.label()
             );
