@@ -423,7 +423,7 @@ fn damaged_maps_are_reported() {
 fn damaged_headers_are_refused() {
     for (what, at, bytes) in [
         ("magic", 0u64, &b"DAISYBLX"[..]),
-        ("format", 8, &[2, 0, 0, 0][..]),
+        ("format", 8, &[3, 0, 0, 0][..]),
         ("block size", 12, &[0, 3, 0, 0][..]),
         ("checksum", 48, &[1, 2, 3, 4][..]),
     ] {
