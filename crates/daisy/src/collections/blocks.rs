@@ -6,47 +6,91 @@
 //! **Design: block translation.** The store has `nblocks` logical blocks (LBAs) and
 //! `nblocks + spare` physical blocks of `block_size` bytes. The *map* (one 8-byte word per
 //! LBA) names the physical block that holds each LBA's data. Exactly `spare` physical blocks
-//! are named by no map word: the free blocks, one per *write lane*. A write of LBA `l` on a
-//! lane whose free block is `f`:
+//! are named by no map word: the free blocks, one per *write lane*. Every byte of data is
+//! written once (no journal of the data), into a block nobody reads, and a write becomes
+//! visible and durable by one aligned 8-byte map store. The free blocks are not persisted:
+//! [`PBlockStore::open`] finds them as the blocks no map word names (a scan of the map, 8
+//! bytes per block). libpmemblk's BTT writes the same data once but also a 16-byte log entry
+//! per write (its "flog"), with fences of its own.
 //!
-//! 1. copies the new data into block `f` (non-temporal stores in pmem mode; nobody can see
-//!    `f`: no map word names it) and fences: the data is durable;
-//! 2. under the lock of `l`'s stripe, reads `o = map[l]`, stores `map[l] = f` (one aligned
-//!    8-byte store, atomic under power failure), flushes that line and fences: the write is
-//!    durable and visible;
+//! **Format 2 (new stores): one fence per write.** Each physical block `p` has a 32-byte
+//! *record* ([`BlkRecord`], after the blocks in the data object): the LBA it holds, that LBA's
+//! *version* (`seq`, per LBA, one more than the version it replaces), a kind (data; zero: the
+//! LBA reads as zeros and the block's bytes mean nothing; free: a spare at creation) and a
+//! crc32c over the block's data (kind data) and the record. A write of LBA `l` on a lane whose
+//! free block is `f`:
+//!
+//! 1. copies the data into `f` (non-temporal stores in pmem mode) and computes its crc32c,
+//!    outside any lock: no map word names `f`, and `f`'s record still describes what `f` held
+//!    before, so neither a reader nor a recovery takes `f` for `l`'s data;
+//! 2. under the lock of `l`'s stripe: reads `o = map[l]` and `o`'s version `s`, writes `f`'s
+//!    record (`l`, `s + 1`, data, crc), stores `map[l] = f`, flushes the record's and the
+//!    word's lines, and **fences once**: the data, the record and the word are durable
+//!    together. The lock is held across the fence;
 //! 3. gives `o` to the lane as its next free block.
 //!
-//! Every byte of data is written once (no journal of the data, unlike a file system's data
-//! journalling), and the persistent metadata per write is one 8-byte word. libpmemblk's BTT
-//! writes the same data once but also a 16-byte log entry per write (its "flog", two fences
-//! more): here the free blocks are not logged at all. They are found again when a store is
-//! opened, as the physical blocks no map word names (a scan of the map, 8 bytes per block:
-//! measured in FORMAT.md); a crash in the middle of a write leaves its new block unnamed, so
-//! it is simply free again.
+//! The fence completes the three in no particular order: a crash before it may leave the word
+//! naming `f` while `f`'s data or record is torn, or `f` whole while the word still names `o`.
+//! Neither is ever read as is: open settles it first (**Recovery**). `set_zero(l)` is a write
+//! of kind zero (no data; the word gets the [`ZERO`] flag): a record cannot be changed in place
+//! atomically.
+//!
+//! **Recovery** (format 2, at [`PBlockStore::open`]; [`PBlockStore::reader`] and the checker
+//! compute the same without writing it): a write a crash interrupted involves two blocks, its
+//! new block `f` and the block `o` it replaces. Whichever way its word went, one of the two is
+//! named and the other is free at open, and the free one is the block a lane held (the free
+//! blocks are exactly the lanes' blocks: at most `spare` writes run at once). So the free
+//! blocks bound what can be in flight: for every free block whose record is whole (crc over
+//! the record and, kind data, the block) and names an LBA, the highest version per LBA is a
+//! candidate; it replaces the LBA's named block when that block's record is not a whole record
+//! of the LBA or holds a lower version. A torn new block thus loses to the old one (which was
+//! never overwritten: it becomes a lane's block only after the switch's fence), a whole new
+//! block whose word did not switch is taken (the write was not acknowledged: either version
+//! is allowed), and a stale free block (an older version of an LBA) loses to the named one.
+//! The new words are stored and flushed, then fenced once; a crash midway leaves a map from
+//! which the same rule settles the rest (a replaced block is torn or older, so it never wins
+//! back). The canary `BlockRecoveryNoCrc` trusts records without their crc and is caught: a
+//! torn block whose record or word reached the media is then kept.
+//!
+//! **Format 1 (stores made before format 2): two fences per write**, no records. Step 1 fences
+//! the data before step 2 stores the word, which is flushed and fenced under the stripe lock:
+//! a word names a block only after its data is durable, so open has nothing to settle. The
+//! canary `BlockSwapBeforeData` leaves out step 1's fence and is caught. Version 1 stores keep
+//! this protocol rather than being refused or converted: they have no room for records (the
+//! data object's size is fixed), and a conversion would rewrite every block; a store's
+//! version never changes.
 //!
 //! **Invariants** (verified by [`PBlockStore::check`]; `daisy pool check` runs it on every
 //! block store it finds):
 //! 1. the header's immutable fields hold and its checksum matches; the map and the data area
-//!    are allocated objects large enough for `nblocks` words and `nblocks + spare` blocks;
+//!    are allocated objects large enough for `nblocks` words and `nblocks + spare` blocks (and
+//!    their records, format 2);
 //! 2. every map word names a physical block below `nblocks + spare` (bits 48..63 are flags:
 //!    only [`ZERO`], "reads as zeros", is defined);
-//! 3. no physical block is named twice (so exactly `spare` are named by none).
+//! 3. no physical block is named twice (so exactly `spare` are named by none);
+//! 4. (format 2) after what recovery settles, every LBA's block holds a whole record of that
+//!    LBA, of kind zero exactly when its word has the `ZERO` flag (every named block's data is
+//!    read and its crc checked).
 //!
-//! **Crash reasoning.** The header, the map's initial contents and the data area's allocation
-//! are written by the creating transaction; nothing else in the store ever goes through the
-//! redo log. After that, the only persistent changes are data copies into free blocks and
-//! 8-byte map stores:
-//! * a map word names a block only after that block's data is durable (step 1's fence
-//!   precedes step 2's store), so after any crash every LBA holds a complete version: the one
-//!   before the write in flight or the one after it. **A torn block is never visible.** The
-//!   power-failure simulator's canary `BlockSwapBeforeData` leaves out step 1's fence and is
-//!   caught: a crash image then holds a map word naming a half-written block;
-//! * a write returns after step 2's fence: an acknowledged write is durable;
+//! **Crash reasoning.** The header, the map's initial contents, the records' initial contents
+//! (format 2: LBA `i`'s version 0 of kind zero in block `i`, the spares free) and the data
+//! area's allocation are written by the creating transaction; nothing else in the store ever
+//! goes through the redo log. After that, the only persistent changes are data copies into
+//! free blocks, records of free blocks (format 2) and 8-byte map stores:
+//! * after any crash every LBA reads a whole version, the one before the write in flight or
+//!   the one after it: format 1 because a word names only durable data, format 2 because of
+//!   Recovery (invariant 4 holds for every acknowledged switch, so the block a torn write
+//!   replaced is whole). **A torn block is never visible**;
+//! * a write returns after its switch's fence: an acknowledged write is durable; versions of
+//!   one LBA strictly increase over its acknowledged writes (the lock serialises the switches
+//!   of an LBA and is held across their fences), so a whole free block of a lower version is
+//!   never taken over the named one;
 //! * invariant 3 survives any crash: a block is written only while free, and it becomes a
-//!   lane's free block only through a swap that its lane made durable (step 2's fence) before
-//!   the lane writes into it. A swap of the same LBA by another lane waits for the first
-//!   swap's fence (the stripe lock is held across it), so a freed block is never named by a
-//!   durable map word while it is overwritten;
+//!   lane's free block only through a switch that its lane made durable before the lane
+//!   writes into it. A switch of the same LBA by another lane waits for the first switch's
+//!   fence (the stripe lock is held across it), so a freed block is never named by a
+//!   durable map word while it is overwritten; recovery moves a word only to a free block and
+//!   frees the block it replaces;
 //! * **no redo record is ever replayed over a map word** written in place: the creation
 //!   transaction logs the map when it is small (at most 4 KiB of new objects are logged,
 //!   FORMAT.md section 4), and a replay of that record after a crash would reset the map to
@@ -60,10 +104,11 @@
 //! **Threads.** Reads and writes take `&self`: share one handle (`Arc` or scoped threads).
 //! What is serialised, and why:
 //! * writes (and [`PBlockStore::set_zero`]) of LBAs on the same stripe (LBA modulo the stripe
-//!   count, a power of two up to 1024) serialise their step 2, the swap and its fence, under
-//!   the stripe's lock: two writers of one LBA must not both take the same old block as their
-//!   next free block, and the block a swap frees may be overwritten at once only because no
-//!   reader can still be copying it (below). The data copy (step 1) runs outside the lock;
+//!   count, a power of two up to 1024) serialise their step 2, the switch (format 2: the
+//!   record and the word) and its fence, under the stripe's lock: two writers of one LBA must
+//!   not both take the same old block as their next free block (nor the same version), and
+//!   the block a switch frees may be overwritten at once only because no reader can still be
+//!   copying it (below). The data copy (step 1) and its crc run outside the lock;
 //! * a writer holds one lane (one free block) from its copy to its swap: at most `spare`
 //!   writes run at once; more writers wait for a lane;
 //! * readers take no lock and write no shared memory: a reader notes the stripe's sequence
