@@ -181,3 +181,92 @@ pub unsafe fn copy_nt(dst: *mut u8, src: &[u8]) {
         std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len())
     }
 }
+
+/// [`copy_nt`] of the first `3 * run` bytes of `src` (`run` a multiple of 64) that also
+/// computes, in the same pass, the crc32c register of each of the three runs of `run` bytes
+/// (started from `!0`, not inverted at the end: the raw state, for the caller to join). The
+/// copy is bound by its stores and the checksum by the `crc32` instruction, so together they
+/// cost about what the copy costs alone; three independent chains keep the `crc32` unit busy
+/// (one chain waits 3 cycles per word). None (nothing copied) without SSE4.2 or when `dst` is
+/// not 16-byte aligned. For a block store's writes (format 2: the data's crc32c goes into the
+/// block's record).
+///
+/// # Safety
+/// As [`copy_nt`] for `dst..dst + 3 * run`; `3 * run <= src.len()`.
+pub unsafe fn copy_nt_crc3(dst: *mut u8, src: &[u8], run: usize) -> Option<[u64; 3]> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("sse4.2")
+            && (dst as usize).is_multiple_of(16)
+            && run.is_multiple_of(64)
+            && 3 * run <= src.len()
+        {
+            // SAFETY: forwarded from the caller; the CPU has SSE4.2 (checked just above).
+            return Some(unsafe { copy_nt_crc3_sse42(dst, src, run) });
+        }
+    }
+    let _ = (dst, src, run);
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn copy_nt_crc3_sse42(dst: *mut u8, src: &[u8], run: usize) -> [u64; 3] {
+    use std::arch::x86_64::{__m128i, _mm_crc32_u64, _mm_loadu_si128, _mm_stream_si128};
+    let s = src.as_ptr();
+    let (mut c0, mut c1, mut c2) = (!0u32 as u64, !0u32 as u64, !0u32 as u64);
+    // SAFETY: every offset read or written is below 3 * run <= src.len() (checked by the
+    // caller), inside both buffers; `dst` is 16-aligned and `run` a multiple of 64, so every
+    // stream store's destination is 16-aligned.
+    unsafe {
+        let w = |o: usize| (s.add(o) as *const u64).read_unaligned();
+        let mut j = 0;
+        while j < run {
+            let (a, b, c) = (j, run + j, 2 * run + j);
+            _mm_stream_si128(
+                dst.add(a) as *mut __m128i,
+                _mm_loadu_si128(s.add(a) as *const __m128i),
+            );
+            _mm_stream_si128(
+                dst.add(b) as *mut __m128i,
+                _mm_loadu_si128(s.add(b) as *const __m128i),
+            );
+            _mm_stream_si128(
+                dst.add(c) as *mut __m128i,
+                _mm_loadu_si128(s.add(c) as *const __m128i),
+            );
+            c0 = _mm_crc32_u64(c0, w(a));
+            c1 = _mm_crc32_u64(c1, w(b));
+            c2 = _mm_crc32_u64(c2, w(c));
+            c0 = _mm_crc32_u64(c0, w(a + 8));
+            c1 = _mm_crc32_u64(c1, w(b + 8));
+            c2 = _mm_crc32_u64(c2, w(c + 8));
+            j += 16;
+        }
+    }
+    [c0, c1, c2]
+}
+
+/// The crc32c register advanced over `n` zero bytes (a multiple of 8), by the instruction:
+/// for building tables at set-up, not per write.
+pub fn crc32c_zeros(mut reg: u32, n: usize) -> u32 {
+    for _ in 0..n / 8 {
+        reg = crc32c_step_zero(reg);
+    }
+    reg
+}
+
+#[inline]
+fn crc32c_step_zero(reg: u32) -> u32 {
+    // One 8-byte zero word: the software form (set-up only, so speed does not matter). The
+    // register is the reflected crc32c state, as the crc32 instruction keeps it.
+    let mut c = reg;
+    for _ in 0..64 {
+        c = if c & 1 != 0 {
+            (c >> 1) ^ 0x82F6_3B78
+        } else {
+            c >> 1
+        };
+    }
+    c
+}
