@@ -303,23 +303,6 @@ impl Mapping {
         p
     }
 
-    /// [`write_nt`](Self::write_nt) of `src`'s first `3 * run` bytes with the crc32c
-    /// registers of its three runs computed in the same pass (`persist::arch::copy_nt_crc3`);
-    /// None, nothing written, where that is not available. Returns the destination's address.
-    #[inline]
-    pub fn write_nt_crc3(&self, off: u64, src: &[u8], run: usize) -> Option<(*const u8, [u64; 3])> {
-        let len = 3 * run;
-        if len > src.len() {
-            return None;
-        }
-        let p = self.at(off, len);
-        self.note_store(p, len);
-        // SAFETY: destination valid for `len` bytes (checked by `at`); `src` is a Rust buffer,
-        // which cannot overlap the mapping, at least `len` long (checked above).
-        let regs = unsafe { crate::persist::arch::copy_nt_crc3(p, src, run) }?;
-        Some((p, regs))
-    }
-
     /// Store one 64-byte line (a short log record with its tail); returns its address. A
     /// fixed-size copy is a few vector moves, where a call to memcpy costs more than the copy.
     #[inline(always)]

@@ -437,63 +437,6 @@ pub struct PBlockStore {
     stripes: Box<[Stripe]>,
     stripe_mask: u64,
     lanes: Box<[Lane]>,
-    /// Format 2 with blocks of at least 192 bytes: joins the checksums of a fused copy.
-    join: Option<Box<CrcJoin>>,
-}
-
-/// Joins the crc32c registers of the three runs a fused copy checksums at once
-/// (`Persister::copy_nodrain_crc3`) into the crc32c of the three runs in order. Linear algebra
-/// over GF(2): a run's register is an affine function of the register it started from, whose
-/// linear part `Z` (advancing over `run` zero bytes) is tabulated per byte at open, so a join
-/// is eight table reads instead of a pass over the data.
-struct CrcJoin {
-    run: usize,
-    /// `z[k][b]` = `Z(b << 8k)`.
-    z: [[u32; 256]; 4],
-    /// `Z(!0)`: what the runs' common start register contributes.
-    z_start: u32,
-}
-
-impl CrcJoin {
-    /// For blocks of `bs` bytes: runs of `bs / 192` lines each; None for blocks too small to
-    /// cut in three.
-    fn new(bs: u64) -> Option<CrcJoin> {
-        let run = (bs / 192 * 64) as usize;
-        if run == 0 {
-            return None;
-        }
-        let basis: Vec<u32> = (0..32)
-            .map(|i| crate::persist::arch::crc32c_zeros(1 << i, run))
-            .collect();
-        let mut z = [[0u32; 256]; 4];
-        for (k, t) in z.iter_mut().enumerate() {
-            for (b, e) in t.iter_mut().enumerate() {
-                *e = (0..8)
-                    .filter(|bit| b & (1 << bit) != 0)
-                    .fold(0, |acc, bit| acc ^ basis[8 * k + bit]);
-            }
-        }
-        let mut j = CrcJoin { run, z, z_start: 0 };
-        j.z_start = j.advance(!0);
-        Some(j)
-    }
-
-    #[inline(always)]
-    fn advance(&self, x: u32) -> u32 {
-        self.z[0][(x & 255) as usize]
-            ^ self.z[1][((x >> 8) & 255) as usize]
-            ^ self.z[2][((x >> 16) & 255) as usize]
-            ^ self.z[3][(x >> 24) as usize]
-    }
-
-    /// The crc32c of runs A, B, C from their registers (each started from `!0`): the register
-    /// after AB is `Z(rA) ^ rB ^ Z(!0)` (B's own start contributed `Z(!0)`), likewise ABC.
-    #[inline(always)]
-    fn join(&self, regs: [u64; 3]) -> u32 {
-        let ab = self.advance(regs[0] as u32) ^ regs[1] as u32 ^ self.z_start;
-        let abc = self.advance(ab) ^ regs[2] as u32 ^ self.z_start;
-        !abc
-    }
 }
 
 impl std::fmt::Debug for PBlockStore {
@@ -729,11 +672,6 @@ impl PBlockStore {
             stripes: (0..nstripes).map(|_| Stripe(AtomicU64::new(0))).collect(),
             stripe_mask: nstripes - 1,
             lanes,
-            join: if geo.format >= 2 {
-                CrcJoin::new(geo.bs).map(Box::new)
-            } else {
-                None
-            },
         })
     }
 
@@ -813,14 +751,9 @@ impl PBlockStore {
         Ok(())
     }
 
-    /// `lba`'s stripe: a multiplicative hash of the LBA, not its low bits, so that jobs
-    /// writing their own regions in step (regions a multiple of the stripe count apart, as
-    /// fio's sequential jobs) do not meet on one stripe at every write: format 2 holds the
-    /// stripe across the fence that also drains the data.
     #[inline(always)]
     fn stripe(&self, lba: u64) -> &Stripe {
-        let h = lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        &self.stripes[(h & self.stripe_mask) as usize]
+        &self.stripes[(lba & self.stripe_mask) as usize]
     }
 
     /// Read block `lba` into `buf` (exactly [`block_size`](Self::block_size) bytes): its last
@@ -869,42 +802,15 @@ impl PBlockStore {
         self.check_poisoned()?;
         if self.geo.format >= 2 {
             let inner = &*self.pool.inner;
-            let g = &self.geo;
             let lane = self.acquire_lane();
             let f = lane.free.load(Ordering::Relaxed);
-            // The lines the switch reads under the lock, fetched while the data streams out:
-            // the word and the record of the block it names now (usually still the one it
-            // will name then).
-            let off = g.entry_off(lba);
-            inner.map.prefetch(off);
-            let o_guess = inner.map.atomic_u64(off).load(Ordering::Relaxed) & PHYS_MASK;
-            if o_guess < g.nphys {
-                inner.map.prefetch(g.rec_off(o_guess));
-            }
             // The data into the lane's free block: no map word names it (no reader sees it),
             // and its record still describes what the block held before, so no recovery
             // takes it until the record below is whole along with every line of the data.
-            let at = g.block_off(f);
-            let fused = self.join.as_ref().and_then(|j| {
-                let regs = inner
-                    .persist
-                    .copy_nodrain_crc3(&inner.map, at, data, j.run)?;
-                Some((j.join(regs), 3 * j.run))
-            });
-            let data_crc = match fused {
-                Some((crc, done)) if done < data.len() => {
-                    let tail = &data[done..];
-                    inner
-                        .persist
-                        .copy_nodrain_from(&inner.map, at + done as u64, tail, 64);
-                    crate::checksum::crc32c_append(crc, tail)
-                }
-                Some((crc, _)) => crc,
-                None => {
-                    inner.persist.copy_nodrain_from(&inner.map, at, data, 64);
-                    crate::checksum::crc32c_append(0, data)
-                }
-            };
+            inner
+                .persist
+                .copy_nodrain_from(&inner.map, self.geo.block_off(f), data, 64);
+            let data_crc = crate::checksum::crc32c_append(0, data);
             return self.switch_v2(lane, lba, f, KIND_DATA, data_crc);
         }
         self.write_v1(lba, data)
@@ -933,12 +839,9 @@ impl PBlockStore {
         let o = old & PHYS_MASK;
         let seq: u64 = inner.map.read(g.rec_off(o) + 8);
         let rec = BlkRecord::new(lba, seq.wrapping_add(1), kind, data_crc);
-        // Non-temporal stores in pmem mode (no read of the line for ownership; the record's
-        // half line is written back without a flush), a store and a flush in msync mode.
-        inner.persist.copy_nodrain_from(
-            &inner.map,
-            g.rec_off(f),
-            bytemuck::bytes_of(&rec),
+        inner.map.write(g.rec_off(f), &rec);
+        inner.persist.flush(
+            inner.map.at(g.rec_off(f), REC_BYTES as usize),
             REC_BYTES as usize,
         );
         let zero = if kind == KIND_ZERO { ZERO } else { 0 };
@@ -1356,35 +1259,5 @@ fn check_records(inner: &PoolInner, g: &Geo, named: &[u64], c: &mut crate::MapCh
                 return;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The join of three runs' registers equals the crc32c of the runs in order, for every
-    /// block size class (the registers as the fused copy leaves them: `!crc32c(run)`).
-    #[test]
-    fn crc_join_matches_the_plain_checksum() {
-        for bs in [192u64, 256, 512, 576, 1024, 4096, 8192, 1 << 20] {
-            let j = CrcJoin::new(bs).unwrap();
-            let data: Vec<u8> = (0..bs)
-                .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) as u8)
-                .collect();
-            let r = j.run;
-            let reg = |s: &[u8]| !crate::checksum::crc32c_append(0, s) as u64;
-            let regs = [
-                reg(&data[..r]),
-                reg(&data[r..2 * r]),
-                reg(&data[2 * r..3 * r]),
-            ];
-            assert_eq!(
-                j.join(regs),
-                crate::checksum::crc32c_append(0, &data[..3 * r]),
-                "bs {bs}"
-            );
-        }
-        assert!(CrcJoin::new(128).is_none());
     }
 }

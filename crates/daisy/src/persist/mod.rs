@@ -375,32 +375,6 @@ impl Persister {
         self.copy_nodrain_from(map, off, src, NT_THRESHOLD)
     }
 
-    /// pmem mode: copy `src`'s first `3 * run` bytes into `map` at `off` with non-temporal
-    /// stores (durable after the next fence) and return the crc32c registers of its three runs
-    /// of `run` bytes, computed in the same pass (`arch::copy_nt_crc3`). None, nothing
-    /// copied, in msync mode or where the CPU or the alignment does not allow it.
-    #[inline]
-    pub fn copy_nodrain_crc3(
-        &self,
-        map: &crate::map::Mapping,
-        off: u64,
-        src: &[u8],
-        run: usize,
-    ) -> Option<[u64; 3]> {
-        let Mode::Pmem(_) = self.mode else {
-            return None;
-        };
-        let (dst, regs) = map.write_nt_crc3(off, src, run)?;
-        let len = 3 * run;
-        self.dirty.note(dst, len);
-        #[cfg(feature = "sim")]
-        crate::sim::on_flush(dst, len);
-        #[cfg(not(feature = "sim"))]
-        let _ = dst;
-        counters::add_flushes(len.div_ceil(CACHE_LINE) as u64);
-        Some(regs)
-    }
-
     /// [`copy_nodrain`](Self::copy_nodrain) with non-temporal stores from `nt_from` bytes on
     /// (a block store's blocks are whole cache lines that nobody reads back soon: streaming
     /// them past the cache pays from one line on).
