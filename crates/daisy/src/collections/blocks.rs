@@ -13,7 +13,14 @@
 //! bytes per block). libpmemblk's BTT writes the same data once but also a 16-byte log entry
 //! per write (its "flog"), with fences of its own.
 //!
-//! **Format 2 (new stores): one fence per write.** Each physical block `p` has a 32-byte
+//! **Which version.** [`PBlockStore::create_in`] makes version 1 stores; version 2 is made by
+//! [`PBlockStore::create_in_format`]. Version 2 saves the data's fence, but adds a crc32c pass
+//! over the data and a record line read and written under the stripe lock, and the lock is then
+//! held across the fence that drains the data: in the same-run fio matrix on this project's
+//! emulated NVM (tmpfs on a 2-core VM) it was slower than version 1 in most write cells
+//! (docs/FORMAT.md section 8e), so it is not the default. Both are tested the same way.
+//!
+//! **Format 2: one fence per write.** Each physical block `p` has a 32-byte
 //! *record* ([`BlkRecord`], after the blocks in the data object): the LBA it holds, that LBA's
 //! *version* (`seq`, per LBA, one more than the version it replaces), a kind (data; zero: the
 //! LBA reads as zeros and the block's bytes mean nothing; free: a spare at creation) and a
@@ -126,12 +133,17 @@ use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub(crate) const BLK_MAGIC: u64 = u64::from_le_bytes(*b"DAISYBLK");
-/// Block store format version of new stores (docs/FORMAT.md section 8e): 2, one fence per
-/// write with a record per physical block. Version 1 stores (two fences per write, no
-/// records) are still read and written, by their own protocol.
+/// The newest block store format version (docs/FORMAT.md section 8e): 2, one fence per write
+/// with a record per physical block. Version 1 stores (two fences per write, no records) are
+/// read and written too, each by its own protocol.
 pub(crate) const BLK_FORMAT: u32 = 2;
 /// The first format version (no records).
 pub(crate) const BLK_FORMAT_V1: u32 = 1;
+/// The version [`PBlockStore::create_in`] makes: 1. Version 2 saves a fence per write but
+/// adds a crc32c over the data and a record line per write, and measured slower on the
+/// emulated NVM this project benchmarks on (docs/FORMAT.md section 8e, "Which version");
+/// [`PBlockStore::create_in_format`] makes either.
+pub(crate) const BLK_FORMAT_DEFAULT: u32 = BLK_FORMAT_V1;
 /// Bytes of a physical block's record (format 2): [`BlkRecord`].
 const REC_BYTES: u64 = 32;
 /// Record kinds (format 2).
@@ -450,10 +462,13 @@ impl std::fmt::Debug for PBlockStore {
 }
 
 impl PBlockStore {
-    /// Block store format version of new stores (docs/FORMAT.md section 8e). Stores of
-    /// version 1 are read and written too (two fences per write); any other version is
-    /// refused, never misread.
+    /// The newest block store format version (docs/FORMAT.md section 8e). Stores of version
+    /// 1 are read and written too (two fences per write); any other version is refused, never
+    /// misread.
     pub const FORMAT: u32 = BLK_FORMAT;
+    /// The version [`create_in`](Self::create_in) and [`create_in_with`](Self::create_in_with)
+    /// make (1: measured faster here than version 2; docs/FORMAT.md section 8e).
+    pub const DEFAULT_FORMAT: u32 = BLK_FORMAT_DEFAULT;
     /// The first block store format version, still read and written.
     pub const FORMAT_V1: u32 = BLK_FORMAT_V1;
     /// Smallest block size.
@@ -483,13 +498,13 @@ impl PBlockStore {
         nblocks: u64,
         spare: u32,
     ) -> Result<PPtr<PBlockStore>> {
-        Self::create_in_format(tx, block_size, nblocks, spare, BLK_FORMAT)
+        Self::create_in_format(tx, block_size, nblocks, spare, BLK_FORMAT_DEFAULT)
     }
 
-    /// [`create_in_with`](Self::create_in_with) in block store format version `format`: 2 (the
-    /// current one, [`Self::FORMAT`]) or 1 (two fences per write and no records: what builds
-    /// before format 2 read; for tests of old stores and for pools that older builds must
-    /// read).
+    /// [`create_in_with`](Self::create_in_with) in block store format version `format`: 1 (two
+    /// fences per write, no records: the default, [`Self::DEFAULT_FORMAT`], and what builds
+    /// before format 2 read) or 2 ([`Self::FORMAT`]: one fence per write, a 32-byte record
+    /// with a crc32c per block, recovery at open; docs/FORMAT.md section 8e).
     pub fn create_in_format(
         tx: &mut Tx,
         block_size: u32,
