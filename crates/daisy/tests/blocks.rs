@@ -606,7 +606,14 @@ fn format_1_stores_keep_working() {
             assert_eq!(buf, block(256, lba, v, 0), "lba {lba}");
         }
     }
-    assert_eq!(PBlockStore::DEFAULT_FORMAT, 1);
+    // create_in picks the version by block size.
+    for (bs, want) in [(512u32, 2u32), (1024, 1)] {
+        let id = pool
+            .transaction(|tx| PBlockStore::create_in_with(tx, bs, 4, 1))
+            .unwrap();
+        let format: u32 = pool.read(PPtr::<u32>::from_offset(id.offset() + 8));
+        assert_eq!(format, want, "block size {bs}");
+    }
     // Another version number is refused at creation.
     let e = pool
         .transaction(|tx| PBlockStore::create_in_format(tx, 256, 4, 1, 3).map(|_| ()))

@@ -13,12 +13,13 @@
 //! bytes per block). libpmemblk's BTT writes the same data once but also a 16-byte log entry
 //! per write (its "flog"), with fences of its own.
 //!
-//! **Which version.** [`PBlockStore::create_in`] makes version 1 stores; version 2 is made by
-//! [`PBlockStore::create_in_format`]. Version 2 saves the data's fence, but adds a crc32c pass
-//! over the data and a record line read and written under the stripe lock, and the lock is then
-//! held across the fence that drains the data: in the same-run fio matrix on this project's
-//! emulated NVM (tmpfs on a 2-core VM) it was slower than version 1 in most write cells
-//! (docs/FORMAT.md section 8e), so it is not the default. Both are tested the same way.
+//! **Which version.** [`PBlockStore::create_in`] makes version 2 stores for blocks of up to
+//! 512 bytes and version 1 stores for larger ones; [`PBlockStore::create_in_format`] makes
+//! either. Version 2 saves the data's fence, but adds a crc32c pass over the data and a record
+//! line read and written under the stripe lock: in the same-run fio matrix on this project's
+//! emulated NVM (tmpfs on a 2-core VM) it was faster than version 1 at 512 B (the fence
+//! dominates) and slower from 1 KiB on (the checksum does): docs/FORMAT.md section 8e. Both are
+//! tested the same way.
 //!
 //! **Format 2: one fence per write.** Each physical block `p` has a 32-byte
 //! *record* ([`BlkRecord`], after the blocks in the data object): the LBA it holds, that LBA's
@@ -139,11 +140,21 @@ pub(crate) const BLK_MAGIC: u64 = u64::from_le_bytes(*b"DAISYBLK");
 pub(crate) const BLK_FORMAT: u32 = 2;
 /// The first format version (no records).
 pub(crate) const BLK_FORMAT_V1: u32 = 1;
-/// The version [`PBlockStore::create_in`] makes: 1. Version 2 saves a fence per write but
-/// adds a crc32c over the data and a record line per write, and measured slower on the
-/// emulated NVM this project benchmarks on (docs/FORMAT.md section 8e, "Which version");
+/// Blocks up to this size are made in version 2 by [`PBlockStore::create_in`], larger ones in
+/// version 1. Version 2 saves a fence per write but adds a crc32c pass over the data and a
+/// record line per write: the fence dominates a small block's write, the checksum a large
+/// one's (docs/FORMAT.md section 8e, "Which version": measured in the same run);
 /// [`PBlockStore::create_in_format`] makes either.
-pub(crate) const BLK_FORMAT_DEFAULT: u32 = BLK_FORMAT_V1;
+pub(crate) const V2_MAX_BLOCK: u32 = 512;
+
+/// The version [`PBlockStore::create_in`] makes for blocks of `block_size` bytes.
+pub(crate) fn default_format(block_size: u32) -> u32 {
+    if block_size <= V2_MAX_BLOCK {
+        BLK_FORMAT
+    } else {
+        BLK_FORMAT_V1
+    }
+}
 /// Bytes of a physical block's record (format 2): [`BlkRecord`].
 const REC_BYTES: u64 = 32;
 /// Record kinds (format 2).
@@ -466,9 +477,10 @@ impl PBlockStore {
     /// 1 are read and written too (two fences per write); any other version is refused, never
     /// misread.
     pub const FORMAT: u32 = BLK_FORMAT;
-    /// The version [`create_in`](Self::create_in) and [`create_in_with`](Self::create_in_with)
-    /// make (1: measured faster here than version 2; docs/FORMAT.md section 8e).
-    pub const DEFAULT_FORMAT: u32 = BLK_FORMAT_DEFAULT;
+    /// Blocks up to this size are made in version 2 by [`create_in`](Self::create_in) and
+    /// [`create_in_with`](Self::create_in_with), larger ones in version 1 (each measured
+    /// faster there: docs/FORMAT.md section 8e, "Which version").
+    pub const V2_MAX_BLOCK: u32 = V2_MAX_BLOCK;
     /// The first block store format version, still read and written.
     pub const FORMAT_V1: u32 = BLK_FORMAT_V1;
     /// Smallest block size.
@@ -498,13 +510,14 @@ impl PBlockStore {
         nblocks: u64,
         spare: u32,
     ) -> Result<PPtr<PBlockStore>> {
-        Self::create_in_format(tx, block_size, nblocks, spare, BLK_FORMAT_DEFAULT)
+        Self::create_in_format(tx, block_size, nblocks, spare, default_format(block_size))
     }
 
     /// [`create_in_with`](Self::create_in_with) in block store format version `format`: 1 (two
-    /// fences per write, no records: the default, [`Self::DEFAULT_FORMAT`], and what builds
-    /// before format 2 read) or 2 ([`Self::FORMAT`]: one fence per write, a 32-byte record
-    /// with a crc32c per block, recovery at open; docs/FORMAT.md section 8e).
+    /// fences per write, no records: what builds before format 2 read) or 2 ([`Self::FORMAT`]:
+    /// one fence per write, a 32-byte record with a crc32c per block, recovery at open;
+    /// docs/FORMAT.md section 8e). `create_in_with` picks by block size
+    /// ([`Self::V2_MAX_BLOCK`]).
     pub fn create_in_format(
         tx: &mut Tx,
         block_size: u32,
