@@ -498,7 +498,8 @@ impl PBlockStore {
     /// to 1 MiB) inside `tx`, every block reading as zeros, with [`Self::DEFAULT_SPARE`] spare
     /// blocks (at most that many writes run at once). Store the pointer somewhere reachable in
     /// the same transaction. The pool must have room for the data (`(nblocks + spare) *
-    /// block_size` bytes) and the map (8 bytes per block).
+    /// block_size` bytes, plus a 32-byte record per block in format 2, which this makes for
+    /// blocks of up to [`Self::V2_MAX_BLOCK`] bytes) and the map (8 bytes per block).
     pub fn create_in(tx: &mut Tx, block_size: u32, nblocks: u64) -> Result<PPtr<PBlockStore>> {
         Self::create_in_with(tx, block_size, nblocks, DEFAULT_SPARE)
     }
