@@ -235,9 +235,52 @@ impl Expect for BlkExpect {
     }
 }
 
-/// Run the workload until the context has checked `budget` images (or found a failure).
+/// Run the workload until the context has checked `budget` images (or found a failure): a
+/// third of them on a store of format version 1 (two fences per write), the rest on one of the
+/// current version (one fence per write, recovery from the blocks' records), each in a pool
+/// of its own.
 pub fn run(dir: &Path, seed: u64, budget: u64, per_point: usize) -> Result<WorkloadResult> {
-    let tag = format!("blocks-{}-{seed}", std::process::id());
+    let first = (budget / 3).max(1);
+    let mut res = run_format(dir, seed, first, per_point, PBlockStore::FORMAT_V1)?;
+    if res.failures > 0 {
+        return Ok(res);
+    }
+    let r2 = run_format(
+        dir,
+        seed,
+        budget.saturating_sub(res.images).max(1),
+        per_point,
+        PBlockStore::FORMAT,
+    )?;
+    res.transactions += r2.transactions;
+    res.crash_points += r2.crash_points;
+    res.images += r2.images;
+    res.failures += r2.failures;
+    res.messages.extend(r2.messages);
+    res.fences += r2.fences;
+    res.fences_without_point += r2.fences_without_point;
+    res.threads.extend(r2.threads.into_iter().map(|mut t| {
+        t.thread = format!("v2/{}", t.thread);
+        t
+    }));
+    for (k, v) in r2.events {
+        *res.events.entry(k).or_default() += v;
+    }
+    for (k, v) in r2.reached {
+        *res.reached.entry(k).or_default() += v;
+    }
+    Ok(res)
+}
+
+/// [`run`] on a store of block store format version `format`.
+fn run_format(
+    dir: &Path,
+    seed: u64,
+    budget: u64,
+    per_point: usize,
+    format: u32,
+) -> Result<WorkloadResult> {
+    let tag = format!("blocks{format}-{}-{seed}", std::process::id());
     let path = dir.join(format!("daisy-powerfail-{tag}.pool"));
     let scratch = dir.join(format!("daisy-powerfail-{tag}.image"));
     let _ = std::fs::remove_file(&path);
@@ -265,7 +308,7 @@ pub fn run(dir: &Path, seed: u64, budget: u64, per_point: usize) -> Result<Workl
         sim::track(&pool, hook(&ctx));
         // The creation under the simulator: its record logs the map (a small store).
         let created = pool.transaction(|tx| {
-            let id = PBlockStore::create_in_with(tx, BLOCK as u32, NBLOCKS, SPARE)?;
+            let id = PBlockStore::create_in_format(tx, BLOCK as u32, NBLOCKS, SPARE, format)?;
             tx.write(root, &BlkRoot { store: id })?;
             Ok::<_, daisy::Error>(id)
         });

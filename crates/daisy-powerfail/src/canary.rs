@@ -85,7 +85,12 @@ pub fn expected(w: Workload) -> Vec<Fault> {
         ],
         // The store's creation is the one transaction (it grows the pool); then data copies
         // and map words in place.
-        Blocks => &[GrowWithoutSync, BlockSwapBeforeData, BlockNoBarrier],
+        Blocks => &[
+            GrowWithoutSync,
+            BlockSwapBeforeData,
+            BlockNoBarrier,
+            BlockRecoveryNoCrc,
+        ],
         Backup => &[
             EarlyBlockReuse,
             NoRunBitmapZero,

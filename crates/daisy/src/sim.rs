@@ -147,11 +147,16 @@ pub enum Fault {
     /// holding an entry that the stream's meta (its length, last ID) does not count (daisy-kv,
     /// types/stream).
     StreamAppendOutsideTx = 27,
+    /// Format 2 block store recovery trusts a record without its checksum (over the record
+    /// and the block's data): a write whose record or map word reached the media before all of
+    /// its data passes for whole, and a torn block is kept (collections/blocks.rs,
+    /// "Recovery").
+    BlockRecoveryNoCrc = 28,
 }
 
 impl Fault {
     /// Every fault, in declaration order.
-    pub const ALL: [Fault; 28] = [
+    pub const ALL: [Fault; 29] = [
         Fault::NoRecordFlush,
         Fault::NoCommitFence,
         Fault::ApplyBeforeCommit,
@@ -180,6 +185,7 @@ impl Fault {
         Fault::FillNoFlush,
         Fault::BackupPageUnflagged,
         Fault::StreamAppendOutsideTx,
+        Fault::BlockRecoveryNoCrc,
     ];
 
     fn bit(self) -> u32 {

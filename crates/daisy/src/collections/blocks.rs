@@ -6,47 +6,99 @@
 //! **Design: block translation.** The store has `nblocks` logical blocks (LBAs) and
 //! `nblocks + spare` physical blocks of `block_size` bytes. The *map* (one 8-byte word per
 //! LBA) names the physical block that holds each LBA's data. Exactly `spare` physical blocks
-//! are named by no map word: the free blocks, one per *write lane*. A write of LBA `l` on a
-//! lane whose free block is `f`:
+//! are named by no map word: the free blocks, one per *write lane*. Every byte of data is
+//! written once (no journal of the data), into a block nobody reads, and a write becomes
+//! visible and durable by one aligned 8-byte map store. The free blocks are not persisted:
+//! [`PBlockStore::open`] finds them as the blocks no map word names (a scan of the map, 8
+//! bytes per block). libpmemblk's BTT writes the same data once but also a 16-byte log entry
+//! per write (its "flog"), with fences of its own.
 //!
-//! 1. copies the new data into block `f` (non-temporal stores in pmem mode; nobody can see
-//!    `f`: no map word names it) and fences: the data is durable;
-//! 2. under the lock of `l`'s stripe, reads `o = map[l]`, stores `map[l] = f` (one aligned
-//!    8-byte store, atomic under power failure), flushes that line and fences: the write is
-//!    durable and visible;
+//! **Which version.** [`PBlockStore::create_in`] makes version 2 stores for blocks of up to
+//! 512 bytes and version 1 stores for larger ones; [`PBlockStore::create_in_format`] makes
+//! either. Version 2 saves the data's fence, but adds a crc32c pass over the data and a record
+//! line read and written under the stripe lock: in the same-run fio matrix on this project's
+//! emulated NVM (tmpfs on a 2-core VM) it was faster than version 1 at 512 B (the fence
+//! dominates) and slower from 1 KiB on (the checksum does): docs/FORMAT.md section 8e. Both are
+//! tested the same way.
+//!
+//! **Format 2: one fence per write.** Each physical block `p` has a 32-byte
+//! *record* ([`BlkRecord`], after the blocks in the data object): the LBA it holds, that LBA's
+//! *version* (`seq`, per LBA, one more than the version it replaces), a kind (data; zero: the
+//! LBA reads as zeros and the block's bytes mean nothing; free: a spare at creation) and a
+//! crc32c over the block's data (kind data) and the record. A write of LBA `l` on a lane whose
+//! free block is `f`:
+//!
+//! 1. copies the data into `f` (non-temporal stores in pmem mode) and computes its crc32c,
+//!    outside any lock: no map word names `f`, and `f`'s record still describes what `f` held
+//!    before, so neither a reader nor a recovery takes `f` for `l`'s data;
+//! 2. under the lock of `l`'s stripe: reads `o = map[l]` and `o`'s version `s`, writes `f`'s
+//!    record (`l`, `s + 1`, data, crc), stores `map[l] = f`, flushes the record's and the
+//!    word's lines, and **fences once**: the data, the record and the word are durable
+//!    together. The lock is held across the fence;
 //! 3. gives `o` to the lane as its next free block.
 //!
-//! Every byte of data is written once (no journal of the data, unlike a file system's data
-//! journalling), and the persistent metadata per write is one 8-byte word. libpmemblk's BTT
-//! writes the same data once but also a 16-byte log entry per write (its "flog", two fences
-//! more): here the free blocks are not logged at all. They are found again when a store is
-//! opened, as the physical blocks no map word names (a scan of the map, 8 bytes per block:
-//! measured in FORMAT.md); a crash in the middle of a write leaves its new block unnamed, so
-//! it is simply free again.
+//! The fence completes the three in no particular order: a crash before it may leave the word
+//! naming `f` while `f`'s data or record is torn, or `f` whole while the word still names `o`.
+//! Neither is ever read as is: open settles it first (**Recovery**). `set_zero(l)` is a write
+//! of kind zero (no data; the word gets the [`ZERO`] flag): a record cannot be changed in place
+//! atomically.
+//!
+//! **Recovery** (format 2, at [`PBlockStore::open`]; [`PBlockStore::reader`] and the checker
+//! compute the same without writing it): a write a crash interrupted involves two blocks, its
+//! new block `f` and the block `o` it replaces. Whichever way its word went, one of the two is
+//! named and the other is free at open, and the free one is the block a lane held (the free
+//! blocks are exactly the lanes' blocks: at most `spare` writes run at once). So the free
+//! blocks bound what can be in flight: for every free block whose record is whole (crc over
+//! the record and, kind data, the block) and names an LBA, the highest version per LBA is a
+//! candidate; it replaces the LBA's named block when that block's record is not a whole record
+//! of the LBA or holds a lower version. A torn new block thus loses to the old one (which was
+//! never overwritten: it becomes a lane's block only after the switch's fence), a whole new
+//! block whose word did not switch is taken (the write was not acknowledged: either version
+//! is allowed), and a stale free block (an older version of an LBA) loses to the named one.
+//! The new words are stored and flushed, then fenced once; a crash midway leaves a map from
+//! which the same rule settles the rest (a replaced block is torn or older, so it never wins
+//! back). The canary `BlockRecoveryNoCrc` trusts records without their crc and is caught: a
+//! torn block whose record or word reached the media is then kept.
+//!
+//! **Format 1 (stores made before format 2): two fences per write**, no records. Step 1 fences
+//! the data before step 2 stores the word, which is flushed and fenced under the stripe lock:
+//! a word names a block only after its data is durable, so open has nothing to settle. The
+//! canary `BlockSwapBeforeData` leaves out step 1's fence and is caught. Version 1 stores keep
+//! this protocol rather than being refused or converted: they have no room for records (the
+//! data object's size is fixed), and a conversion would rewrite every block; a store's
+//! version never changes.
 //!
 //! **Invariants** (verified by [`PBlockStore::check`]; `daisy pool check` runs it on every
 //! block store it finds):
 //! 1. the header's immutable fields hold and its checksum matches; the map and the data area
-//!    are allocated objects large enough for `nblocks` words and `nblocks + spare` blocks;
+//!    are allocated objects large enough for `nblocks` words and `nblocks + spare` blocks (and
+//!    their records, format 2);
 //! 2. every map word names a physical block below `nblocks + spare` (bits 48..63 are flags:
 //!    only [`ZERO`], "reads as zeros", is defined);
-//! 3. no physical block is named twice (so exactly `spare` are named by none).
+//! 3. no physical block is named twice (so exactly `spare` are named by none);
+//! 4. (format 2) after what recovery settles, every LBA's block holds a whole record of that
+//!    LBA, of kind zero exactly when its word has the `ZERO` flag (every named block's data is
+//!    read and its crc checked).
 //!
-//! **Crash reasoning.** The header, the map's initial contents and the data area's allocation
-//! are written by the creating transaction; nothing else in the store ever goes through the
-//! redo log. After that, the only persistent changes are data copies into free blocks and
-//! 8-byte map stores:
-//! * a map word names a block only after that block's data is durable (step 1's fence
-//!   precedes step 2's store), so after any crash every LBA holds a complete version: the one
-//!   before the write in flight or the one after it. **A torn block is never visible.** The
-//!   power-failure simulator's canary `BlockSwapBeforeData` leaves out step 1's fence and is
-//!   caught: a crash image then holds a map word naming a half-written block;
-//! * a write returns after step 2's fence: an acknowledged write is durable;
+//! **Crash reasoning.** The header, the map's initial contents, the records' initial contents
+//! (format 2: LBA `i`'s version 0 of kind zero in block `i`, the spares free) and the data
+//! area's allocation are written by the creating transaction; nothing else in the store ever
+//! goes through the redo log. After that, the only persistent changes are data copies into
+//! free blocks, records of free blocks (format 2) and 8-byte map stores:
+//! * after any crash every LBA reads a whole version, the one before the write in flight or
+//!   the one after it: format 1 because a word names only durable data, format 2 because of
+//!   Recovery (invariant 4 holds for every acknowledged switch, so the block a torn write
+//!   replaced is whole). **A torn block is never visible**;
+//! * a write returns after its switch's fence: an acknowledged write is durable; versions of
+//!   one LBA strictly increase over its acknowledged writes (the lock serialises the switches
+//!   of an LBA and is held across their fences), so a whole free block of a lower version is
+//!   never taken over the named one;
 //! * invariant 3 survives any crash: a block is written only while free, and it becomes a
-//!   lane's free block only through a swap that its lane made durable (step 2's fence) before
-//!   the lane writes into it. A swap of the same LBA by another lane waits for the first
-//!   swap's fence (the stripe lock is held across it), so a freed block is never named by a
-//!   durable map word while it is overwritten;
+//!   lane's free block only through a switch that its lane made durable before the lane
+//!   writes into it. A switch of the same LBA by another lane waits for the first switch's
+//!   fence (the stripe lock is held across it), so a freed block is never named by a
+//!   durable map word while it is overwritten; recovery moves a word only to a free block and
+//!   frees the block it replaces;
 //! * **no redo record is ever replayed over a map word** written in place: the creation
 //!   transaction logs the map when it is small (at most 4 KiB of new objects are logged,
 //!   FORMAT.md section 4), and a replay of that record after a crash would reset the map to
@@ -60,10 +112,11 @@
 //! **Threads.** Reads and writes take `&self`: share one handle (`Arc` or scoped threads).
 //! What is serialised, and why:
 //! * writes (and [`PBlockStore::set_zero`]) of LBAs on the same stripe (LBA modulo the stripe
-//!   count, a power of two up to 1024) serialise their step 2, the swap and its fence, under
-//!   the stripe's lock: two writers of one LBA must not both take the same old block as their
-//!   next free block, and the block a swap frees may be overwritten at once only because no
-//!   reader can still be copying it (below). The data copy (step 1) runs outside the lock;
+//!   count, a power of two up to 1024) serialise their step 2, the switch (format 2: the
+//!   record and the word) and its fence, under the stripe's lock: two writers of one LBA must
+//!   not both take the same old block as their next free block (nor the same version), and
+//!   the block a switch frees may be overwritten at once only because no reader can still be
+//!   copying it (below). The data copy (step 1) and its crc run outside the lock;
 //! * a writer holds one lane (one free block) from its copy to its swap: at most `spare`
 //!   writes run at once; more writers wait for a lane;
 //! * readers take no lock and write no shared memory: a reader notes the stripe's sequence
@@ -81,8 +134,33 @@ use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 pub(crate) const BLK_MAGIC: u64 = u64::from_le_bytes(*b"DAISYBLK");
-/// Block store format version (docs/FORMAT.md section 8e).
-pub(crate) const BLK_FORMAT: u32 = 1;
+/// The newest block store format version (docs/FORMAT.md section 8e): 2, one fence per write
+/// with a record per physical block. Version 1 stores (two fences per write, no records) are
+/// read and written too, each by its own protocol.
+pub(crate) const BLK_FORMAT: u32 = 2;
+/// The first format version (no records).
+pub(crate) const BLK_FORMAT_V1: u32 = 1;
+/// Blocks up to this size are made in version 2 by [`PBlockStore::create_in`], larger ones in
+/// version 1. Version 2 saves a fence per write but adds a crc32c pass over the data and a
+/// record line per write: the fence dominates a small block's write, the checksum a large
+/// one's (docs/FORMAT.md section 8e, "Which version": measured in the same run);
+/// [`PBlockStore::create_in_format`] makes either.
+pub(crate) const V2_MAX_BLOCK: u32 = 512;
+
+/// The version [`PBlockStore::create_in`] makes for blocks of `block_size` bytes.
+pub(crate) fn default_format(block_size: u32) -> u32 {
+    if block_size <= V2_MAX_BLOCK {
+        BLK_FORMAT
+    } else {
+        BLK_FORMAT_V1
+    }
+}
+/// Bytes of a physical block's record (format 2): [`BlkRecord`].
+const REC_BYTES: u64 = 32;
+/// Record kinds (format 2).
+const KIND_DATA: u32 = 1;
+const KIND_ZERO: u32 = 2;
+const KIND_FREE: u32 = 3;
 pub(crate) const BLK_HEADER_BYTES: u64 = 64;
 /// Map word flag: the LBA reads as zeros (never written since the store was created, or
 /// zeroed by [`PBlockStore::set_zero`]); the physical block it names still belongs to it.
@@ -126,6 +204,41 @@ impl BlkHeader {
     }
 }
 
+/// A physical block's record (format 2, docs/FORMAT.md section 8e): which LBA the block holds,
+/// as which version of it, and a checksum that tells a whole block from a torn one. Written
+/// with the block's data, in the same fence as the map word that names the block.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable, Debug, PartialEq, Eq)]
+struct BlkRecord {
+    lba: u64,
+    /// The LBA's version: one more than the record of the block it replaces (per LBA,
+    /// strictly increasing over its acknowledged writes and zeroings).
+    seq: u64,
+    /// [`KIND_DATA`] (the block holds the LBA's data), [`KIND_ZERO`] (the LBA reads as zeros;
+    /// the block's bytes are not covered), [`KIND_FREE`] (a spare block at creation).
+    kind: u32,
+    reserved: [u32; 2],
+    /// crc32c of the block's data (kind data only) followed by bytes 0..28 of the record.
+    crc: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<BlkRecord>() as u64 == REC_BYTES);
+
+impl BlkRecord {
+    /// The record of `lba`'s version `seq`, of `kind`; `data_crc`: crc32c of the data (kind
+    /// data), 0 otherwise.
+    fn new(lba: u64, seq: u64, kind: u32, data_crc: u32) -> BlkRecord {
+        let mut r = BlkRecord {
+            lba,
+            seq,
+            kind,
+            reserved: [0; 2],
+            crc: 0,
+        };
+        r.crc = crate::checksum::crc32c_append(data_crc, &bytemuck::bytes_of(&r)[..28]);
+        r
+    }
+}
 /// Where things are, from a validated header.
 #[derive(Clone, Copy, Debug)]
 struct Geo {
@@ -137,6 +250,10 @@ struct Geo {
     /// Physical block 0.
     base: u64,
     data_obj: u64,
+    /// The format version (1 or 2).
+    format: u32,
+    /// Format 2: the record of physical block 0 (the records follow the blocks).
+    recs: u64,
 }
 
 impl Geo {
@@ -148,11 +265,17 @@ impl Geo {
     fn block_off(&self, phys: u64) -> u64 {
         self.base + phys * self.bs
     }
+    #[inline(always)]
+    fn rec_off(&self, phys: u64) -> u64 {
+        self.recs + phys * REC_BYTES
+    }
 }
 
-/// Bytes of the data object for `nphys` blocks of `bs` bytes (room to align block 0 to 64).
-fn data_bytes(bs: u64, nphys: u64) -> Option<u64> {
-    bs.checked_mul(nphys)?.checked_add(64)
+/// Bytes of the data object for `nphys` blocks of `bs` bytes (room to align block 0 to 64),
+/// and in format 2 their records after them.
+fn data_bytes(format: u32, bs: u64, nphys: u64) -> Option<u64> {
+    let per = if format >= 2 { bs + REC_BYTES } else { bs };
+    per.checked_mul(nphys)?.checked_add(64)
 }
 
 /// Check the limits of a geometry; the reason when it is refused.
@@ -201,9 +324,9 @@ fn load_geo(
     if h.crc != h.crc_of() {
         return Err(bad("header checksum mismatch".into()));
     }
-    if h.format != BLK_FORMAT {
+    if h.format != BLK_FORMAT && h.format != BLK_FORMAT_V1 {
         return Err(bad(format!(
-            "block store format version {} is not supported (this build reads version {BLK_FORMAT})",
+            "block store format version {} is not supported (this build reads versions {BLK_FORMAT_V1} and {BLK_FORMAT})",
             h.format
         )));
     }
@@ -218,7 +341,7 @@ fn load_geo(
         Ok(s) => return Err(bad(format!("map object of {s} bytes for {nblocks} blocks"))),
         Err(w) => return Err(bad(format!("map at {:#x}: {w}", h.map))),
     }
-    let need = data_bytes(bs, nphys).ok_or_else(|| bad("data size overflows".into()))?;
+    let need = data_bytes(h.format, bs, nphys).ok_or_else(|| bad("data size overflows".into()))?;
     match size_of(h.data) {
         Ok(s) if s >= need => {}
         Ok(s) => {
@@ -228,14 +351,17 @@ fn load_geo(
         }
         Err(w) => return Err(bad(format!("data at {:#x}: {w}", h.data))),
     }
+    let base = h.data.next_multiple_of(64);
     Ok(Geo {
         hdr,
         bs,
         nblocks,
         nphys,
         map: h.map,
-        base: h.data.next_multiple_of(64),
+        base,
         data_obj: h.data,
+        format: h.format,
+        recs: base + nphys * bs,
     })
 }
 
@@ -347,9 +473,16 @@ impl std::fmt::Debug for PBlockStore {
 }
 
 impl PBlockStore {
-    /// Block store format version (docs/FORMAT.md section 8e): a store with another version
-    /// is refused, never misread.
+    /// The newest block store format version (docs/FORMAT.md section 8e). Stores of version
+    /// 1 are read and written too (two fences per write); any other version is refused, never
+    /// misread.
     pub const FORMAT: u32 = BLK_FORMAT;
+    /// Blocks up to this size are made in version 2 by [`create_in`](Self::create_in) and
+    /// [`create_in_with`](Self::create_in_with), larger ones in version 1 (each measured
+    /// faster there: docs/FORMAT.md section 8e, "Which version").
+    pub const V2_MAX_BLOCK: u32 = V2_MAX_BLOCK;
+    /// The first block store format version, still read and written.
+    pub const FORMAT_V1: u32 = BLK_FORMAT_V1;
     /// Smallest block size.
     pub const MIN_BLOCK_SIZE: u32 = 64;
     /// Largest block size.
@@ -365,7 +498,8 @@ impl PBlockStore {
     /// to 1 MiB) inside `tx`, every block reading as zeros, with [`Self::DEFAULT_SPARE`] spare
     /// blocks (at most that many writes run at once). Store the pointer somewhere reachable in
     /// the same transaction. The pool must have room for the data (`(nblocks + spare) *
-    /// block_size` bytes) and the map (8 bytes per block).
+    /// block_size` bytes, plus a 32-byte record per block in format 2, which this makes for
+    /// blocks of up to [`Self::V2_MAX_BLOCK`] bytes) and the map (8 bytes per block).
     pub fn create_in(tx: &mut Tx, block_size: u32, nblocks: u64) -> Result<PPtr<PBlockStore>> {
         Self::create_in_with(tx, block_size, nblocks, DEFAULT_SPARE)
     }
@@ -377,20 +511,41 @@ impl PBlockStore {
         nblocks: u64,
         spare: u32,
     ) -> Result<PPtr<PBlockStore>> {
+        Self::create_in_format(tx, block_size, nblocks, spare, default_format(block_size))
+    }
+
+    /// [`create_in_with`](Self::create_in_with) in block store format version `format`: 1 (two
+    /// fences per write, no records: what builds before format 2 read) or 2 ([`Self::FORMAT`]:
+    /// one fence per write, a 32-byte record with a crc32c per block, recovery at open;
+    /// docs/FORMAT.md section 8e). `create_in_with` picks by block size
+    /// ([`Self::V2_MAX_BLOCK`]).
+    pub fn create_in_format(
+        tx: &mut Tx,
+        block_size: u32,
+        nblocks: u64,
+        spare: u32,
+        format: u32,
+    ) -> Result<PPtr<PBlockStore>> {
+        if format != BLK_FORMAT && format != BLK_FORMAT_V1 {
+            return Err(Error::Unsupported(format!(
+                "{WHAT}: format version {format} (this build writes {BLK_FORMAT_V1} and {BLK_FORMAT})"
+            )));
+        }
         let (bs, spare64) = (block_size as u64, spare as u64);
         check_limits(bs, nblocks, spare64)
             .map_err(|w| Error::Unsupported(format!("{WHAT}: {w}")))?;
         let nphys = nblocks + spare64;
-        let data_len = data_bytes(bs, nphys)
+        let data_len = data_bytes(format, bs, nphys)
             .ok_or_else(|| Error::Unsupported(format!("{WHAT}: data size overflows")))?;
         // The data area is never read before a block is written (a ZERO word reads as zeros,
         // a free block is written before a word names it): left as the allocator gives it.
+        // Format 2's records are written here (below).
         let data = tx.alloc_uninit(data_len)?;
         let map = tx.alloc_uninit(nblocks * 8)?;
         // LBA i starts in physical block i, reading as zeros; blocks nblocks.. are the spares.
         // Written in place into the new object (logged when the new objects total at most
         // 4 KiB, else flushed before the commit record: FORMAT.md section 4).
-        let mut buf = Vec::with_capacity(8192);
+        let mut buf = Vec::with_capacity(8192 * 8);
         let mut lba = 0u64;
         while lba < nblocks {
             let n = (nblocks - lba).min(8192);
@@ -401,9 +556,30 @@ impl PBlockStore {
             tx.write_bytes(map + lba * 8, &buf)?;
             lba += n;
         }
+        if format >= 2 {
+            // Every block's record: LBA i's version 0, zeros, in block i; the spares free.
+            // (Recovery trusts a record only through its checksum: these make every named
+            // block's record valid from the start, invariant 4.)
+            let recs = data.next_multiple_of(64) + nphys * bs;
+            let mut p = 0u64;
+            while p < nphys {
+                let n = (nphys - p).min(2048);
+                buf.clear();
+                for q in p..p + n {
+                    let r = if q < nblocks {
+                        BlkRecord::new(q, 0, KIND_ZERO, 0)
+                    } else {
+                        BlkRecord::new(0, 0, KIND_FREE, 0)
+                    };
+                    buf.extend_from_slice(bytemuck::bytes_of(&r));
+                }
+                tx.write_bytes(recs + p * REC_BYTES, &buf)?;
+                p += n;
+            }
+        }
         let mut h = BlkHeader {
             magic: BLK_MAGIC,
-            format: BLK_FORMAT,
+            format,
             block_size,
             nblocks,
             spare,
@@ -486,6 +662,25 @@ impl PBlockStore {
                 named[word] |= bit;
             }
             lba += n;
+        }
+        // Format 2: settle the writes a crash interrupted (module comment, "Recovery"), before
+        // the free blocks are taken from the map: a switched word frees another block.
+        if geo.format >= 2 {
+            let plan = recovery_plan(inner, &geo, &named);
+            for &(l, w) in &plan {
+                let off = geo.entry_off(l);
+                let old: u64 = inner.map.read(off);
+                inner.store_word_flushed(off, w);
+                let (o, n) = (old & PHYS_MASK, w & PHYS_MASK);
+                named[(o / 64) as usize] &= !(1u64 << (o % 64));
+                named[(n / 64) as usize] |= 1u64 << (n % 64);
+            }
+            if !plan.is_empty() {
+                inner
+                    .persist
+                    .fence()
+                    .map_err(|e| inner.io_err("persist", e))?;
+            }
         }
         let free: Vec<u64> = (0..geo.nphys)
             .filter(|&p| named[(p / 64) as usize] & (1 << (p % 64)) == 0)
@@ -634,6 +829,68 @@ impl PBlockStore {
     pub fn write(&self, lba: u64, data: &[u8]) -> Result<()> {
         self.check_args(lba, data.len())?;
         self.check_poisoned()?;
+        if self.geo.format >= 2 {
+            let inner = &*self.pool.inner;
+            let lane = self.acquire_lane();
+            let f = lane.free.load(Ordering::Relaxed);
+            // The data into the lane's free block: no map word names it (no reader sees it),
+            // and its record still describes what the block held before, so no recovery
+            // takes it until the record below is whole along with every line of the data.
+            inner
+                .persist
+                .copy_nodrain_from(&inner.map, self.geo.block_off(f), data, 64);
+            let data_crc = crate::checksum::crc32c_append(0, data);
+            return self.switch_v2(lane, lba, f, KIND_DATA, data_crc);
+        }
+        self.write_v1(lba, data)
+    }
+
+    /// Format 2's switch (module comment, "Format 2"): under the stripe's lock, the record of
+    /// `f` (the LBA's next version, one more than the named block's), the map word naming
+    /// `f`, flushes of both lines, and the write's one fence, which also completes the data's
+    /// write-back. The lock is held across the fence (a second writer of the LBA reads the
+    /// version and the old block only once this switch is durable); the old block becomes the
+    /// lane's free block after it.
+    fn switch_v2(&self, lane: &Lane, lba: u64, f: u64, kind: u32, data_crc: u32) -> Result<()> {
+        let inner = &*self.pool.inner;
+        let g = &self.geo;
+        let s = self.stripe(lba);
+        let v = s.lock();
+        let off = g.entry_off(lba);
+        let old = inner.map.atomic_u64(off).load(Ordering::Relaxed);
+        if kind == KIND_ZERO && old & ZERO != 0 {
+            // Already zeros, durably (read under the lock, which every switch holds across
+            // its fence): nothing to write, the lane's block stays free.
+            s.unlock(v);
+            lane.busy.store(false, Ordering::Release);
+            return Ok(());
+        }
+        let o = old & PHYS_MASK;
+        let seq: u64 = inner.map.read(g.rec_off(o) + 8);
+        let rec = BlkRecord::new(lba, seq.wrapping_add(1), kind, data_crc);
+        inner.map.write(g.rec_off(f), &rec);
+        inner.persist.flush(
+            inner.map.at(g.rec_off(f), REC_BYTES as usize),
+            REC_BYTES as usize,
+        );
+        let zero = if kind == KIND_ZERO { ZERO } else { 0 };
+        inner.store_word_flushed(off, f | zero);
+        let r = inner
+            .persist
+            .fence()
+            .map_err(|e| inner.io_err("persist", e));
+        s.unlock(v);
+        // Not after a failed fence: the switch may or may not be durable (the pool is
+        // poisoned anyway).
+        if r.is_ok() {
+            lane.free.store(o, Ordering::Relaxed);
+        }
+        lane.busy.store(false, Ordering::Release);
+        r
+    }
+
+    /// Format 1's write: the data fenced, then the map word (module comment, "Format 1").
+    fn write_v1(&self, lba: u64, data: &[u8]) -> Result<()> {
         let inner = &*self.pool.inner;
         let g = &self.geo;
         let lane = self.acquire_lane();
@@ -673,6 +930,13 @@ impl PBlockStore {
         self.check_args(lba, self.geo.bs as usize)?;
         self.check_poisoned()?;
         let inner = &*self.pool.inner;
+        if self.geo.format >= 2 {
+            // A new version of kind zero in a free block (its bytes untouched and not
+            // covered): the named block's record cannot be changed in place atomically.
+            let lane = self.acquire_lane();
+            let f = lane.free.load(Ordering::Relaxed);
+            return self.switch_v2(lane, lba, f, KIND_ZERO, 0);
+        }
         let s = self.stripe(lba);
         let v = s.lock();
         let off = self.geo.entry_off(lba);
@@ -725,10 +989,18 @@ impl PBlockStore {
     /// backup). A store whose handle is open elsewhere in this process is readable too, with
     /// no guarantee against its concurrent writes.
     pub fn reader(pool: &Pool, id: PPtr<PBlockStore>) -> Result<BlockReader<'_>> {
-        Ok(BlockReader {
-            pool,
-            geo: geo_of(&pool.inner, id.offset())?,
-        })
+        let geo = geo_of(&pool.inner, id.offset())?;
+        // Format 2: what opening the store would settle (an interrupted write), without
+        // writing it.
+        let settled = if geo.format >= 2 {
+            let named = named_blocks(&pool.inner, &geo);
+            recovery_plan(&pool.inner, &geo, &named)
+                .into_iter()
+                .collect()
+        } else {
+            Default::default()
+        };
+        Ok(BlockReader { pool, geo, settled })
     }
 
     /// Free the store at `id` in `tx` (its header, map and data), which the caller unlinks
@@ -772,6 +1044,8 @@ impl Drop for PBlockStore {
 pub struct BlockReader<'a> {
     pool: &'a Pool,
     geo: Geo,
+    /// Format 2: the map words recovery would store (LBA -> word), read in place of the map's.
+    settled: std::collections::HashMap<u64, u64>,
 }
 
 impl BlockReader<'_> {
@@ -802,7 +1076,10 @@ impl BlockReader<'_> {
                 g.bs
             )));
         }
-        let w: u64 = inner.map.read(g.entry_off(lba));
+        let w: u64 = match self.settled.get(&lba) {
+            Some(&w) => w,
+            None => inner.map.read(g.entry_off(lba)),
+        };
         match decode(w, g.nphys) {
             Ok(_) if w & ZERO != 0 => buf.fill(0),
             Ok(phys) => inner.map.read_bytes(g.block_off(phys), buf),
@@ -830,6 +1107,88 @@ fn decode(w: u64, nphys: u64) -> std::result::Result<u64, String> {
         ));
     }
     Ok(phys)
+}
+
+/// Whether physical block `p`'s bit is set in `bits`.
+#[inline(always)]
+fn bit_of(bits: &[u64], p: u64) -> bool {
+    bits[(p / 64) as usize] & (1 << (p % 64)) != 0
+}
+
+/// Format 2: physical block `p`'s record when it is whole (its checksum over the record and,
+/// for a data block, the block's bytes matches) and names an LBA of the store; None for a torn
+/// or damaged record, a torn block, or a free one. `buf`: scratch for the block's bytes.
+fn valid_record(inner: &PoolInner, g: &Geo, p: u64, buf: &mut Vec<u8>) -> Option<BlkRecord> {
+    // The canary: recovery that trusts a record without its checksum (a torn block whose
+    // record reached the media, or whose map word did, passes for whole).
+    let unchecked = sim_fault!(BlockRecoveryNoCrc);
+    if p >= g.nphys {
+        return None;
+    }
+    let r: BlkRecord = inner.map.read(g.rec_off(p));
+    if r.lba >= g.nblocks || r.reserved != [0; 2] {
+        return None;
+    }
+    let data_crc = match r.kind {
+        KIND_DATA if !unchecked => {
+            buf.resize(g.bs as usize, 0);
+            inner.map.read_bytes(g.block_off(p), buf);
+            crate::checksum::crc32c_append(0, buf)
+        }
+        KIND_DATA | KIND_ZERO => 0,
+        _ => return None,
+    };
+    (unchecked || BlkRecord::new(r.lba, r.seq, r.kind, data_crc).crc == r.crc).then_some(r)
+}
+
+/// Format 2 recovery (module comment, "Recovery"), read-only: the map words to store so that
+/// every LBA names its newest whole version. `named`: the blocks the map names now. Only the
+/// free blocks can hold a write a crash interrupted, or the version such a write replaced:
+/// for each LBA that a whole free block holds, the free block with its highest version
+/// replaces the named block when that one is not a whole block of the LBA or holds an older
+/// version. Returns (LBA, word) pairs in LBA order; storing them in any order, or some of them
+/// before a crash, leaves a map that plans the rest.
+fn recovery_plan(inner: &PoolInner, g: &Geo, named: &[u64]) -> Vec<(u64, u64)> {
+    let mut buf = Vec::new();
+    let mut best: std::collections::BTreeMap<u64, BlkRecord> = Default::default();
+    let mut phys_of: std::collections::BTreeMap<u64, u64> = Default::default();
+    for p in (0..g.nphys).filter(|&p| !bit_of(named, p)) {
+        if let Some(r) = valid_record(inner, g, p, &mut buf) {
+            if best.get(&r.lba).is_none_or(|b| r.seq > b.seq) {
+                best.insert(r.lba, r);
+                phys_of.insert(r.lba, p);
+            }
+        }
+    }
+    let mut plan = Vec::new();
+    for (lba, cand) in best {
+        let w: u64 = inner.map.read(g.entry_off(lba));
+        if decode(w, g.nphys).is_err() {
+            continue; // damage, reported by the map's scan (open refuses the store)
+        }
+        let keep = match valid_record(inner, g, w & PHYS_MASK, &mut buf) {
+            Some(r) => r.lba == lba && r.seq >= cand.seq,
+            None => false,
+        };
+        if !keep {
+            let zero = if cand.kind == KIND_ZERO { ZERO } else { 0 };
+            plan.push((lba, phys_of[&lba] | zero));
+        }
+    }
+    plan
+}
+
+/// The blocks the map names (words that do not decode are skipped, a block named twice is
+/// set once: for readers and checkers, which report those themselves).
+fn named_blocks(inner: &PoolInner, g: &Geo) -> Vec<u64> {
+    let mut named = vec![0u64; g.nphys.div_ceil(64) as usize];
+    for lba in 0..g.nblocks {
+        let w: u64 = inner.map.read(g.entry_off(lba));
+        if let Ok(p) = decode(w, g.nphys) {
+            named[(p / 64) as usize] |= 1 << (p % 64);
+        }
+    }
+    named
 }
 
 /// Whether the object at `off` starts with a valid block store header (magic and checksum).
@@ -888,5 +1247,46 @@ pub(crate) fn check_block_store(inner: &PoolInner, hdr: u64) -> crate::MapCheck 
             break;
         }
     }
+    if g.format >= 2 && c.problems.is_empty() {
+        check_records(inner, &g, &named, &mut c);
+    }
     c
+}
+
+/// Format 2's invariant 4: after what recovery would settle, every LBA's block holds a whole
+/// record of that LBA (checksum over the record and the data), of kind zero exactly when the
+/// map word reads as zeros. Reads every named block.
+fn check_records(inner: &PoolInner, g: &Geo, named: &[u64], c: &mut crate::MapCheck) {
+    let settled: std::collections::HashMap<u64, u64> =
+        recovery_plan(inner, g, named).into_iter().collect();
+    let mut buf = Vec::new();
+    for lba in 0..g.nblocks {
+        let w = match settled.get(&lba) {
+            Some(&w) => w,
+            None => inner.map.read(g.entry_off(lba)),
+        };
+        let p = w & PHYS_MASK;
+        let why = match valid_record(inner, g, p, &mut buf) {
+            None => Some("a torn or damaged block or record (checksum mismatch)".to_string()),
+            Some(r) if r.lba != lba => Some(format!("a record of LBA {}", r.lba)),
+            Some(r) if (r.kind == KIND_ZERO) != (w & ZERO != 0) => Some(format!(
+                "a record of kind {} under a map word {} zeros",
+                if r.kind == KIND_ZERO { "zero" } else { "data" },
+                if w & ZERO != 0 {
+                    "reading as"
+                } else {
+                    "not reading as"
+                }
+            )),
+            Some(_) => None,
+        };
+        if let Some(why) = why {
+            c.problems
+                .push(format!("LBA {lba}: physical block {p} holds {why}"));
+            if c.problems.len() >= 100 {
+                c.problems.push("(more problems not listed)".into());
+                return;
+            }
+        }
+    }
 }
