@@ -30,6 +30,8 @@ use std::time::Duration;
 
 pub const LAYOUT: &str = "daisy.blockcrash";
 pub const WRITERS: u64 = 4;
+/// The block size of the validation runs (`daisy bench io --validate`, the report) and the
+/// default of a [`Config`]; `daisy crashtest --blocks --block-size N` picks another.
 pub const BLOCK: u32 = 1024;
 pub const NBLOCKS: u64 = 4096;
 
@@ -120,18 +122,20 @@ fn open_file(path: &Path) -> Result<std::fs::File> {
 }
 
 /// Create the store: the pool and its store (the root points at it), or a zeroed file.
-pub fn setup_backend(path: &Path, backend: Backend) -> Result<()> {
+pub fn setup_backend(path: &Path, backend: Backend, block_size: u32) -> Result<()> {
     if backend == Backend::Daisy {
-        return setup(path);
+        return setup(path, block_size);
     }
     let _ = std::fs::remove_file(path);
     let f = std::fs::File::create(path).with_context(|| path.display().to_string())?;
-    f.set_len(NBLOCKS * BLOCK as u64)?;
+    f.set_len(NBLOCKS * block_size as u64)?;
     Ok(())
 }
 
-/// Create the pool and its store (the root points at it).
-pub fn setup(path: &Path) -> Result<()> {
+/// Create the pool and its store of `block_size` bytes per block (the root points at it); the
+/// store's format is the one `create_in` picks for that size (format 2, one fence per write,
+/// up to `PBlockStore::V2_MAX_BLOCK`; format 1 above), so the torture covers both by size.
+pub fn setup(path: &Path, block_size: u32) -> Result<()> {
     let _ = std::fs::remove_file(path);
     let pool = Pool::create(
         path,
@@ -139,7 +143,7 @@ pub fn setup(path: &Path) -> Result<()> {
     )?;
     let root = pool.root::<PPtr<PBlockStore>>()?;
     pool.transaction(|tx| {
-        let id = PBlockStore::create_in(tx, BLOCK, NBLOCKS)?;
+        let id = PBlockStore::create_in(tx, block_size, NBLOCKS)?;
         tx.write(root, &id)
     })?;
     pool.close()?;
@@ -150,7 +154,14 @@ pub fn setup(path: &Path) -> Result<()> {
 enum ChildStore {
     /// The store, and its pool kept open.
     Daisy(PBlockStore, #[allow(dead_code)] Pool),
-    File(std::fs::File, Backend, Option<daisy::internals::Mapping>),
+    /// The file, its write path, its mapping, and its block size (the file's length over
+    /// [`NBLOCKS`], as `setup_backend` made it).
+    File(
+        std::fs::File,
+        Backend,
+        Option<daisy::internals::Mapping>,
+        u64,
+    ),
 }
 
 impl ChildStore {
@@ -162,32 +173,44 @@ impl ChildStore {
             return Ok(ChildStore::Daisy(store, pool));
         }
         let f = open_file(path)?;
-        let len = (NBLOCKS * BLOCK as u64) as usize;
+        let flen = f.metadata()?.len();
+        let bs = flen / NBLOCKS;
+        if bs < 32 || bs * NBLOCKS != flen {
+            bail!("{}: not a file of {NBLOCKS} blocks", path.display());
+        }
+        let len = (NBLOCKS * bs) as usize;
         let map = match backend {
             Backend::Mmap | Backend::MmapMsync => {
                 Some(daisy::internals::Mapping::new(&f, len, len).context("mmap")?)
             }
             _ => None,
         };
-        Ok(ChildStore::File(f, backend, map))
+        Ok(ChildStore::File(f, backend, map, bs))
+    }
+
+    fn block_size(&self) -> usize {
+        match self {
+            ChildStore::Daisy(s, _) => s.block_size(),
+            ChildStore::File(_, _, _, bs) => *bs as usize,
+        }
     }
 
     fn read(&self, lba: u64, buf: &mut [u8]) -> Result<()> {
         match self {
             ChildStore::Daisy(s, _) => Ok(s.read(lba, buf)?),
-            ChildStore::File(f, _, _) => {
+            ChildStore::File(f, _, _, bs) => {
                 use std::os::unix::fs::FileExt;
-                Ok(f.read_exact_at(buf, lba * BLOCK as u64)?)
+                Ok(f.read_exact_at(buf, lba * bs)?)
             }
         }
     }
 
     /// Write a block; durable on return where the backend syncs.
     fn write(&self, lba: u64, data: &[u8]) -> Result<()> {
-        let off = lba * BLOCK as u64;
         match self {
             ChildStore::Daisy(s, _) => Ok(s.write(lba, data)?),
-            ChildStore::File(f, b, map) => {
+            ChildStore::File(f, b, map, bs) => {
+                let off = lba * *bs;
                 if let Some(m) = map {
                     m.write_bytes(off, data);
                     if *b == Backend::MmapMsync {
@@ -218,7 +241,8 @@ pub fn child(path: &Path, seed: u64) -> Result<()> {
 /// [`child`] on any backend.
 pub fn child_backend(path: &Path, seed: u64, backend: Backend) -> Result<()> {
     let store = ChildStore::open(path, backend)?;
-    let mut buf = vec![0u8; BLOCK as usize];
+    let bs = store.block_size();
+    let mut buf = vec![0u8; bs];
     let mut gen = 0u64;
     for lba in 0..NBLOCKS {
         store.read(lba, &mut buf)?;
@@ -238,7 +262,7 @@ pub fn child_backend(path: &Path, seed: u64, backend: Backend) -> Result<()> {
                     for k in 1u64.. {
                         let lba = rng.gen_range(0..mine) * WRITERS + t;
                         let v = gen << 32 | k;
-                        store.write(lba, &block(BLOCK as usize, lba, v))?;
+                        store.write(lba, &block(bs, lba, v))?;
                         // Printed only after the write returned: it is durable.
                         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
                         writeln!(o, "{lba} {v}")?;
@@ -343,6 +367,8 @@ pub struct Config {
     /// `--seed S` and `--blocks` (and `--file-method M` for a file backend) follow.
     pub child_cmd: Vec<String>,
     pub backend: Backend,
+    /// Bytes per block ([`BLOCK`] unless chosen): for Daisy it also picks the store's format.
+    pub block_size: u32,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -370,7 +396,7 @@ pub struct Summary {
 
 /// Run the kill torture; `progress` after each kill.
 pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> {
-    setup_backend(&cfg.pool, cfg.backend)?;
+    setup_backend(&cfg.pool, cfg.backend, cfg.block_size)?;
     let mut sum = Summary {
         seed: cfg.seed,
         backend: cfg.backend.name().into(),
@@ -378,7 +404,13 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
     };
     if cfg.backend == Backend::Daisy {
         let pool = Pool::open(&cfg.pool, LAYOUT)?;
-        sum.mode = pool.mode().describe();
+        let id = pool.read(pool.root::<PPtr<PBlockStore>>()?);
+        let format = PBlockStore::open(&pool, id)?.format();
+        sum.mode = format!(
+            "{}; block store format {format}, {} B blocks",
+            pool.mode().describe(),
+            cfg.block_size
+        );
     } else {
         sum.mode = format!(
             "a file on {}",
@@ -443,7 +475,8 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
         let note = |sum: &mut Summary, m: String| {
             if sum.messages.len() < 10 {
                 sum.messages.push(format!(
-                    "kill {kill}: {m}; replay: daisy crashtest --blocks --seed {} --kills {}",
+                    "kill {kill}: {m}; replay: daisy crashtest --blocks --block-size {} --seed {} --kills {}",
+                    cfg.block_size,
                     cfg.seed,
                     kill + 1
                 ));
@@ -462,8 +495,9 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
         if cfg.backend != Backend::Daisy {
             use std::os::unix::fs::FileExt;
             let f = open_file(&cfg.pool)?;
-            let v = verify(NBLOCKS, BLOCK as usize, false, &mut acked, |lba, b| {
-                Ok(f.read_exact_at(b, lba * BLOCK as u64)?)
+            let bs = cfg.block_size as u64;
+            let v = verify(NBLOCKS, bs as usize, false, &mut acked, |lba, b| {
+                Ok(f.read_exact_at(b, lba * bs)?)
             })?;
             absorb(&mut sum, v);
             progress(&sum);
@@ -476,9 +510,13 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&Summary)) -> Result<Summary> 
         let pool = Pool::open(&cfg.pool, LAYOUT)?;
         let id = pool.read(pool.root::<PPtr<PBlockStore>>()?);
         let store = PBlockStore::open(&pool, id)?;
-        let v = verify(store.len(), BLOCK as usize, true, &mut acked, |lba, b| {
-            Ok(store.read(lba, b)?)
-        })?;
+        let v = verify(
+            store.len(),
+            cfg.block_size as usize,
+            true,
+            &mut acked,
+            |lba, b| Ok(store.read(lba, b)?),
+        )?;
         absorb(&mut sum, v);
         let c = store.check();
         let mut reach = vec![pool.root::<PPtr<PBlockStore>>()?.offset()];

@@ -27,6 +27,10 @@ pub struct CrashtestArgs {
     /// acknowledged) and corrupt (not whole) blocks are counted and must be 0 (`--kills`).
     #[arg(long, conflicts_with_all = ["power_fail", "server"])]
     blocks: bool,
+    /// (--blocks) bytes per block: a multiple of 64. The size also picks the store's format:
+    /// 2 (one fence per write) up to 512 B, 1 (two fences) above; run both to cover both.
+    #[arg(long, default_value_t = 512, requires = "blocks")]
+    block_size: u32,
     /// (--power-fail) crash images to check, split evenly between the workloads [default:
     /// the simulator's, 100000: every canary is caught within it; about 30 s].
     #[arg(long, requires = "power_fail")]
@@ -145,12 +149,13 @@ fn blocks_crash_cmd(a: &CrashtestArgs, seed: u64) -> Result<ExitCode> {
         max_delay: std::time::Duration::from_millis(a.max_delay_ms.max(2)),
         child_cmd: child_cmd()?,
         backend: blockcrash::Backend::Daisy,
+        block_size: a.block_size,
     };
     let json = a.format == Format::Json;
     if !json {
         println!(
-            "daisy crashtest --blocks: {} kills, seed {seed} (replay: daisy crashtest --blocks --seed {seed} --kills {})",
-            a.kills, a.kills
+            "daisy crashtest --blocks: {} kills, {} B blocks, seed {seed} (replay: daisy crashtest --blocks --block-size {} --seed {seed} --kills {})",
+            a.kills, a.block_size, a.block_size, a.kills
         );
     }
     let bar = daisy_bench::progress::bar(a.kills, "kills");

@@ -68,6 +68,7 @@ pub fn run(cfg: &Config, mut progress: impl FnMut(&str)) -> Result<Vec<Validatio
             max_delay: std::time::Duration::from_millis(40),
             child_cmd: cfg.child_cmd.clone(),
             backend: b,
+            block_size: blockcrash::BLOCK,
         };
         let s = blockcrash::run(&c, |_| {});
         let _ = std::fs::remove_file(&c.pool);

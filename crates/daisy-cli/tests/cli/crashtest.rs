@@ -70,14 +70,26 @@ fn crashtest_in_msync_mode() {
 
 /// `daisy crashtest --blocks` (seed 003's data validation after SIGKILL): four writers of a
 /// block store killed 30 times; every block read back is whole and at least its acknowledged
-/// version.
+/// version. 512 B blocks make a format 2 store (one fence per write, records settled at open).
 #[test]
-fn crashtest_loses_no_acknowledged_block() {
+fn crashtest_loses_no_acknowledged_block_format_2() {
+    crashtest_blocks(512, 2);
+}
+
+/// The same on 1 KiB blocks: a format 1 store (two fences per write).
+#[test]
+fn crashtest_loses_no_acknowledged_block_format_1() {
+    crashtest_blocks(1024, 1);
+}
+
+fn crashtest_blocks(block_size: u32, format: u32) {
     let d = tmpdir();
     let o = run(daisy()
         .args([
             "crashtest",
             "--blocks",
+            "--block-size",
+            &block_size.to_string(),
             "--kills",
             "30",
             "--seed",
@@ -98,4 +110,11 @@ fn crashtest_loses_no_acknowledged_block() {
     assert_eq!(v["corrupt"], 0, "{v}");
     assert_eq!(v["failures"], 0, "{v}");
     assert!(v["blocks_verified"].as_u64().unwrap() > 30, "{v}");
+    let mode = v["mode"].as_str().unwrap_or_default();
+    assert!(
+        mode.contains(&format!(
+            "block store format {format}, {block_size} B blocks"
+        )),
+        "{v}"
+    );
 }

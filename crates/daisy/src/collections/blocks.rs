@@ -724,6 +724,12 @@ impl PBlockStore {
         false
     }
 
+    /// The store's format version ([`Self::FORMAT_V1`]: two fences per write; 2: one fence
+    /// and a record per block), fixed at creation.
+    pub fn format(&self) -> u32 {
+        self.geo.format
+    }
+
     /// Spare blocks: the most writes that run at once.
     pub fn spare(&self) -> u32 {
         self.lanes.len() as u32
