@@ -954,3 +954,127 @@ fn pool_check_sees_damage_inside_a_stream() {
         "{problems:?}"
     );
 }
+
+/// The IDs of the entries an XREADGROUP / XREAD reply holds (one stream).
+fn read_ids(v: &redis::Value) -> Vec<String> {
+    let redis::Value::Array(streams) = v else {
+        return Vec::new(); // nil: nothing new
+    };
+    let redis::Value::Array(kv) = &streams[0] else {
+        panic!("not a stream's reply: {v:?}")
+    };
+    let redis::Value::Array(entries) = &kv[1] else {
+        panic!("no entries: {v:?}")
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let redis::Value::Array(e) = e else {
+                panic!("not an entry: {e:?}")
+            };
+            redis::from_redis_value(&e[0]).unwrap()
+        })
+        .collect()
+}
+
+/// Reads of one transaction (MULTI/EXEC) start inside a node where the previous read of the
+/// node stopped (`types::stream::seek`): they must stay right when, in the same transaction,
+/// the node's master entry changes length (its count crosses 127/128, moving every entry),
+/// entries are deleted (XDEL, exact XTRIM: the remembered entry itself flagged deleted),
+/// appended, and another group reads the node elsewhere; and the next transaction reads as
+/// well. (The server runs with debug assertions in the tests: a hint that names no entry
+/// fails there.) The IDs are what redis-server 7.0.15 answers.
+#[test]
+fn reads_in_one_transaction_follow_every_change_to_their_node() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "stream-node-max-entries", "1000"],
+    )
+    .unwrap();
+    let mut p = redis::pipe();
+    for i in 1..=127 {
+        p.cmd("XADD").arg("s").arg(format!("1-{i}")).arg("f").arg(i);
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "s", "h", "1-5"]).unwrap();
+    let read = |p: &mut redis::Pipeline, group: &str, count: u32| {
+        p.cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(group)
+            .arg("a")
+            .arg("COUNT")
+            .arg(count)
+            .arg("STREAMS")
+            .arg("s")
+            .arg(">");
+    };
+    let mut p = redis::pipe();
+    p.atomic();
+    read(&mut p, "g", 100); // 1-1..1-100
+    p.cmd("XADD")
+        .arg("s")
+        .arg("1-128")
+        .arg("f")
+        .arg("x")
+        .ignore(); // count 127 -> 128
+    read(&mut p, "g", 1); // 1-101
+    read(&mut p, "h", 2); // 1-6, 1-7: group h reads the same node further up
+    read(&mut p, "g", 1); // 1-102
+    p.cmd("XDEL").arg("s").arg("1-103").arg("1-104").ignore(); // count 128 -> 126
+    read(&mut p, "g", 1); // 1-105
+                          // 1-1..1-102, 1-105..1-108 flagged deleted (the remembered 1-105 among them).
+    p.cmd("XTRIM").arg("s").arg("MAXLEN").arg("20").ignore();
+    read(&mut p, "g", 1); // 1-109
+    read(&mut p, "h", 1); // 1-109 too: 1-8.. are gone
+    p.cmd("XADD")
+        .arg("s")
+        .arg("1-129")
+        .arg("f")
+        .arg("y")
+        .ignore();
+    read(&mut p, "g", 2); // 1-110, 1-111
+    let replies: Vec<redis::Value> = p.query(&mut c).unwrap();
+    let got: Vec<Vec<String>> = replies.iter().map(read_ids).collect();
+    let want: Vec<Vec<String>> = vec![
+        (1..=100).map(|i| format!("1-{i}")).collect(),
+        vec!["1-101".into()],
+        vec!["1-6".into(), "1-7".into()],
+        vec!["1-102".into()],
+        vec!["1-105".into()],
+        vec!["1-109".into()],
+        vec!["1-109".into()],
+        vec!["1-110".into(), "1-111".into()],
+    ];
+    assert_eq!(got, want);
+    // The next transactions: from where the group is, to the end.
+    let v: redis::Value = q(
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "a",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    )
+    .unwrap();
+    assert_eq!(read_ids(&v), ["1-112"]);
+    let v: redis::Value = q(
+        &mut c,
+        &["XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">"],
+    )
+    .unwrap();
+    let rest: Vec<String> = (113..=129).map(|i| format!("1-{i}")).collect();
+    assert_eq!(read_ids(&v), rest);
+    srv.stop();
+    check_pool(&pool);
+}
