@@ -74,7 +74,7 @@ use bytemuck::{Pod, Zeroable};
 use daisy::{PPtr, PTreeMap, Pool, TreeMapView, Tx};
 use group::GroupMeta;
 use id::StreamId;
-use seek::SeekHints;
+use seek::{Seek, SeekHints};
 use std::collections::BTreeMap;
 
 /// The meta's magic while the stream is live, and once it is being freed.
@@ -318,22 +318,24 @@ impl Forward {
         &self,
         nr: &NodeRef,
         master_id: StreamId,
-        seek: Option<(u64, &mut SeekHints)>,
+        seek: Option<(u64, u64, &mut SeekHints)>,
         f: &mut impl FnMut(&NodeRef, &node::EntryAt) -> daisy::Result<bool>,
     ) -> daisy::Result<bool> {
         let (lp, m) = (nr.lp, nr.master);
         let last = lp.len() - 1;
         let mut p = m.first_entry;
-        if let Some((id, rel)) = seek.as_ref().and_then(|(tx, h)| h.get(*tx, nr.block)) {
+        let hint = seek
+            .as_ref()
+            .and_then(|(tx, stream, h)| h.get(*tx, *stream))
+            .filter(|h| h.block == nr.block && h.master == master_id && h.id <= self.start);
+        if let Some(h) = hint {
             // Checked all the same (see `seek`): a hint that does not name an entry of this
             // node is not followed.
-            if id <= self.start {
-                let q = m.first_entry.saturating_add(rel);
-                if q < last && node::entry_fast(lp, m, master_id, q).is_ok_and(|e| e.id == id) {
-                    p = q;
-                } else {
-                    debug_assert!(false, "a stream seek hint that names no entry");
-                }
+            let q = m.first_entry.saturating_add(h.rel);
+            if q < last && node::entry_fast(lp, m, master_id, q).is_ok_and(|e| e.id == h.id) {
+                p = q;
+            } else {
+                debug_assert!(false, "a stream seek hint that names no entry");
             }
         }
         let mut handed = None;
@@ -357,8 +359,18 @@ impl Forward {
         if go && p != last {
             return Err(damaged("entries run past a node's terminator"));
         }
-        if let (Some((tx, h)), Some((id, rel))) = (seek, handed) {
-            h.put(tx, nr.block, id, rel);
+        if let (Some((tx, stream, h)), Some((id, rel))) = (seek, handed) {
+            let block = nr.block;
+            h.put(
+                tx,
+                stream,
+                Seek {
+                    master: master_id,
+                    block,
+                    id,
+                    rel,
+                },
+            );
         }
         Ok(go)
     }
@@ -762,7 +774,7 @@ impl Stream {
                 master: &m,
                 block: self.m.tail,
             };
-            let seek = hints.as_deref_mut().map(|h| (tx.serial(), h));
+            let seek = hints.as_deref_mut().map(|h| (tx.serial(), self.at, h));
             let fw = Forward {
                 start,
                 end,
@@ -771,15 +783,48 @@ impl Stream {
             fw.node(&nr, self.m.tail_id(), seek, &mut f)?;
             return Ok(());
         }
+        // Forward from where the transaction's last read of the stream left off, when its
+        // node is still the stream's (see `seek`): then from the nodes after it.
+        let mut after_hint = None;
+        if let Some(h) = hints
+            .as_deref()
+            .and_then(|h| h.get(tx.serial(), self.at))
+            .filter(|h| !rev && h.id <= start)
+        {
+            let named = self.tree(tx)?.get(tx, &h.master.key())?;
+            if named.is_some_and(|v| v.len() == 8 && word(&v) == h.block) {
+                let lp = read_node(tx, h.block)?;
+                let m = node::master(&lp).map_err(damaged)?;
+                let nr = NodeRef {
+                    lp: &lp,
+                    master: &m,
+                    block: h.block,
+                };
+                let seek = hints.as_deref_mut().map(|hs| (tx.serial(), self.at, hs));
+                let fw = Forward {
+                    start,
+                    end,
+                    skip_tombstones,
+                };
+                if !fw.node(&nr, h.master, seek, &mut f)? {
+                    return Ok(());
+                }
+                after_hint = Some(self.tree(tx)?.rank(tx, &h.master.key())?.0 + 1);
+            }
+        }
         let n = self.nodes(tx)?;
         if n == 0 {
             return Ok(());
         }
         let from = if rev { end } else { start };
-        let mut r = match self.node_rank_at_or_before(tx, from)? {
+        let mut r = match after_hint {
+            Some(r) if r >= n => return Ok(()),
             Some(r) => r,
-            None if rev => return Ok(()),
-            None => 0,
+            None => match self.node_rank_at_or_before(tx, from)? {
+                Some(r) => r,
+                None if rev => return Ok(()),
+                None => 0,
+            },
         };
         loop {
             let Some((master_id, block)) = self.node_at(tx, r)? else {
@@ -818,7 +863,7 @@ impl Stream {
             } else {
                 // Forward, one entry at a time: a read that starts inside the node stops as
                 // soon as it has what it wants.
-                let seek = hints.as_deref_mut().map(|h| (tx.serial(), h));
+                let seek = hints.as_deref_mut().map(|h| (tx.serial(), self.at, h));
                 let fw = Forward {
                     start,
                     end,

@@ -9,9 +9,12 @@
 //! copying the node out of the pool). A round of pipelined reads of one group (one
 //! transaction under group commit) reads consecutive entries of the same node.
 //!
-//! A hint says: "in the node held by block `block`, the entry with ID `id` starts `rel` bytes
-//! after the node's master entry". Why it stays true for the rest of the transaction that
-//! learned it, and is never used in another:
+//! A hint says: "in stream `stream` (its meta's offset), the node of master ID `master` is
+//! held by block `block`, and in it the entry with ID `id` starts `rel` bytes after the
+//! node's master entry". A read follows it only when its start is at or after `id` and the
+//! stream's map still names `block` for `master` (looked up exactly: one descent of the map
+//! instead of finding the node by rank, two). Why the rest of it stays true for the rest of
+//! the transaction that learned it, and is never used in another:
 //! * Entries never move inside a node once written: an append writes after the last entry; a
 //!   deletion (XDEL, exact trimming) only flags an entry (`node::F_DELETED`: the flags stay a
 //!   one-byte element, 0..=3) and changes the master entry's counts, whose elements may change
@@ -19,16 +22,21 @@
 //!   the master entry (`node::Master::first_entry`), not from the node's start. A node is
 //!   otherwise rewritten only into a new block (moved to a larger or smaller one, RESTORE, a
 //!   new stream): under another offset.
-//! * Within one transaction a block's offset names one node: a block freed by the transaction
-//!   (its node removed, moved, its stream deleted) is not handed out again before the
-//!   transaction commits (FORMAT.md section 7, "Reuse after free"; `crate::views` relies on
-//!   the same), and a read reaches a block only through its stream's map or tail, so a freed
-//!   block is never looked up again.
+//! * Within one transaction an offset names one object: a block or a stream meta freed by the
+//!   transaction (a node removed or moved, a stream deleted) is not handed out again before
+//!   the transaction commits (FORMAT.md section 7, "Reuse after free"; `crate::views` relies
+//!   on the same). A freed block is no longer named by its stream's map, so the exact lookup
+//!   above refuses its hint; a deleted stream's meta offset names no stream the transaction
+//!   can open again.
+//! * Starting in the hint's node skips only entries before `id`, which are before the read's
+//!   start; nodes before it hold smaller IDs still. When the node has nothing at or after the
+//!   start, the read goes on with the next node of the map, as any forward read does.
 //! * Across transactions none of this holds (a block freed and committed can hold another
 //!   node, of another stream, the next time; a transaction that failed may have written the
 //!   node the hint was learned from), so each hint carries its transaction's
 //!   [`daisy::Tx::serial`] and is never handed to another transaction: a failed one, and the
-//!   commands run again after it, get a new serial.
+//!   commands run again after it, get a new serial. (The keyspace also empties the hints at
+//!   the end of every transaction: `Keyspace::committed`, `Keyspace::resync`.)
 //!
 //! The reader still checks what it is given (the entry at the hint parses and has the hint's
 //! ID) and walks from the node's first entry when not: a hint can only save work.
@@ -38,50 +46,53 @@ use super::id::StreamId;
 /// Hints kept at most (a few streams' consumer groups read in one round).
 const KEEP: usize = 8;
 
+/// Where a read of a stream left off: in the node of master ID `master`, held by `block`,
+/// entry `id` starts `rel` bytes after the master entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Hint {
-    block: u64,
-    id: StreamId,
-    rel: usize,
+pub struct Seek {
+    pub master: StreamId,
+    pub block: u64,
+    pub id: StreamId,
+    pub rel: usize,
 }
 
-/// The hints of one transaction (see the module's comment).
+/// The hints of one transaction, one per stream (by its meta's offset; see the module's
+/// comment).
 #[derive(Debug, Default)]
 pub struct SeekHints {
     /// The transaction that learned them ([`daisy::Tx::serial`]).
     tx: u64,
-    hints: Vec<Hint>,
+    hints: Vec<(u64, Seek)>,
 }
 
 impl SeekHints {
-    /// Where an entry of the node in `block` starts, learned by transaction `tx`: its ID and
-    /// its offset after the master entry. None for another transaction's hints.
-    pub fn get(&self, tx: u64, block: u64) -> Option<(StreamId, usize)> {
+    /// Where the last read of the stream whose meta is at `stream` left off, learned by
+    /// transaction `tx`. None for another transaction's hints.
+    pub fn get(&self, tx: u64, stream: u64) -> Option<Seek> {
         if self.tx != tx {
             return None;
         }
         self.hints
             .iter()
-            .find(|h| h.block == block)
-            .map(|h| (h.id, h.rel))
+            .find(|(s, _)| *s == stream)
+            .map(|(_, h)| *h)
     }
 
-    /// Remember that in the node of `block` entry `id` starts `rel` bytes after the master
-    /// entry (transaction `tx`): replaces that block's hint; other transactions' hints go.
-    pub fn put(&mut self, tx: u64, block: u64, id: StreamId, rel: usize) {
+    /// Remember where a read of transaction `tx` left off in stream `stream`: replaces the
+    /// stream's hint; other transactions' hints go.
+    pub fn put(&mut self, tx: u64, stream: u64, seek: Seek) {
         if self.tx != tx {
             self.hints.clear();
             self.tx = tx;
         }
-        let h = Hint { block, id, rel };
-        if let Some(old) = self.hints.iter_mut().find(|h| h.block == block) {
-            *old = h;
+        if let Some(old) = self.hints.iter_mut().find(|(s, _)| *s == stream) {
+            old.1 = seek;
             return;
         }
         if self.hints.len() == KEEP {
             self.hints.remove(0);
         }
-        self.hints.push(h);
+        self.hints.push((stream, seek));
     }
 
     /// Forget every hint (the end of a transaction; needed only to free the memory: a later
@@ -95,27 +106,36 @@ impl SeekHints {
 mod tests {
     use super::*;
 
+    fn at(block: u64, id: StreamId, rel: usize) -> Seek {
+        Seek {
+            master: StreamId::new(1, 0),
+            block,
+            id,
+            rel,
+        }
+    }
+
     #[test]
     fn hints_are_kept_within_their_transaction_only() {
         let mut h = SeekHints::default();
         let id = StreamId::new(5, 1);
-        h.put(7, 0x1000, id, 40);
-        assert_eq!(h.get(7, 0x1000), Some((id, 40)));
-        assert_eq!(h.get(7, 0x2000), None);
+        h.put(7, 0x100, at(0x1000, id, 40));
+        assert_eq!(h.get(7, 0x100), Some(at(0x1000, id, 40)));
+        assert_eq!(h.get(7, 0x200), None);
         // Another transaction (the next group, or the one after a failed one) gets nothing,
         // and its first hint drops the old ones.
-        assert_eq!(h.get(8, 0x1000), None);
-        h.put(8, 0x2000, id, 10);
-        assert_eq!(h.get(7, 0x1000), None);
-        assert_eq!(h.get(8, 0x1000), None);
-        assert_eq!(h.get(8, 0x2000), Some((id, 10)));
-        // A block's newer hint replaces its older one; the oldest block goes past KEEP.
-        h.put(8, 0x2000, StreamId::new(6, 0), 30);
-        assert_eq!(h.get(8, 0x2000), Some((StreamId::new(6, 0), 30)));
-        for b in 0..KEEP as u64 {
-            h.put(8, 0x10_000 + b, id, 0);
+        assert_eq!(h.get(8, 0x100), None);
+        h.put(8, 0x200, at(0x2000, id, 10));
+        assert_eq!(h.get(7, 0x100), None);
+        assert_eq!(h.get(8, 0x100), None);
+        assert_eq!(h.get(8, 0x200), Some(at(0x2000, id, 10)));
+        // A stream's newer hint replaces its older one; the oldest stream goes past KEEP.
+        h.put(8, 0x200, at(0x3000, StreamId::new(6, 0), 30));
+        assert_eq!(h.get(8, 0x200), Some(at(0x3000, StreamId::new(6, 0), 30)));
+        for s in 0..KEEP as u64 {
+            h.put(8, 0x10_000 + s, at(s, id, 0));
         }
-        assert_eq!(h.get(8, 0x2000), None);
-        assert_eq!(h.get(8, 0x10_000), Some((id, 0)));
+        assert_eq!(h.get(8, 0x200), None);
+        assert_eq!(h.get(8, 0x10_000), Some(at(0, id, 0)));
     }
 }
