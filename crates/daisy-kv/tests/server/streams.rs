@@ -1078,3 +1078,83 @@ fn reads_in_one_transaction_follow_every_change_to_their_node() {
     srv.stop();
     check_pool(&pool);
 }
+
+/// Reads of one transaction that start in a node before the last (found through the hint's
+/// exact lookup of the nodes' map, `types::stream::seek`) while, in the same transaction, the
+/// hinted node goes (XDEL of its every entry, XTRIM MINID removing it whole), a read runs off
+/// the hinted node's end into the next one, and another group reads from the stream's start.
+/// The IDs, the deletion and trim counts and the node count are redis-server 7.0.15's.
+#[test]
+fn reads_in_one_transaction_follow_nodes_that_go() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let _: () = q(&mut c, &["CONFIG", "SET", "stream-node-max-entries", "10"]).unwrap();
+    let mut p = redis::pipe();
+    for i in 1..=50 {
+        p.cmd("XADD").arg("t").arg(format!("1-{i}")).arg("f").arg(i);
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "t", "g", "0"]).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "t", "h", "0"]).unwrap();
+    let read = |p: &mut redis::Pipeline, group: &str, count: u32| {
+        p.cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(group)
+            .arg("a")
+            .arg("COUNT")
+            .arg(count)
+            .arg("STREAMS")
+            .arg("t")
+            .arg(">");
+    };
+    let ids =
+        |r: std::ops::RangeInclusive<u32>| -> Vec<String> { r.map(|i| format!("1-{i}")).collect() };
+    let mut p = redis::pipe();
+    p.atomic();
+    read(&mut p, "g", 3); // 1-1..1-3, in the first node
+    read(&mut p, "g", 1); // 1-4
+    let del: Vec<String> = ids(1..=10);
+    p.cmd("XDEL").arg("t").arg(&del); // the first node goes
+    read(&mut p, "g", 1); // 1-11
+    read(&mut p, "g", 9); // 1-12..1-20: to the second node's end
+    read(&mut p, "g", 2); // 1-21, 1-22: past it, into the third
+    p.cmd("XTRIM").arg("t").arg("MINID").arg("1-25"); // the second node goes, 1-21.. flagged
+    read(&mut p, "g", 1); // 1-25
+    read(&mut p, "h", 1); // 1-25: the first live entry
+    read(&mut p, "g", 1); // 1-26
+    p.cmd("XLEN").arg("t");
+    let replies: Vec<redis::Value> = p.query(&mut c).unwrap();
+    let count = |v: &redis::Value| -> i64 { redis::from_redis_value(v).unwrap() };
+    assert_eq!(count(&replies[2]), 10, "XDEL");
+    assert_eq!(count(&replies[6]), 14, "XTRIM");
+    assert_eq!(count(&replies[10]), 26, "XLEN");
+    let got: Vec<Vec<String>> = [0, 1, 3, 4, 5, 7, 8, 9]
+        .iter()
+        .map(|&i| read_ids(&replies[i]))
+        .collect();
+    let want = vec![
+        ids(1..=3),
+        ids(4..=4),
+        ids(11..=11),
+        ids(12..=20),
+        ids(21..=22),
+        ids(25..=25),
+        ids(25..=25),
+        ids(26..=26),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(
+        field(&info(&mut c, &["XINFO", "STREAM", "t"]), "radix-tree-keys"),
+        "3"
+    );
+    let v: redis::Value = q(
+        &mut c,
+        &["XREADGROUP", "GROUP", "g", "a", "STREAMS", "t", ">"],
+    )
+    .unwrap();
+    assert_eq!(read_ids(&v), ids(27..=50));
+    srv.stop();
+    check_pool(&pool);
+}
