@@ -16,6 +16,7 @@ use crate::resp;
 use crate::types::Type;
 use daisy::Tx;
 use std::collections::HashMap;
+use std::ops::Range;
 
 pub const E_INT: &str = "ERR value is not an integer or out of range";
 pub const E_SYNTAX: &str = "ERR syntax error";
@@ -29,12 +30,87 @@ pub const E_FLOAT: &str = "ERR value is not a valid float";
 /// Largest string value (proto-max-bulk-len).
 pub const MAX_STRING: usize = 512 << 20;
 
-/// Commands queued by MULTI.
+/// Commands queued by MULTI: their arguments back to back in one buffer (not a vector per
+/// argument: queuing allocated for every argument, and the event loop clones a client's
+/// state, queue included, for each round that runs its requests), and each one's table entry,
+/// found when it was queued.
 #[derive(Clone, Debug, Default)]
 pub struct Multi {
-    pub queued: Vec<Vec<Vec<u8>>>,
+    /// Every queued argument's bytes, back to back.
+    bytes: Vec<u8>,
+    /// Where each argument ends in `bytes`.
+    ends: Vec<usize>,
+    /// Each queued command: its index in [`COMMANDS`] and its number of arguments.
+    cmds: Vec<(usize, usize)>,
     /// A command was refused while queuing: EXEC answers EXECABORT.
     pub error: bool,
+}
+
+impl Multi {
+    /// An empty queue with room for a few small commands (each growth step of its buffers
+    /// showed in profiles of short transactions).
+    pub fn with_capacity() -> Multi {
+        Multi {
+            bytes: Vec::with_capacity(256),
+            ends: Vec::with_capacity(16),
+            cmds: Vec::with_capacity(8),
+            error: false,
+        }
+    }
+
+    /// Queue the command `spec` with its arguments (its name first).
+    pub fn push(&mut self, spec: &'static Spec, args: &[&[u8]]) {
+        for a in args {
+            self.bytes.extend_from_slice(a);
+            self.ends.push(self.bytes.len());
+        }
+        self.cmds.push((spec.index(), args.len()));
+    }
+
+    /// Queued commands.
+    pub fn len(&self) -> usize {
+        self.cmds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+
+    /// Every queued argument, in order (the commands' arguments are consecutive runs of
+    /// them: see [`Multi::commands`]).
+    pub fn argv(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let a = &self.bytes[start..end];
+                start = end;
+                a
+            })
+            .collect()
+    }
+
+    /// Every queued command: its table entry and where its arguments are in [`Multi::argv`].
+    pub fn commands(&self) -> impl Iterator<Item = (&'static Spec, Range<usize>)> + '_ {
+        let mut start = 0;
+        self.cmds.iter().map(move |&(i, n)| {
+            let r = start..start + n;
+            start += n;
+            (&COMMANDS[i], r)
+        })
+    }
+
+    /// Whether a queued command satisfies `f` (given its table entry and arguments).
+    pub fn any(&self, mut f: impl FnMut(&'static Spec, &[&[u8]]) -> bool) -> bool {
+        let argv = self.argv();
+        self.commands().any(|(s, r)| f(s, &argv[r]))
+    }
+
+    /// Bytes of the queued arguments, as CLIENT LIST's `multi-mem` counts them (each
+    /// argument's length plus 8).
+    pub fn arg_bytes(&self) -> usize {
+        self.bytes.len() + 8 * self.ends.len()
+    }
 }
 
 /// Per-connection state.
@@ -965,10 +1041,13 @@ pub fn state_refusal(
             .map_or((false, false), |m| (m.has("write"), m.has("denyoom"))),
     };
     let (write, denyoom) = match (&cl.multi, spec.name) {
-        (Some(m), "exec") => m.queued.iter().fold((false, false), |(w, d), q| {
-            let (qw, qd) = flags(&q.iter().map(|a| &a[..]).collect::<Vec<_>>());
-            (w || qw, d || qd)
-        }),
+        (Some(m), "exec") => {
+            let argv = m.argv();
+            m.commands().fold((false, false), |(w, d), (_, r)| {
+                let (qw, qd) = flags(&argv[r]);
+                (w || qw, d || qd)
+            })
+        }
         _ => flags(args),
     };
     // Queuing in MULTI takes memory too: only EXEC (when nothing queued is denyoom), DISCARD,
@@ -1026,8 +1105,27 @@ pub fn execute(
     now_ms: i64,
     out: &mut Vec<u8>,
 ) -> daisy::Result<Action> {
+    let spec = table.find(args[0]);
+    execute_found(table, spec, ks, tx, cl, sv, args, now_ms, out)
+}
+
+/// [`execute`] of a request whose command was already looked up (`spec` is
+/// `table.find(args[0])`): the event loop finds each request's command once, for its
+/// prefetch hints and its run.
+#[allow(clippy::too_many_arguments)]
+pub fn execute_found(
+    table: &Table,
+    spec: Option<&'static Spec>,
+    ks: &mut Keyspace,
+    tx: &mut Tx,
+    cl: &mut Client,
+    sv: &mut ServerState,
+    args: &[&[u8]],
+    now_ms: i64,
+    out: &mut Vec<u8>,
+) -> daisy::Result<Action> {
     sv.tracking.current = cl.id;
-    let r = execute_checked(table, ks, tx, cl, sv, args, now_ms, out);
+    let r = execute_checked(table, spec, ks, tx, cl, sv, args, now_ms, out);
     // CLIENT CACHING covers the next command, or the next MULTI ... EXEC, and any CLIENT
     // command between (networking.c's `resetClient`).
     if cl.tracking.caching && cl.multi.is_none() && !args[0].eq_ignore_ascii_case(b"client") {
@@ -1039,6 +1137,7 @@ pub fn execute(
 #[allow(clippy::too_many_arguments)]
 fn execute_checked(
     table: &Table,
+    spec: Option<&'static Spec>,
     ks: &mut Keyspace,
     tx: &mut Tx,
     cl: &mut Client,
@@ -1047,7 +1146,6 @@ fn execute_checked(
     now_ms: i64,
     out: &mut Vec<u8>,
 ) -> daisy::Result<Action> {
-    let spec = table.find(args[0]);
     let mut refused = precheck(spec, args, cl, sv);
     if let (None, Some(s)) = (&refused, spec) {
         refused = crate::acl::check(s, args, cl, sv, now_ms);
@@ -1081,7 +1179,7 @@ fn execute_checked(
     cl.last_cmd = crate::admin::full_name(spec, args);
     if let Some(m) = cl.multi.as_mut() {
         if !runs_inside_multi(spec) {
-            m.queued.push(args.iter().map(|a| a.to_vec()).collect());
+            m.push(spec, args);
             resp::simple(out, "QUEUED");
             return Ok(Action::Continue);
         }

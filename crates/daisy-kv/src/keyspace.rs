@@ -520,6 +520,11 @@ pub struct Keyspace {
     /// Where stream reads of the transaction left off inside nodes (valid in their
     /// transaction only; module `types::stream::seek`).
     pub stream_seek: crate::types::stream::seek::SeekHints,
+    /// A payload buffer given back once its command stored it (`recycle_payload`), for the
+    /// next [`Keyspace::payload`]: a small collection's blob is read whole by every command
+    /// on it, and a fresh allocation of a kilobyte or more each time showed in profiles
+    /// (glibc consolidates its free lists on every such request).
+    spare_payload: std::cell::Cell<Vec<u8>>,
 }
 
 /// A key event the keyspace notes for keyspace notifications.
@@ -678,6 +683,7 @@ impl Keyspace {
             track: false,
             touched: Vec::new(),
             dirty: 0,
+            spare_payload: Default::default(),
             clock: crate::access::AccessClock::new(
                 dbs.len(),
                 std::time::SystemTime::now()
@@ -878,7 +884,11 @@ impl Keyspace {
                 }
                 Some(u64::from_le_bytes(h[at..at + 8].try_into().ok()?))
             })();
-            *memo = (db, key.to_vec(), table.unwrap_or(0));
+            // The key's buffer is reused: a new key each time is the usual case.
+            memo.0 = db;
+            memo.1.clear();
+            memo.1.extend_from_slice(key);
+            memo.2 = table.unwrap_or(0);
         }
         if memo.2 != 0 {
             PBytesMap::prefetch_at(&self.pool, map_of(memo.2), member, stage);
@@ -1093,9 +1103,19 @@ impl Keyspace {
 
     /// The whole payload of `v`.
     pub fn payload(&self, tx: &Tx, v: &Val) -> daisy::Result<Vec<u8>> {
-        let mut p = vec![0u8; v.len];
+        let mut p = self.spare_payload.take();
+        p.clear();
+        p.resize(v.len, 0);
         v.entry.read_tx(tx, v.off, &mut p)?;
         Ok(p)
+    }
+
+    /// Give back a buffer from [`Keyspace::payload`] once done with it, for the next one
+    /// (kept only while modest: a large payload's buffer is freed).
+    pub fn recycle_payload(&self, buf: Vec<u8>) {
+        if buf.capacity() <= 64 << 10 {
+            self.spare_payload.set(buf);
+        }
     }
 
     /// The map of `db`, created (in `tx`) when the database has none.

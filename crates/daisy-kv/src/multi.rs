@@ -18,7 +18,7 @@ pub fn multi(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
     if c.cl.multi.is_some() {
         return c.err("ERR MULTI calls can not be nested");
     }
-    c.cl.multi = Some(Multi::default());
+    c.cl.multi = Some(Multi::with_capacity());
     resp::ok(c.out);
     Ok(())
 }
@@ -67,7 +67,7 @@ pub fn exec(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
         c.null_array();
         return Ok(());
     }
-    resp::array(c.out, m.queued.len());
+    resp::array(c.out, m.len());
     // A blocking command inside EXEC answers at once, as if its timeout passed.
     c.cl.deny_blocking = true;
     let r = exec_queued(c, &m);
@@ -76,18 +76,14 @@ pub fn exec(c: &mut Ctx, _a: &[&[u8]]) -> daisy::Result<()> {
 }
 
 fn exec_queued(c: &mut Ctx, m: &Multi) -> daisy::Result<()> {
-    for cmd in &m.queued {
-        let args: Vec<&[u8]> = cmd.iter().map(|a| &a[..]).collect();
-        let Some(spec) = c.table.find(args[0]) else {
-            continue; // refused at queuing: m.error was set
-        };
-        if let Some(e) = crate::acl::check_queued(c, spec, &args) {
+    let argv = m.argv();
+    for (spec, r) in m.commands() {
+        let args = &argv[r];
+        if let Some(e) = crate::acl::check_queued(c, spec, args) {
             c.err(&e)?;
             continue;
         }
-        let action = commands::call(
-            c.table, spec, c.ks, c.tx, c.cl, c.sv, &args, c.now_ms, c.out,
-        )?;
+        let action = commands::call(c.table, spec, c.ks, c.tx, c.cl, c.sv, args, c.now_ms, c.out)?;
         if action != commands::Action::Continue {
             c.action = action;
         }

@@ -693,6 +693,7 @@ pub fn serve(o: &Options, ready: impl FnOnce(SocketAddr)) -> Result<(), String> 
         ranges_buf: Vec::new(),
         one_buf: Vec::new(),
         saved_buf: Vec::new(),
+        specs_buf: Vec::new(),
         carry: Vec::new(),
         read_cap: o.read_round_cap.max(1),
         tcp_keepalive: o.tcp_keepalive,
@@ -799,6 +800,8 @@ struct Server {
     ranges_buf: Vec<Range<usize>>,
     one_buf: Vec<Range<usize>>,
     saved_buf: Vec<(usize, usize, bool, Client)>,
+    /// Each request's command in `run_work` (kept for its capacity).
+    specs_buf: Vec<Option<&'static cmd::Spec>>,
     /// Connections whose capped read left input in the socket: read again next round.
     carry: Vec<usize>,
     read_cap: usize,
@@ -1481,6 +1484,10 @@ impl Server {
     /// runs at most three times, whatever the failure.
     fn run_work(&mut self, work: &[Work], ranges: &[Range<usize>]) {
         let now = now_ms();
+        // Each request's command, looked up once (for its prefetch hints and its run).
+        let mut specs = std::mem::take(&mut self.specs_buf);
+        specs.clear();
+        specs.extend(work.iter().map(|w| self.spec_of(w, ranges)));
         let mut i = 0;
         self.answered.clear();
         // The command a failed group stopped at: the groups before it end there, then it
@@ -1535,8 +1542,8 @@ impl Server {
                     };
                     // Overlap the cache misses of the commands ahead with this one's work:
                     // bucket of the command 8 ahead, entry of the one 4 ahead.
-                    self.prefetch(work.get(j + 8), ranges, 1);
-                    self.prefetch(work.get(j + 4), ranges, 2);
+                    self.prefetch(work.get(j + 8), specs.get(j + 8), ranges, 1);
+                    self.prefetch(work.get(j + 4), specs.get(j + 4), ranges, 2);
                     let w = &work[j];
                     if let Some(Some(c)) = self.conns.get(w.conn) {
                         if self.saved_mark.len() <= w.conn {
@@ -1551,7 +1558,7 @@ impl Server {
                     if scripted {
                         self.before_script(work, j, ranges, group, shared);
                     }
-                    let r = self.exec(tx, w, ranges, now);
+                    let r = self.exec(tx, w, specs[j], ranges, now);
                     if scripted {
                         self.after_script(work);
                     }
@@ -1640,9 +1647,7 @@ impl Server {
                     if alone {
                         // Failed on its own: its error is its reply. A failed EXEC ends the
                         // client's transaction, as any EXEC does.
-                        let is_exec = self
-                            .spec_of(&work[i], ranges)
-                            .is_some_and(|s| s.name == "exec");
+                        let is_exec = specs[i].is_some_and(|s| s.name == "exec");
                         if let Some(Some(c)) = self.conns.get_mut(work[i].conn) {
                             let msg = error_reply(&e);
                             log_pool_full(&e, &mut self.oom_logged_ms);
@@ -1665,6 +1670,7 @@ impl Server {
         if !self.sv.tracking.outbox.is_empty() {
             self.deliver_tracking(); // what a failed group queued, if nothing committed since
         }
+        self.specs_buf = specs;
     }
 
     /// SAVE (back up now, then reply) or BGSAVE (start the copier), after the command's
@@ -1770,19 +1776,30 @@ impl Server {
         }
     }
 
+    /// The command request `w` names (None: a protocol error, or no such command).
     fn spec_of(&self, w: &Work, ranges: &[Range<usize>]) -> Option<&'static cmd::Spec> {
-        let c = self.conns.get(w.conn)?.as_ref()?;
-        let r = ranges.get(w.args.start)?;
         if w.proto_error.is_some() {
             return None;
         }
-        self.table.find(&c.rbuf[r.clone()])
+        let c = self.conns.get(w.conn)?.as_ref()?;
+        let r = ranges.get(w.args.start)?;
+        let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
+        self.table.find(src.get(r.clone())?)
     }
 
-    /// Prefetch the key of request `w` (its first argument, for commands whose key is it).
+    /// Prefetch the key of request `w` (its first argument, for commands whose key is it),
+    /// whose command is `spec`.
     #[inline]
-    fn prefetch(&self, w: Option<&Work>, ranges: &[Range<usize>], stage: u8) {
-        let Some(w) = w else { return };
+    fn prefetch(
+        &self,
+        w: Option<&Work>,
+        spec: Option<&Option<&'static cmd::Spec>>,
+        ranges: &[Range<usize>],
+        stage: u8,
+    ) {
+        let (Some(w), Some(&spec)) = (w, spec) else {
+            return;
+        };
         if w.args.len() < 2 || w.proto_error.is_some() {
             return;
         }
@@ -1792,17 +1809,19 @@ impl Server {
         let key = &c.rbuf[ranges[w.args.start + 1].clone()];
         self.store.prefetch(c.cl.db, key, stage);
         // Commands on one field or member of a collection: that entry of its table too.
-        if w.args.len() >= 3 && self.spec_of(w, ranges).is_some_and(cmd::member_arg) {
+        if w.args.len() >= 3 && spec.is_some_and(cmd::member_arg) {
             let member = &c.rbuf[ranges[w.args.start + 2].clone()];
             self.store.prefetch_member(c.cl.db, key, member, stage);
         }
     }
 
-    /// Run one request inside `tx`, appending its reply.
+    /// Run one request inside `tx`, appending its reply; `spec` is its command
+    /// (`spec_of`).
     fn exec(
         &mut self,
         tx: &mut daisy::Tx,
         w: &Work,
+        spec: Option<&'static cmd::Spec>,
         ranges: &[Range<usize>],
         now: i64,
     ) -> daisy::Result<()> {
@@ -1863,7 +1882,7 @@ impl Server {
         if !c.cl.admin.postponed.is_empty()
             || paused.is_some_and(|p| {
                 (p.all || may_write(&self.table, args, &c.cl, &self.sv.scripting))
-                    && cmd::precheck(self.table.find(args[0]), args, &c.cl, &self.sv).is_none()
+                    && cmd::precheck(spec, args, &c.cl, &self.sv).is_none()
             })
         {
             if c.cl.admin.postponed.is_empty() {
@@ -1881,8 +1900,9 @@ impl Server {
         self.store.expire_paused = paused.is_some();
         let before = c.wbuf.len();
         c.cl.pubsub.pushed = 0;
-        let action = cmd::execute(
+        let action = cmd::execute_found(
             &self.table,
+            spec,
             &mut self.store,
             tx,
             &mut c.cl,
@@ -2077,7 +2097,13 @@ impl Server {
             if o.in_multi {
                 let m = c.cl.multi.get_or_insert_with(Default::default);
                 m.error |= o.multi_flagged;
-                m.queued.extend(o.queued);
+                for q in &o.queued {
+                    let argv: Vec<&[u8]> = q.iter().map(|a| &a[..]).collect();
+                    // Queued by the busy script's handling only once found in the table.
+                    if let Some(s) = self.table.find(argv[0]) {
+                        m.push(s, &argv);
+                    }
+                }
             }
             if !o.unsent.is_empty() {
                 c.wbuf.extend_from_slice(&o.unsent);
@@ -2937,11 +2963,7 @@ fn may_write(
         })
     };
     if table.find(args[0]).is_some_and(|s| s.name == "exec") {
-        return cl.multi.as_ref().is_some_and(|m| {
-            m.queued
-                .iter()
-                .any(|q| writes(&q.iter().map(|a| &a[..]).collect::<Vec<_>>()))
-        });
+        return cl.multi.as_ref().is_some_and(|m| m.any(|_, q| writes(q)));
     }
     writes(args)
 }
@@ -2951,11 +2973,10 @@ fn may_write(
 fn wants_others(name: &[u8], cl: &Client) -> bool {
     name.eq_ignore_ascii_case(b"client")
         || (name.eq_ignore_ascii_case(b"exec")
-            && cl.multi.as_ref().is_some_and(|m| {
-                m.queued
-                    .iter()
-                    .any(|q| q[0].eq_ignore_ascii_case(b"client"))
-            }))
+            && cl
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.any(|s, _| s.name == "client")))
 }
 
 /// The reply for a failed transaction: Redis's OOM text for a full pool, and for a command

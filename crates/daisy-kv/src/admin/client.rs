@@ -77,14 +77,10 @@ pub fn client_line(cl: &Client, now_ms: i64, dirty: bool, closing: bool) -> Stri
     if flags.is_empty() {
         flags.push('N');
     }
-    let (multi, multi_mem) = cl.multi.as_ref().map_or((-1, 0), |m| {
-        let mem: usize = m
-            .queued
-            .iter()
-            .map(|q| q.iter().map(|a| a.len() + 8).sum::<usize>())
-            .sum();
-        (m.queued.len() as i64, mem)
-    });
+    let (multi, multi_mem) = cl
+        .multi
+        .as_ref()
+        .map_or((-1, 0), |m| (m.len() as i64, m.arg_bytes()));
     let s = &cl.admin.conn;
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} \

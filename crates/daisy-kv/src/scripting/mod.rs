@@ -69,10 +69,7 @@ pub fn runs_script(name: &[u8], cl: &crate::commands::Client) -> bool {
     };
     is(name)
         || (name.eq_ignore_ascii_case(b"exec")
-            && cl
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queued.iter().any(|q| is(&q[0]))))
+            && cl.multi.as_ref().is_some_and(|m| m.any(|_, q| is(q[0]))))
 }
 
 /// The flags a script command's script declares (Redis's `evalGetCommandFlags` and

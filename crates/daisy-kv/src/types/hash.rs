@@ -118,21 +118,33 @@ pub enum HashVal {
 impl HashVal {
     /// Open the hash whose record is `v`.
     pub fn open(c: &mut Ctx, v: &Val) -> daisy::Result<HashVal> {
+        Ok(Self::open_locating(c, v, None)?.0)
+    }
+
+    /// Open the hash whose record is `v`; when it is packed and `field` is given, locate that
+    /// field in the same pass that checks the blob.
+    fn open_locating(
+        c: &mut Ctx,
+        v: &Val,
+        field: Option<&[u8]>,
+    ) -> daisy::Result<(HashVal, Option<Located>)> {
         let p = c.payload(v)?;
         match v.enc {
             Enc::Table => {
                 let id = table_id(&p).map_err(damaged)?;
-                Ok(HashVal::Table {
-                    view: c.ks.map_view(c.tx, id.offset())?,
-                    fresh: false,
-                })
+                c.ks.recycle_payload(p);
+                let view = c.ks.map_view(c.tx, id.offset())?;
+                Ok((HashVal::Table { view, fresh: false }, None))
             }
             _ => {
-                let b = PackedBuf::from_payload(p).map_err(damaged)?;
+                let (b, at) = PackedBuf::from_payload_find(p, 2, field).map_err(damaged)?;
                 if b.count() % 2 != 0 {
                     return Err(damaged("packed hash with an odd number of items".into()));
                 }
-                Ok(HashVal::Packed(b))
+                let located = field.map(|_| Located {
+                    at: at.map(|(_, at)| at),
+                });
+                Ok((HashVal::Packed(b), located))
             }
         }
     }
@@ -165,8 +177,20 @@ impl HashVal {
     /// `hash-max-listpack-entries` fields (so HDEL never converts, even past a threshold
     /// lowered since).
     pub fn set(&mut self, c: &mut Ctx, field: &[u8], value: &[u8]) -> daisy::Result<bool> {
+        self.set_located(c, field, value, None)
+    }
+
+    /// [`HashVal::set`], with `field` already located in the packed blob when `located` is
+    /// given (by `open_write`, for this field, the blob unchanged since).
+    fn set_located(
+        &mut self,
+        c: &mut Ctx,
+        field: &[u8],
+        value: &[u8],
+        located: Option<Located>,
+    ) -> daisy::Result<bool> {
         self.convert_for_items(c, &[field, value])?;
-        let new = self.set_here(c, field, value)?;
+        let new = self.set_here(c, field, value, located)?;
         if matches!(self, HashVal::Packed(p) if p.count() / 2 > c.sv.config.hash_max_listpack_entries)
         {
             self.convert_to_table(c)?;
@@ -175,19 +199,27 @@ impl HashVal {
     }
 
     /// Set `field` in the present encoding.
-    fn set_here(&mut self, c: &mut Ctx, field: &[u8], value: &[u8]) -> daisy::Result<bool> {
+    fn set_here(
+        &mut self,
+        c: &mut Ctx,
+        field: &[u8],
+        value: &[u8],
+        located: Option<Located>,
+    ) -> daisy::Result<bool> {
         match self {
-            HashVal::Packed(p) => match p.find(2, field) {
-                Some((_, at)) => {
-                    let v = p.next(&at);
-                    p.replace(&v, value);
-                    Ok(false)
+            HashVal::Packed(p) => {
+                match located.map_or_else(|| p.find(2, field).map(|(_, at)| at), |l| l.at) {
+                    Some(at) => {
+                        let v = p.next(&at);
+                        p.replace(&v, value);
+                        Ok(false)
+                    }
+                    None => {
+                        p.push(&[field, value]);
+                        Ok(true)
+                    }
                 }
-                None => {
-                    p.push(&[field, value]);
-                    Ok(true)
-                }
-            },
+            }
             HashVal::Table { view, .. } => Ok(!view.insert(c.tx, field, value)?),
         }
     }
@@ -269,6 +301,7 @@ impl HashVal {
                         c.ks.put(c.tx, db, key, hdr, &[p.bytes()], old, false)?;
                     }
                 }
+                c.ks.recycle_payload(p.into_bytes());
             }
             HashVal::Table { view, fresh: true } => {
                 let id = view.id().offset().to_le_bytes();
@@ -289,12 +322,29 @@ impl HashVal {
     }
 }
 
+/// Where a packed hash's field is (None: not there), found by `open_write` while it checked
+/// the blob: it serves the command's first `set`, of that field, before the blob changes.
+struct Located {
+    at: Option<super::packed::ItemAt>,
+}
+
 fn damaged(why: String) -> daisy::Error {
     daisy::Error::Unsupported(format!("damaged hash: {why} (run `daisy pool check`)"))
 }
 
 /// The hash at `key` for a write (a new empty one when absent), with its record.
 fn open_write(c: &mut Ctx, key: &[u8]) -> daisy::Result<Result<(HashVal, Option<Val>), ()>> {
+    Ok(open_write_locating(c, key, None)?.map(|(h, v, _)| (h, v)))
+}
+
+/// [`open_write`], locating `field` in a packed hash as it is checked (for the command's
+/// first `set_located`).
+#[allow(clippy::type_complexity)]
+fn open_write_locating(
+    c: &mut Ctx,
+    key: &[u8],
+    field: Option<&[u8]>,
+) -> daisy::Result<Result<(HashVal, Option<Val>, Option<Located>), ()>> {
     let v = match c.lookup_typed(key, Type::Hash)? {
         Ok(v) => v,
         Err(_) => {
@@ -302,11 +352,11 @@ fn open_write(c: &mut Ctx, key: &[u8]) -> daisy::Result<Result<(HashVal, Option<
             return Ok(Err(()));
         }
     };
-    let h = match &v {
-        Some(v) => HashVal::open(c, v)?,
-        None => HashVal::Packed(PackedBuf::new()),
+    let (h, located) = match &v {
+        Some(v) => HashVal::open_locating(c, v, field)?,
+        None => (HashVal::Packed(PackedBuf::new()), None),
     };
-    Ok(Ok((h, v)))
+    Ok(Ok((h, v, located)))
 }
 
 /// The hash at `key` for a read: None when absent (after a WRONGTYPE reply, Err).
@@ -337,11 +387,12 @@ fn hset_generic(c: &mut Ctx, a: &[&[u8]], reply_count: bool) -> daisy::Result<()
             "ERR wrong number of arguments for '{name}' command"
         ));
     }
-    let (mut h, old) = or_return!(open_write(c, a[1])?);
+    // The first field is located while the packed blob is checked.
+    let (mut h, old, mut located) = or_return!(open_write_locating(c, a[1], Some(a[2]))?);
     h.convert_for_items(c, &a[2..])?;
     let mut created = 0;
     for fv in a[2..].chunks(2) {
-        created += h.set(c, fv[0], fv[1])? as i64;
+        created += h.set_located(c, fv[0], fv[1], located.take())? as i64;
     }
     h.store(c, a[1], old.as_ref())?;
     c.notify(N_HASH, "hset", a[1]);

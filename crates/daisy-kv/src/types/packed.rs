@@ -30,6 +30,27 @@ fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
+/// `a == b`, comparing short items (the usual field or member) with a few word loads
+/// instead of a call to `memcmp`.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word8 =
+        |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let word4 =
+        |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+    match n {
+        // Two overlapping words cover every byte.
+        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        _ => a == b,
+    }
+}
+
 /// The packed form of `items`.
 pub fn encode<'a>(items: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
@@ -117,11 +138,28 @@ impl PackedBuf {
 
     /// Take a payload, checking its structure (one pass, no allocation).
     pub fn from_payload(buf: Vec<u8>) -> Result<PackedBuf, String> {
+        Self::from_payload_find(buf, 1, None).map(|(p, _)| p)
+    }
+
+    /// Take a payload, checking its structure, and in the same pass look for `key` among
+    /// the items at multiples of `stride` (what [`PackedBuf::find`] returns, without a
+    /// second scan: a write to a small hash or set checks the blob and finds its field at
+    /// once). With no `key`, finds nothing.
+    pub fn from_payload_find(
+        buf: Vec<u8>,
+        stride: usize,
+        key: Option<&[u8]>,
+    ) -> Result<(PackedBuf, Option<(usize, ItemAt)>), String> {
         let mut pos = 0;
         let n = get_varint(&buf, &mut pos).ok_or("packed value: truncated count")?;
         let head = pos;
         let end = buf.len();
+        let stride = stride.max(1) as u64;
+        let mut found = None;
+        // The index of the next item compared with `key` (u64::MAX: none).
+        let mut probe = if key.is_some() { 0 } else { u64::MAX };
         for i in 0..n {
+            let start = pos;
             // Most items are shorter than 128 bytes: a one-byte length.
             let len = match buf.get(pos) {
                 Some(&b) if b < 0x80 => {
@@ -134,9 +172,18 @@ impl PackedBuf {
                     as usize,
                 None => return Err(format!("packed value: item {i} truncated")),
             };
+            let data = pos..pos + len;
             pos += len;
             if pos > end {
                 return Err(format!("packed value: item {i} runs past the end"));
+            }
+            if i == probe {
+                if key.is_some_and(|k| same_bytes(&buf[data.clone()], k)) {
+                    found = Some((i as usize, ItemAt { start, data }));
+                    probe = u64::MAX;
+                } else {
+                    probe += stride;
+                }
             }
         }
         if pos != end {
@@ -145,13 +192,19 @@ impl PackedBuf {
                 end - pos
             ));
         }
-        Ok(PackedBuf {
+        let p = PackedBuf {
             buf,
             count: n as usize,
             head,
             changed: None,
             resized: false,
-        })
+        };
+        Ok((p, found))
+    }
+
+    /// The blob's buffer, for reuse once the collection is stored.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
     }
 
     /// Items in the blob.
@@ -185,10 +238,30 @@ impl PackedBuf {
     /// The first item at an index that is a multiple of `stride` equal to `key`, with its
     /// index (a hash's fields are every second item, a set's members every item).
     pub fn find(&self, stride: usize, key: &[u8]) -> Option<(usize, ItemAt)> {
-        self.items()
-            .enumerate()
-            .step_by(stride.max(1))
-            .find(|(_, it)| &self.buf[it.data.clone()] == key)
+        let stride = stride.max(1);
+        let mut pos = self.head;
+        // The index of the next item compared with `key`.
+        let mut probe = 0;
+        for i in 0..self.count {
+            let start = pos;
+            // Checked when the blob was taken or built.
+            let len = match self.buf[pos] {
+                b if b < 0x80 => {
+                    pos += 1;
+                    b as usize
+                }
+                _ => get_varint(&self.buf, &mut pos).expect("checked blob") as usize,
+            };
+            let data = pos..pos + len;
+            pos += len;
+            if i == probe {
+                if same_bytes(&self.buf[data.clone()], key) {
+                    return Some((i, ItemAt { start, data }));
+                }
+                probe += stride;
+            }
+        }
+        None
     }
 
     /// The item after `at` (a hash field's value).
@@ -355,6 +428,62 @@ mod tests {
         assert_eq!((i, p.get(&p.next(&at))), (2, &b"w"[..]));
         assert!(p.find(2, b"v").is_none(), "values are not fields");
         assert!(PackedBuf::from_payload(vec![2, 1, b'a']).is_err());
+    }
+
+    /// Checking a blob and finding an item in the same pass finds what `find` finds after the
+    /// check, for every stride, items of every short length (the word compares) and longer
+    /// ones, present or not; a damaged blob is refused whatever the key.
+    #[test]
+    fn from_payload_find_matches_find() {
+        let mut x = 0x5eed_u64;
+        for round in 0..300 {
+            let mut items: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..(round % 23) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let len = (x % 40) as usize;
+                items.push(
+                    (0..len)
+                        .map(|k| b'a' + ((x >> (k % 50)) % 3) as u8)
+                        .collect(),
+                );
+            }
+            let blob = encode(items.iter().map(|i| &i[..]).collect::<Vec<_>>().into_iter());
+            let mut keys: Vec<Vec<u8>> = items.clone();
+            keys.push(b"absent-key".to_vec());
+            keys.push(Vec::new());
+            for k in &keys {
+                // A near miss: the same length, one byte changed.
+                let mut near = k.clone();
+                if let Some(b) = near.last_mut() {
+                    *b ^= 0x40;
+                }
+                for key in [k, &near] {
+                    for stride in [1, 2] {
+                        let plain = PackedBuf::from_payload(blob.clone()).unwrap();
+                        let want = plain
+                            .find(stride, key)
+                            .map(|(i, at)| (i, at.start, at.data));
+                        let (p, got) =
+                            PackedBuf::from_payload_find(blob.clone(), stride, Some(key)).unwrap();
+                        let got = got.map(|(i, at)| (i, at.start, at.data));
+                        assert_eq!(got, want, "round {round} stride {stride} key {key:?}");
+                        assert_eq!(p.bytes(), &blob[..]);
+                        if let Some((i, _, data)) = want {
+                            assert_eq!(&blob[data], &key[..]);
+                            assert_eq!(i % stride, 0);
+                            assert!(items[..i].iter().step_by(stride).all(|it| it != key));
+                        } else {
+                            assert!(items.iter().step_by(stride).all(|it| it != key));
+                        }
+                    }
+                }
+            }
+            for cut in 0..blob.len() {
+                assert!(PackedBuf::from_payload_find(blob[..cut].to_vec(), 2, Some(b"a")).is_err());
+            }
+        }
     }
 
     /// `in_place_change` names exactly the bytes that differ from the blob taken, as long as
