@@ -517,6 +517,9 @@ pub struct Keyspace {
     /// Views of collections the transaction's commands gave back for the next ones (emptied
     /// at the end of every transaction: `committed`, `resync`; module `views`).
     pub views: crate::views::ViewCache,
+    /// Where stream reads of the transaction left off inside nodes (valid in their
+    /// transaction only; module `types::stream::seek`).
+    pub stream_seek: crate::types::stream::seek::SeekHints,
     /// A payload buffer given back once its command stored it (`recycle_payload`), for the
     /// next [`Keyspace::payload`]: a small collection's blob is read whole by every command
     /// on it, and a fresh allocation of a kilobyte or more each time showed in profiles
@@ -669,6 +672,7 @@ impl Keyspace {
             note_new: false,
             events: Vec::new(),
             views: Default::default(),
+            stream_seek: Default::default(),
             expire_paused: false,
             lazyfreed_objects: 0,
             watches: Watches::default(),
@@ -783,6 +787,7 @@ impl Keyspace {
     pub fn resync(&mut self) {
         self.forget_found();
         self.views.clear();
+        self.stream_seek.clear();
         self.watches.rollback();
         self.clock.rollback();
         self.events.clear();
@@ -803,6 +808,7 @@ impl Keyspace {
     pub fn committed(&mut self) {
         self.forget_found();
         self.views.clear();
+        self.stream_seek.clear();
         self.watches.commit();
         self.clock.committed();
         // Records may name other tables now: look the next key up afresh.

@@ -954,3 +954,207 @@ fn pool_check_sees_damage_inside_a_stream() {
         "{problems:?}"
     );
 }
+
+/// The IDs of the entries an XREADGROUP / XREAD reply holds (one stream).
+fn read_ids(v: &redis::Value) -> Vec<String> {
+    let redis::Value::Array(streams) = v else {
+        return Vec::new(); // nil: nothing new
+    };
+    let redis::Value::Array(kv) = &streams[0] else {
+        panic!("not a stream's reply: {v:?}")
+    };
+    let redis::Value::Array(entries) = &kv[1] else {
+        panic!("no entries: {v:?}")
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let redis::Value::Array(e) = e else {
+                panic!("not an entry: {e:?}")
+            };
+            redis::from_redis_value(&e[0]).unwrap()
+        })
+        .collect()
+}
+
+/// Reads of one transaction (MULTI/EXEC) start inside a node where the previous read of the
+/// node stopped (`types::stream::seek`): they must stay right when, in the same transaction,
+/// the node's master entry changes length (its count crosses 127/128, moving every entry),
+/// entries are deleted (XDEL, exact XTRIM: the remembered entry itself flagged deleted),
+/// appended, and another group reads the node elsewhere; and the next transaction reads as
+/// well. (The server runs with debug assertions in the tests: a hint that names no entry
+/// fails there.) The IDs are what redis-server 7.0.15 answers.
+#[test]
+fn reads_in_one_transaction_follow_every_change_to_their_node() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "stream-node-max-entries", "1000"],
+    )
+    .unwrap();
+    let mut p = redis::pipe();
+    for i in 1..=127 {
+        p.cmd("XADD").arg("s").arg(format!("1-{i}")).arg("f").arg(i);
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "s", "h", "1-5"]).unwrap();
+    let read = |p: &mut redis::Pipeline, group: &str, count: u32| {
+        p.cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(group)
+            .arg("a")
+            .arg("COUNT")
+            .arg(count)
+            .arg("STREAMS")
+            .arg("s")
+            .arg(">");
+    };
+    let mut p = redis::pipe();
+    p.atomic();
+    read(&mut p, "g", 100); // 1-1..1-100
+    p.cmd("XADD")
+        .arg("s")
+        .arg("1-128")
+        .arg("f")
+        .arg("x")
+        .ignore(); // count 127 -> 128
+    read(&mut p, "g", 1); // 1-101
+    read(&mut p, "h", 2); // 1-6, 1-7: group h reads the same node further up
+    read(&mut p, "g", 1); // 1-102
+    p.cmd("XDEL").arg("s").arg("1-103").arg("1-104").ignore(); // count 128 -> 126
+    read(&mut p, "g", 1); // 1-105
+                          // 1-1..1-102, 1-105..1-108 flagged deleted (the remembered 1-105 among them).
+    p.cmd("XTRIM").arg("s").arg("MAXLEN").arg("20").ignore();
+    read(&mut p, "g", 1); // 1-109
+    read(&mut p, "h", 1); // 1-109 too: 1-8.. are gone
+    p.cmd("XADD")
+        .arg("s")
+        .arg("1-129")
+        .arg("f")
+        .arg("y")
+        .ignore();
+    read(&mut p, "g", 2); // 1-110, 1-111
+    let replies: Vec<redis::Value> = p.query(&mut c).unwrap();
+    let got: Vec<Vec<String>> = replies.iter().map(read_ids).collect();
+    let want: Vec<Vec<String>> = vec![
+        (1..=100).map(|i| format!("1-{i}")).collect(),
+        vec!["1-101".into()],
+        vec!["1-6".into(), "1-7".into()],
+        vec!["1-102".into()],
+        vec!["1-105".into()],
+        vec!["1-109".into()],
+        vec!["1-109".into()],
+        vec!["1-110".into(), "1-111".into()],
+    ];
+    assert_eq!(got, want);
+    // The next transactions: from where the group is, to the end.
+    let v: redis::Value = q(
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "a",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    )
+    .unwrap();
+    assert_eq!(read_ids(&v), ["1-112"]);
+    let v: redis::Value = q(
+        &mut c,
+        &["XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">"],
+    )
+    .unwrap();
+    let rest: Vec<String> = (113..=129).map(|i| format!("1-{i}")).collect();
+    assert_eq!(read_ids(&v), rest);
+    srv.stop();
+    check_pool(&pool);
+}
+
+/// Reads of one transaction that start in a node before the last (found through the hint's
+/// exact lookup of the nodes' map, `types::stream::seek`) while, in the same transaction, the
+/// hinted node goes (XDEL of its every entry, XTRIM MINID removing it whole), a read runs off
+/// the hinted node's end into the next one, and another group reads from the stream's start.
+/// The IDs, the deletion and trim counts and the node count are redis-server 7.0.15's.
+#[test]
+fn reads_in_one_transaction_follow_nodes_that_go() {
+    let d = tmp();
+    let pool = pool_in(&d);
+    let srv = Server::start(&pool);
+    let mut c = srv.client();
+    let _: () = q(&mut c, &["CONFIG", "SET", "stream-node-max-entries", "10"]).unwrap();
+    let mut p = redis::pipe();
+    for i in 1..=50 {
+        p.cmd("XADD").arg("t").arg(format!("1-{i}")).arg("f").arg(i);
+    }
+    let _: () = p.query(&mut c).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "t", "g", "0"]).unwrap();
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "t", "h", "0"]).unwrap();
+    let read = |p: &mut redis::Pipeline, group: &str, count: u32| {
+        p.cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(group)
+            .arg("a")
+            .arg("COUNT")
+            .arg(count)
+            .arg("STREAMS")
+            .arg("t")
+            .arg(">");
+    };
+    let ids =
+        |r: std::ops::RangeInclusive<u32>| -> Vec<String> { r.map(|i| format!("1-{i}")).collect() };
+    let mut p = redis::pipe();
+    p.atomic();
+    read(&mut p, "g", 3); // 1-1..1-3, in the first node
+    read(&mut p, "g", 1); // 1-4
+    let del: Vec<String> = ids(1..=10);
+    p.cmd("XDEL").arg("t").arg(&del); // the first node goes
+    read(&mut p, "g", 1); // 1-11
+    read(&mut p, "g", 9); // 1-12..1-20: to the second node's end
+    read(&mut p, "g", 2); // 1-21, 1-22: past it, into the third
+    p.cmd("XTRIM").arg("t").arg("MINID").arg("1-25"); // the second node goes, 1-21.. flagged
+    read(&mut p, "g", 1); // 1-25
+    read(&mut p, "h", 1); // 1-25: the first live entry
+    read(&mut p, "g", 1); // 1-26
+    p.cmd("XLEN").arg("t");
+    let replies: Vec<redis::Value> = p.query(&mut c).unwrap();
+    let count = |v: &redis::Value| -> i64 { redis::from_redis_value(v).unwrap() };
+    assert_eq!(count(&replies[2]), 10, "XDEL");
+    assert_eq!(count(&replies[6]), 14, "XTRIM");
+    assert_eq!(count(&replies[10]), 26, "XLEN");
+    let got: Vec<Vec<String>> = [0, 1, 3, 4, 5, 7, 8, 9]
+        .iter()
+        .map(|&i| read_ids(&replies[i]))
+        .collect();
+    let want = vec![
+        ids(1..=3),
+        ids(4..=4),
+        ids(11..=11),
+        ids(12..=20),
+        ids(21..=22),
+        ids(25..=25),
+        ids(25..=25),
+        ids(26..=26),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(
+        field(&info(&mut c, &["XINFO", "STREAM", "t"]), "radix-tree-keys"),
+        "3"
+    );
+    let v: redis::Value = q(
+        &mut c,
+        &["XREADGROUP", "GROUP", "g", "a", "STREAMS", "t", ">"],
+    )
+    .unwrap();
+    assert_eq!(read_ids(&v), ids(27..=50));
+    srv.stop();
+    check_pool(&pool);
+}

@@ -745,7 +745,7 @@ impl Collected {
 /// The live entries from `start` on, at most `count` (0: all).
 fn collect(c: &mut Ctx, s: &Stream, start: StreamId, count: u64) -> daisy::Result<Collected> {
     let mut read = Collected::default();
-    s.walk(c.tx, start, StreamId::MAX, false, |nr, e| {
+    s.walk_seek(c.tx, &mut c.ks.stream_seek, start, |nr, e| {
         emit_entry(&mut read.body, nr, e)?;
         read.ids.push(e.id);
         Ok(count == 0 || (read.ids.len() as u64) < count)

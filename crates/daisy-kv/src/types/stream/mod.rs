@@ -63,6 +63,7 @@ pub mod commands;
 pub mod group;
 pub mod id;
 pub mod node;
+pub mod seek;
 
 pub use commands::*;
 
@@ -73,6 +74,7 @@ use bytemuck::{Pod, Zeroable};
 use daisy::{PPtr, PTreeMap, Pool, TreeMapView, Tx};
 use group::GroupMeta;
 use id::StreamId;
+use seek::{Seek, SeekHints};
 use std::collections::BTreeMap;
 
 /// The meta's magic while the stream is live, and once it is being freed.
@@ -298,6 +300,80 @@ pub struct Trim {
     pub approx: bool,
     /// At most this many entries go (0: no limit).
     pub limit: i64,
+}
+
+/// A forward walk's bounds (see [`Stream::walk_all`]).
+struct Forward {
+    start: StreamId,
+    end: StreamId,
+    skip_tombstones: bool,
+}
+
+impl Forward {
+    /// Walk node `nr` (master ID `master_id`) forward, calling `f` for each entry in bounds
+    /// until it returns false; false when the walk is over (`f` said so, or an entry past
+    /// `end`). With `seek` (the transaction's serial and its hints), start at the node's hint
+    /// when it is at or before `start`, and leave the last entry handed to `f` as the hint.
+    fn node(
+        &self,
+        nr: &NodeRef,
+        master_id: StreamId,
+        seek: Option<(u64, u64, &mut SeekHints)>,
+        f: &mut impl FnMut(&NodeRef, &node::EntryAt) -> daisy::Result<bool>,
+    ) -> daisy::Result<bool> {
+        let (lp, m) = (nr.lp, nr.master);
+        let last = lp.len() - 1;
+        let mut p = m.first_entry;
+        let hint = seek
+            .as_ref()
+            .and_then(|(tx, stream, h)| h.get(*tx, *stream))
+            .filter(|h| h.block == nr.block && h.master == master_id && h.id <= self.start);
+        if let Some(h) = hint {
+            // Checked all the same (see `seek`): a hint that does not name an entry of this
+            // node is not followed.
+            let q = m.first_entry.saturating_add(h.rel);
+            if q < last && node::entry_fast(lp, m, master_id, q).is_ok_and(|e| e.id == h.id) {
+                p = q;
+            } else {
+                debug_assert!(false, "a stream seek hint that names no entry");
+            }
+        }
+        let mut handed = None;
+        let mut go = true;
+        while p < last {
+            let e = node::entry_fast(lp, m, master_id, p).map_err(damaged)?;
+            p = e.end;
+            if (self.skip_tombstones && e.deleted()) || e.id < self.start {
+                continue;
+            }
+            if e.id > self.end {
+                go = false;
+                break;
+            }
+            handed = Some((e.id, e.flags_pos - m.first_entry));
+            if !f(nr, &e)? {
+                go = false;
+                break;
+            }
+        }
+        if go && p != last {
+            return Err(damaged("entries run past a node's terminator"));
+        }
+        if let (Some((tx, stream, h)), Some((id, rel))) = (seek, handed) {
+            let block = nr.block;
+            h.put(
+                tx,
+                stream,
+                Seek {
+                    master: master_id,
+                    block,
+                    id,
+                    rel,
+                },
+            );
+        }
+        Ok(go)
+    }
 }
 
 impl Stream {
@@ -656,6 +732,33 @@ impl Stream {
         end: StreamId,
         rev: bool,
         skip_tombstones: bool,
+        f: impl FnMut(&NodeRef, &node::EntryAt) -> daisy::Result<bool>,
+    ) -> daisy::Result<()> {
+        self.walk_inner(tx, None, start, end, rev, skip_tombstones, f)
+    }
+
+    /// [`Stream::walk`] forward from `start` to the end, starting inside a node where an
+    /// earlier read of the transaction left off (`hints`, see `seek`), and remembering where
+    /// this one leaves off.
+    pub fn walk_seek(
+        &self,
+        tx: &Tx,
+        hints: &mut SeekHints,
+        start: StreamId,
+        f: impl FnMut(&NodeRef, &node::EntryAt) -> daisy::Result<bool>,
+    ) -> daisy::Result<()> {
+        self.walk_inner(tx, Some(hints), start, StreamId::MAX, false, true, f)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk_inner(
+        &self,
+        tx: &Tx,
+        mut hints: Option<&mut SeekHints>,
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+        skip_tombstones: bool,
         mut f: impl FnMut(&NodeRef, &node::EntryAt) -> daisy::Result<bool>,
     ) -> daisy::Result<()> {
         if start > end {
@@ -671,29 +774,57 @@ impl Stream {
                 master: &m,
                 block: self.m.tail,
             };
-            let last = lp.len() - 1;
-            let mut p = m.first_entry;
-            while p < last {
-                let e = node::entry_fast(&lp, &m, self.m.tail_id(), p).map_err(damaged)?;
-                p = e.end;
-                if (skip_tombstones && e.deleted()) || e.id < start {
-                    continue;
-                }
-                if e.id > end || !f(&nr, &e)? {
+            let seek = hints.as_deref_mut().map(|h| (tx.serial(), self.at, h));
+            let fw = Forward {
+                start,
+                end,
+                skip_tombstones,
+            };
+            fw.node(&nr, self.m.tail_id(), seek, &mut f)?;
+            return Ok(());
+        }
+        // Forward from where the transaction's last read of the stream left off, when its
+        // node is still the stream's (see `seek`): then from the nodes after it.
+        let mut after_hint = None;
+        if let Some(h) = hints
+            .as_deref()
+            .and_then(|h| h.get(tx.serial(), self.at))
+            .filter(|h| !rev && h.id <= start)
+        {
+            let named = self.tree(tx)?.get(tx, &h.master.key())?;
+            if named.is_some_and(|v| v.len() == 8 && word(&v) == h.block) {
+                let lp = read_node(tx, h.block)?;
+                let m = node::master(&lp).map_err(damaged)?;
+                let nr = NodeRef {
+                    lp: &lp,
+                    master: &m,
+                    block: h.block,
+                };
+                let seek = hints.as_deref_mut().map(|hs| (tx.serial(), self.at, hs));
+                let fw = Forward {
+                    start,
+                    end,
+                    skip_tombstones,
+                };
+                if !fw.node(&nr, h.master, seek, &mut f)? {
                     return Ok(());
                 }
+                after_hint = Some(self.tree(tx)?.rank(tx, &h.master.key())?.0 + 1);
             }
-            return Ok(());
         }
         let n = self.nodes(tx)?;
         if n == 0 {
             return Ok(());
         }
         let from = if rev { end } else { start };
-        let mut r = match self.node_rank_at_or_before(tx, from)? {
+        let mut r = match after_hint {
+            Some(r) if r >= n => return Ok(()),
             Some(r) => r,
-            None if rev => return Ok(()),
-            None => 0,
+            None => match self.node_rank_at_or_before(tx, from)? {
+                Some(r) => r,
+                None if rev => return Ok(()),
+                None => 0,
+            },
         };
         loop {
             let Some((master_id, block)) = self.node_at(tx, r)? else {
@@ -709,25 +840,20 @@ impl Stream {
                 master: &m,
                 block,
             };
-            let mut visit = |e: &node::EntryAt| -> daisy::Result<Option<bool>> {
-                if skip_tombstones && e.deleted() {
-                    return Ok(None);
-                }
-                if (!rev && e.id > end) || (rev && e.id < start) {
-                    return Ok(Some(false));
-                }
-                if (!rev && e.id < start) || (rev && e.id > end) {
-                    return Ok(None);
-                }
-                Ok(Some(f(&nr, e)?))
-            };
             if rev {
                 let all = node::entries_fast(&lp, &m, master_id).map_err(damaged)?;
                 for e in all.iter().rev() {
-                    if let Some(go) = visit(e)? {
-                        if !go {
-                            return Ok(());
-                        }
+                    if skip_tombstones && e.deleted() {
+                        continue;
+                    }
+                    if e.id < start {
+                        return Ok(());
+                    }
+                    if e.id > end {
+                        continue;
+                    }
+                    if !f(&nr, e)? {
+                        return Ok(());
                     }
                 }
                 if r == 0 {
@@ -737,19 +863,14 @@ impl Stream {
             } else {
                 // Forward, one entry at a time: a read that starts inside the node stops as
                 // soon as it has what it wants.
-                let last = lp.len() - 1;
-                let mut p = m.first_entry;
-                while p < last {
-                    let e = node::entry_fast(&lp, &m, master_id, p).map_err(damaged)?;
-                    p = e.end;
-                    if let Some(go) = visit(&e)? {
-                        if !go {
-                            return Ok(());
-                        }
-                    }
-                }
-                if p != last {
-                    return Err(damaged("entries run past a node's terminator"));
+                let seek = hints.as_deref_mut().map(|h| (tx.serial(), self.at, h));
+                let fw = Forward {
+                    start,
+                    end,
+                    skip_tombstones,
+                };
+                if !fw.node(&nr, master_id, seek, &mut f)? {
+                    return Ok(());
                 }
                 r += 1;
                 if r >= n {
