@@ -212,7 +212,16 @@ impl ChildStore {
             ChildStore::File(f, b, map, bs) => {
                 let off = lba * *bs;
                 if let Some(m) = map {
-                    m.write_bytes(off, data);
+                    // The header (LBA, version) first, then the rest: the validator tells a
+                    // block torn by the write in flight at the kill by its header naming a
+                    // version newer than acknowledged (`Verdict::torn_in_flight`). One copy
+                    // of the whole block would not keep that order: glibc's memcpy of 1 KiB
+                    // stores its first 32 bytes last, so a kill inside it left the old header
+                    // over new bytes, counted corrupt (seen once in CI, mmap-msync). A SIGKILL
+                    // leaves the page cache as the stores made it, in program order (x86-TSO).
+                    m.write_bytes(off, &data[..16]);
+                    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+                    m.write_bytes(off + 16, &data[16..]);
                     if *b == Backend::MmapMsync {
                         let page = daisy::internals::page_size();
                         let start = off as usize & !(page - 1);
