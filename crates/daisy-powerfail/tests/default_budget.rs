@@ -60,8 +60,20 @@ fn default_budget_passes_on_every_workload() {
                 );
             }
         } else if w.workload == "blocks" {
-            let busy = w.threads.iter().filter(|t| t.crash_points > 10).count();
-            assert_eq!(busy, 3, "every writer fences: {:?}", w.threads);
+            // Three writers on a format 1 store, then three on a format 2 store (threads
+            // named `v2/...`): every one of them fences.
+            for v2 in [false, true] {
+                let busy = w
+                    .threads
+                    .iter()
+                    .filter(|t| t.thread.starts_with("v2/") == v2 && t.crash_points > 10)
+                    .count();
+                assert_eq!(
+                    busy, 3,
+                    "every writer fences (format 2: {v2}): {:?}",
+                    w.threads
+                );
+            }
         } else {
             assert!(w.second_life_from.is_some(), "{w:?}");
             assert!(w.recovery_points > 0, "{w:?}");
