@@ -278,6 +278,16 @@ fn data_bytes(format: u32, bs: u64, nphys: u64) -> Option<u64> {
     per.checked_mul(nphys)?.checked_add(64)
 }
 
+/// Physical block 0 of the data object at `data` (aligned to a cache line).
+fn blocks_at(data: u64) -> u64 {
+    data.next_multiple_of(64)
+}
+
+/// Format 2: the record of physical block 0, after the `nphys` blocks of `bs` bytes.
+fn records_at(data: u64, bs: u64, nphys: u64) -> u64 {
+    blocks_at(data) + nphys * bs
+}
+
 /// Check the limits of a geometry; the reason when it is refused.
 fn check_limits(bs: u64, nblocks: u64, spare: u64) -> std::result::Result<(), String> {
     if !(PBlockStore::MIN_BLOCK_SIZE as u64..=PBlockStore::MAX_BLOCK_SIZE as u64).contains(&bs)
@@ -351,7 +361,7 @@ fn load_geo(
         }
         Err(w) => return Err(bad(format!("data at {:#x}: {w}", h.data))),
     }
-    let base = h.data.next_multiple_of(64);
+    let base = blocks_at(h.data);
     Ok(Geo {
         hdr,
         bs,
@@ -361,7 +371,7 @@ fn load_geo(
         base,
         data_obj: h.data,
         format: h.format,
-        recs: base + nphys * bs,
+        recs: records_at(h.data, bs, nphys),
     })
 }
 
@@ -560,7 +570,7 @@ impl PBlockStore {
             // Every block's record: LBA i's version 0, zeros, in block i; the spares free.
             // (Recovery trusts a record only through its checksum: these make every named
             // block's record valid from the start, invariant 4.)
-            let recs = data.next_multiple_of(64) + nphys * bs;
+            let recs = records_at(data, bs, nphys);
             let mut p = 0u64;
             while p < nphys {
                 let n = (nphys - p).min(2048);
@@ -682,9 +692,7 @@ impl PBlockStore {
                     .map_err(|e| inner.io_err("persist", e))?;
             }
         }
-        let free: Vec<u64> = (0..geo.nphys)
-            .filter(|&p| named[(p / 64) as usize] & (1 << (p % 64)) == 0)
-            .collect();
+        let free: Vec<u64> = (0..geo.nphys).filter(|&p| !bit_of(&named, p)).collect();
         // nblocks distinct names among nblocks + spare blocks: exactly spare are free.
         debug_assert_eq!(free.len() as u64, geo.nphys - geo.nblocks);
         let lanes = free
