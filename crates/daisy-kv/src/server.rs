@@ -1806,12 +1806,20 @@ impl Server {
         let Some(Some(c)) = self.conns.get(w.conn) else {
             return;
         };
-        let key = &c.rbuf[ranges[w.args.start + 1].clone()];
+        // A postponed request's arguments live in `owned`, as in `spec_of`.
+        let src: &[u8] = if w.owned { &self.owned } else { &c.rbuf };
+        let arg = |k: usize| {
+            ranges
+                .get(w.args.start + k)
+                .and_then(|r| src.get(r.clone()))
+        };
+        let Some(key) = arg(1) else { return };
         self.store.prefetch(c.cl.db, key, stage);
         // Commands on one field or member of a collection: that entry of its table too.
         if w.args.len() >= 3 && spec.is_some_and(cmd::member_arg) {
-            let member = &c.rbuf[ranges[w.args.start + 2].clone()];
-            self.store.prefetch_member(c.cl.db, key, member, stage);
+            if let Some(member) = arg(2) {
+                self.store.prefetch_member(c.cl.db, key, member, stage);
+            }
         }
     }
 
